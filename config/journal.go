@@ -1,0 +1,70 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+// Journal is the config of a type: journal source.
+type Journal struct {
+	// Directory or Files select journal files as journalctl --directory and
+	// --file take them; neither means the system journal.
+	Directory string            `yaml:"directory"`
+	Files     []string          `yaml:"files"`
+	Units     map[string]string `yaml:"units"` // unit -> job
+	Cron      []CronMatch       `yaml:"cron"`
+}
+
+// CronMatch maps cron daemon CMD lines whose command matches Match to Job.
+type CronMatch struct {
+	Match string `yaml:"match"`
+	Job   string `yaml:"job"`
+}
+
+func (j *Journal) setFields() []string {
+	var f []string
+	if j.Directory != "" {
+		f = append(f, "directory")
+	}
+	if len(j.Files) > 0 {
+		f = append(f, "files")
+	}
+	if len(j.Units) > 0 {
+		f = append(f, "units")
+	}
+	if len(j.Cron) > 0 {
+		f = append(f, "cron")
+	}
+	return f
+}
+
+func (j *Journal) validate(c *Config) []error {
+	var errs []error
+	if j.Directory != "" && len(j.Files) > 0 {
+		errs = append(errs, fmt.Errorf("directory and files are exclusive"))
+	}
+	if len(j.Units) == 0 && len(j.Cron) == 0 {
+		errs = append(errs, fmt.Errorf("needs units or cron"))
+	}
+	jobs := c.JobNames()
+	units := make([]string, 0, len(j.Units))
+	for u := range j.Units {
+		units = append(units, u)
+	}
+	sort.Strings(units)
+	for _, u := range units {
+		if !jobs[j.Units[u]] {
+			errs = append(errs, fmt.Errorf("units[%s]: job %q is not configured", u, j.Units[u]))
+		}
+	}
+	for i, m := range j.Cron {
+		if _, err := regexp.Compile(m.Match); err != nil || m.Match == "" {
+			errs = append(errs, fmt.Errorf("cron[%d].match: bad regex %q", i, m.Match))
+		}
+		if !jobs[m.Job] {
+			errs = append(errs, fmt.Errorf("cron[%d]: job %q is not configured", i, m.Job))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,112 @@
+// Package model is jobwatch's job model: sources turn outside records into
+// Events, the Tracker applies them, and the collector renders the Tracker's
+// view at scrape time.
+package model
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kind says what happened to a run.
+type Kind uint8
+
+const (
+	// Start: a run began.
+	Start Kind = iota + 1
+	// End: a run finished, with a Result.
+	End
+	// Skip: a run was due but did not start (for example: the lock was held).
+	Skip
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Start:
+		return "start"
+	case End:
+		return "end"
+	case Skip:
+		return "skip"
+	}
+	return "unknown"
+}
+
+// ParseKind maps a record's event field to a Kind; ok is false for anything else.
+func ParseKind(s string) (Kind, bool) {
+	switch s {
+	case "start":
+		return Start, true
+	case "end":
+		return End, true
+	case "skip":
+		return Skip, true
+	}
+	return 0, false
+}
+
+// Result is how a finished run ended. The values are the result label of
+// jobwatch_job_runs_total.
+type Result string
+
+const (
+	Success Result = "success"
+	Failure Result = "failure"
+	Timeout Result = "timeout"
+	// Lost: the run was never seen ending (its process vanished, or it outlived
+	// its job's timeout), so jobwatch closed it.
+	Lost Result = "lost"
+)
+
+// Results lists every Result, in the order metrics are emitted.
+var Results = []Result{Success, Failure, Timeout, Lost}
+
+// ParseStatus maps a record's status field to a Result. Lost is jobwatch's
+// own verdict and is not accepted from records.
+func ParseStatus(s string) (Result, bool) {
+	switch Result(s) {
+	case Success, Failure, Timeout:
+		return Result(s), true
+	}
+	return "", false
+}
+
+// Event is one record of a job's life, as a source read it.
+type Event struct {
+	Time  time.Time
+	Job   string
+	Kind  Kind
+	Host  string
+	PID   int // 0: unknown
+	RunID string
+
+	// End only.
+	Result      Result
+	ExitCode    int
+	HasExitCode bool
+	// Duration as the record states it; when absent the model derives it
+	// from the matching start.
+	Duration    time.Duration
+	HasDuration bool
+
+	// Skip only.
+	Reason    string
+	HolderPID int
+}
+
+// Batch is what a source hands the tracker at once: events in the order they
+// were read, how many records could not be read, and where the source would
+// resume after them. The tracker applies a batch and stores its position under
+// one lock, so a saved state never holds events without their position or the
+// other way round: after a crash nothing is counted twice and nothing is lost.
+type Batch struct {
+	Source      string
+	Events      []Event
+	ParseErrors int
+	// PositionResets counts times the source's saved position no longer
+	// existed (a vacuumed journal cursor, a log file replaced while jobwatch
+	// was stopped) and reading went on from the nearest available point.
+	PositionResets int
+	// Position is opaque to the model; nil leaves the stored one unchanged.
+	Position json.RawMessage
+}
