@@ -162,8 +162,14 @@ func literal(s []byte, i int, lit string) (int, error) {
 // Raw control characters are errors; s is known to be valid UTF-8.
 func scanString(s []byte, i int) (end int, esc bool, err error) {
 	for i < len(s) {
-		c := s[i]
-		switch {
+		// Skip plain bytes fast; stop at a quote, a backslash or a control character.
+		for i < len(s) && !strSpecial[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		switch c := s[i]; {
 		case c == '"':
 			return i, esc, nil
 		case c == '\\':
@@ -185,14 +191,21 @@ func scanString(s []byte, i int) (end int, esc bool, err error) {
 			default:
 				return 0, false, jsonErr(i, "bad escape")
 			}
-		case c < 0x20:
-			return 0, false, jsonErr(i, "control character in string")
 		default:
-			i++
+			return 0, false, jsonErr(i, "control character in string")
 		}
 	}
 	return 0, false, jsonErr(i, "truncated string")
 }
+
+// strSpecial marks the bytes that end a run of plain string bytes.
+var strSpecial = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // scanNumber checks the JSON number grammar
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? from s[i]; it returns the
