@@ -406,10 +406,11 @@ func (c *core) parseTime(b []byte) (time.Time, error) {
 			return time.Time{}, errf(fTime, "layout %q has no year", c.layout)
 		}
 	}
-	if t.IsZero() {
-		return time.Time{}, errf(fTime, "zero time")
+	t = t.UTC()
+	if y := t.Year(); y < 1 || y > 9999 || t.IsZero() {
+		return time.Time{}, errf(fTime, "out of range: %s", quote(b))
 	}
-	return t.UTC(), nil
+	return t, nil
 }
 
 func parseKind(b []byte) (model.Kind, bool) {
