@@ -149,7 +149,7 @@ func (t *Tailer) resume(saved Position) {
 			fl.f.Close()
 		}
 		t.count(func(st *Stats) { st.Rotations++ })
-		if p := t.readSiblings(sibs[idx+1:], pf); p != nil {
+		if p := t.readSiblings(after(sibs, idx), pf); p != nil {
 			last = p
 		}
 	} else {
@@ -157,13 +157,7 @@ func (t *Tailer) resume(saved Position) {
 			"offset", saved.Offset, "line", saved.Line)
 		t.resets++
 		t.count(func(st *Stats) { st.Resets++ })
-		var newer []sibling
-		for _, s := range sibs {
-			if s.mtime >= saved.ModTime {
-				newer = append(newer, s)
-			}
-		}
-		last = t.readSiblings(newer, pf)
+		last = t.readSiblings(modifiedSince(sibs, saved.ModTime), pf)
 	}
 	if t.ctx.Err() != nil {
 		if pf != nil {
@@ -187,22 +181,39 @@ func (t *Tailer) resume(saved Position) {
 // file about to be followed.
 func (t *Tailer) readNewer(last Position, next *file) {
 	sibs := t.siblings()
-	var newer []sibling
-	found := false
 	for i, s := range sibs {
 		if s.matches(last) {
-			newer, found = sibs[i+1:], true
-			break
+			t.readSiblings(after(sibs, i), next)
+			return
 		}
 	}
-	if !found {
-		for _, s := range sibs {
-			if s.mtime >= last.ModTime {
-				newer = append(newer, s)
-			}
+	t.readSiblings(modifiedSince(sibs, last.ModTime), next)
+}
+
+// after returns the siblings rotated after sibs[i]: the later ones of its
+// naming style.
+func after(sibs []sibling, i int) []sibling {
+	var out []sibling
+	for _, s := range sibs[i+1:] {
+		if (s.date == "") == (sibs[i].date == "") {
+			out = append(out, s)
 		}
 	}
-	t.readSiblings(newer, next)
+	return out
+}
+
+// modifiedSince returns the siblings modified at or after mtime (unix
+// nanoseconds), oldest first: the file they should follow is gone, so the
+// mtime is all that orders them.
+func modifiedSince(sibs []sibling, mtime int64) []sibling {
+	var out []sibling
+	for _, s := range sibs {
+		if s.mtime >= mtime {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].mtime < out[j].mtime })
+	return out
 }
 
 // readSiblings reads whole rotated files in order and returns the position

@@ -248,6 +248,7 @@ func (t *Tailer) step() {
 				return
 			}
 			t.log.Info("file deleted; waiting for it to come back")
+			t.missing = true
 			t.read(t.cur, true)
 			t.retire()
 			return
