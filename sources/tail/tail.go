@@ -34,9 +34,11 @@ const (
 	FingerprintBytes = 1024
 	// BatchLines is the most lines one call of Run's callback gets.
 	BatchLines = 4096
-	// readBufferBytes is the read buffer's starting size; it grows (up to
-	// MaxLineBytes+1) only while a single line does not fit.
-	readBufferBytes = 256 << 10
+	// The read buffer starts small (idle Tailers of small files stay small),
+	// doubles while reads fill it, up to readBufferBytes, and beyond that
+	// (up to MaxLineBytes+1) only while a single line does not fit.
+	initialBufferBytes = 16 << 10
+	readBufferBytes    = 256 << 10
 )
 
 // Position identifies where reading stopped. The caller persists it (as JSON)
@@ -393,20 +395,24 @@ func (t *Tailer) startFile(*file) {
 func (t *Tailer) read(fl *file, final bool) {
 	maxLine := t.opts.MaxLineBytes
 	if t.buf == nil {
-		t.buf = make([]byte, min(readBufferBytes, maxLine+1))
+		t.buf = make([]byte, min(initialBufferBytes, maxLine+1))
 	}
-	for t.ctx.Err() == nil {
+	for t.ctx.Err() == nil && (final || fl.readOff < fl.size) {
 		if t.n == len(t.buf) {
 			// One incomplete line fills the buffer (it is at most
 			// maxLine bytes, see scan): grow.
-			nb := make([]byte, min(2*len(t.buf), maxLine+1))
-			copy(nb, t.buf[:t.n])
-			t.buf = nb
+			t.grow(min(2*len(t.buf), maxLine+1))
 		}
 		m, err := fl.f.ReadAt(t.buf[t.n:], fl.readOff)
 		if m > 0 {
 			fl.readOff += int64(m)
+			fl.size = max(fl.size, fl.readOff)
+			full := t.n+m == len(t.buf)
 			t.scan(fl, t.n+m)
+			if full && len(t.buf) < readBufferBytes {
+				// Much to read: read in larger chunks.
+				t.grow(min(2*len(t.buf), max(readBufferBytes, maxLine+1)))
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -430,6 +436,16 @@ func (t *Tailer) read(fl *file, final bool) {
 	}
 	t.flush(fl)
 	t.startFile(fl)
+}
+
+// grow replaces the read buffer by a larger one, keeping buf[:n].
+func (t *Tailer) grow(size int) {
+	if size <= len(t.buf) {
+		return
+	}
+	nb := make([]byte, size)
+	copy(nb, t.buf[:t.n])
+	t.buf = nb
 }
 
 // scan splits buf[:end], whose last byte is at fl.readOff-1, into lines.

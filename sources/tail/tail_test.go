@@ -288,8 +288,8 @@ func roundTrip(t *testing.T, p Position) Position {
 func TestRestart(t *testing.T) {
 	type tc struct {
 		name   string
-		before string                                // file content before the stop
-		change func(t *testing.T, path string)       // while stopped
+		before string                                 // file content before the stop
+		change func(t *testing.T, path string)        // while stopped
 		tweak  func(p Position, path string) Position // the saved position, as found
 		want   []string
 		resets int
