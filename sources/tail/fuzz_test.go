@@ -57,3 +57,41 @@ func FuzzLines(f *testing.F) {
 		h.stop()
 	})
 }
+
+// FuzzPosition resumes from arbitrary saved positions (they come from a state
+// file): no crash, and the file is then followed.
+func FuzzPosition(f *testing.F) {
+	f.Add(int64(4), 4, int64(2), "", true, true)
+	f.Add(int64(-1), 0, int64(0), "x", false, false)
+	f.Add(int64(1<<40), 1<<30, int64(-5), "zz", true, false)
+	f.Add(int64(2), 2, int64(1), "", true, false)
+	f.Fuzz(func(t *testing.T, off int64, fpLen int, line int64, fp string, sameFile, rightFP bool) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "runs.log")
+		writeFile(t, path, "a\nb\n")
+		p := Position{Offset: off, FPLen: fpLen, Line: line, Fingerprint: fp}
+		if sameFile {
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Dev, p.Ino = ids(fi)
+		}
+		if rightFP {
+			fl, err := openFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Fingerprint, p.FPLen = fl.fp, fl.fpLen
+			fl.f.Close()
+		}
+		h := startTailer(t, path, &p, Options{})
+		h.take()
+		appendFile(t, path, "c\n")
+		got := h.step()
+		if len(got) == 0 || got[len(got)-1] != "c" {
+			t.Fatalf("after resuming from %+v: got %q, want the appended line", p, got)
+		}
+		h.stop()
+	})
+}

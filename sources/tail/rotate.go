@@ -112,6 +112,18 @@ func (s sibling) fingerprintMatches(p Position) bool {
 // file is gone, it counts a reset and reads the siblings modified since the
 // saved ModTime, then the path from 0.
 func (t *Tailer) resume(saved Position) {
+	if saved.Offset < 0 || saved.Line < 0 || saved.FPLen < 0 || saved.FPLen > FingerprintBytes {
+		t.log.Warn("invalid saved position; reading the file from the start",
+			"offset", saved.Offset, "line", saved.Line, "fp_len", saved.FPLen)
+		t.resets++
+		t.count(func(st *Stats) { st.Resets++ })
+		if t.openPath() {
+			t.flush(t.cur)
+		} else {
+			t.flush(nil)
+		}
+		return
+	}
 	pf, perr := openFile(t.path)
 	if perr == nil && pf.dev == saved.Dev && pf.ino == saved.Ino && pf.size >= saved.Offset &&
 		fingerprintMatches(pf.f, saved.FPLen, saved.Fingerprint) {
@@ -260,6 +272,9 @@ func fingerprint(f *os.File, n int64) (string, int) {
 func fingerprintMatches(f *os.File, n int, fp string) bool {
 	if n <= 0 {
 		return true
+	}
+	if n > FingerprintBytes {
+		return false
 	}
 	got, m := fingerprint(f, int64(n))
 	return m == n && got == fp

@@ -241,3 +241,23 @@ func cpuTime(t *testing.T) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// The directory is removed and recreated: its inotify watch is gone with
+// it, and is set up again.
+func TestDirectoryRemovedAndRecreated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	os.Mkdir(dir, 0o755)
+	path := filepath.Join(dir, "runs.log")
+	writeFile(t, path, "a\n")
+	_, ch := runReal(t, path, Options{PollInterval: 100 * time.Millisecond})
+	expectLine(t, ch, "a", time.Second)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	os.Mkdir(dir, 0o755)
+	writeFile(t, path, "b\n")
+	expectLine(t, ch, "b", time.Second)
+	appendFile(t, path, "c\n")
+	expectLine(t, ch, "c", time.Second)
+}
