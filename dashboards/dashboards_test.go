@@ -3,6 +3,7 @@ package dashboards
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -51,6 +52,8 @@ func TestJSON(t *testing.T) {
 		t.Error("jobwatch.json is not indented with two spaces (python3 -m json.tool --indent 2 fixes it)")
 	}
 }
+
+var bareSelector = regexp.MustCompile(`^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*(\{[^}]*\})?\s*$`)
 
 // TestImportable: what Grafana's dashboard import needs: a Prometheus
 // datasource input, a datasource variable that defaults to it, no fixed id,
@@ -120,6 +123,11 @@ func TestImportable(t *testing.T) {
 			}
 			if p.Type == "table" && (tg.Format != "table" || !tg.Instant) {
 				t.Errorf("table %q target %s: want an instant query in table format", p.Title, tg.RefID)
+			}
+			// A bare selector's rows carry __name__, which differs between
+			// queries and keeps the merge transformation from joining them.
+			if p.Type == "table" && bareSelector.MatchString(tg.Expr) {
+				t.Errorf("table %q target %s is a bare selector: wrap it (sum without () (...)) to drop __name__", p.Title, tg.RefID)
 			}
 		}
 	}

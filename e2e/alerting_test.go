@@ -182,10 +182,13 @@ scrape_configs:
 			t.Errorf("%s: undefined variables %q", q.Where, unknown)
 			continue
 		}
-		n, err := promQuery(promAddr, expr, q.Instant)
+		n, named, err := promQuery(promAddr, expr, q.Instant)
 		if err != nil {
 			t.Errorf("%s: %v\n%s", q.Where, err, expr)
 			continue
+		}
+		if named && q.Instant && strings.HasPrefix(q.Where, "panel ") {
+			t.Errorf("%s: rows carry __name__, which keeps a table's queries from merging\n%s", q.Where, expr)
 		}
 		if strings.HasPrefix(q.Where, "variable ") && n == 0 {
 			t.Errorf("%s: %s selects nothing", q.Where, expr)
@@ -398,8 +401,9 @@ func jobwatchMetrics(t *testing.T, addr string) string {
 }
 
 // promQuery runs expr against Prometheus' HTTP API, instant or over the
-// last minute, and returns how many series it gave.
-func promQuery(addr, expr string, instant bool) (int, error) {
+// last minute, and returns how many series it gave and whether any of them
+// kept its metric name.
+func promQuery(addr, expr string, instant bool) (n int, named bool, err error) {
 	v := url.Values{"query": {expr}}
 	path := "/api/v1/query"
 	if !instant {
@@ -411,27 +415,34 @@ func promQuery(addr, expr string, instant bool) (int, error) {
 	}
 	resp, err := http.PostForm("http://"+addr+path, v)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer resp.Body.Close()
 	var r struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
 		Data   struct {
-			Result []json.RawMessage `json:"result"`
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+			} `json:"result"`
 		} `json:"data"`
 		Warnings []string `json:"warnings"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return 0, fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
+		return 0, false, fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
 	}
 	if r.Status != "success" {
-		return 0, fmt.Errorf("status %s: %s", r.Status, r.Error)
+		return 0, false, fmt.Errorf("status %s: %s", r.Status, r.Error)
 	}
 	if len(r.Warnings) > 0 {
-		return 0, fmt.Errorf("warnings: %q", r.Warnings)
+		return 0, false, fmt.Errorf("warnings: %q", r.Warnings)
 	}
-	return len(r.Data.Result), nil
+	for _, res := range r.Data.Result {
+		if _, ok := res.Metric["__name__"]; ok {
+			named = true
+		}
+	}
+	return len(r.Data.Result), named, nil
 }
 
 // scrapedNames lists the metric names Prometheus holds from the jobwatch
