@@ -48,15 +48,6 @@ var Contract = []string{
 	"jobwatch_build_info",
 }
 
-// Pending are contract metrics the exporter does not emit yet: they come
-// with calendar schedules. Rules and panels may use them (they then show
-// nothing until the exporter emits them).
-var Pending = map[string]bool{
-	"jobwatch_job_missed_runs_total":     true,
-	"jobwatch_job_unexpected_runs_total": true,
-	"jobwatch_job_duplicate_runs_total":  true,
-}
-
 // FromPrometheus are series Prometheus itself adds for every target.
 var FromPrometheus = map[string]bool{"up": true}
 
@@ -93,15 +84,12 @@ func ExporterNames(dir string) (map[string]bool, error) {
 	return names, nil
 }
 
-// Allowed is what rules and dashboards may query: the exporter's metrics,
-// the pending contract metrics, and Prometheus' own per-target series.
+// Allowed is what rules and dashboards may query: the exporter's metrics
+// and Prometheus' own per-target series.
 func Allowed(dir string) (map[string]bool, error) {
 	names, err := ExporterNames(dir)
 	if err != nil {
 		return nil, err
-	}
-	for n := range Pending {
-		names[n] = true
 	}
 	for n := range FromPrometheus {
 		names[n] = true
