@@ -40,6 +40,9 @@ type Checker interface {
 type Deps struct {
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Jobs are the configured job names. A source that can look up each
+	// job's latest runs on first start (mysql) does so for these.
+	Jobs []string
 }
 
 func (d Deps) withDefaults() Deps {
