@@ -155,6 +155,11 @@ func (m *MySQL) String() string {
 	return fmt.Sprintf("mysql source %q (%s, table %s)", m.name, redactedDSN(m.dsn), m.table)
 }
 
+// where names the server and table in errors, without the password.
+func (m *MySQL) where() string {
+	return fmt.Sprintf("%s@%s(%s)/%s table %s", m.dsn.User, m.dsn.Net, m.dsn.Addr, m.dsn.DBName, m.table)
+}
+
 func (m *MySQL) open() (*sql.DB, error) {
 	conn, err := mysql.NewConnector(m.dsn)
 	if err != nil {
@@ -176,7 +181,7 @@ func (m *MySQL) Check(ctx context.Context) error {
 	defer db.Close()
 	advice, err := m.checkSchema(ctx, db)
 	if err != nil {
-		return m.red.err(fmt.Errorf("source %q: %w", m.name, err))
+		return m.red.err(fmt.Errorf("source %q: %s: %w", m.name, m.where(), err))
 	}
 	if len(advice) > 0 {
 		m.log.Warn("table lacks recommended indexes; first start will scan", "table", m.table, "indexes", strings.Join(advice, " "))
@@ -282,6 +287,7 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	if r.needCheck {
 		advice, err := m.checkSchema(qctx, r.db)
 		if err != nil {
+			err = fmt.Errorf("%s: %w", m.where(), err)
 			r.down(ctx, err)
 			return false, err
 		}
@@ -305,6 +311,7 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	}
 	if err != nil {
 		r.needCheck = true
+		err = fmt.Errorf("%s: %w", m.where(), err)
 		r.down(ctx, err)
 		return false, err
 	}
