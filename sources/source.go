@@ -40,8 +40,8 @@ type Checker interface {
 type Deps struct {
 	Logger *slog.Logger
 	Now    func() time.Time
-	// Jobs are the configured job names. A source that can look up each
-	// job's latest runs on first start (mysql) does so for these.
+	// Jobs lists the configured job names, for sources that look up each
+	// job's history on first start.
 	Jobs []string
 }
 
