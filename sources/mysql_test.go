@@ -17,6 +17,7 @@ import (
 	"jobwatch/config"
 	"jobwatch/internal/mariadbtest"
 	"jobwatch/model"
+	"jobwatch/schedule"
 )
 
 // recordingSink collects what a source hands the tracker.
@@ -257,6 +258,59 @@ func TestMySQL(t *testing.T) {
 	t.Run("Injection", func(t *testing.T) { testMySQLInjection(t, newFixture(t, srv)) })
 	t.Run("Redaction", func(t *testing.T) { testMySQLRedaction(t, newFixture(t, srv)) })
 	t.Run("Truncated", func(t *testing.T) { testMySQLTruncated(t, newFixture(t, srv)) })
+	t.Run("Tracker", func(t *testing.T) { testMySQLTracker(t, newFixture(t, srv)) })
+}
+
+// testMySQLTracker: through the real tracker, two hosts running the same job
+// at once count running=2 and an overlap; a jobwatch restart from the
+// tracker's stored position counts nothing twice.
+func testMySQLTracker(t *testing.T, f *fixture) {
+	tr := model.New(model.Options{Alive: func(int) bool { return true }})
+	tr.Configure([]model.JobSpec{{Name: "nightly", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2}},
+		[]model.SourceSpec{{Name: "db", Type: config.TypeMySQL}})
+	job := func() model.JobView {
+		jobs, _ := tr.View()
+		return jobs[0]
+	}
+	run := func(from json.RawMessage) (stop func()) {
+		s := f.source(f.sourceConfig("db"), Deps{Jobs: []string{"nightly"}})
+		s.wait = func(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, min(d, 10*time.Millisecond)) }
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx, from, tr) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}
+	}
+	now := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+	f.t0 = now
+	stop := run(nil)
+	a := f.start("nightly", "web1", 100, 0)
+	b := f.start("nightly", "web2", 200, time.Second)
+	f.run("adhoc", "web1", 1, 0, time.Second, "success") // not configured
+	waitFor(t, "two runs open", func() bool { return len(job().Open) == 2 })
+	if j := job(); j.Overlaps != 1 {
+		t.Errorf("overlaps = %d, want 1", j.Overlaps)
+	}
+	stop()
+
+	// jobwatch restarts from the stored position while the runs end.
+	f.finish(a, time.Minute, "success")
+	f.finish(b, 2*time.Minute, "failure")
+	stop = run(tr.Position("db"))
+	defer stop()
+	waitFor(t, "both runs ended", func() bool { return len(job().Open) == 0 })
+	time.Sleep(50 * time.Millisecond) // more polls: nothing counted twice
+	j := job()
+	if j.RunCounts != [4]uint64{1, 1, 0, 0} || j.Overlaps != 1 {
+		t.Errorf("runs %v overlaps %d, want [1 1 0 0] and 1", j.RunCounts, j.Overlaps)
+	}
+	if _, srcs := tr.View(); srcs[0].UnknownJob != 2 || !srcs[0].Up {
+		t.Errorf("source view %+v, want 2 unknown-job records (start and end), up", srcs[0])
+	}
 }
 
 func testMySQLStartThenUpdate(t *testing.T, f *fixture) {
