@@ -773,13 +773,17 @@ func TestMySQLServerRestart(t *testing.T) {
 	sink := &recordingSink{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, nil, sink) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()
+	// The server is down when the source starts.
+	srv.Stop()
+	go func() { done <- s.Run(ctx, nil, sink) }()
+	waitFor(t, "source down", func() bool { h, ok := sink.lastHealth(); return ok && !h.up })
+	srv.Start()
 	waitFor(t, "source up", func() bool { h, ok := sink.lastHealth(); return ok && h.up })
 
 	total := 0
@@ -827,12 +831,60 @@ func TestMySQLServerRestart(t *testing.T) {
 			t.Errorf("run %s: %d starts, %d ends", id, n, ends[id])
 		}
 	}
-	if n := logs.count("source down"); n > 3*2 {
+	if n := logs.count("source down"); n > 4*2 {
 		t.Errorf("%d 'source down' lines for 3 restarts:\n%s", n, logs)
 	}
-	if n := logs.count("source up again"); n != 3 {
-		t.Errorf("%d 'source up again' lines for 3 restarts, want 3", n)
+	if n := logs.count("source up again"); n != 4 {
+		t.Errorf("%d 'source up again' lines for a late start and 3 restarts, want 4", n)
 	}
+}
+
+// TestMySQLNetworkCut: the network to the server goes silent (no refusal,
+// no reset): polls time out, the source reports down once, and when the
+// network is back it reads every row written meanwhile.
+func TestMySQLNetworkCut(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	f := newFixture(t, srv)
+	proxy := newCutProxy(t, srv.Addr())
+	src := f.sourceConfig("db")
+	cfg := srv.Config("root", "", f.db)
+	cfg.Addr = proxy.Addr()
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	src.DSN = cfg.FormatDSN()
+	logs := &logBuffer{}
+	s := f.source(src, Deps{Logger: logs.logger(), Jobs: []string{"a"}})
+	s.wait = func(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, min(d, 20*time.Millisecond)) }
+	sink := &recordingSink{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, nil, sink) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, "source up", func() bool { h, ok := sink.lastHealth(); return ok && h.up })
+	open := f.start("a", "h", 1, 0)
+	waitFor(t, "the start", func() bool { return len(sink.events()) == 1 })
+
+	proxy.Cut()
+	waitFor(t, "source down", func() bool { h, _ := sink.lastHealth(); return !h.up })
+	f.finish(open, time.Minute, "success")
+	f.run("a", "h", 2, time.Hour, time.Hour+time.Second, "failure")
+	time.Sleep(time.Second) // several polls time out
+	if n := logs.count("source down"); n != 1 {
+		t.Errorf("%d 'source down' lines during one cut, want 1:\n%s", n, logs)
+	}
+	proxy.Restore()
+	waitFor(t, "source up", func() bool { h, _ := sink.lastHealth(); return h.up })
+	waitFor(t, "rows written during the cut", func() bool { return len(sink.events()) == 4 })
+	wantEvents(t, "after the cut", sink.take(),
+		"start a h/1 db:1 02:00:00.123456",
+		"end a h/1 db:1 02:01:00.123456 success 1m0s",
+		"start a h/2 db:2 03:00:00.123456",
+		"end a h/2 db:2 03:00:01.123456 failure 1s",
+	)
 }
 
 func FuzzMySQLPosition(f *testing.F) {
