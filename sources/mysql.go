@@ -172,7 +172,12 @@ func (m *MySQL) open() (*sql.DB, error) {
 	return db, nil
 }
 
+// ErrUnreachable marks a Check that could not reach the database: the config
+// may be right, it could not be verified.
+var ErrUnreachable = errors.New("database unreachable")
+
 // Check connects and checks the table and its columns, for check-config.
+// When the server cannot be reached the error wraps ErrUnreachable.
 func (m *MySQL) Check(ctx context.Context) error {
 	db, err := m.open()
 	if err != nil {
@@ -181,7 +186,11 @@ func (m *MySQL) Check(ctx context.Context) error {
 	defer db.Close()
 	advice, err := m.checkSchema(ctx, db)
 	if err != nil {
-		return m.red.err(fmt.Errorf("source %q: %s: %w", m.name, m.where(), err))
+		err = fmt.Errorf("source %q: %s: %w", m.name, m.where(), err)
+		if r := failureReason(err); r == "connection" || r == "timeout" {
+			err = fmt.Errorf("%w: %w", ErrUnreachable, err)
+		}
+		return m.red.err(err)
 	}
 	if len(advice) > 0 {
 		m.log.Warn("table lacks recommended indexes; first start will scan", "table", m.table, "indexes", strings.Join(advice, " "))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -288,6 +289,7 @@ func testMySQLTracker(t *testing.T, f *fixture) {
 	now := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
 	f.t0 = now
 	stop := run(nil)
+	waitFor(t, "first start done", func() bool { return tr.Position("db") != nil })
 	a := f.start("nightly", "web1", 100, 0)
 	b := f.start("nightly", "web2", 200, time.Second)
 	f.run("adhoc", "web1", 1, 0, time.Second, "success") // not configured
@@ -617,6 +619,8 @@ func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 				t.Error("Check: no error")
 			} else if failureReason(err) != tc.reason {
 				t.Errorf("Check: reason %q (%v), want %q", failureReason(err), err, tc.reason)
+			} else if errors.Is(err, ErrUnreachable) != (tc.reason == "connection") {
+				t.Errorf("Check: errors.Is(%v, ErrUnreachable) = %v", err, errors.Is(err, ErrUnreachable))
 			}
 
 			var polls sync.WaitGroup
@@ -930,5 +934,34 @@ func FuzzMySQLDSN(f *testing.F) {
 			t.Fatalf("password %q in error %q", pw, err)
 		}
 		_ = red.string(dsn)
+	})
+}
+
+// FuzzMySQLIdent: whatever a config names, a table or column name that
+// passes validation is a plain identifier, which its quoting cannot let out.
+func FuzzMySQLIdent(f *testing.F) {
+	f.Add("job_runs", "id")
+	f.Add("app.job_runs", "job_name")
+	f.Add("x`; DROP TABLE y; --", "a) OR (1=1")
+	f.Add("a.b.c", "status\x00")
+	f.Fuzz(func(t *testing.T, table, col string) {
+		c := config.MySQL{DSN: "u:p@/db", Table: table, Columns: &config.MySQLColumns{Status: col}}
+		if len(c.Validate()) > 0 {
+			return
+		}
+		for _, name := range []string{c.TableName(), c.ColumnNames().Status} {
+			for _, r := range name {
+				if !(r == '_' || r == '$' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+					t.Fatalf("accepted %q", name)
+				}
+			}
+		}
+		s, err := NewMySQL(config.Source{Name: "db", Type: config.TypeMySQL, MySQL: c}, Deps{})
+		if err != nil {
+			t.Fatalf("NewMySQL after Validate passed: %v", err)
+		}
+		if strings.Count(s.table, "`")%2 != 0 || strings.Count(s.selectList, "`") != 14 {
+			t.Fatalf("quoting broken: %s / %s", s.table, s.selectList)
+		}
 	})
 }
