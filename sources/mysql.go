@@ -262,11 +262,11 @@ type mysqlRunner struct {
 	db   *sql.DB
 	sink Sink
 
-	from      json.RawMessage // until the first successful poll
-	pos       *mysqlPosition  // nil: not started (bootstrap next)
+	pos       *mysqlPosition // nil: not started (bootstrap next)
 	lastPos   []byte
 	resets    int  // position resets not yet handed over
 	needCheck bool // check the schema before the next poll
+	advised   bool // the missing indexes were logged
 
 	up     *bool
 	reason string
@@ -296,11 +296,12 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	if r.needCheck {
 		advice, err := m.checkSchema(qctx, r.db)
 		if err != nil {
-			err = fmt.Errorf("%s: %w", m.where(), err)
+			err = m.red.err(fmt.Errorf("%s: %w", m.where(), err))
 			r.down(ctx, err)
 			return false, err
 		}
-		if len(advice) > 0 {
+		if len(advice) > 0 && !r.advised {
+			r.advised = true
 			m.log.Warn("table lacks recommended indexes; first start will scan", "table", m.table, "indexes", strings.Join(advice, " "))
 		}
 		r.needCheck = false
@@ -320,7 +321,7 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	}
 	if err != nil {
 		r.needCheck = true
-		err = fmt.Errorf("%s: %w", m.where(), err)
+		err = m.red.err(fmt.Errorf("%s: %w", m.where(), err))
 		r.down(ctx, err)
 		return false, err
 	}

@@ -260,6 +260,18 @@ func TestMySQL(t *testing.T) {
 	t.Run("Redaction", func(t *testing.T) { testMySQLRedaction(t, newFixture(t, srv)) })
 	t.Run("Truncated", func(t *testing.T) { testMySQLTruncated(t, newFixture(t, srv)) })
 	t.Run("Tracker", func(t *testing.T) { testMySQLTracker(t, newFixture(t, srv)) })
+	t.Run("IndexAdvice", func(t *testing.T) {
+		f := newFixture(t, srv)
+		f.exec("ALTER TABLE job_runs DROP KEY job_open")
+		logs := &logBuffer{}
+		s := f.source(f.sourceConfig("db"), Deps{Logger: logs.logger()})
+		if err := s.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logs.String(), "lacks recommended indexes") || !strings.Contains(logs.String(), "(job_name, finished_at, started_at)") {
+			t.Errorf("no advice about the missing index:\n%s", logs)
+		}
+	})
 }
 
 // testMySQLTracker: through the real tracker, two hosts running the same job
