@@ -3,6 +3,8 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -27,17 +29,31 @@ type JobState struct {
 	Overlaps            uint64            `json:"overlaps,omitempty"`
 	Durations           Histogram         `json:"durations"`
 	// LostRuns are the keys of the latest runs closed as lost.
-	LostRuns []string `json:"lost_runs,omitempty"`
+	LostRuns []RunKey `json:"lost_runs,omitempty"`
+
+	// Slot accounting, for calendar schedules.
+	Missed     uint64            `json:"missed,omitempty"`
+	Unexpected uint64            `json:"unexpected,omitempty"`
+	Duplicates map[string]uint64 `json:"duplicates,omitempty"`
+	// SlotsCheckedUntil: every expected run up to here has been counted as
+	// run or missed.
+	SlotsCheckedUntil time.Time  `json:"slots_checked_until,omitzero"`
+	RecentSlots       []SlotRuns `json:"recent_slots,omitempty"`
+	// Sources that reported the job: missed runs are not counted from the
+	// clock while one of them cannot be read.
+	Sources []string `json:"sources,omitempty"`
 }
 
 // Run is a run in progress.
 type Run struct {
-	Key    string    `json:"key"`
+	Key    RunKey    `json:"key"`
 	RunID  string    `json:"run_id,omitempty"`
 	Host   string    `json:"host,omitempty"`
 	PID    int       `json:"pid,omitempty"`
 	Start  time.Time `json:"start"`
 	Source string    `json:"source"`
+	// Slot is the expected run it belongs to (calendar schedules).
+	Slot time.Time `json:"slot,omitzero"`
 
 	goneSince time.Time // when its process was first seen gone
 }
@@ -117,11 +133,17 @@ func (t *Tracker) Snapshot() *Snapshot {
 			sj.Runs[r] = n
 		}
 		sj.Durations.Counts = append([]uint64(nil), j.Durations.Counts...)
-		sj.LostRuns = append([]string(nil), j.LostRuns...)
+		sj.LostRuns = append([]RunKey(nil), j.LostRuns...)
+		sj.Duplicates = maps.Clone(j.Duplicates)
+		sj.Sources = slices.Clone(j.Sources)
+		sj.RecentSlots = make([]SlotRuns, len(j.RecentSlots))
+		for i, rs := range j.RecentSlots {
+			sj.RecentSlots[i] = SlotRuns{Slot: rs.Slot, Hosts: slices.Clone(rs.Hosts)}
+		}
 		for _, r := range j.open {
 			sj.Open = append(sj.Open, *r)
 		}
-		sort.Slice(sj.Open, func(a, b int) bool { return sj.Open[a].Key < sj.Open[b].Key })
+		sort.Slice(sj.Open, func(a, b int) bool { return sj.Open[a].Key.less(sj.Open[b].Key) })
 		s.Jobs[name] = sj
 	}
 	for name, src := range t.sources {
@@ -150,7 +172,10 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		if j.Runs == nil {
 			j.Runs = map[Result]uint64{}
 		}
-		j.open = make(map[string]*Run, len(sj.Open))
+		if j.Duplicates == nil {
+			j.Duplicates = map[string]uint64{}
+		}
+		j.open = make(map[RunKey]*Run, len(sj.Open))
 		for i := range sj.Open {
 			r := sj.Open[i]
 			j.open[r.Key] = &r

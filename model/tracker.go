@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -60,6 +60,7 @@ type Tracker struct {
 	opts Options
 
 	mu      sync.RWMutex
+	started time.Time // of the current configuration
 	jobs    map[string]*job
 	sources map[string]*source
 	version uint64 // bumped by every change, so the state saver knows when to write
@@ -68,7 +69,7 @@ type Tracker struct {
 type job struct {
 	spec JobSpec
 	JobState
-	open map[string]*Run // runs in progress by key
+	open map[RunKey]*Run // runs in progress
 }
 
 type source struct {
@@ -128,11 +129,12 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		nextSrc[s.Name] = src
 	}
 	t.sources = nextSrc
+	t.started = now
 	t.version++
 }
 
 func newJob(now time.Time) *job {
-	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}}, open: map[string]*Run{}}
+	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}, Duplicates: map[string]uint64{}}, open: map[RunKey]*Run{}}
 }
 
 // Apply applies a batch read by a source and stores its position.
@@ -159,6 +161,9 @@ func (t *Tracker) Apply(b Batch) {
 			src.UnknownJob++
 			continue
 		}
+		if !slices.Contains(j.Sources, b.Source) {
+			j.Sources = append(j.Sources, b.Source)
+		}
 		t.apply(j, ev, b.Source)
 	}
 	src.ParseErrors += uint64(b.ParseErrors)
@@ -179,7 +184,9 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		if len(j.open) > 0 {
 			j.Overlaps++
 		}
-		j.open[key] = &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src}
+		r := &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src}
+		j.open[key] = r
+		j.attribute(r)
 		j.ConsecutiveSkips = 0
 		if ev.Time.After(j.LastStart) {
 			j.LastStart = ev.Time
@@ -207,11 +214,30 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 	}
 }
 
-func runKey(runID, host string, pid int) string {
+// RunKey identifies a run: by its run id when the records carry one, else
+// by host and PID. A struct, not a string, so applying a record allocates
+// nothing for it.
+type RunKey struct {
+	RunID string `json:"run_id,omitempty"`
+	Host  string `json:"host,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+}
+
+func runKey(runID, host string, pid int) RunKey {
 	if runID != "" {
-		return "id:" + runID
+		return RunKey{RunID: runID}
 	}
-	return "pid:" + host + ":" + strconv.Itoa(pid)
+	return RunKey{Host: host, PID: pid}
+}
+
+func (k RunKey) less(o RunKey) bool {
+	if k.RunID != o.RunID {
+		return k.RunID < o.RunID
+	}
+	if k.Host != o.Host {
+		return k.Host < o.Host
+	}
+	return k.PID < o.PID
 }
 
 // findRun finds the open run an end record closes: by run id, else by host
@@ -231,7 +257,7 @@ func (j *job) findRun(ev *Event) *Run {
 	return nil
 }
 
-func (j *job) wasLost(key string) bool {
+func (j *job) wasLost(key RunKey) bool {
 	for _, k := range j.LostRuns {
 		if k == key {
 			return true
@@ -273,6 +299,7 @@ func (t *Tracker) Reap() {
 	defer t.mu.Unlock()
 	now := t.opts.Now()
 	for name, j := range t.jobs {
+		t.accountMissedByClock(j, now)
 		for key, r := range j.open {
 			why := ""
 			switch {
@@ -336,6 +363,7 @@ type JobView struct {
 	Spec JobSpec
 	JobState
 	RunCounts [4]uint64 // in the order of Results
+	DupCounts [3]uint64 // in the order of DuplicateKinds
 	Open      []Run     // sorted by start time
 }
 
@@ -358,7 +386,10 @@ func (t *Tracker) View() ([]JobView, []SourceView) {
 			v.RunCounts[i] = j.Runs[r]
 		}
 		v.Durations.Counts = append([]uint64(nil), j.Durations.Counts...)
-		v.LostRuns = nil
+		v.LostRuns, v.Sources, v.RecentSlots, v.Duplicates = nil, nil, nil, nil
+		for i, k := range DuplicateKinds {
+			v.DupCounts[i] = j.Duplicates[k]
+		}
 		if len(j.open) > 0 {
 			v.Open = make([]Run, 0, len(j.open))
 			for _, r := range j.open {
@@ -368,7 +399,7 @@ func (t *Tracker) View() ([]JobView, []SourceView) {
 				if !v.Open[a].Start.Equal(v.Open[b].Start) {
 					return v.Open[a].Start.Before(v.Open[b].Start)
 				}
-				return v.Open[a].Key < v.Open[b].Key
+				return v.Open[a].Key.less(v.Open[b].Key)
 			})
 		}
 		jobs = append(jobs, v)

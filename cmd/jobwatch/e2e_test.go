@@ -270,10 +270,12 @@ func TestEndToEnd(t *testing.T) {
 	if err := os.Truncate(log.path, 0); err != nil {
 		t.Fatal(err)
 	}
-	log.append(rec(base.Add(150*time.Minute), "stats", "start", 104, ""))
+	// A run started a minute ago: within the job's 25m timeout.
+	started := time.Now().Add(-time.Minute).Truncate(time.Second)
+	log.append(rec(started, "stats", "start", 104, ""))
 	in.waitFor(3*time.Second, map[string]float64{
 		`jobwatch_job_running{job_name="stats"}`:                                               1,
-		`jobwatch_job_run_start_timestamp_seconds{host="e2e-host",job_name="stats",pid="104"}`: float64(base.Add(150 * time.Minute).Unix()),
+		`jobwatch_job_run_start_timestamp_seconds{host="e2e-host",job_name="stats",pid="104"}`: float64(started.Unix()),
 		`jobwatch_job_runs_total{job_name="backup",result="success"}`:                          1,
 	})
 
@@ -281,8 +283,8 @@ func TestEndToEnd(t *testing.T) {
 	// counter continues, none counts a record twice.
 	time.Sleep(1500 * time.Millisecond) // let the state saver run at least once
 	in.kill(syscall.SIGKILL)
-	log.append(rec(base.Add(170*time.Minute), "stats", "end", 104, `"status":"failure","exit_code":3`))
-	log.append(rec(base.Add(171*time.Minute), "stats", "skip", 105, `"reason":"locked"`))
+	log.append(rec(started.Add(30*time.Second), "stats", "end", 104, `"status":"failure","exit_code":3`))
+	log.append(rec(started.Add(31*time.Second), "stats", "skip", 105, `"reason":"locked"`))
 	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
 	got := in.waitFor(5*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{job_name="stats",result="success"}`: 3,
