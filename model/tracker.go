@@ -171,7 +171,9 @@ func (t *Tracker) Apply(b Batch) {
 	if b.Position != nil {
 		src.Position = append(json.RawMessage(nil), b.Position...)
 	}
-	t.version++
+	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil {
+		t.version++ // an empty poll leaves nothing new to save
+	}
 }
 
 func (t *Tracker) apply(j *job, ev *Event, src string) {
