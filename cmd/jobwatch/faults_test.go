@@ -1,0 +1,305 @@
+package main
+
+// Fault tests of the real binary: kill -9 under load with rotations, a full
+// state disk, corrupt and foreign state files, idle CPU with many sources,
+// a run log that appears late, and reloads that change the sources. They
+// reuse e2e_test.go's helpers (buildBinary, startJobwatch, runLog, rec).
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"jobwatch/model"
+	"jobwatch/state"
+)
+
+// waitUntil polls /metrics until ok accepts the samples.
+func (in *instance) waitUntil(within time.Duration, what string, ok func(map[string]float64) bool) map[string]float64 {
+	in.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got, _ := in.scrape()
+		if ok(got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			in.t.Fatalf("after %s: %s did not happen\njobwatch log:\n%s", within, what, in.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// runToExit runs jobwatch expecting it to exit on its own within 10 s, and
+// returns its exit code and output.
+func runToExit(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("jobwatch %s did not exit within 10s (it should refuse to start)\n%s", strings.Join(args, " "), out)
+	}
+	return exitCode(err), string(out)
+}
+
+// loadStateCopy loads a state file with the real loader, from a copy (the
+// running jobwatch holds the lock of its own directory).
+func loadStateCopy(t *testing.T, path string) (*model.Snapshot, error) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, state.FileName), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	return st.Load()
+}
+
+func writeConfig(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashJobs is how many jobs the crash test's run log reports.
+const crashJobs = 50
+
+// crashWriter writes the crash test's run log: runs start/end pairs, about
+// 25 runs open at any time, every run with its own PID. Every 7th run of a
+// job fails. It rotates the log (logrotate style: PATH.1 -> PATH.2,
+// PATH -> PATH.1, create PATH) before the chunks listed in rotateAt.
+type crashWriter struct {
+	path     string
+	runs     int
+	chunk    int // records per write
+	pause    time.Duration
+	rotateAt map[int]bool
+	// rotated gets the chunk index after each rotation, between the rename
+	// and the creation of the new file, which waits for a value on ack.
+	rotated chan int
+	ack     chan struct{}
+
+	lines   []string
+	records int
+	want    map[string][2]int // job -> success, failure
+}
+
+// prepare generates the records and what they should count.
+func (w *crashWriter) prepare() {
+	w.want = map[string][2]int{}
+	base := time.Now().Add(-3 * 24 * time.Hour).Truncate(time.Second)
+	const open = 25
+	var lines []string
+	for n := 0; n < w.runs+open; n++ {
+		if n < w.runs {
+			job := fmt.Sprintf("job%02d", n%crashJobs)
+			lines = append(lines, rec(base.Add(time.Duration(2*n)*time.Second), job, "start", 100000+n, ""))
+		}
+		if e := n - open; e >= 0 {
+			job := fmt.Sprintf("job%02d", e%crashJobs)
+			c := w.want[job]
+			status, code := "success", 0
+			if (e/crashJobs)%7 == 6 {
+				status, code = "failure", 1
+				c[1]++
+			} else {
+				c[0]++
+			}
+			w.want[job] = c
+			lines = append(lines, rec(base.Add(time.Duration(2*e+1)*time.Second), job, "end", 100000+e,
+				fmt.Sprintf(`"status":%q,"exit_code":%d,"duration_seconds":1`, status, code)))
+		}
+	}
+	w.lines, w.records = lines, len(lines)
+}
+
+// run writes the records.
+func (w *crashWriter) run() error {
+	lines := w.lines
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	for i, c := 0, 0; i < len(lines); i, c = i+w.chunk, c+1 {
+		if w.rotateAt[c] {
+			if err := f.Close(); err != nil {
+				return err
+			}
+			if _, err := os.Stat(w.path + ".1"); err == nil {
+				if err := os.Rename(w.path+".1", w.path+".2"); err != nil {
+					return err
+				}
+			}
+			if err := os.Rename(w.path, w.path+".1"); err != nil {
+				return err
+			}
+			w.rotated <- c
+			<-w.ack
+			if f, err = os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err != nil {
+				return err
+			}
+		}
+		buf.Reset()
+		for _, l := range lines[i:min(i+w.chunk, len(lines))] {
+			buf.WriteString(l)
+			buf.WriteByte('\n')
+		}
+		if _, err := f.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		time.Sleep(w.pause)
+	}
+	return f.Close()
+}
+
+// TestCrashConsistencyUnderLoad writes 200,000 records while jobwatch reads
+// them, kills it with SIGKILL five times at random moments (one of them
+// between a rotation's rename and create) and rotates the log twice: every record is counted
+// exactly once in the end.
+func TestCrashConsistencyUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test under load: not in -short")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "runs.log")
+	var cfg strings.Builder
+	cfg.WriteString("jobs:\n")
+	for i := range crashJobs {
+		fmt.Fprintf(&cfg, "  - name: job%02d\n    every: 1h\n", i)
+	}
+	fmt.Fprintf(&cfg, "sources:\n  - name: runs\n    type: runlog\n    path: %s\n    format: json\n", logPath)
+	cfgPath := filepath.Join(dir, "jobwatch.yml")
+	writeConfig(t, cfgPath, cfg.String())
+	stateDir := filepath.Join(dir, "state")
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("random seed %d", seed)
+	rnd := rand.New(rand.NewPCG(seed, 0))
+
+	w := &crashWriter{
+		path:     logPath,
+		runs:     100000,
+		chunk:    500,
+		pause:    35 * time.Millisecond,
+		rotateAt: map[int]bool{130: true, 270: true},
+		rotated:  make(chan int),
+		ack:      make(chan struct{}),
+	}
+	w.prepare()
+	began := time.Now()
+	in := startJobwatch(t, bin, cfgPath, stateDir, freePort(t))
+	done := make(chan error, 1)
+	go func() { done <- w.run() }()
+
+	// Five kills: four at random moments over the ~15 s of writing, one
+	// in the middle of the second rotation.
+	var kills []time.Duration
+	for range 4 {
+		kills = append(kills, time.Duration(500+rnd.IntN(14000))*time.Millisecond)
+	}
+	sort.Slice(kills, func(a, b int) bool { return kills[a] < kills[b] })
+	var resumeLogs *syncBuffer
+	const recordsKey = `jobwatch_source_records_total{source="runs"}`
+	restart := func(why string, ack chan<- struct{}) {
+		before, _ := in.scrape()
+		in.kill(syscall.SIGKILL)
+		if ack != nil {
+			ack <- struct{}{}
+		}
+		time.Sleep(time.Duration(rnd.IntN(300)) * time.Millisecond)
+		in = startJobwatch(t, bin, cfgPath, stateDir, freePort(t))
+		if ack != nil {
+			resumeLogs = in.logs
+		}
+		after, _ := in.scrape()
+		t.Logf("%6.2fs: SIGKILL and restart (%s): records_total %v before the kill, %v just after the restart",
+			time.Since(began).Seconds(), why, before[recordsKey], after[recordsKey])
+	}
+	rotations := 0
+	writing := true
+	for writing {
+		var next <-chan time.Time
+		if len(kills) > 0 {
+			next = time.After(time.Until(began.Add(kills[0])))
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("writing the run log: %v", err)
+			}
+			writing = false
+		case c := <-w.rotated:
+			rotations++
+			t.Logf("%6.2fs: rotated before chunk %d", time.Since(began).Seconds(), c)
+			if rotations == 2 {
+				// Killed before the new file exists: the saved position
+				// is in what is now runs.log.1 or runs.log.2.
+				restart("between a rotation's rename and create", w.ack)
+			} else {
+				w.ack <- struct{}{}
+			}
+		case <-next:
+			kills = kills[1:]
+			restart("random moment", nil)
+		}
+	}
+	// Kills the random schedule put after the end of writing still happen.
+	for range kills {
+		restart("after writing", nil)
+	}
+	wrote := time.Since(began)
+	if rotations != 2 {
+		t.Fatalf("%d rotations, want 2", rotations)
+	}
+
+	want := map[string]float64{
+		`jobwatch_source_records_total{source="runs"}`:             float64(w.records),
+		`jobwatch_source_parse_errors_total{source="runs"}`:        0,
+		`jobwatch_source_position_resets_total{source="runs"}`:     0,
+		`jobwatch_source_unknown_job_records_total{source="runs"}`: 0,
+	}
+	for job, c := range w.want {
+		want[fmt.Sprintf(`jobwatch_job_runs_total{job_name=%q,result="success"}`, job)] = float64(c[0])
+		want[fmt.Sprintf(`jobwatch_job_runs_total{job_name=%q,result="failure"}`, job)] = float64(c[1])
+		want[fmt.Sprintf(`jobwatch_job_runs_total{job_name=%q,result="lost"}`, job)] = 0
+		want[fmt.Sprintf(`jobwatch_job_duration_seconds_count{job_name=%q}`, job)] = float64(c[0] + c[1])
+		want[fmt.Sprintf(`jobwatch_job_running{job_name=%q}`, job)] = 0
+	}
+	in.waitFor(30*time.Second, want)
+	caughtUp := time.Since(began)
+	if !strings.Contains(resumeLogs.String(), "resuming in a rotated file") {
+		t.Errorf("no restart resumed in a rotated file")
+	}
+
+	// A clean stop and start changes nothing.
+	in.kill(syscall.SIGTERM)
+	in = startJobwatch(t, bin, cfgPath, stateDir, freePort(t))
+	got, _ := in.scrape()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("after SIGTERM and restart: %s = %v, want %v", k, got[k], v)
+		}
+	}
+	t.Logf("%d records (%d runs, %d jobs), 2 rotations, 5 SIGKILLs: written in %.1fs, all counted after %.1fs",
+		w.records, w.runs, crashJobs, wrote.Seconds(), caughtUp.Seconds())
+}
