@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -302,4 +303,143 @@ func TestCrashConsistencyUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d records (%d runs, %d jobs), 2 rotations, 5 SIGKILLs: written in %.1fs, all counted after %.1fs",
 		w.records, w.runs, crashJobs, wrote.Seconds(), caughtUp.Seconds())
+}
+
+// mountTmpfs mounts a tmpfs of the given size on a new directory, unmounted
+// at cleanup. It skips the test where mounting is not permitted.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tmpfs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			t.Skipf("mounting a tmpfs: %v (the test needs root or CAP_SYS_ADMIN)", err)
+		}
+		t.Fatalf("mounting a tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmounting %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// fill writes a file until the file system is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 4096)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", path, err)
+			}
+			break
+		}
+	}
+	// Fill the last partial page too.
+	for {
+		if _, err := f.Write(block[:1]); err != nil {
+			break
+		}
+	}
+}
+
+// TestStateDiskFull puts the state directory on a tiny tmpfs and fills it:
+// jobwatch keeps reading and serving, counts the failed saves, keeps the old
+// state file intact, and saves again once there is space; a SIGKILL after
+// that loses nothing and counts nothing twice.
+func TestStateDiskFull(t *testing.T) {
+	stateDir := mountTmpfs(t, "64k")
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	log := runLog{t, filepath.Join(dir, "runs.log")}
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeConfig(t, cfg, fmt.Sprintf(e2eConfig, log.path))
+	statePath := filepath.Join(stateDir, state.FileName)
+	base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	const successes = `jobwatch_job_runs_total{job_name="stats",result="success"}`
+	const records = `jobwatch_source_records_total{source="runs"}`
+	const failures = `jobwatch_state_save_failures_total`
+
+	log.append(success(base, "stats", 100)...)
+	in := startJobwatch(t, bin, cfg, stateDir, freePort(t))
+	in.waitFor(3*time.Second, map[string]float64{successes: 1, records: 2, failures: 0})
+	waitSaved := func(records uint64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			snap, err := loadStateCopy(t, statePath)
+			if err == nil && snap != nil && snap.Sources["runs"] != nil && snap.Sources["runs"].Records == records {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("state file does not hold %d records after 5s (last load: %v)\n%s", records, err, in.logs.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitSaved(2)
+
+	// The disk fills up; records keep coming.
+	fill(t, filepath.Join(stateDir, "filler"))
+	time.Sleep(1500 * time.Millisecond) // a save begun before the disk was full is over
+	old, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		log.append(success(base.Add(time.Duration(i+1)*time.Minute), "stats", 101+i)...)
+		time.Sleep(1100 * time.Millisecond)
+	}
+	got := in.waitUntil(5*time.Second, "two failed saves", func(m map[string]float64) bool { return m[failures] >= 2 })
+	if got[successes] != 4 || got[records] != 8 {
+		t.Errorf("while the disk is full: %v successes, %v records; want 4, 8", got[successes], got[records])
+	}
+	now, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(old, now) {
+		t.Errorf("the state file changed while the disk was full")
+	}
+	if snap, err := loadStateCopy(t, statePath); err != nil || snap.Sources["runs"].Records != 2 {
+		t.Errorf("the old state file does not load: %v", err)
+	}
+	ents, _ := os.ReadDir(stateDir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), state.FileName+".tmp") {
+			t.Errorf("failed save left %s behind", e.Name())
+		}
+	}
+	if !strings.Contains(in.logs.String(), "no space left on device") {
+		t.Errorf("the failed save is not logged with its cause:\n%s", in.logs.String())
+	}
+
+	// Space is freed: the next save writes everything read meanwhile.
+	if err := os.Remove(filepath.Join(stateDir, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	waitSaved(8)
+	stuck := in.waitUntil(3*time.Second, "saves resuming", func(m map[string]float64) bool { return m[failures] >= 2 })[failures]
+	log.append(success(base.Add(time.Hour), "stats", 110)...)
+	waitSaved(10)
+	if got, _ := in.scrape(); got[failures] != stuck {
+		t.Errorf("saves still fail after space was freed: %v failures, then %v", stuck, got[failures])
+	}
+
+	// kill -9 and restart: nothing lost, nothing counted twice.
+	in.kill(syscall.SIGKILL)
+	log.append(success(base.Add(2*time.Hour), "stats", 111)...)
+	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
+	in.waitFor(3*time.Second, map[string]float64{successes: 6, records: 12, failures: 0})
+	time.Sleep(1500 * time.Millisecond)
+	in.waitFor(time.Second, map[string]float64{successes: 6, records: 12})
 }
