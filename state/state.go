@@ -62,8 +62,9 @@ func (s *Store) Load() (*model.Snapshot, error) {
 		return nil, fmt.Errorf("reading state %s: %w", s.Path(), err)
 	}
 	var snap model.Snapshot
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&snap); err != nil {
+	// Unmarshal, unlike a Decoder, also rejects anything after the first
+	// JSON value: Save never writes that, so it means the file is damaged.
+	if err := json.Unmarshal(data, &snap); err != nil {
 		return nil, fmt.Errorf("state %s is corrupt (move it away to start over, which reads every source again): %w", s.Path(), err)
 	}
 	return &snap, nil

@@ -60,12 +60,28 @@ func TestCorruptStateIsAnErrorNamingTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := os.WriteFile(s.Path(), []byte(`{"version":1,"jobs":{`), 0o600); err != nil {
+	for _, bad := range []string{
+		`{"version":1,"jobs":{`,                // truncated
+		``,                                     // empty
+		"\x00\x00\x00\x00",                     // zeros
+		`{"version":1,"jobs":{}}}garbage`,      // something after the state
+		`{"version":1,"jobs":{}}{"version":1}`, // two states
+		`{"version":1,"jobs":{}}` + "\n" + `{}` + "\n", // likewise
+	} {
+		if err := os.WriteFile(s.Path(), []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Load()
+		if err == nil || !strings.Contains(err.Error(), s.Path()) || !strings.Contains(err.Error(), "corrupt") {
+			t.Errorf("Load of %q: %v; want an error naming %s", bad, err, s.Path())
+		}
+	}
+	// Whitespace after the state is not damage.
+	if err := os.WriteFile(s.Path(), []byte(`{"version":1,"jobs":{}}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Load()
-	if err == nil || !strings.Contains(err.Error(), s.Path()) || !strings.Contains(err.Error(), "corrupt") {
-		t.Fatalf("Load of a truncated file: %v; want an error naming %s", err, s.Path())
+	if _, err := s.Load(); err != nil {
+		t.Errorf("Load of a state ending in a newline: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -41,16 +42,19 @@ func (in *instance) waitUntil(within time.Duration, what string, ok func(map[str
 }
 
 // runToExit runs jobwatch expecting it to exit on its own within 10 s, and
-// returns its exit code and output.
+// returns its exit code and standard error.
 func runToExit(t *testing.T, bin string, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("jobwatch %s did not exit within 10s (it should refuse to start)\n%s", strings.Join(args, " "), out)
+		t.Fatalf("jobwatch %s did not exit within 10s (it should refuse to start)\n%s", strings.Join(args, " "), stderr.String())
 	}
-	return exitCode(err), string(out)
+	return exitCode(err), stderr.String()
 }
 
 // loadStateCopy loads a state file with the real loader, from a copy (the
@@ -442,4 +446,137 @@ func TestStateDiskFull(t *testing.T) {
 	in.waitFor(3*time.Second, map[string]float64{successes: 6, records: 12, failures: 0})
 	time.Sleep(1500 * time.Millisecond)
 	in.waitFor(time.Second, map[string]float64{successes: 6, records: 12})
+}
+
+// TestBadStateRefusesToStart: a state file that cannot be trusted stops
+// jobwatch with an error naming it, and is left as it is; so does a state
+// directory another jobwatch is using.
+func TestBadStateRefusesToStart(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	log := runLog{t, filepath.Join(dir, "runs.log")}
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeConfig(t, cfg, fmt.Sprintf(e2eConfig, log.path))
+	base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	log.append(success(base, "stats", 100)...)
+
+	// A good state file to spoil.
+	goodDir := filepath.Join(dir, "good")
+	in := startJobwatch(t, bin, cfg, goodDir, freePort(t))
+	in.waitFor(3*time.Second, map[string]float64{`jobwatch_source_records_total{source="runs"}`: 2})
+	in.kill(syscall.SIGTERM)
+	good, err := os.ReadFile(filepath.Join(goodDir, state.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadStateCopy(t, filepath.Join(goodDir, state.FileName)); err != nil {
+		t.Fatalf("the good state does not load: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		// spoil makes the state directory's state file (or lock) bad.
+		spoil func(dir, file string) error
+		want  string
+	}{
+		{"truncated", func(_, file string) error { return os.WriteFile(file, good[:len(good)/2], 0o600) }, "corrupt"},
+		{"empty", func(_, file string) error { return os.WriteFile(file, nil, 0o600) }, "corrupt"},
+		{"zeros", func(_, file string) error { return os.WriteFile(file, make([]byte, len(good)), 0o600) }, "corrupt"},
+		{"trailing garbage", func(_, file string) error { return os.WriteFile(file, append(bytes.Clone(good), "}garbage"...), 0o600) }, "corrupt"},
+		{"two documents", func(_, file string) error { return os.WriteFile(file, append(bytes.Clone(good), good...), 0o600) }, "corrupt"},
+		{"null", func(_, file string) error { return os.WriteFile(file, []byte("null"), 0o600) }, "version 0"},
+		{"newer format", func(_, file string) error {
+			return os.WriteFile(file, bytes.Replace(good, []byte(`"version":1`), []byte(`"version":2`), 1), 0o600)
+		}, "version 2"},
+		{"symlink", func(dir, file string) error {
+			target := filepath.Join(dir, "elsewhere.json")
+			if err := os.WriteFile(target, good, 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(target, file)
+		}, "symbolic link"},
+		{"dangling symlink", func(dir, file string) error { return os.Symlink(filepath.Join(dir, "nowhere.json"), file) }, "symbolic link"},
+		{"directory", func(_, file string) error { return os.Mkdir(file, 0o700) }, "is a directory"},
+		{"lock symlink", func(dir, file string) error {
+			if err := os.WriteFile(file, good, 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(filepath.Join(dir, "other-lock"), filepath.Join(dir, "lock"))
+		}, "symbolic link"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stateDir := filepath.Join(t.TempDir(), "state")
+			if err := os.Mkdir(stateDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(stateDir, state.FileName)
+			if err := tc.spoil(stateDir, file); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshotDir(t, stateDir)
+			code, stderr := runToExit(t, bin, "--config.file="+cfg, "--state.path="+stateDir, "--web.listen-address="+freePort(t))
+			if code == 0 {
+				t.Errorf("exit code 0, want non-zero\n%s", stderr)
+			}
+			path := file
+			if tc.name == "lock symlink" {
+				path = filepath.Join(stateDir, "lock")
+			}
+			if !strings.Contains(stderr, path) || !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr does not name %s and say %q:\n%s", path, tc.want, stderr)
+			}
+			if after := snapshotDir(t, stateDir); after != before {
+				t.Errorf("the refused state directory changed:\nbefore: %s\nafter:  %s", before, after)
+			}
+		})
+	}
+
+	t.Run("in use", func(t *testing.T) {
+		stateDir := filepath.Join(t.TempDir(), "state")
+		first := startJobwatch(t, bin, cfg, stateDir, freePort(t))
+		first.waitFor(3*time.Second, map[string]float64{`jobwatch_source_records_total{source="runs"}`: 2})
+		code, stderr := runToExit(t, bin, "--config.file="+cfg, "--state.path="+stateDir, "--web.listen-address="+freePort(t))
+		if code == 0 || !strings.Contains(stderr, stateDir) || !strings.Contains(stderr, "in use") {
+			t.Errorf("second jobwatch on %s: exit %d, want non-zero and \"in use\":\n%s", stateDir, code, stderr)
+		}
+		// The first one goes on undisturbed.
+		log.append(success(base.Add(time.Hour), "stats", 101)...)
+		first.waitFor(3*time.Second, map[string]float64{`jobwatch_source_records_total{source="runs"}`: 4})
+		first.kill(syscall.SIGTERM)
+		if code := first.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("first jobwatch: exit %d after SIGTERM", code)
+		}
+	})
+}
+
+// snapshotDir describes a directory's entries but the lock file (created
+// before the state is read): names, kinds, sizes, link targets and contents'
+// hashes.
+func snapshotDir(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, e := range ents {
+		if e.Name() == "lock" && e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := fmt.Sprintf("%s %v %d", e.Name(), fi.Mode(), fi.Size())
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, _ := os.Readlink(p)
+			d += " -> " + target
+		} else if fi.Mode().IsRegular() {
+			data, _ := os.ReadFile(p)
+			d += fmt.Sprintf(" sha256:%x", sha256.Sum256(data))
+		}
+		parts = append(parts, d)
+	}
+	return strings.Join(parts, "; ")
 }
