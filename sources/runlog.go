@@ -20,7 +20,9 @@ type RunLog struct {
 	name   string
 	path   string
 	parser record.Parser
-	logger *slog.Logger
+	logger *slog.Logger // with the source's name and path
+	// tailLog is the tailer's: it adds the path itself.
+	tailLog *slog.Logger
 	// waker and healthEvery are for tests.
 	waker       tail.Waker
 	healthEvery time.Duration
@@ -41,6 +43,7 @@ func NewRunLog(src config.Source, deps Deps) (*RunLog, error) {
 		path:        src.Path,
 		parser:      p,
 		logger:      deps.Logger.With("source", src.Name, "path", src.Path),
+		tailLog:     deps.Logger.With("source", src.Name),
 		healthEvery: time.Second,
 	}, nil
 }
@@ -57,7 +60,7 @@ func (r *RunLog) Run(ctx context.Context, from json.RawMessage, sink Sink) error
 			return fmt.Errorf("saved position of %s: %w", r.name, err)
 		}
 	}
-	t := tail.New(r.path, pos, tail.Options{Logger: r.logger, Waker: r.waker})
+	t := tail.New(r.path, pos, tail.Options{Logger: r.tailLog, Waker: r.waker})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -96,18 +99,23 @@ func (r *RunLog) Run(ctx context.Context, from json.RawMessage, sink Sink) error
 // reportHealth turns the tailer's read error into the source's health,
 // logging each change once.
 func (r *RunLog) reportHealth(ctx context.Context, t *tail.Tailer, sink Sink) {
-	tick := time.NewTicker(r.healthEvery)
-	defer tick.Stop()
+	// Every source looks at the same instants, the multiples of
+	// healthEvery, so that hundreds of idle sources wake the process once
+	// an interval rather than each at its own moment. The first look comes
+	// at least a tick after Run starts, once the tailer has tried to open
+	// the file.
+	d := r.healthEvery
+	timer := time.NewTimer(time.Until(time.Now().Add(d).Truncate(d).Add(d)))
+	defer timer.Stop()
 	reported := false
 	var last error
 	for {
-		// The first look comes a tick after Run starts, once the tailer
-		// has tried to open the file.
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-timer.C:
 		}
+		timer.Reset(time.Until(time.Now().Truncate(d).Add(d)))
 		err := t.Err()
 		if reported && (err == nil) == (last == nil) && (err == nil || err.Error() == last.Error()) {
 			continue

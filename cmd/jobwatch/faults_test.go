@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -579,4 +580,158 @@ func snapshotDir(t *testing.T, dir string) string {
 		parts = append(parts, d)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// cpuTime returns a process's user+system CPU time from /proc/PID/stat, in
+// clock ticks (USER_HZ, 100 a second on Linux).
+func cpuTime(t *testing.T, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses: state is
+	// field 3, utime 14, stime 15.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("parsing /proc/%d/stat: %q", pid, data)
+	}
+	return utime + stime
+}
+
+const userHZ = 100
+
+// deletedFiles lists the process's open file descriptors that point to
+// deleted files.
+func deletedFiles(t *testing.T, pid int) (open int, deleted []string) {
+	t.Helper()
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(fdDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join(fdDir, e.Name()))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if strings.HasSuffix(target, " (deleted)") {
+			deleted = append(deleted, e.Name()+" -> "+target)
+		}
+	}
+	return len(ents), deleted
+}
+
+// TestIdleCPUManySources runs jobwatch on 300 run logs and measures its CPU
+// use while nothing is written; then rotates and deletes some of the logs
+// and checks that no deleted file is kept open.
+func TestIdleCPUManySources(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 s measurement: not in -short")
+	}
+	const nSources, nJobs = 300, 30
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "logs")
+	if err := os.Mkdir(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	logs := make([]runLog, nSources)
+	var cfg strings.Builder
+	cfg.WriteString("jobs:\n")
+	for j := range nJobs {
+		fmt.Fprintf(&cfg, "  - name: job%02d\n    every: 1h\n", j)
+	}
+	cfg.WriteString("sources:\n")
+	for i := range nSources {
+		logs[i] = runLog{t, filepath.Join(logDir, fmt.Sprintf("run%03d.log", i))}
+		logs[i].append(success(base.Add(time.Duration(i)*time.Second), fmt.Sprintf("job%02d", i%nJobs), 1000+i)...)
+		fmt.Fprintf(&cfg, "  - name: src%03d\n    type: runlog\n    path: %s\n    format: json\n", i, logs[i].path)
+	}
+	cfgPath := filepath.Join(dir, "jobwatch.yml")
+	writeConfig(t, cfgPath, cfg.String())
+	in := startJobwatch(t, bin, cfgPath, filepath.Join(dir, "state"), freePort(t))
+	want := map[string]float64{}
+	for i := range nSources {
+		want[fmt.Sprintf(`jobwatch_source_up{source="src%03d",type="runlog"}`, i)] = 1
+		want[fmt.Sprintf(`jobwatch_source_records_total{source="src%03d"}`, i)] = 2
+	}
+	for j := range nJobs {
+		want[fmt.Sprintf(`jobwatch_job_runs_total{job_name="job%02d",result="success"}`, j)] = nSources / nJobs
+	}
+	in.waitFor(10*time.Second, want)
+	time.Sleep(2 * time.Second) // the last state save, and the first one of the sources' health checks
+
+	pid := in.cmd.Process.Pid
+	const window = 10 * time.Second
+	c0, t0 := cpuTime(t, pid), time.Now()
+	time.Sleep(window)
+	c1, t1 := cpuTime(t, pid), time.Now()
+	cpu := float64(c1-c0) / userHZ
+	pct := 100 * cpu / t1.Sub(t0).Seconds()
+	t.Logf("idle with %d run-log sources: %.2f s CPU (utime+stime) in %.1f s = %.2f%% of one core", nSources, cpu, t1.Sub(t0).Seconds(), pct)
+	if pct >= 5 {
+		t.Errorf("idle CPU %.2f%% of one core with %d sources, want < 5%%", pct, nSources)
+	}
+
+	openBefore, deleted := deletedFiles(t, pid)
+	if len(deleted) > 0 {
+		t.Fatalf("deleted files open before any rotation: %v", deleted)
+	}
+	// 0-4: rename and create, then the rotated file is deleted.
+	// 5-9: deleted, not recreated.
+	// 10-14: renamed, not recreated, then the renamed file is deleted.
+	for i := range 15 {
+		p := logs[i].path
+		switch {
+		case i < 5:
+			must(t, os.Rename(p, p+".1"))
+			logs[i].append(success(base.Add(time.Hour), fmt.Sprintf("job%02d", i%nJobs), 2000+i)...)
+		case i < 10:
+			must(t, os.Remove(p))
+		default:
+			must(t, os.Rename(p, p+".1"))
+		}
+	}
+	for i := range 5 {
+		want[fmt.Sprintf(`jobwatch_source_records_total{source="src%03d"}`, i)] = 4
+		want[fmt.Sprintf(`jobwatch_job_runs_total{job_name="job%02d",result="success"}`, i)]++
+	}
+	in.waitFor(3*time.Second, want)
+	time.Sleep(1500 * time.Millisecond) // the renamed ones are followed meanwhile
+	for i := range 15 {
+		if i < 5 || i >= 10 {
+			must(t, os.Remove(logs[i].path+".1"))
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		open, deleted := deletedFiles(t, pid)
+		if len(deleted) == 0 {
+			t.Logf("%d open file descriptors before the rotations, %d after", openBefore, open)
+			if open > openBefore {
+				t.Errorf("%d open file descriptors after rotating and deleting logs, %d before", open, openBefore)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deleted files still open 3 s after their deletion:\n%s", strings.Join(deleted, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The deleted logs are down, the rest up.
+	for i := 5; i < 15; i++ {
+		want[fmt.Sprintf(`jobwatch_source_up{source="src%03d",type="runlog"}`, i)] = 0
+	}
+	in.waitFor(3*time.Second, want)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
