@@ -735,3 +735,65 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestSourceFileAppearsLater: a run log that does not exist yet (in an
+// existing directory, or in one not created yet) is a source that is down;
+// once the file appears its records are read and the source is up within
+// 2 s.
+func TestSourceFileAppearsLater(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	later := runLog{t, filepath.Join(dir, "later.log")}
+	nested := runLog{t, filepath.Join(dir, "not", "yet", "runs.log")}
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeConfig(t, cfg, fmt.Sprintf(`
+jobs:
+  - name: stats
+    every: 1h
+  - name: backup
+    every: 1h
+sources:
+  - name: later
+    type: runlog
+    path: %s
+    format: json
+  - name: nested
+    type: runlog
+    path: %s
+    format: json
+`, later.path, nested.path))
+	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
+	time.Sleep(2500 * time.Millisecond) // past the first health checks
+	in.waitFor(time.Second, map[string]float64{
+		`jobwatch_source_up{source="later",type="runlog"}`:  0,
+		`jobwatch_source_up{source="nested",type="runlog"}`: 0,
+		`jobwatch_source_records_total{source="later"}`:     0,
+		`jobwatch_source_records_total{source="nested"}`:    0,
+	})
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+
+	for _, tc := range []struct {
+		log  runLog
+		name string
+		job  string
+	}{{later, "later", "stats"}, {nested, "nested", "backup"}} {
+		must(t, os.MkdirAll(filepath.Dir(tc.log.path), 0o755))
+		appeared := time.Now()
+		tc.log.append(success(base, tc.job, 100)...)
+		in.waitFor(2*time.Second, map[string]float64{
+			fmt.Sprintf(`jobwatch_source_up{source=%q,type="runlog"}`, tc.name):          1,
+			fmt.Sprintf(`jobwatch_source_records_total{source=%q}`, tc.name):             2,
+			fmt.Sprintf(`jobwatch_job_runs_total{job_name=%q,result="success"}`, tc.job): 1,
+		})
+		t.Logf("%s: read and up %v after the file appeared", tc.name, time.Since(appeared).Round(10*time.Millisecond))
+	}
+	// Nothing is read twice after a restart, and the sources are up again.
+	in.kill(syscall.SIGTERM)
+	in = startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
+	in.waitFor(3*time.Second, map[string]float64{
+		`jobwatch_source_up{source="later",type="runlog"}`:            1,
+		`jobwatch_source_up{source="nested",type="runlog"}`:           1,
+		`jobwatch_job_runs_total{job_name="stats",result="success"}`:  1,
+		`jobwatch_job_runs_total{job_name="backup",result="success"}`: 1,
+	})
+}
