@@ -1,0 +1,15 @@
+package sources
+
+import (
+	"fmt"
+
+	"jobwatch/config"
+)
+
+// New builds the source a config describes.
+func New(src config.Source, deps Deps) (Source, error) {
+	deps = deps.withDefaults()
+	switch src.Type {
+	}
+	return nil, fmt.Errorf("unknown source type %q", src.Type)
+}
