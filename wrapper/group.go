@@ -3,6 +3,7 @@ package wrapper
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,46 +19,70 @@ func signalGroup(pgid int, sig unix.Signal) {
 // process group pgid. The job's leader is a zombie while the wrapper has not
 // reaped it, which keeps pgid from being reused meanwhile.
 func groupAlive(pgid int) bool {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return false
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return false
-	}
-	for _, name := range names {
-		if name[0] < '0' || name[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		if state, pg, ok := parseStat(b); ok && pg == pgid && state != 'Z' && state != 'X' {
+	for _, pid := range pids() {
+		if st, ok := readStat(pid); ok && st.pgrp == pgid && st.live() {
 			return true
 		}
 	}
 	return false
 }
 
-// parseStat returns the state and process group of a /proc/PID/stat line:
-// "PID (COMM) STATE PPID PGRP ...", where COMM may itself hold ") ".
-func parseStat(b []byte) (state byte, pgrp int, ok bool) {
+// procStat is what jobwatch reads of /proc/PID/stat.
+type procStat struct {
+	state      byte
+	ppid, pgrp int
+}
+
+// live: not a zombie (exited, not yet reaped) nor dead.
+func (s procStat) live() bool { return s.state != 'Z' && s.state != 'X' }
+
+// parseStat reads a /proc/PID/stat line: "PID (COMM) STATE PPID PGRP ...",
+// where COMM may itself hold ") ".
+func parseStat(b []byte) (procStat, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return procStat{}, false
 	}
 	f := bytes.Fields(b[i+1:])
 	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
+		return procStat{}, false
 	}
-	pg, err := strconv.Atoi(string(f[2]))
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
+	}
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp}, true
+}
+
+// readStat reads /proc/PID/stat.
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, false
+		return procStat{}, false
 	}
-	return f[0][0], pg, true
+	return parseStat(b)
+}
+
+// pids lists the processes in /proc, in ascending order.
+func pids() []int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, name := range names {
+		if pid, err := strconv.Atoi(name); err == nil && pid > 0 {
+			out = append(out, pid)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // reapGroup waits, once the job's leader has exited after a timeout, for the

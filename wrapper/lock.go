@@ -36,9 +36,19 @@ func openLock(path string) (*os.File, error) {
 	return f, nil
 }
 
-// lockHolder returns the pid holding a flock(2) lock on f's inode, as
-// /proc/locks shows it, or 0 when it cannot be found. jobwatch run takes the
-// lock in the job's own process, so this is the job's pid.
+// lockHolder returns the pid of the process holding the flock(2) lock on f,
+// or 0 when it cannot be found. /proc/locks names the process that took the
+// lock: for a lock taken by jobwatch run, the wrapper, which then passes it to
+// its job. So:
+//   - a live locker with a child that leads its own process group and has
+//     the lock file open is a wrapper and its job: the job is the holder;
+//   - a live locker otherwise (any other program) is the holder;
+//   - a dead locker (a wrapper killed by SIGKILL) left the lock to its job,
+//     which is found among group leaders holding the lock file open, other
+//     than jobwatch processes (this one, other skipping wrappers).
+//
+// Reading other users' /proc/PID/fd needs privileges; without them the
+// locker's pid, or 0, is the answer.
 func lockHolder(f *os.File) int {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
@@ -48,8 +58,56 @@ func lockHolder(f *os.File) int {
 	if err != nil {
 		return 0
 	}
-	defer locks.Close()
-	return findFlockHolder(locks, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	locker := findFlockHolder(locks, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	locks.Close()
+	if locker == 0 {
+		return 0
+	}
+	holds := func(pid int) bool { return holdsFile(pid, st.Dev, st.Ino) }
+	if ls, ok := readStat(locker); ok && ls.live() {
+		for _, pid := range pids() {
+			if ps, ok := readStat(pid); ok && ps.ppid == locker && ps.pgrp == pid && ps.live() && holds(pid) {
+				return pid
+			}
+		}
+		return locker
+	}
+	self := os.Getpid()
+	for _, pid := range pids() {
+		if ps, ok := readStat(pid); ok && pid != self && ps.pgrp == pid && ps.live() && holds(pid) && !sameExecutable(pid) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// holdsFile reports whether process pid has the file dev:ino open.
+func holdsFile(pid int, dev, ino uint64) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	d, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return false
+	}
+	var st unix.Stat_t
+	for _, n := range names {
+		if unix.Stat(dir+n, &st) == nil && st.Dev == dev && st.Ino == ino {
+			return true
+		}
+	}
+	return false
+}
+
+// sameExecutable reports whether process pid runs this binary (another
+// jobwatch run).
+func sameExecutable(pid int) bool {
+	a, err1 := os.Stat("/proc/self/exe")
+	b, err2 := os.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // findFlockHolder scans /proc/locks text for the first active FLOCK lock on

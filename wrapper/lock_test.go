@@ -52,23 +52,23 @@ func FuzzFindFlockHolder(f *testing.F) {
 
 func TestParseStat(t *testing.T) {
 	cases := []struct {
-		line  string
-		state byte
-		pgrp  int
-		ok    bool
+		line string
+		want procStat
+		ok   bool
 	}{
-		{"4242 (sleep) S 4241 4242 100 0 -1", 'S', 4242, true},
-		{"17 (a) b) (c) Z 1 9 9 0", 'Z', 9, true},
-		{"17 (x) R 1", 0, 0, false},
-		{"no parens S 1 2", 0, 0, false},
-		{"17 (x) RS 1 2", 0, 0, false},
-		{"17 (x) S 1 notanumber", 0, 0, false},
-		{"", 0, 0, false},
+		{"4242 (sleep) S 4241 4242 100 0 -1", procStat{'S', 4241, 4242}, true},
+		{"17 (a) b) (c) Z 1 9 9 0", procStat{'Z', 1, 9}, true},
+		{"17 (x) R 1", procStat{}, false},
+		{"no parens S 1 2", procStat{}, false},
+		{"17 (x) RS 1 2", procStat{}, false},
+		{"17 (x) S 1 notanumber", procStat{}, false},
+		{"17 (x) S x 1", procStat{}, false},
+		{"", procStat{}, false},
 	}
 	for _, tc := range cases {
-		state, pgrp, ok := parseStat([]byte(tc.line))
-		if state != tc.state || pgrp != tc.pgrp || ok != tc.ok {
-			t.Errorf("parseStat(%q) = %c %d %v, want %c %d %v", tc.line, state, pgrp, ok, tc.state, tc.pgrp, tc.ok)
+		got, ok := parseStat([]byte(tc.line))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseStat(%q) = %+v %v, want %+v %v", tc.line, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -27,20 +27,21 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// runFromArgs parses jobwatch run's flags as the kingpin command does.
 func runFromArgs(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var o Options
-	fs.StringVar(&o.Job, "job", "", "")
-	fs.StringVar(&o.Log, "log", "", "")
-	fs.StringVar(&o.Lock, "lock", "", "")
-	fs.DurationVar(&o.Timeout, "timeout", 0, "")
-	fs.DurationVar(&o.KillAfter, "kill-after", DefaultKillAfter, "")
-	fs.IntVar(&o.SkipExitCode, "skip-exit-code", 0, "")
+	var f Flags
+	fs.StringVar(&f.Job, "job", "", "")
+	fs.StringVar(&f.Log, "log", "", "")
+	fs.StringVar(&f.Lock, "lock", "", "")
+	fs.StringVar(&f.Timeout, "timeout", "", "")
+	fs.StringVar(&f.KillAfter, "kill-after", "", "")
+	fs.StringVar(&f.SkipExitCode, "skip-exit-code", "", "")
 	if err := fs.Parse(args); err != nil {
 		return ExitWrapper
 	}
-	o.Command = fs.Args()
-	return Run(o)
+	f.Command = fs.Args()
+	return RunFlags(f)
 }
 
 // wrapCmd returns the command for `jobwatch run ARGS...`.

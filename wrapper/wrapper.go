@@ -4,7 +4,6 @@
 package wrapper
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +58,16 @@ type Options struct {
 // wrapper. It never panics on bad options: they are one line on Stderr and
 // ExitWrapper.
 func Run(o Options) int {
+	r, code := newRunner(o)
+	if r == nil {
+		return code
+	}
+	return r.run()
+}
+
+// newRunner fills o's defaults. Without a valid job name nothing can be
+// recorded: it says why on Stderr and returns a nil runner and ExitWrapper.
+func newRunner(o Options) (*runner, int) {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
@@ -73,18 +82,17 @@ func Run(o Options) int {
 	}
 	if o.Job == "" {
 		fmt.Fprintln(o.Stderr, "jobwatch run: --job is required")
-		return ExitWrapper
+		return nil, ExitWrapper
 	}
 	if !JobNameRE.MatchString(o.Job) {
 		fmt.Fprintf(o.Stderr, "jobwatch run: invalid job name %q: must match %s\n", o.Job, JobNameRE)
-		return ExitWrapper
+		return nil, ExitWrapper
 	}
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown"
 	}
-	r := &runner{o: o, log: &runLog{path: o.Log}, host: host, runID: newRunID(), begin: o.Now()}
-	return r.run()
+	return &runner{o: o, log: &runLog{path: o.Log}, host: host, runID: newRunID(), begin: o.Now()}, 0
 }
 
 type runner struct {
@@ -99,26 +107,33 @@ func (r *runner) run() int {
 	o := r.o
 	switch {
 	case len(o.Command) == 0 || o.Command[0] == "":
-		return r.fail(ExitWrapper, 0, errors.New("no command given after --"))
+		return r.fail(ExitWrapper, errors.New("no command given after --"))
 	case o.Timeout < 0:
-		return r.fail(ExitWrapper, 0, fmt.Errorf("--timeout must not be negative, got %s", o.Timeout))
+		return r.fail(ExitWrapper, fmt.Errorf("--timeout must not be negative, got %s", o.Timeout))
 	case o.KillAfter < 0:
-		return r.fail(ExitWrapper, 0, fmt.Errorf("--kill-after must not be negative, got %s", o.KillAfter))
+		return r.fail(ExitWrapper, fmt.Errorf("--kill-after must not be negative, got %s", o.KillAfter))
 	case o.SkipExitCode < 0 || o.SkipExitCode > 255:
-		return r.fail(ExitWrapper, 0, fmt.Errorf("--skip-exit-code must be 0-255, got %d", o.SkipExitCode))
+		return r.fail(ExitWrapper, fmt.Errorf("--skip-exit-code must be 0-255, got %d", o.SkipExitCode))
 	}
 
-	mode := "nolock"
 	var lock *os.File
 	if o.Lock != "" {
 		var err error
 		if lock, err = openLock(o.Lock); err != nil {
-			return r.fail(ExitWrapper, 0, err)
+			return r.fail(ExitWrapper, err)
 		}
-		// The wrapper holds the lock too until it has written the end record,
-		// so a next run's start never precedes this run's end in the log.
+		// The job inherits the lock as fd 3; the wrapper keeps its fd too,
+		// until it has written the end record, so a next run's start never
+		// precedes this run's end in the log. The lock lasts until every
+		// holder has closed it: a killed wrapper leaves it with the job.
 		defer lock.Close()
-		mode = "lock"
+		err = retryEINTR(func() error { return unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return r.skip(lockHolder(lock))
+		}
+		if err != nil {
+			return r.fail(ExitWrapper, fmt.Errorf("locking %s: %w", o.Lock, err))
+		}
 	}
 
 	path, err := exec.LookPath(o.Command[0])
@@ -130,7 +145,7 @@ func (r *runner) run() int {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
 			code = ExitNotExecutable
 		}
-		return r.fail(code, 0, fmt.Errorf("%s: %w", o.Command[0], unwrapExec(err)))
+		return r.fail(code, fmt.Errorf("%s: %w", o.Command[0], unwrapExec(err)))
 	}
 
 	// Signals for the job, from now on: forwarded to its process group once it
@@ -143,66 +158,26 @@ func (r *runner) run() int {
 	}
 	defer signal.Stop(sigs)
 
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return r.fail(ExitWrapper, 0, fmt.Errorf("starting job: %w", err))
-	}
-	defer statusR.Close()
-	gateR, gateW, err := os.Pipe()
-	if err != nil {
-		statusW.Close()
-		return r.fail(ExitWrapper, 0, fmt.Errorf("starting job: %w", err))
-	}
-	defer gateW.Close()
-
 	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
-		Args:        append([]string{childArg0, mode, path}, o.Command...),
+		Path:        path,
+		Args:        o.Command, // executed directly, never through a shell
 		Stdin:       os.Stdin,
 		Stdout:      o.Stdout,
 		Stderr:      o.Stderr,
-		ExtraFiles:  []*os.File{lock, statusW, gateR}, // fds 3, 4, 5
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		WaitDelay:   time.Second, // if Stdout is not a file and a leftover child keeps the pipe
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}, // its own process group: timeouts and signals reach its children
+		WaitDelay:   time.Second,                         // if Stdout is not a file and a leftover child keeps the pipe
 	}
-	err = cmd.Start()
-	statusW.Close()
-	gateR.Close()
-	if err != nil {
-		return r.fail(ExitWrapper, 0, fmt.Errorf("starting job: %w", err))
+	if lock != nil {
+		cmd.ExtraFiles = []*os.File{lock} // fd 3, without close-on-exec
 	}
+	if err := cmd.Start(); err != nil {
+		return r.fail(startErrorCode(err), fmt.Errorf("%s: %w", o.Command[0], unwrapStart(err)))
+	}
+	// The pid is known only now, so the command may already be running when
+	// the start record is written.
 	pid := cmd.Process.Pid
-
-	msg, errno, ok := readStatus(statusR)
-	switch {
-	case !ok:
-		code := r.waitCode(cmd)
-		return r.fail(code, pid, fmt.Errorf("job process %d ended before the command started (exit code %d)", pid, code))
-	case msg == msgLocked:
-		r.waitCode(cmd)
-		return r.skip(lockHolder(lock))
-	case msg == msgLockErr:
-		r.waitCode(cmd)
-		return r.fail(ExitWrapper, pid, fmt.Errorf("locking %s: %w", o.Lock, errno))
-	}
-
-	// The lock is held; the command waits at the gate until the start record
-	// is written.
-	started := o.Now()
-	r.begin = started
-	r.record(startRecord{Time: formatTime(started), Job: o.Job, Event: "start", Host: r.host, PID: pid, RunID: r.runID})
-	if _, err := gateW.Write([]byte{msgGo}); err != nil {
-		// The job's process died before the gate opened (a forwarded signal).
-		code := r.waitCode(cmd)
-		return r.end(pid, code, false)
-	}
-	gateW.Close()
-	if msg, errno, ok := readStatus(statusR); ok && msg == msgExecErr {
-		code := r.waitCode(cmd)
-		fmt.Fprintf(o.Stderr, "jobwatch run: job %s: %s: %v\n", o.Job, o.Command[0], errno)
-		return r.end(pid, code, false)
-	}
-	statusR.Close()
+	r.begin = o.Now()
+	r.record(startRecord{Time: formatTime(r.begin), Job: o.Job, Event: "start", Host: r.host, PID: pid, RunID: r.runID})
 
 	exited := make(chan struct{})
 	go func() {
@@ -279,13 +254,11 @@ func (r *runner) end(pid, code int, timedOut bool) int {
 }
 
 // fail reports why the job could not run and records it as a failed run, so
-// that the failure shows in metrics. pid is the job's process if one was
-// started, else 0 for the wrapper's own.
-func (r *runner) fail(code, pid int, err error) int {
+// that the failure shows in metrics. No job process exists: the record's pid
+// is the wrapper's.
+func (r *runner) fail(code int, err error) int {
 	fmt.Fprintf(r.o.Stderr, "jobwatch run: job %s: %v\n", r.o.Job, err)
-	if pid == 0 {
-		pid = os.Getpid()
-	}
+	pid := os.Getpid()
 	now := r.o.Now()
 	r.record(endRecord{Time: formatTime(now), Job: r.o.Job, Event: "end", Host: r.host, PID: pid, RunID: r.runID,
 		Status: statusFailure, ExitCode: code, Duration: seconds(now.Sub(r.begin))})
@@ -314,20 +287,36 @@ func (r *runner) exit(code int) int {
 	return code
 }
 
-// readStatus reads one message from the job's process; ok is false at EOF,
-// which after the gate means the exec succeeded.
-func readStatus(f *os.File) (kind byte, errno syscall.Errno, ok bool) {
-	var m [msgLen]byte
-	if _, err := io.ReadFull(f, m[:]); err != nil {
-		return 0, 0, false
-	}
-	return m[0], syscall.Errno(binary.LittleEndian.Uint32(m[1:])), true
-}
-
 // waitExited blocks until process pid has exited, without reaping it.
 func waitExited(pid int) {
 	var info unix.Siginfo
 	_ = retryEINTR(func() error { return unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) })
+}
+
+// startErrorCode maps an error of starting the command to the wrapper's exit
+// code: 127 when it does not exist, 126 when it cannot be executed, 125 when
+// no process could be created.
+func startErrorCode(err error) int {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return ExitWrapper
+	}
+	switch errno {
+	case syscall.ENOENT, syscall.ENOTDIR:
+		return ExitNotFound
+	case syscall.EAGAIN, syscall.ENOMEM:
+		return ExitWrapper
+	}
+	return ExitNotExecutable
+}
+
+// unwrapStart drops the "fork/exec PATH: " prefix of a start error.
+func unwrapStart(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // unwrapExec drops exec.LookPath's `exec: "name": ` prefix when the caller

@@ -38,11 +38,14 @@ func TestExitCodes(t *testing.T) {
 		{"not found by path", []string{"--job", "j", "--", filepath.Join(dir, "missing")}, 127, "end", "failure", 127, "no such file or directory"},
 		{"not executable", []string{"--job", "j", "--", notExec}, 126, "end", "failure", 126, "permission denied"},
 		{"directory", []string{"--job", "j", "--", dir}, 126, "end", "failure", 126, "is a directory"},
-		{"exec format error", []string{"--job", "j", "--", noShebang}, 126, "start,end", "failure", 126, "exec format error"},
+		{"exec format error", []string{"--job", "j", "--", noShebang}, 126, "end", "failure", 126, "exec format error"},
 		{"missing job", []string{"--", "true"}, 125, "", "", 0, "--job is required"},
 		{"bad job name", []string{"--job", "no spaces", "--", "true"}, 125, "", "", 0, "invalid job name"},
 		{"no command", []string{"--job", "j"}, 125, "end", "failure", 125, "no command given after --"},
 		{"negative timeout", []string{"--job", "j", "--timeout", "-1s", "--", "true"}, 125, "end", "failure", 125, "--timeout must not be negative"},
+		{"malformed timeout", []string{"--job", "j", "--timeout", "5x", "--kill-after", "soon", "--", "true"}, 125, "end", "failure", 125, `--timeout: "5x" is not a duration (like 90s, 30m, 1h30m, or seconds); --kill-after: "soon" is not`},
+		{"timeout in bare seconds", []string{"--job", "j", "--timeout", "30", "--", "true"}, 0, "start,end", "success", 0, ""},
+		{"skip code not a number", []string{"--job", "j", "--skip-exit-code", "x", "--", "true"}, 125, "end", "failure", 125, `--skip-exit-code: "x" is not a number`},
 		{"bad skip code", []string{"--job", "j", "--skip-exit-code", "300", "--", "true"}, 125, "end", "failure", 125, "--skip-exit-code must be 0-255"},
 		{"lock dir missing", []string{"--job", "j", "--lock", filepath.Join(dir, "nodir", "x.lock"), "--", "true"}, 125, "end", "failure", 125, "lock file: open"},
 		{"lock is a directory", []string{"--job", "j", "--lock", dir, "--", "true"}, 125, "end", "failure", 125, "lock file"},
@@ -83,13 +86,12 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-// The start record names the job's own pid, and is in the log before the
-// command runs.
-func TestStartRecordPrecedesCommand(t *testing.T) {
+// The start and end records name the job's own pid.
+func TestRecordsNameJobPID(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "runs.log")
 	out := filepath.Join(dir, "out")
-	code, stderr := wrap(t, "--log", log, "--job", "j", "--", "sh", "-c", `echo $$ > "$1"; cat "$2" >> "$1"`, "sh", out, log)
+	code, stderr := wrap(t, "--log", log, "--job", "j", "--", "sh", "-c", `echo $$ > "$1"`, "sh", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -97,16 +99,15 @@ func TestStartRecordPrecedesCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	recs := readRecords(t, log)
-	if len(lines) != 2 || !startRE.MatchString(lines[1]) {
-		t.Fatalf("the command saw %q, want its pid and the start record", data)
+	if events(recs) != "start,end" {
+		t.Fatalf("records %s", events(recs))
 	}
-	if strconv.Itoa(recs[0].PID) != lines[0] {
-		t.Errorf("start record pid %d, command's pid %s", recs[0].PID, lines[0])
+	if strconv.Itoa(recs[0].PID) != strings.TrimSpace(string(data)) {
+		t.Errorf("start record pid %d, command's pid %s", recs[0].PID, data)
 	}
-	if recs[1].PID != recs[0].PID {
-		t.Errorf("end record pid %d, start %d", recs[1].PID, recs[0].PID)
+	if recs[1].PID != recs[0].PID || recs[1].RunID != recs[0].RunID {
+		t.Errorf("end record %+v does not match start %+v", recs[1], recs[0])
 	}
 	if *recs[1].Duration < 0 || *recs[1].Duration > 5 {
 		t.Errorf("duration %v", *recs[1].Duration)
@@ -305,8 +306,8 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	for _, p := range strings.Fields(string(data)) {
 		pid, _ := strconv.Atoi(p)
 		if b, err := os.ReadFile("/proc/" + p + "/stat"); err == nil {
-			if state, _, ok := parseStat(b); ok && state != 'Z' {
-				t.Errorf("grandchild %d survived (state %c)", pid, state)
+			if st, ok := parseStat(b); ok && st.live() {
+				t.Errorf("grandchild %d survived (state %c)", pid, st.state)
 			}
 		}
 	}

@@ -53,6 +53,8 @@ func run(args []string) int {
 	check := app.Command("check-config", "Validate a configuration file, reporting every problem at once.")
 	checkFile := check.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
 
+	runCmd, runJob := addRunCommand(app)
+
 	cmd, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "jobwatch: %v (try --help)\n", err)
@@ -61,6 +63,8 @@ func run(args []string) int {
 	logger := promslog.New(logConfig)
 
 	switch cmd {
+	case runCmd.FullCommand():
+		return runJob()
 	case check.FullCommand():
 		return checkConfig(*checkFile)
 	case serve.FullCommand():
