@@ -27,12 +27,12 @@ type JobState struct {
 	Overlaps            uint64            `json:"overlaps,omitempty"`
 	Durations           Histogram         `json:"durations"`
 	// LostRuns are the keys of the latest runs closed as lost.
-	LostRuns []string `json:"lost_runs,omitempty"`
+	LostRuns []RunKey `json:"lost_runs,omitempty"`
 }
 
 // Run is a run in progress.
 type Run struct {
-	Key    string    `json:"key"`
+	Key    RunKey    `json:"key"`
 	RunID  string    `json:"run_id,omitempty"`
 	Host   string    `json:"host,omitempty"`
 	PID    int       `json:"pid,omitempty"`
@@ -117,11 +117,11 @@ func (t *Tracker) Snapshot() *Snapshot {
 			sj.Runs[r] = n
 		}
 		sj.Durations.Counts = append([]uint64(nil), j.Durations.Counts...)
-		sj.LostRuns = append([]string(nil), j.LostRuns...)
+		sj.LostRuns = append([]RunKey(nil), j.LostRuns...)
 		for _, r := range j.open {
 			sj.Open = append(sj.Open, *r)
 		}
-		sort.Slice(sj.Open, func(a, b int) bool { return sj.Open[a].Key < sj.Open[b].Key })
+		sort.Slice(sj.Open, func(a, b int) bool { return sj.Open[a].Key.less(sj.Open[b].Key) })
 		s.Jobs[name] = sj
 	}
 	for name, src := range t.sources {
@@ -150,7 +150,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		if j.Runs == nil {
 			j.Runs = map[Result]uint64{}
 		}
-		j.open = make(map[string]*Run, len(sj.Open))
+		j.open = make(map[RunKey]*Run, len(sj.Open))
 		for i := range sj.Open {
 			r := sj.Open[i]
 			j.open[r.Key] = &r

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"sort"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -68,7 +67,7 @@ type Tracker struct {
 type job struct {
 	spec JobSpec
 	JobState
-	open map[string]*Run // runs in progress by key
+	open map[RunKey]*Run // runs in progress
 }
 
 type source struct {
@@ -132,7 +131,7 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 }
 
 func newJob(now time.Time) *job {
-	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}}, open: map[string]*Run{}}
+	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}}, open: map[RunKey]*Run{}}
 }
 
 // Apply applies a batch read by a source and stores its position.
@@ -207,11 +206,30 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 	}
 }
 
-func runKey(runID, host string, pid int) string {
+// RunKey identifies a run: by its run id when the records carry one, else
+// by host and PID. A struct, not a string, so applying a record allocates
+// nothing for it.
+type RunKey struct {
+	RunID string `json:"run_id,omitempty"`
+	Host  string `json:"host,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+}
+
+func runKey(runID, host string, pid int) RunKey {
 	if runID != "" {
-		return "id:" + runID
+		return RunKey{RunID: runID}
 	}
-	return "pid:" + host + ":" + strconv.Itoa(pid)
+	return RunKey{Host: host, PID: pid}
+}
+
+func (k RunKey) less(o RunKey) bool {
+	if k.RunID != o.RunID {
+		return k.RunID < o.RunID
+	}
+	if k.Host != o.Host {
+		return k.Host < o.Host
+	}
+	return k.PID < o.PID
 }
 
 // findRun finds the open run an end record closes: by run id, else by host
@@ -231,7 +249,7 @@ func (j *job) findRun(ev *Event) *Run {
 	return nil
 }
 
-func (j *job) wasLost(key string) bool {
+func (j *job) wasLost(key RunKey) bool {
 	for _, k := range j.LostRuns {
 		if k == key {
 			return true
@@ -368,7 +386,7 @@ func (t *Tracker) View() ([]JobView, []SourceView) {
 				if !v.Open[a].Start.Equal(v.Open[b].Start) {
 					return v.Open[a].Start.Before(v.Open[b].Start)
 				}
-				return v.Open[a].Key < v.Open[b].Key
+				return v.Open[a].Key.less(v.Open[b].Key)
 			})
 		}
 		jobs = append(jobs, v)

@@ -10,6 +10,8 @@ import (
 func New(src config.Source, deps Deps) (Source, error) {
 	deps = deps.withDefaults()
 	switch src.Type {
+	case config.TypeRunLog:
+		return NewRunLog(src, deps)
 	}
 	return nil, fmt.Errorf("unknown source type %q", src.Type)
 }
