@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,7 +42,8 @@ func openLock(path string) (*os.File, error) {
 // lock: for a lock taken by jobwatch run, the wrapper, which then passes it to
 // its job. So:
 //   - a live locker with a child that leads its own process group and has
-//     the lock file open is a wrapper and its job: the job is the holder;
+//     the lock file open is a wrapper and its job: the job is the holder
+//     (a wrapper that has not started its job yet gets a moment to do so);
 //   - a live locker otherwise (any other program) is the holder;
 //   - a dead locker (a wrapper killed by SIGKILL) left the lock to its job,
 //     which is found among group leaders holding the lock file open, other
@@ -65,12 +67,21 @@ func lockHolder(f *os.File) int {
 	}
 	holds := func(pid int) bool { return holdsFile(pid, st.Dev, st.Ino) }
 	if ls, ok := readStat(locker); ok && ls.live() {
-		for _, pid := range pids() {
-			if ps, ok := readStat(pid); ok && ps.ppid == locker && ps.pgrp == pid && ps.live() && holds(pid) {
-				return pid
+		// Another jobwatch run may have taken the lock and not started its
+		// job yet: give it a moment.
+		deadline := time.Now().Add(holderWait)
+		wrapper := sameExecutable(locker)
+		for {
+			for _, pid := range pids() {
+				if ps, ok := readStat(pid); ok && ps.ppid == locker && ps.pgrp == pid && ps.live() && holds(pid) {
+					return pid
+				}
 			}
+			if !wrapper || time.Now().After(deadline) {
+				return locker
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		return locker
 	}
 	self := os.Getpid()
 	for _, pid := range pids() {
@@ -80,6 +91,10 @@ func lockHolder(f *os.File) int {
 	}
 	return 0
 }
+
+// holderWait bounds how long a skipping run waits for a wrapper that holds
+// the lock to start its job.
+const holderWait = 500 * time.Millisecond
 
 // holdsFile reports whether process pid has the file dev:ino open.
 func holdsFile(pid int, dev, ino uint64) bool {

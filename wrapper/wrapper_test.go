@@ -126,7 +126,11 @@ func TestLockConcurrent(t *testing.T) {
 	codes := make([]int, n)
 	start := make(chan struct{})
 	for i := range n {
-		cmd := wrapCmd(t, "--log", log, "--lock", lock, "--job", "j", "--", "sh", "-c", `echo run >> "$1"; sleep 2`, "sh", count)
+		// The job holds the lock until the seven others have skipped (at most
+		// 30 s), however slowly a loaded machine starts them.
+		cmd := wrapCmd(t, "--log", log, "--lock", lock, "--job", "j", "--", "sh", "-c",
+			`echo run >> "$1"; i=0; while [ "$(grep -c '"skip"' "$2")" -lt 7 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`,
+			"sh", count, log)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

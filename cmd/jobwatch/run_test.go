@@ -42,8 +42,9 @@ func TestRunRecordsExported(t *testing.T) {
 	if c := jobwatchRun(t, bin, append(common, "--", "sh", "-c", "exit 3")...); c != 3 {
 		t.Fatalf("exit %d", c)
 	}
-	// A long run holds the lock; a run started meanwhile skips.
-	long := exec.Command(bin, append([]string{"run"}, append(common, "--", "sleep", "1.5")...)...)
+	// A long run holds the lock until a run started meanwhile has skipped.
+	long := exec.Command(bin, append([]string{"run"}, append(common, "--timeout", "60s", "--", "sh", "-c",
+		`sleep 0.5; until grep -q '"skip"' "$1"; do sleep 0.05; done`, "sh", logPath)...)...)
 	if err := long.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestRunRecordsExported(t *testing.T) {
 	if v := got[`jobwatch_job_last_success_timestamp_seconds{job_name="stats"}`]; math.Abs(v-lastSuccess) > 0.002 {
 		t.Errorf("last success %v, want %v (the long run's end record)", v, lastSuccess)
 	}
-	if v := got[`jobwatch_job_duration_seconds_sum{job_name="stats"}`]; math.Abs(v-durations) > 0.01 || v < 0.3+1.5+0.2 {
+	if v := got[`jobwatch_job_duration_seconds_sum{job_name="stats"}`]; math.Abs(v-durations) > 0.01 || v < 0.3+0.5+0.2 {
 		t.Errorf("duration sum %v, want %v (the end records' durations)", v, durations)
 	}
 	if v := got[`jobwatch_job_last_duration_seconds{job_name="stats"}`]; v < 0.2 || v > 2 {
