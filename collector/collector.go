@@ -42,6 +42,9 @@ var (
 	runningDesc          = desc("job_running", "Runs of the job in progress now.", jobLabels...)
 	overlapsDesc         = desc("job_overlaps_total", "Runs that started while another run of the same job was still in progress.", jobLabels...)
 	runStartDesc         = desc("job_run_start_timestamp_seconds", "Start time of each run in progress, by host and PID.", "job_name", "host", "pid")
+	missedDesc           = desc("job_missed_runs_total", "Expected runs of the job for which no run started within grace.", jobLabels...)
+	unexpectedDesc       = desc("job_unexpected_runs_total", "Runs of the job that started when none was due.", jobLabels...)
+	duplicateDesc        = desc("job_duplicate_runs_total", "Second and later runs of one expected run: overlap (same host, first still running), double_trigger (same host, after it ended), multi_host (another host, cluster-scope jobs).", "job_name", "kind")
 	sourceUpDesc         = desc("source_up", "1 while the source can be read.", "source", "type")
 	sourceRecordsDesc    = desc("source_records_total", "Records read from the source.", "source")
 	sourceParseErrDesc   = desc("source_parse_errors_total", "Lines, rows or entries of the source that could not be read as records.", "source")
@@ -71,7 +74,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
 		timeoutDesc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
-		runsDesc, skipsDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc,
+		runsDesc, skipsDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
 		sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc,
 	} {
 		ch <- d
@@ -143,6 +146,11 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
 	gauge(runningDesc, float64(len(j.Open)))
 	counter(overlapsDesc, j.Overlaps)
+	counter(missedDesc, j.Missed)
+	counter(unexpectedDesc, j.Unexpected)
+	for i, kind := range model.DuplicateKinds {
+		ch <- prometheus.MustNewConstMetric(duplicateDesc, prometheus.CounterValue, float64(j.DupCounts[i]), name, kind)
+	}
 	for k, r := range j.Open {
 		// Two open runs can share host and PID only when the PID is unknown
 		// or reused: one series, the earliest start (Open is sorted).

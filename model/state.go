@@ -3,6 +3,8 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -28,6 +30,18 @@ type JobState struct {
 	Durations           Histogram         `json:"durations"`
 	// LostRuns are the keys of the latest runs closed as lost.
 	LostRuns []RunKey `json:"lost_runs,omitempty"`
+
+	// Slot accounting, for calendar schedules.
+	Missed     uint64            `json:"missed,omitempty"`
+	Unexpected uint64            `json:"unexpected,omitempty"`
+	Duplicates map[string]uint64 `json:"duplicates,omitempty"`
+	// SlotsCheckedUntil: every expected run up to here has been counted as
+	// run or missed.
+	SlotsCheckedUntil time.Time  `json:"slots_checked_until,omitzero"`
+	RecentSlots       []SlotRuns `json:"recent_slots,omitempty"`
+	// Sources that reported the job: missed runs are not counted from the
+	// clock while one of them cannot be read.
+	Sources []string `json:"sources,omitempty"`
 }
 
 // Run is a run in progress.
@@ -38,6 +52,8 @@ type Run struct {
 	PID    int       `json:"pid,omitempty"`
 	Start  time.Time `json:"start"`
 	Source string    `json:"source"`
+	// Slot is the expected run it belongs to (calendar schedules).
+	Slot time.Time `json:"slot,omitzero"`
 
 	goneSince time.Time // when its process was first seen gone
 }
@@ -118,6 +134,12 @@ func (t *Tracker) Snapshot() *Snapshot {
 		}
 		sj.Durations.Counts = append([]uint64(nil), j.Durations.Counts...)
 		sj.LostRuns = append([]RunKey(nil), j.LostRuns...)
+		sj.Duplicates = maps.Clone(j.Duplicates)
+		sj.Sources = slices.Clone(j.Sources)
+		sj.RecentSlots = make([]SlotRuns, len(j.RecentSlots))
+		for i, rs := range j.RecentSlots {
+			sj.RecentSlots[i] = SlotRuns{Slot: rs.Slot, Hosts: slices.Clone(rs.Hosts)}
+		}
 		for _, r := range j.open {
 			sj.Open = append(sj.Open, *r)
 		}
@@ -149,6 +171,9 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		j.JobState = sj.JobState
 		if j.Runs == nil {
 			j.Runs = map[Result]uint64{}
+		}
+		if j.Duplicates == nil {
+			j.Duplicates = map[string]uint64{}
 		}
 		j.open = make(map[RunKey]*Run, len(sj.Open))
 		for i := range sj.Open {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -59,6 +60,7 @@ type Tracker struct {
 	opts Options
 
 	mu      sync.RWMutex
+	started time.Time // of the current configuration
 	jobs    map[string]*job
 	sources map[string]*source
 	version uint64 // bumped by every change, so the state saver knows when to write
@@ -127,11 +129,12 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		nextSrc[s.Name] = src
 	}
 	t.sources = nextSrc
+	t.started = now
 	t.version++
 }
 
 func newJob(now time.Time) *job {
-	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}}, open: map[RunKey]*Run{}}
+	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}, Duplicates: map[string]uint64{}}, open: map[RunKey]*Run{}}
 }
 
 // Apply applies a batch read by a source and stores its position.
@@ -158,6 +161,9 @@ func (t *Tracker) Apply(b Batch) {
 			src.UnknownJob++
 			continue
 		}
+		if !slices.Contains(j.Sources, b.Source) {
+			j.Sources = append(j.Sources, b.Source)
+		}
 		t.apply(j, ev, b.Source)
 	}
 	src.ParseErrors += uint64(b.ParseErrors)
@@ -165,7 +171,9 @@ func (t *Tracker) Apply(b Batch) {
 	if b.Position != nil {
 		src.Position = append(json.RawMessage(nil), b.Position...)
 	}
-	t.version++
+	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil {
+		t.version++ // an empty poll leaves nothing new to save
+	}
 }
 
 func (t *Tracker) apply(j *job, ev *Event, src string) {
@@ -178,7 +186,9 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		if len(j.open) > 0 {
 			j.Overlaps++
 		}
-		j.open[key] = &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src}
+		r := &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src}
+		j.open[key] = r
+		j.attribute(r)
 		j.ConsecutiveSkips = 0
 		if ev.Time.After(j.LastStart) {
 			j.LastStart = ev.Time
@@ -291,6 +301,7 @@ func (t *Tracker) Reap() {
 	defer t.mu.Unlock()
 	now := t.opts.Now()
 	for name, j := range t.jobs {
+		t.accountMissedByClock(j, now)
 		for key, r := range j.open {
 			why := ""
 			switch {
@@ -354,6 +365,7 @@ type JobView struct {
 	Spec JobSpec
 	JobState
 	RunCounts [4]uint64 // in the order of Results
+	DupCounts [3]uint64 // in the order of DuplicateKinds
 	Open      []Run     // sorted by start time
 }
 
@@ -376,7 +388,10 @@ func (t *Tracker) View() ([]JobView, []SourceView) {
 			v.RunCounts[i] = j.Runs[r]
 		}
 		v.Durations.Counts = append([]uint64(nil), j.Durations.Counts...)
-		v.LostRuns = nil
+		v.LostRuns, v.Sources, v.RecentSlots, v.Duplicates = nil, nil, nil, nil
+		for i, k := range DuplicateKinds {
+			v.DupCounts[i] = j.Duplicates[k]
+		}
 		if len(j.open) > 0 {
 			v.Open = make([]Run, 0, len(j.open))
 			for _, r := range j.open {

@@ -11,7 +11,18 @@ func New(src config.Source, deps Deps) (Source, error) {
 	deps = deps.withDefaults()
 	switch src.Type {
 	case config.TypeRunLog:
-		return NewRunLog(src, deps)
+		return nonNil(NewRunLog(src, deps))
+	case config.TypeMySQL:
+		return nonNil(NewMySQL(src, deps))
 	}
 	return nil, fmt.Errorf("unknown source type %q", src.Type)
+}
+
+// nonNil keeps a failed constructor's typed nil pointer out of the Source
+// interface.
+func nonNil[S Source](s S, err error) (Source, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }

@@ -32,15 +32,7 @@ var _ Source = (*RunLog)(nil)
 // resolves relative paths against the config file's directory).
 func NewRunLog(src config.Source, deps Deps) (*RunLog, error) {
 	deps = deps.withDefaults()
-	o := record.Options{TimeFormat: src.TimeFormat, Location: time.UTC}
-	if src.Timezone != "" {
-		loc, err := time.LoadLocation(src.Timezone)
-		if err != nil {
-			return nil, fmt.Errorf("timezone: %w", err)
-		}
-		o.Location = loc
-	}
-	p, err := record.New(src.Format, src.Patterns, o)
+	p, err := record.FromConfig(src.RunLog)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +75,8 @@ func (r *RunLog) Run(ctx context.Context, from json.RawMessage, sink Sink) error
 				continue
 			}
 			if err := r.parser.Parse(l.Text, &ev); err != nil {
-				if errors.Is(err, record.ErrNoMatch) {
-					continue // an application log is mostly other lines
+				if errors.Is(err, record.ErrNoMatch) || errors.Is(err, record.ErrEmpty) {
+					continue // blank lines, and an application log's other lines
 				}
 				bad++
 				r.logger.Debug("not a record", "line", l.Number, "err", err)

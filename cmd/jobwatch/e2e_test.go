@@ -356,3 +356,42 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("exit code after SIGTERM: %d\n%s", code, in.logs.String())
 	}
 }
+
+func TestCheckConfig(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yml")
+	os.WriteFile(good, fmt.Appendf(nil, e2eConfig, filepath.Join(dir, "runs.log")), 0o644)
+	out, err := exec.Command(bin, "check-config", "--config.file="+good).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "2 jobs, 1 sources: OK") {
+		t.Fatalf("good config: %v\n%s", err, out)
+	}
+	bad := filepath.Join(dir, "bad.yml")
+	os.WriteFile(bad, []byte("jobs:\n  - name: a\n    every: 1x\n  - name: a\n    every: 1h\nsources:\n  - name: s\n    type: runlog\n    format: csv\n"), 0o644)
+	out, err = exec.Command(bin, "check-config", "--config.file="+bad).CombinedOutput()
+	if code := exitCode(err); code != 1 {
+		t.Fatalf("bad config: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{`bad duration "1x"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	os.WriteFile(bad, []byte("jobs:\n  - name: a\n    every: 1h\n  - name: a\n    every: 1h\nsources:\n  - name: s\n    type: runlog\n    format: csv\n"), 0o644)
+	out, _ = exec.Command(bin, "check-config", "--config.file="+bad).CombinedOutput()
+	for _, want := range []string{`job "a": duplicate job name`, `source "s": path is required`, `source "s": format must be json, logfmt or regex`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}

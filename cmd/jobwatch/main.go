@@ -25,7 +25,6 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
-	"jobwatch/config"
 	"jobwatch/exporter"
 )
 
@@ -81,9 +80,9 @@ func run(args []string) int {
 }
 
 func checkConfig(path string) int {
-	cfg, err := config.Load(path)
-	if err == nil {
-		_, err = exporter.JobSpecs(cfg)
+	cfg, warnings, err := exporter.Check(context.Background(), path)
+	for _, w := range warnings {
+		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

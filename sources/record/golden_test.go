@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -22,11 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // TestGolden parses every line of testdata/<format>.txt and compares the
 // events and errors with testdata/<format>.golden.
 func TestGolden(t *testing.T) {
-	var rc struct {
-		TimeFormat string           `yaml:"time_format"`
-		Timezone   string           `yaml:"timezone"`
-		Patterns   []config.Pattern `yaml:"patterns"`
-	}
+	var rc config.RunLog
 	raw, err := os.ReadFile("testdata/regex.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -34,24 +29,20 @@ func TestGolden(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &rc); err != nil {
 		t.Fatal(err)
 	}
-	loc, err := time.LoadLocation(rc.Timezone)
+	regex, err := FromConfig(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		format string
-		pats   []config.Pattern
-		opts   Options
+		p      Parser
 	}{
-		{"json", nil, Options{}},
-		{"logfmt", nil, Options{}},
-		{"regex", rc.Patterns, Options{TimeFormat: rc.TimeFormat, Location: loc}},
+		{"json", NewJSON(Options{})},
+		{"logfmt", NewLogfmt(Options{})},
+		{"regex", regex},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
-			p, err := New(tc.format, tc.pats, tc.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := tc.p
 			in, err := os.ReadFile(filepath.Join("testdata", tc.format+".txt"))
 			if err != nil {
 				t.Fatal(err)

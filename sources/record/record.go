@@ -76,6 +76,20 @@ func New(format string, patterns []config.Pattern, o Options) (Parser, error) {
 	return nil, fmt.Errorf("record: unknown format %q (want json, logfmt or regex)", format)
 }
 
+// FromConfig returns the parser of a runlog source's config: its format,
+// patterns, time_format and timezone.
+func FromConfig(r config.RunLog) (Parser, error) {
+	o := Options{TimeFormat: r.TimeFormat}
+	if r.Timezone != "" {
+		loc, err := time.LoadLocation(r.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("record: timezone %q: %w", r.Timezone, err)
+		}
+		o.Location = loc
+	}
+	return New(r.Format, r.Patterns, o)
+}
+
 // field is a known record key.
 type field uint8
 

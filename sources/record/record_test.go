@@ -493,3 +493,17 @@ func TestParseFloat(t *testing.T) {
 		}
 	}
 }
+
+func TestFromConfig(t *testing.T) {
+	p, err := FromConfig(config.RunLog{Format: "logfmt", Timezone: "Asia/Shanghai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCase(t, p, `time="2026-11-30 18:00:00.123" job=stats event=start`, &minEv, "")
+	if _, err := FromConfig(config.RunLog{Format: "json", Timezone: "Mars/Olympus"}); err == nil || !strings.Contains(err.Error(), `timezone "Mars/Olympus"`) {
+		t.Errorf("unknown timezone: err = %v", err)
+	}
+	if _, err := FromConfig(config.RunLog{Format: "xml"}); err == nil {
+		t.Error("unknown format: no error")
+	}
+}
