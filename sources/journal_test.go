@@ -1,0 +1,631 @@
+package sources
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"jobwatch/config"
+	"jobwatch/internal/journaltest"
+	"jobwatch/model"
+)
+
+// recordingSink records what a source hands it.
+type recordingSink struct {
+	mu      sync.Mutex
+	batches []model.Batch
+	health  []healthCall
+}
+
+type healthCall struct {
+	up  bool
+	err error
+}
+
+func (s *recordingSink) Apply(b model.Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b.Events = append([]model.Event(nil), b.Events...)
+	s.batches = append(s.batches, b)
+}
+
+func (s *recordingSink) SetHealth(_ string, up bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.health = append(s.health, healthCall{up, err})
+}
+
+func (s *recordingSink) events() []model.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var evs []model.Event
+	for _, b := range s.batches {
+		evs = append(evs, b.Events...)
+	}
+	return evs
+}
+
+func (s *recordingSink) totals() (parseErrors, resets int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range s.batches {
+		parseErrors += b.ParseErrors
+		resets += b.PositionResets
+	}
+	return
+}
+
+func (s *recordingSink) position() json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var p json.RawMessage
+	for _, b := range s.batches {
+		if b.Position != nil {
+			p = b.Position
+		}
+	}
+	return p
+}
+
+func (s *recordingSink) lastHealth() (healthCall, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.health) == 0 {
+		return healthCall{}, false
+	}
+	return s.health[len(s.health)-1], true
+}
+
+// waitFor polls until cond holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func needJournalTools(t testing.TB) {
+	t.Helper()
+	if _, err := journaltest.RemoteBinary(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("journalctl"); err != nil {
+		t.Fatal("journalctl not found: install the Debian package systemd")
+	}
+}
+
+var testUnits = map[string]string{"stats.service": "stats", "backup.service": "backup"}
+
+func newTestJournal(t testing.TB, dir string, cron []config.CronMatch) *Journal {
+	t.Helper()
+	src := config.Source{Name: "systemd", Type: config.TypeJournal}
+	src.Journal = config.Journal{Directory: dir, Units: testUnits, Cron: cron}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	j, err := NewJournal(src, Deps{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.pause = 20 * time.Millisecond
+	j.backoffMin = 50 * time.Millisecond
+	j.backoffMax = 200 * time.Millisecond
+	return j
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// runSource runs j until the returned stop is called (or the test ends).
+func runSource(t *testing.T, j *Journal, from json.RawMessage, sink *recordingSink) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx, from, sink) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run returned %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("Run did not return after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+var (
+	base  = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	boot0 = base.Add(-10 * time.Hour)
+)
+
+func at(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+
+func successRun(h *journaltest.Host, unit, inv string, t0 int, pid int) []journaltest.Entry {
+	return []journaltest.Entry{
+		h.Starting(at(t0), unit, inv),
+		h.Output(at(t0+1), unit, inv, pid, "working"),
+		h.Output(at(t0+2), unit, inv, pid+1, "child working"),
+		h.Deactivated(at(t0+3), unit, inv),
+		h.Finished(at(t0+3), unit, inv),
+		h.Consumed(at(t0+3), unit, inv),
+	}
+}
+
+func failingRun(h *journaltest.Host, unit, inv string, t0 int, pid int) []journaltest.Entry {
+	return []journaltest.Entry{
+		h.Starting(at(t0), unit, inv),
+		h.Output(at(t0+1), unit, inv, pid, "error: bad argument"),
+		h.ProcessExit(at(t0+2), unit, inv, "exited", 2, "INVALIDARGUMENT"),
+		h.FailureResult(at(t0+2), unit, inv, "exit-code"),
+		h.FailedJob(at(t0+2), unit, inv),
+		h.Consumed(at(t0+2), unit, inv),
+	}
+}
+
+func timeoutRun(h *journaltest.Host, unit, inv string, t0 int, pid int) []journaltest.Entry {
+	return []journaltest.Entry{
+		h.Starting(at(t0), unit, inv),
+		h.Output(at(t0+1), unit, inv, pid, "still working"),
+		h.TimedOut(at(t0+90), unit, inv),
+		h.ProcessExit(at(t0+90), unit, inv, "killed", 15, "TERM"),
+		h.FailureResult(at(t0+90), unit, inv, "timeout"),
+		h.FailedJob(at(t0+90), unit, inv),
+	}
+}
+
+func concat(parts ...[]journaltest.Entry) []journaltest.Entry {
+	var all []journaltest.Entry
+	for _, p := range parts {
+		all = append(all, p...)
+	}
+	return all
+}
+
+// ev is an event in a comparable form.
+func ev(e model.Event) string {
+	s := fmt.Sprintf("%s %s %s host=%s pid=%d run=%s", e.Time.UTC().Format("15:04:05"), e.Kind, e.Job, e.Host, e.PID, e.RunID)
+	if e.Kind == model.End {
+		s += " " + string(e.Result)
+		if e.HasExitCode {
+			s += fmt.Sprintf(" exit=%d", e.ExitCode)
+		}
+		if e.HasDuration {
+			s += " took=" + e.Duration.String()
+		}
+	}
+	return s
+}
+
+func evs(events []model.Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = ev(e)
+	}
+	return out
+}
+
+func compareEvents(t *testing.T, got []model.Event, want []string) {
+	t.Helper()
+	g := evs(got)
+	if strings.Join(g, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n got:\n  %s\nwant:\n  %s", strings.Join(g, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestJournalCatchUp reads real journal files built from each scenario.
+func TestJournalCatchUp(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", boot0)
+	inv := journaltest.InvocationID
+	cron := []config.CronMatch{{Match: `/usr/local/bin/stats\.sh`, Job: "stats"}}
+	tests := []struct {
+		name    string
+		entries []journaltest.Entry
+		want    []string
+	}{
+		{
+			name:    "successful timer run",
+			entries: successRun(h, "stats.service", inv("s1"), 0, 4242),
+			want: []string{
+				"10:00:00 start stats host=web1 pid=4242 run=" + inv("s1"),
+				"10:00:03 end stats host=web1 pid=4242 run=" + inv("s1") + " success took=3s",
+			},
+		},
+		{
+			name:    "failing run with exit status 2",
+			entries: failingRun(h, "stats.service", inv("f1"), 0, 4300),
+			want: []string{
+				"10:00:00 start stats host=web1 pid=4300 run=" + inv("f1"),
+				"10:00:02 end stats host=web1 pid=4300 run=" + inv("f1") + " failure exit=2 took=2s",
+			},
+		},
+		{
+			name:    "timeout",
+			entries: timeoutRun(h, "stats.service", inv("t1"), 0, 4400),
+			want: []string{
+				"10:00:00 start stats host=web1 pid=4400 run=" + inv("t1"),
+				"10:01:30 end stats host=web1 pid=4400 run=" + inv("t1") + " timeout took=1m30s",
+			},
+		},
+		{
+			name: "two units interleaved",
+			entries: []journaltest.Entry{
+				h.Starting(at(0), "stats.service", inv("a")),
+				h.Starting(at(1), "backup.service", inv("b")),
+				h.Output(at(2), "backup.service", inv("b"), 600, "copying"),
+				h.Output(at(2), "stats.service", inv("a"), 500, "counting"),
+				h.Deactivated(at(3), "stats.service", inv("a")),
+				h.Finished(at(3), "stats.service", inv("a")),
+				h.ProcessExit(at(5), "backup.service", inv("b"), "exited", 1, "FAILURE"),
+				h.FailureResult(at(5), "backup.service", inv("b"), "exit-code"),
+				h.FailedJob(at(5), "backup.service", inv("b")),
+				// Another unit's run is not asked for.
+				h.Starting(at(6), "other.service", inv("o")),
+				h.Deactivated(at(7), "other.service", inv("o")),
+			},
+			want: []string{
+				"10:00:00 start stats host=web1 pid=500 run=" + inv("a"),
+				"10:00:01 start backup host=web1 pid=600 run=" + inv("b"),
+				"10:00:03 end stats host=web1 pid=500 run=" + inv("a") + " success took=3s",
+				"10:00:05 end backup host=web1 pid=600 run=" + inv("b") + " failure exit=1 took=4s",
+			},
+		},
+		{
+			name: "cron run and timer run of the same job overlap",
+			entries: []journaltest.Entry{
+				h.Cron(at(0), 5000, "(root) CMD (/usr/local/bin/stats.sh --full)"),
+				h.Cron(at(1), 5100, "(root) CMD (/usr/bin/unrelated)"),
+				h.Starting(at(10), "stats.service", inv("o1")),
+				h.Output(at(11), "stats.service", inv("o1"), 700, "counting"),
+				h.Deactivated(at(20), "stats.service", inv("o1")),
+				h.Finished(at(20), "stats.service", inv("o1")),
+				h.Cron(at(2), 5100, "(root) END (/usr/bin/unrelated)"),
+				h.Cron(at(30), 5000, "(root) END (/usr/local/bin/stats.sh --full)"),
+				h.Cron(at(60), 5200, "(root) CMD (/usr/local/bin/stats.sh)"),
+				h.Cron(at(65), 5200, "(CRON) error (grandchild #5201 failed with exit status 3)"),
+				h.Cron(at(65), 5200, "(root) END (/usr/local/bin/stats.sh)"),
+			},
+			want: []string{
+				"10:00:00 start stats host=web1 pid=5000 run=cron:web1:5000",
+				"10:00:10 start stats host=web1 pid=700 run=" + inv("o1"),
+				"10:00:20 end stats host=web1 pid=700 run=" + inv("o1") + " success took=10s",
+				"10:00:30 end stats host=web1 pid=5000 run=cron:web1:5000 success took=30s",
+				"10:01:00 start stats host=web1 pid=5200 run=cron:web1:5200",
+				"10:01:05 end stats host=web1 pid=5200 run=cron:web1:5200 failure exit=3 took=5s",
+			},
+		},
+		{
+			name: "odd but valid entries",
+			entries: func() []journaltest.Entry {
+				noInv := h.Starting(at(0), "stats.service", "")
+				huge := h.Output(at(1), "stats.service", "", 800, strings.Repeat("x", 200000))
+				binary := h.Cron(at(2), 5300, "(root) CMD (/usr/local/bin/stats.sh \x01binary)")
+				odd := h.Deactivated(at(3), "stats.service", "")
+				odd.Add("MESSAGE_ID", "00000000000000000000000000000001") // a second MESSAGE_ID: the first counts
+				unknown := h.Starting(at(3), "stats.service", inv("u"))
+				unknown.Set("MESSAGE_ID", "ffffffffffffffffffffffffffffffff")
+				hugeUnit := h.FailureResult(at(4), "backup.service", inv("never-started"), "signal")
+				hugeUnit.Add("COREDUMP", strings.Repeat("\x00\x01", 100000))
+				return []journaltest.Entry{noInv, huge, binary, odd, unknown, hugeUnit}
+			}(),
+			want: []string{
+				"10:00:00 start stats host=web1 pid=800 run=stats.service@web1",
+				"10:00:02 start stats host=web1 pid=5300 run=cron:web1:5300",
+				"10:00:03 end stats host=web1 pid=800 run=stats.service@web1 success took=3s",
+				"10:00:04 end backup host=web1 pid=0 run=" + inv("never-started") + " failure",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := journaltest.Append(filepath.Join(dir, "system.journal"), tc.entries); err != nil {
+				t.Fatal(err)
+			}
+			sink := &recordingSink{}
+			stop := runSource(t, newTestJournal(t, dir, cron), nil, sink)
+			waitFor(t, 10*time.Second, "events", func() bool { return len(sink.events()) >= len(tc.want) })
+			time.Sleep(100 * time.Millisecond) // nothing more may come
+			stop()
+			compareEvents(t, sink.events(), tc.want)
+			if pe, resets := sink.totals(); pe != 0 || resets != 0 {
+				t.Errorf("parse errors %d, position resets %d; want 0, 0", pe, resets)
+			}
+			if hc, ok := sink.lastHealth(); !ok || !hc.up {
+				t.Errorf("health = %+v, want up", hc)
+			}
+		})
+	}
+}
+
+// TestJournalRestart stops the source between a run's start and its end and
+// starts a new one from the saved position: nothing is repeated or lost, and
+// the duration comes from the start seen before the restart.
+func TestJournalRestart(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", boot0)
+	inv := journaltest.InvocationID
+	dir := t.TempDir()
+	file := filepath.Join(dir, "system.journal")
+	if err := journaltest.Append(file, []journaltest.Entry{
+		h.Starting(at(0), "stats.service", inv("r1")),
+		h.Output(at(1), "stats.service", inv("r1"), 900, "started"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sink1 := &recordingSink{}
+	stop := runSource(t, newTestJournal(t, dir, nil), nil, sink1)
+	waitFor(t, 10*time.Second, "start", func() bool { return len(sink1.events()) == 1 })
+	stop()
+	pos := sink1.position()
+	compareEvents(t, sink1.events(), []string{"10:00:00 start stats host=web1 pid=900 run=" + inv("r1")})
+
+	if err := journaltest.Append(file, concat(
+		[]journaltest.Entry{h.Deactivated(at(7), "stats.service", inv("r1"))},
+		successRun(h, "stats.service", inv("r2"), 60, 950),
+	)); err != nil {
+		t.Fatal(err)
+	}
+	sink2 := &recordingSink{}
+	runSource(t, newTestJournal(t, dir, nil), pos, sink2)
+	want := []string{
+		"10:00:07 end stats host=web1 pid=900 run=" + inv("r1") + " success took=7s",
+		"10:01:00 start stats host=web1 pid=950 run=" + inv("r2"),
+		"10:01:03 end stats host=web1 pid=950 run=" + inv("r2") + " success took=3s",
+	}
+	waitFor(t, 10*time.Second, "events after restart", func() bool { return len(sink2.events()) >= len(want) })
+	time.Sleep(100 * time.Millisecond)
+	compareEvents(t, sink2.events(), want)
+	if _, resets := sink2.totals(); resets != 0 {
+		t.Errorf("position resets %d, want 0", resets)
+	}
+}
+
+// TestJournalVacuumedCursor: the file holding the saved cursor is deleted
+// (vacuumed) while jobwatch is stopped. Reading goes on from the first
+// surviving entry (not dropping it, as --after-cursor would), counts one
+// position reset, and replays nothing.
+func TestJournalVacuumedCursor(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", boot0)
+	inv := journaltest.InvocationID
+	dir := t.TempDir()
+	old := filepath.Join(dir, "system@old.journal")
+	if err := journaltest.Append(old, concat(
+		successRun(h, "stats.service", inv("v1"), 0, 100),
+		[]journaltest.Entry{h.Starting(at(50), "backup.service", inv("v2"))},
+	)); err != nil {
+		t.Fatal(err)
+	}
+	sink1 := &recordingSink{}
+	stop := runSource(t, newTestJournal(t, dir, nil), nil, sink1)
+	waitFor(t, 10*time.Second, "first runs", func() bool { return len(sink1.events()) == 3 })
+	stop()
+
+	// The newer file: the end of the open run, then another run. Then the
+	// old file is vacuumed.
+	if err := journaltest.Append(filepath.Join(dir, "system.journal"), concat(
+		[]journaltest.Entry{h.Deactivated(at(55), "backup.service", inv("v2"))},
+		failingRun(h, "stats.service", inv("v3"), 100, 200),
+	)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(old); err != nil {
+		t.Fatal(err)
+	}
+	sink2 := &recordingSink{}
+	runSource(t, newTestJournal(t, dir, nil), sink1.position(), sink2)
+	want := []string{
+		"10:00:55 end backup host=web1 pid=0 run=" + inv("v2") + " success took=5s",
+		"10:01:40 start stats host=web1 pid=200 run=" + inv("v3"),
+		"10:01:42 end stats host=web1 pid=200 run=" + inv("v3") + " failure exit=2 took=2s",
+	}
+	waitFor(t, 10*time.Second, "events after vacuum", func() bool { return len(sink2.events()) >= len(want) })
+	time.Sleep(200 * time.Millisecond)
+	compareEvents(t, sink2.events(), want)
+	if _, resets := sink2.totals(); resets != 1 {
+		t.Errorf("position resets %d, want 1", resets)
+	}
+}
+
+// TestJournalForeignCursor: the saved cursor comes from another journal
+// holding the same runs (a copy, a rebuilt machine). journalctl replays from
+// the start; runs already ended are not reported again.
+func TestJournalForeignCursor(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", boot0)
+	inv := journaltest.InvocationID
+	runs := concat(successRun(h, "stats.service", inv("x1"), 0, 10), failingRun(h, "backup.service", inv("x2"), 10, 20))
+	dirA, dirB := t.TempDir(), t.TempDir()
+	if err := journaltest.Append(filepath.Join(dirA, "system.journal"), runs); err != nil {
+		t.Fatal(err)
+	}
+	sink1 := &recordingSink{}
+	stop := runSource(t, newTestJournal(t, dirA, nil), nil, sink1)
+	waitFor(t, 10*time.Second, "runs", func() bool { return len(sink1.events()) == 4 })
+	stop()
+
+	// An entry earlier than the saved time too, as a differently merged journal has.
+	early := successRun(h, "stats.service", inv("x0"), -100, 5)
+	if err := journaltest.Append(filepath.Join(dirB, "system.journal"), concat(early, runs, successRun(h, "stats.service", inv("x3"), 100, 30))); err != nil {
+		t.Fatal(err)
+	}
+	sink2 := &recordingSink{}
+	runSource(t, newTestJournal(t, dirB, nil), sink1.position(), sink2)
+	want := []string{
+		"10:01:40 start stats host=web1 pid=30 run=" + inv("x3"),
+		"10:01:43 end stats host=web1 pid=30 run=" + inv("x3") + " success took=3s",
+	}
+	waitFor(t, 10*time.Second, "new run", func() bool { return len(sink2.events()) >= len(want) })
+	time.Sleep(200 * time.Millisecond)
+	compareEvents(t, sink2.events(), want)
+	if _, resets := sink2.totals(); resets != 1 {
+		t.Errorf("position resets %d, want 1", resets)
+	}
+}
+
+// TestJournalFollow appends entries while the source follows the journal,
+// also into a new file (rotation), and expects them within 2 s.
+func TestJournalFollow(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", boot0)
+	inv := journaltest.InvocationID
+	dir := t.TempDir()
+	file := filepath.Join(dir, "system.journal")
+	if err := journaltest.Append(file, successRun(h, "stats.service", inv("l1"), 0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	sink := &recordingSink{}
+	runSource(t, newTestJournal(t, dir, []config.CronMatch{{Match: `stats`, Job: "stats"}}), nil, sink)
+	waitFor(t, 10*time.Second, "catch-up", func() bool { return len(sink.events()) == 2 })
+	time.Sleep(300 * time.Millisecond) // let journalctl --follow start
+
+	steps := []struct {
+		name    string
+		file    string
+		entries []journaltest.Entry
+		total   int
+	}{
+		{"append to the same file", file, successRun(h, "stats.service", inv("l2"), 60, 20), 4},
+		{"cron line", file, []journaltest.Entry{h.Cron(at(100), 3000, "(root) CMD (stats)")}, 5},
+		{"rotated: a new file", filepath.Join(dir, "system@0001.journal"), failingRun(h, "backup.service", inv("l3"), 120, 30), 7},
+		{"rotated again", filepath.Join(dir, "system@0002.journal"), []journaltest.Entry{h.Cron(at(130), 3000, "(root) END (stats)")}, 8},
+	}
+	for _, st := range steps {
+		began := time.Now()
+		if err := journaltest.Append(st.file, st.entries); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 2*time.Second, st.name, func() bool { return len(sink.events()) >= st.total })
+		t.Logf("%s: delivered after %v", st.name, time.Since(began))
+	}
+	time.Sleep(100 * time.Millisecond)
+	compareEvents(t, sink.events(), []string{
+		"10:00:00 start stats host=web1 pid=10 run=" + inv("l1"),
+		"10:00:03 end stats host=web1 pid=10 run=" + inv("l1") + " success took=3s",
+		"10:01:00 start stats host=web1 pid=20 run=" + inv("l2"),
+		"10:01:03 end stats host=web1 pid=20 run=" + inv("l2") + " success took=3s",
+		"10:01:40 start stats host=web1 pid=3000 run=cron:web1:3000",
+		"10:02:00 start backup host=web1 pid=30 run=" + inv("l3"),
+		"10:02:02 end backup host=web1 pid=30 run=" + inv("l3") + " failure exit=2 took=2s",
+		"10:02:10 end stats host=web1 pid=3000 run=cron:web1:3000 success took=30s",
+	})
+}
+
+// TestJournalHealth: a missing directory or journalctl binary makes the
+// source unhealthy; it recovers by itself when the journal appears.
+func TestJournalHealth(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", boot0)
+	inv := journaltest.InvocationID
+
+	t.Run("journalctl missing", func(t *testing.T) {
+		j := newTestJournal(t, t.TempDir(), nil)
+		j.journalctl = filepath.Join(t.TempDir(), "journalctl")
+		sink := &recordingSink{}
+		runSource(t, j, nil, sink)
+		waitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up && hc.err != nil })
+	})
+
+	t.Run("directory gone, then back", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "journal")
+		sink := &recordingSink{}
+		runSource(t, newTestJournal(t, dir, nil), nil, sink)
+		waitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		if err := journaltest.Append(filepath.Join(dir, "system.journal"), successRun(h, "stats.service", inv("h1"), 0, 10)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "healthy with events", func() bool {
+			hc, ok := sink.lastHealth()
+			return ok && hc.up && len(sink.events()) == 2
+		})
+	})
+
+	t.Run("unreadable journal file", func(t *testing.T) {
+		if os.Getuid() == 0 {
+			// root reads every file; run as nobody through setpriv if possible.
+			if _, err := exec.LookPath("setpriv"); err != nil {
+				t.Skip("needs setpriv (util-linux) to drop root")
+			}
+		}
+		dir := t.TempDir()
+		if err := journaltest.Append(filepath.Join(dir, "system.journal"), successRun(h, "stats.service", inv("p1"), 0, 10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(dir, "system.journal"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		j := newTestJournal(t, dir, nil)
+		if os.Getuid() == 0 {
+			wrapper := filepath.Join(t.TempDir(), "journalctl-as-nobody")
+			script := "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups journalctl \"$@\"\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			j.journalctl = wrapper
+		}
+		sink := &recordingSink{}
+		runSource(t, j, nil, sink)
+		waitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		hc, _ := sink.lastHealth()
+		if !strings.Contains(strings.ToLower(hc.err.Error()), "permission") {
+			t.Errorf("health error %q does not name permissions", hc.err)
+		}
+	})
+}
+
+// TestJournalBatches: catch-up hands over a few large batches, not one per entry.
+func TestJournalBatches(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", boot0)
+	var entries []journaltest.Entry
+	for i := range 600 {
+		entries = append(entries, successRun(h, "stats.service", journaltest.InvocationID(fmt.Sprint("b", i)), i*10, 100+i)...)
+	}
+	dir := t.TempDir()
+	if err := journaltest.Append(filepath.Join(dir, "system.journal"), entries); err != nil {
+		t.Fatal(err)
+	}
+	sink := &recordingSink{}
+	j := newTestJournal(t, dir, nil)
+	j.maxBatch = 1000
+	runSource(t, j, nil, sink)
+	waitFor(t, 20*time.Second, "all runs", func() bool { return len(sink.events()) == 1200 })
+	sink.mu.Lock()
+	n := len(sink.batches)
+	sink.mu.Unlock()
+	if n > 20 {
+		t.Errorf("%d batches for %d entries", n, len(entries))
+	}
+	var p journalPosition
+	if err := json.Unmarshal(sink.position(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Ended) != j.maxEnded || p.Floor == 0 || len(p.Open) != 0 {
+		t.Errorf("position keeps %d ended runs (floor %d) and %d open; want %d, >0, 0", len(p.Ended), p.Floor, len(p.Open), j.maxEnded)
+	}
+}
