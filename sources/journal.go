@@ -49,6 +49,8 @@ type Journal struct {
 	maxEnded   int // ended run ids kept in the position for deduplication
 	// sleep waits d or until ctx is done (the waker).
 	sleep func(ctx context.Context, d time.Duration) error
+	// started, if set, is told of each journalctl process (tests).
+	started func(pid int, follow bool)
 }
 
 var _ Source = (*Journal)(nil)
@@ -311,6 +313,9 @@ func (r *journalReader) read(ctx context.Context, follow bool) error {
 		return fmt.Errorf("starting journalctl: %w", err)
 	}
 	r.j.log.Debug("journalctl started", "args", strings.Join(args, " "), "pid", cmd.Process.Pid)
+	if r.j.started != nil {
+		r.j.started(cmd.Process.Pid, follow)
+	}
 	r.expect = r.pos.Cursor
 	r.first = true
 

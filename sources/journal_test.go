@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -533,6 +534,57 @@ func TestJournalFollow(t *testing.T) {
 	})
 }
 
+// TestJournalFollowerKilled: journalctl --follow dies; the source restarts it
+// from the saved cursor, repeating and losing nothing.
+func TestJournalFollowerKilled(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", boot0)
+	inv := journaltest.InvocationID
+	dir := t.TempDir()
+	file := filepath.Join(dir, "system.journal")
+	if err := journaltest.Append(file, successRun(h, "stats.service", inv("k1"), 0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	followers := make(chan int, 10)
+	j := newTestJournal(t, dir, nil)
+	j.started = func(pid int, follow bool) {
+		if follow {
+			followers <- pid
+		}
+	}
+	sink := &recordingSink{}
+	runSource(t, j, nil, sink)
+	var pid int
+	select {
+	case pid = <-followers:
+	case <-time.After(10 * time.Second):
+		t.Fatal("journalctl --follow did not start")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := journaltest.Append(file, []journaltest.Entry{h.Starting(at(60), "stats.service", inv("k2"))}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-followers:
+	case <-time.After(10 * time.Second):
+		t.Fatal("journalctl --follow was not restarted")
+	}
+	if err := journaltest.Append(file, []journaltest.Entry{h.Deactivated(at(70), "stats.service", inv("k2"))}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "runs", func() bool { return len(sink.events()) >= 4 })
+	time.Sleep(100 * time.Millisecond)
+	compareEvents(t, sink.events(), []string{
+		"10:00:00 start stats host=web1 pid=10 run=" + inv("k1"),
+		"10:00:03 end stats host=web1 pid=10 run=" + inv("k1") + " success took=3s",
+		"10:01:00 start stats host=web1 pid=0 run=" + inv("k2"),
+		"10:01:10 end stats host=web1 pid=0 run=" + inv("k2") + " success took=10s",
+	})
+}
+
 // TestJournalHealth: a missing directory or journalctl binary makes the
 // source unhealthy; it recovers by itself when the journal appears.
 func TestJournalHealth(t *testing.T) {
@@ -576,8 +628,10 @@ func TestJournalHealth(t *testing.T) {
 		if err := os.Chmod(filepath.Join(dir, "system.journal"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
+		for _, d := range []string{dir, filepath.Dir(dir)} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 		j := newTestJournal(t, dir, nil)
 		if os.Getuid() == 0 {
