@@ -2,6 +2,7 @@ package sources
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"jobwatch/config"
@@ -69,23 +70,54 @@ func TestJournalFieldDecoding(t *testing.T) {
 		err        bool
 	}{
 		{"string", `"abc"`, "abc", true, false},
+		{"string with escapes", `"a\"b\\c\u00e9\n"`, "a\"b\\c\u00e9\n", true, false},
 		{"null: too large to print", `null`, "", false, false},
 		{"bytes: not UTF-8", `[40,255,41]`, "(\uFFFD)", true, false},
-		{"bytes: UTF-8 with control characters", `[97,1,98]`, "a\x01b", true, false},
+		{"bytes: UTF-8 with control characters", `[97, 1 ,98]`, "a\x01b", true, false},
 		{"several values: the first", `["one","two"]`, "one", true, false},
 		{"several binary values", `[[104,105],"two"]`, "hi", true, false},
 		{"empty array", `[]`, "", true, false},
 		{"byte out of range", `[256]`, "", false, true},
 		{"number", `12`, "", false, true},
 		{"object", `{"a":"b"}`, "", false, true},
+		{"unterminated", `"abc`, "", false, true},
+		{"control character in string", "\"a\x01\"", "", false, true},
+		{"nested too deep", `[[[[1]]]]`, "", false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var f jfield
-			err := f.UnmarshalJSON([]byte(tc.json))
-			if (err != nil) != tc.err || f.s != tc.want || f.ok != tc.ok {
+			line := `{"__CURSOR":"c","__REALTIME_TIMESTAMP":"1", "MESSAGE" : ` + tc.json + `}`
+			var e journalEntry
+			err := decodeJournalEntry([]byte(line), &e)
+			f := e.Message
+			if (err != nil) != tc.err || (err == nil && (f.s != tc.want || f.ok != tc.ok)) {
 				t.Errorf("got %q ok=%v err=%v; want %q ok=%v err=%v", f.s, f.ok, err, tc.want, tc.ok, tc.err)
 			}
 		})
+	}
+}
+
+func TestJournalEntryDecoding(t *testing.T) {
+	for i, s := range journalSeeds {
+		var e journalEntry
+		err := decodeJournalEntry([]byte(s), &e)
+		var m map[string]json.RawMessage
+		if jerr := json.Unmarshal([]byte(s), &m); jerr != nil {
+			if err == nil {
+				t.Errorf("seed %d: invalid JSON decoded", i)
+			}
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		var cursor string
+		if json.Unmarshal(m["__CURSOR"], &cursor) == nil && cursor != e.Cursor.s {
+			t.Errorf("seed %d: cursor %q, want %q", i, e.Cursor.s, cursor)
+		}
+	}
+	var e journalEntry
+	if err := decodeJournalEntry([]byte(journalSeeds[4]), &e); err != nil || e.Message.s != "(root) CMD (stats)" || e.PID.s != "5000" {
+		t.Errorf("cron seed: %+v, %v", e, err)
 	}
 }

@@ -5,6 +5,7 @@
 package journaltest
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/md5"
 	"encoding/binary"
@@ -333,6 +334,12 @@ func RemoteBinary() (string, error) {
 // it must end in .journal) by piping their export format into
 // systemd-journal-remote.
 func Append(path string, entries []Entry) error {
+	return AppendStream(path, len(entries), func(i int) Entry { return entries[i] })
+}
+
+// AppendStream is Append for n entries made one at a time by gen, for
+// journals too large to hold in memory.
+func AppendStream(path string, n int, gen func(i int) Entry) error {
 	bin, err := RemoteBinary()
 	if err != nil {
 		return err
@@ -343,15 +350,30 @@ func Append(path string, entries []Entry) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	var in bytes.Buffer
-	if err := WriteExport(&in, entries); err != nil {
+	cmd := exec.Command(bin, "--output="+path, "--split-mode=none", "-")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, "--output="+path, "--split-mode=none", "-")
-	cmd.Stdin = &in
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("systemd-journal-remote -o %s: %w: %s", path, err, out)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting systemd-journal-remote: %w", err)
+	}
+	w := bufio.NewWriterSize(stdin, 1<<20)
+	var werr error
+	for i := 0; i < n && werr == nil; i++ {
+		werr = WriteExport(w, []Entry{gen(i)})
+	}
+	if werr == nil {
+		werr = w.Flush()
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("systemd-journal-remote -o %s: %w: %s", path, err, out.Bytes())
+	}
+	if werr != nil {
+		return fmt.Errorf("writing to systemd-journal-remote: %w", werr)
 	}
 	return nil
 }
