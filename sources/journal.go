@@ -746,7 +746,9 @@ func (r *journalReader) end(e *journalEntry, id, job string, res model.Result, d
 	}
 	r.batch.Events = append(r.batch.Events, ev)
 	r.pos.Ended = append(r.pos.Ended, endedRun{ID: id, End: e.rt})
-	if over := len(r.pos.Ended) - r.j.maxEnded; over > 0 {
+	// Trim in steps, not on every run: the position keeps between
+	// maxEnded and 5/4 of it.
+	if over := len(r.pos.Ended) - r.j.maxEnded; over > r.j.maxEnded/4 {
 		for _, x := range r.pos.Ended[:over] {
 			r.pos.Floor = max(r.pos.Floor, x.End)
 		}

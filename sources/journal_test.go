@@ -657,7 +657,7 @@ func TestJournalBatches(t *testing.T) {
 	needJournalTools(t)
 	h := journaltest.NewHost("web1", boot0)
 	var entries []journaltest.Entry
-	for i := range 600 {
+	for i := range 700 {
 		entries = append(entries, successRun(h, "stats.service", journaltest.InvocationID(fmt.Sprint("b", i)), i*10, 100+i)...)
 	}
 	dir := t.TempDir()
@@ -668,7 +668,7 @@ func TestJournalBatches(t *testing.T) {
 	j := newTestJournal(t, dir, nil)
 	j.maxBatch = 1000
 	runSource(t, j, nil, sink)
-	waitFor(t, 20*time.Second, "all runs", func() bool { return len(sink.events()) == 1200 })
+	waitFor(t, 20*time.Second, "all runs", func() bool { return len(sink.events()) == 1400 })
 	sink.mu.Lock()
 	n := len(sink.batches)
 	sink.mu.Unlock()
@@ -679,7 +679,7 @@ func TestJournalBatches(t *testing.T) {
 	if err := json.Unmarshal(sink.position(), &p); err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Ended) != j.maxEnded || p.Floor == 0 || len(p.Open) != 0 {
+	if len(p.Ended) < j.maxEnded || len(p.Ended) > j.maxEnded*5/4 || p.Floor == 0 || len(p.Open) != 0 {
 		t.Errorf("position keeps %d ended runs (floor %d) and %d open; want %d, >0, 0", len(p.Ended), p.Floor, len(p.Open), j.maxEnded)
 	}
 }
