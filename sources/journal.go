@@ -79,7 +79,7 @@ func NewJournal(src config.Source, deps Deps) (*Journal, error) {
 		maxLine:    4 << 20,
 		maxOpen:    256,
 		maxEnded:   512,
-		sleep:      sleepCtx,
+		sleep:      journalSleep,
 	}
 	if jc.Directory != "" && len(jc.Files) > 0 {
 		return nil, fmt.Errorf("journal source %q: directory and files are exclusive", src.Name)
@@ -138,7 +138,7 @@ func NewJournal(src config.Source, deps Deps) (*Journal, error) {
 func (j *Journal) Name() string { return j.name }
 func (j *Journal) Type() string { return config.TypeJournal }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+func journalSleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -590,8 +590,16 @@ func (r *journalReader) unitEntry(e *journalEntry, job string) {
 	}
 }
 
-// unitOutput notes the PID of a run from its process's own output.
+// unitOutput notes the PID of a run from its process's own output. Only
+// stdout entries count: journald stamps every line of a stdout stream with
+// the PID of the process that opened it, which for ExecStart= is the main
+// process (systemd connects the stream before exec), even when a child
+// wrote the line. Syslog and native entries carry the writer's own PID,
+// which may be a short-lived child.
 func (r *journalReader) unitOutput(e *journalEntry) {
+	if e.Transport.s != "stdout" {
+		return
+	}
 	id := e.SystemdInvocationID.s
 	if id == "" {
 		id = e.SystemdUnit.s + "@" + e.Hostname.s

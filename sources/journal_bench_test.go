@@ -23,11 +23,11 @@ import (
 //
 //	go test ./sources/ -run '^$' -bench BenchmarkJournalCatchUp -benchtime 5x
 //
-// relevant80k: 80,000 entries, all of them about the configured units
+// jRelevant80k: 80,000 entries, all of them about the configured units
 // (lifecycle entries and the units' own output).
-// sparse1M: 1,000,000 entries of other daemons and 1,002 relevant ones.
+// jSparse1M: 1,000,000 entries of other daemons and 1,002 relevant ones.
 
-func benchJournal(b *testing.B, name string, n int, gen func(h *journaltest.Host, i int) journaltest.Entry) string {
+func jBenchJournal(b *testing.B, name string, n int, gen func(h *journaltest.Host, i int) journaltest.Entry) string {
 	b.Helper()
 	needJournalTools(b)
 	root := os.Getenv("JOBWATCH_BENCH_DIR")
@@ -41,7 +41,7 @@ func benchJournal(b *testing.B, name string, n int, gen func(h *journaltest.Host
 	}
 	os.RemoveAll(dir)
 	began := time.Now()
-	h := journaltest.NewHost("web1", boot0)
+	h := journaltest.NewHost("web1", jBoot0)
 	if err := journaltest.AppendStream(filepath.Join(dir, "system.journal"), n, func(i int) journaltest.Entry { return gen(h, i) }); err != nil {
 		b.Fatal(err)
 	}
@@ -52,8 +52,8 @@ func benchJournal(b *testing.B, name string, n int, gen func(h *journaltest.Host
 	return dir
 }
 
-// runEntry is entry k of a successful run of unit starting at t.
-func runEntry(h *journaltest.Host, unit string, run, k int, t time.Time) journaltest.Entry {
+// jRunEntry is entry k of a successful run of unit starting at t.
+func jRunEntry(h *journaltest.Host, unit string, run, k int, t time.Time) journaltest.Entry {
 	inv := journaltest.InvocationID(fmt.Sprint(unit, run))
 	switch k {
 	case 0:
@@ -71,37 +71,37 @@ func runEntry(h *journaltest.Host, unit string, run, k int, t time.Time) journal
 	}
 }
 
-func relevant80k(h *journaltest.Host, i int) journaltest.Entry {
-	t := base.Add(time.Duration(i) * 10 * time.Millisecond)
+func jRelevant80k(h *journaltest.Host, i int) journaltest.Entry {
+	t := jBase.Add(time.Duration(i) * 10 * time.Millisecond)
 	run := i / 6
 	unit := "stats.service"
 	if run%2 == 1 {
 		unit = "backup.service"
 	}
-	return runEntry(h, unit, run, i%6, t)
+	return jRunEntry(h, unit, run, i%6, t)
 }
 
-const sparseTotal = 1_000_000 + 1_002
+const jSparseTotal = 1_000_000 + 1_002
 
-func sparse1M(h *journaltest.Host, i int) journaltest.Entry {
-	t := base.Add(time.Duration(i) * 10 * time.Millisecond)
+func jSparse1M(h *journaltest.Host, i int) journaltest.Entry {
+	t := jBase.Add(time.Duration(i) * 10 * time.Millisecond)
 	// Entries 0, 1000, 2000, ... (1,002 of them) belong to runs of
 	// stats.service, six entries a run.
 	if i%1000 == 0 {
 		j := i / 1000
-		return runEntry(h, "stats.service", j/6, j%6, t)
+		return jRunEntry(h, "stats.service", j/6, j%6, t)
 	}
 	idents := []string{"nginx", "sshd", "kernel", "dbus-daemon", "postgres"}
 	return h.Other(t, idents[i%len(idents)], 200+i%5, fmt.Sprintf("GET /api/items/%d 200 %d bytes", i, i%4096))
 }
 
-type countingSink struct{ events, batches atomic.Int64 }
+type jCountingSink struct{ events, batches atomic.Int64 }
 
-func (s *countingSink) Apply(b model.Batch) {
+func (s *jCountingSink) Apply(b model.Batch) {
 	s.events.Add(int64(len(b.Events)))
 	s.batches.Add(1)
 }
-func (s *countingSink) SetHealth(string, bool, error) {}
+func (s *jCountingSink) SetHealth(string, bool, error) {}
 
 func BenchmarkJournalCatchUp(b *testing.B) {
 	fixtures := []struct {
@@ -110,19 +110,19 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 		gen     func(*journaltest.Host, int) journaltest.Entry
 		wantEvs int64
 	}{
-		{"relevant80k", 80_000, relevant80k, (80_000+5)/6 + (80_000+2)/6},
-		{"sparse1M", sparseTotal, sparse1M, 2 * 167},
+		{"relevant80k", 80_000, jRelevant80k, (80_000+5)/6 + (80_000+2)/6},
+		{"sparse1M", jSparseTotal, jSparse1M, 2 * 167},
 	}
 	for _, fx := range fixtures {
-		dir := benchJournal(b, fx.name, fx.n, fx.gen)
+		dir := jBenchJournal(b, fx.name, fx.n, fx.gen)
 		src := config.Source{Name: "bench", Type: config.TypeJournal}
-		src.Journal = config.Journal{Directory: dir, Units: testUnits}
+		src.Journal = config.Journal{Directory: dir, Units: jUnits}
 		j, err := NewJournal(src, Deps{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fx.name+"/journalctl-json", func(b *testing.B) {
-			defer reportCPU(b)()
+			defer jReportCPU(b)()
 			for b.Loop() {
 				cmd := exec.Command("journalctl", "--directory="+dir, "--output=json", "--no-pager")
 				cmd.Stdout = io.Discard
@@ -133,7 +133,7 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 		})
 		b.Run(fx.name+"/journalctl-jobwatch-args", func(b *testing.B) {
 			r := &journalReader{j: j, open: map[string]*journalRun{}}
-			defer reportCPU(b)()
+			defer jReportCPU(b)()
 			for b.Loop() {
 				cmd := exec.Command("journalctl", r.args(false)...)
 				cmd.Stdout = io.Discard
@@ -143,10 +143,10 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 			}
 		})
 		b.Run(fx.name+"/jobwatch", func(b *testing.B) {
-			var sink *countingSink
-			defer reportCPU(b)()
+			var sink *jCountingSink
+			defer jReportCPU(b)()
 			for b.Loop() {
-				sink = &countingSink{}
+				sink = &jCountingSink{}
 				r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
 				if err := r.read(context.Background(), false); err != nil {
 					b.Fatal(err)
@@ -160,13 +160,13 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 	}
 }
 
-// reportCPU reports the CPU time (user+system) per op that the benchmark's
+// jReportCPU reports the CPU time (user+system) per op that the benchmark's
 // process and its journalctl children used: on a shared machine wall time
 // depends on the load, CPU time much less.
-func reportCPU(b *testing.B) func() {
-	self0, child0 := cpuTime(syscall.RUSAGE_SELF), cpuTime(syscall.RUSAGE_CHILDREN)
+func jReportCPU(b *testing.B) func() {
+	self0, child0 := jCPUTime(syscall.RUSAGE_SELF), jCPUTime(syscall.RUSAGE_CHILDREN)
 	return func() {
-		self, child := cpuTime(syscall.RUSAGE_SELF)-self0, cpuTime(syscall.RUSAGE_CHILDREN)-child0
+		self, child := jCPUTime(syscall.RUSAGE_SELF)-self0, jCPUTime(syscall.RUSAGE_CHILDREN)-child0
 		n := float64(b.N)
 		b.ReportMetric(child.Seconds()/n, "journalctl-cpu-s/op")
 		b.ReportMetric(self.Seconds()/n, "go-cpu-s/op")
@@ -174,7 +174,7 @@ func reportCPU(b *testing.B) func() {
 	}
 }
 
-func cpuTime(who int) time.Duration {
+func jCPUTime(who int) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(who, &ru); err != nil {
 		return 0

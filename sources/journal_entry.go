@@ -34,7 +34,7 @@ const (
 // (--output-fields); journalctl adds __CURSOR, __REALTIME_TIMESTAMP,
 // __MONOTONIC_TIMESTAMP and _BOOT_ID itself.
 const journalOutputFields = "MESSAGE_ID,UNIT,INVOCATION_ID,JOB_TYPE,JOB_RESULT,EXIT_CODE,EXIT_STATUS,UNIT_RESULT," +
-	"_HOSTNAME,_PID,_SYSTEMD_UNIT,_SYSTEMD_INVOCATION_ID,SYSLOG_IDENTIFIER,MESSAGE"
+	"_HOSTNAME,_PID,_TRANSPORT,_SYSTEMD_UNIT,_SYSTEMD_INVOCATION_ID,SYSLOG_IDENTIFIER,MESSAGE"
 
 // jfield is one journal field as journalctl --output=json prints it: a
 // string; null when the value is too large to print (ok is false); an array
@@ -59,6 +59,7 @@ type journalEntry struct {
 	UnitResult          jfield // UNIT_RESULT
 	Hostname            jfield // _HOSTNAME
 	PID                 jfield // _PID
+	Transport           jfield // _TRANSPORT
 	SystemdUnit         jfield // _SYSTEMD_UNIT
 	SystemdInvocationID jfield // _SYSTEMD_INVOCATION_ID
 	SyslogIdentifier    jfield // SYSLOG_IDENTIFIER
@@ -93,6 +94,8 @@ func (e *journalEntry) field(name []byte) *jfield {
 		return &e.Hostname
 	case "_PID":
 		return &e.PID
+	case "_TRANSPORT":
+		return &e.Transport
 	case "_SYSTEMD_UNIT":
 		return &e.SystemdUnit
 	case "_SYSTEMD_INVOCATION_ID":

@@ -47,14 +47,14 @@ func FuzzJournalEntry(f *testing.F) {
 		if err == nil && (e.Cursor.s == "" || e.rt <= 0) {
 			t.Fatalf("decoded an entry without cursor or time: %+v", e)
 		}
-		sink := &recordingSink{}
+		sink := &jSink{}
 		r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
 		r.line(line)
 		r.line(line) // the same entry twice: no second start or end
 		r.flush()
-		evs := sink.events()
-		if len(evs) > 2 {
-			t.Fatalf("one entry gave %d events", len(evs))
+		jEvs := sink.events()
+		if len(jEvs) > 2 {
+			t.Fatalf("one entry gave %d events", len(jEvs))
 		}
 		if pe, _ := sink.totals(); (err != nil) != (pe > 0) && len(line) > 0 && len(bytes.TrimSpace(line)) > 0 {
 			t.Fatalf("decode error %v but %d parse errors", err, pe)

@@ -17,44 +17,45 @@ import (
 	"jobwatch/config"
 	"jobwatch/internal/journaltest"
 	"jobwatch/model"
+	"jobwatch/schedule"
 )
 
-// recordingSink records what a source hands it.
-type recordingSink struct {
+// jSink records what a source hands it.
+type jSink struct {
 	mu      sync.Mutex
 	batches []model.Batch
-	health  []healthCall
+	health  []jHealthCall
 }
 
-type healthCall struct {
+type jHealthCall struct {
 	up  bool
 	err error
 }
 
-func (s *recordingSink) Apply(b model.Batch) {
+func (s *jSink) Apply(b model.Batch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b.Events = append([]model.Event(nil), b.Events...)
 	s.batches = append(s.batches, b)
 }
 
-func (s *recordingSink) SetHealth(_ string, up bool, err error) {
+func (s *jSink) SetHealth(_ string, up bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.health = append(s.health, healthCall{up, err})
+	s.health = append(s.health, jHealthCall{up, err})
 }
 
-func (s *recordingSink) events() []model.Event {
+func (s *jSink) events() []model.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var evs []model.Event
+	var jEvs []model.Event
 	for _, b := range s.batches {
-		evs = append(evs, b.Events...)
+		jEvs = append(jEvs, b.Events...)
 	}
-	return evs
+	return jEvs
 }
 
-func (s *recordingSink) totals() (parseErrors, resets int) {
+func (s *jSink) totals() (parseErrors, resets int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range s.batches {
@@ -64,7 +65,7 @@ func (s *recordingSink) totals() (parseErrors, resets int) {
 	return
 }
 
-func (s *recordingSink) position() json.RawMessage {
+func (s *jSink) position() json.RawMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var p json.RawMessage
@@ -76,17 +77,17 @@ func (s *recordingSink) position() json.RawMessage {
 	return p
 }
 
-func (s *recordingSink) lastHealth() (healthCall, bool) {
+func (s *jSink) lastHealth() (jHealthCall, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.health) == 0 {
-		return healthCall{}, false
+		return jHealthCall{}, false
 	}
 	return s.health[len(s.health)-1], true
 }
 
-// waitFor polls until cond holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// jWaitFor polls until cond holds or the timeout passes.
+func jWaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -107,13 +108,13 @@ func needJournalTools(t testing.TB) {
 	}
 }
 
-var testUnits = map[string]string{"stats.service": "stats", "backup.service": "backup"}
+var jUnits = map[string]string{"stats.service": "stats", "backup.service": "backup"}
 
-func newTestJournal(t testing.TB, dir string, cron []config.CronMatch) *Journal {
+func newJTestJournal(t testing.TB, dir string, cron []config.CronMatch) *Journal {
 	t.Helper()
 	src := config.Source{Name: "systemd", Type: config.TypeJournal}
-	src.Journal = config.Journal{Directory: dir, Units: testUnits, Cron: cron}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	src.Journal = config.Journal{Directory: dir, Units: jUnits, Cron: cron}
+	logger := slog.New(slog.NewTextHandler(jLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	j, err := NewJournal(src, Deps{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -124,15 +125,15 @@ func newTestJournal(t testing.TB, dir string, cron []config.CronMatch) *Journal 
 	return j
 }
 
-type testWriter struct{ t testing.TB }
+type jLogWriter struct{ t testing.TB }
 
-func (w testWriter) Write(p []byte) (int, error) {
+func (w jLogWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
 
-// runSource runs j until the returned stop is called (or the test ends).
-func runSource(t *testing.T, j *Journal, from json.RawMessage, sink *recordingSink) (stop func()) {
+// jRun runs j until the returned stop is called (or the test ends).
+func jRun(t *testing.T, j *Journal, from json.RawMessage, sink Sink) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -156,46 +157,46 @@ func runSource(t *testing.T, j *Journal, from json.RawMessage, sink *recordingSi
 }
 
 var (
-	base  = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	boot0 = base.Add(-10 * time.Hour)
+	jBase  = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	jBoot0 = jBase.Add(-10 * time.Hour)
 )
 
-func at(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+func jAt(sec int) time.Time { return jBase.Add(time.Duration(sec) * time.Second) }
 
-func successRun(h *journaltest.Host, unit, inv string, t0 int, pid int) []journaltest.Entry {
+func jSuccessRun(h *journaltest.Host, unit, inv string, t0 int, pid int) []journaltest.Entry {
 	return []journaltest.Entry{
-		h.Starting(at(t0), unit, inv),
-		h.Output(at(t0+1), unit, inv, pid, "working"),
-		h.Output(at(t0+2), unit, inv, pid+1, "child working"),
-		h.Deactivated(at(t0+3), unit, inv),
-		h.Finished(at(t0+3), unit, inv),
-		h.Consumed(at(t0+3), unit, inv),
+		h.Starting(jAt(t0), unit, inv),
+		h.Logger(jAt(t0+1), unit, inv, pid+1, "a child logs through syslog"),
+		h.Output(jAt(t0+2), unit, inv, pid, "working"),
+		h.Deactivated(jAt(t0+3), unit, inv),
+		h.Finished(jAt(t0+3), unit, inv),
+		h.Consumed(jAt(t0+3), unit, inv),
 	}
 }
 
-func failingRun(h *journaltest.Host, unit, inv string, t0 int, pid int) []journaltest.Entry {
+func jFailingRun(h *journaltest.Host, unit, inv string, t0 int, pid int) []journaltest.Entry {
 	return []journaltest.Entry{
-		h.Starting(at(t0), unit, inv),
-		h.Output(at(t0+1), unit, inv, pid, "error: bad argument"),
-		h.ProcessExit(at(t0+2), unit, inv, "exited", 2, "INVALIDARGUMENT"),
-		h.FailureResult(at(t0+2), unit, inv, "exit-code"),
-		h.FailedJob(at(t0+2), unit, inv),
-		h.Consumed(at(t0+2), unit, inv),
+		h.Starting(jAt(t0), unit, inv),
+		h.Output(jAt(t0+1), unit, inv, pid, "error: bad argument"),
+		h.ProcessExit(jAt(t0+2), unit, inv, "exited", 2, "INVALIDARGUMENT"),
+		h.FailureResult(jAt(t0+2), unit, inv, "exit-code"),
+		h.FailedJob(jAt(t0+2), unit, inv),
+		h.Consumed(jAt(t0+2), unit, inv),
 	}
 }
 
-func timeoutRun(h *journaltest.Host, unit, inv string, t0 int, pid int) []journaltest.Entry {
+func jTimeoutRun(h *journaltest.Host, unit, inv string, t0 int, pid int) []journaltest.Entry {
 	return []journaltest.Entry{
-		h.Starting(at(t0), unit, inv),
-		h.Output(at(t0+1), unit, inv, pid, "still working"),
-		h.TimedOut(at(t0+90), unit, inv),
-		h.ProcessExit(at(t0+90), unit, inv, "killed", 15, "TERM"),
-		h.FailureResult(at(t0+90), unit, inv, "timeout"),
-		h.FailedJob(at(t0+90), unit, inv),
+		h.Starting(jAt(t0), unit, inv),
+		h.Output(jAt(t0+1), unit, inv, pid, "still working"),
+		h.TimedOut(jAt(t0+90), unit, inv),
+		h.ProcessExit(jAt(t0+90), unit, inv, "killed", 15, "TERM"),
+		h.FailureResult(jAt(t0+90), unit, inv, "timeout"),
+		h.FailedJob(jAt(t0+90), unit, inv),
 	}
 }
 
-func concat(parts ...[]journaltest.Entry) []journaltest.Entry {
+func jConcat(parts ...[]journaltest.Entry) []journaltest.Entry {
 	var all []journaltest.Entry
 	for _, p := range parts {
 		all = append(all, p...)
@@ -203,8 +204,8 @@ func concat(parts ...[]journaltest.Entry) []journaltest.Entry {
 	return all
 }
 
-// ev is an event in a comparable form.
-func ev(e model.Event) string {
+// jEv is an event in a comparable form.
+func jEv(e model.Event) string {
 	s := fmt.Sprintf("%s %s %s host=%s pid=%d run=%s", e.Time.UTC().Format("15:04:05"), e.Kind, e.Job, e.Host, e.PID, e.RunID)
 	if e.Kind == model.End {
 		s += " " + string(e.Result)
@@ -218,17 +219,17 @@ func ev(e model.Event) string {
 	return s
 }
 
-func evs(events []model.Event) []string {
+func jEvs(events []model.Event) []string {
 	out := make([]string, len(events))
 	for i, e := range events {
-		out[i] = ev(e)
+		out[i] = jEv(e)
 	}
 	return out
 }
 
-func compareEvents(t *testing.T, got []model.Event, want []string) {
+func jCompare(t *testing.T, got []model.Event, want []string) {
 	t.Helper()
-	g := evs(got)
+	g := jEvs(got)
 	if strings.Join(g, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n got:\n  %s\nwant:\n  %s", strings.Join(g, "\n  "), strings.Join(want, "\n  "))
 	}
@@ -237,7 +238,7 @@ func compareEvents(t *testing.T, got []model.Event, want []string) {
 // TestJournalCatchUp reads real journal files built from each scenario.
 func TestJournalCatchUp(t *testing.T) {
 	needJournalTools(t)
-	h := journaltest.NewHost("web1", boot0)
+	h := journaltest.NewHost("web1", jBoot0)
 	inv := journaltest.InvocationID
 	cron := []config.CronMatch{{Match: `/usr/local/bin/stats\.sh`, Job: "stats"}}
 	tests := []struct {
@@ -247,7 +248,7 @@ func TestJournalCatchUp(t *testing.T) {
 	}{
 		{
 			name:    "successful timer run",
-			entries: successRun(h, "stats.service", inv("s1"), 0, 4242),
+			entries: jSuccessRun(h, "stats.service", inv("s1"), 0, 4242),
 			want: []string{
 				"10:00:00 start stats host=web1 pid=4242 run=" + inv("s1"),
 				"10:00:03 end stats host=web1 pid=4242 run=" + inv("s1") + " success took=3s",
@@ -255,7 +256,7 @@ func TestJournalCatchUp(t *testing.T) {
 		},
 		{
 			name:    "failing run with exit status 2",
-			entries: failingRun(h, "stats.service", inv("f1"), 0, 4300),
+			entries: jFailingRun(h, "stats.service", inv("f1"), 0, 4300),
 			want: []string{
 				"10:00:00 start stats host=web1 pid=4300 run=" + inv("f1"),
 				"10:00:02 end stats host=web1 pid=4300 run=" + inv("f1") + " failure exit=2 took=2s",
@@ -263,7 +264,7 @@ func TestJournalCatchUp(t *testing.T) {
 		},
 		{
 			name:    "timeout",
-			entries: timeoutRun(h, "stats.service", inv("t1"), 0, 4400),
+			entries: jTimeoutRun(h, "stats.service", inv("t1"), 0, 4400),
 			want: []string{
 				"10:00:00 start stats host=web1 pid=4400 run=" + inv("t1"),
 				"10:01:30 end stats host=web1 pid=4400 run=" + inv("t1") + " timeout took=1m30s",
@@ -272,18 +273,18 @@ func TestJournalCatchUp(t *testing.T) {
 		{
 			name: "two units interleaved",
 			entries: []journaltest.Entry{
-				h.Starting(at(0), "stats.service", inv("a")),
-				h.Starting(at(1), "backup.service", inv("b")),
-				h.Output(at(2), "backup.service", inv("b"), 600, "copying"),
-				h.Output(at(2), "stats.service", inv("a"), 500, "counting"),
-				h.Deactivated(at(3), "stats.service", inv("a")),
-				h.Finished(at(3), "stats.service", inv("a")),
-				h.ProcessExit(at(5), "backup.service", inv("b"), "exited", 1, "FAILURE"),
-				h.FailureResult(at(5), "backup.service", inv("b"), "exit-code"),
-				h.FailedJob(at(5), "backup.service", inv("b")),
+				h.Starting(jAt(0), "stats.service", inv("a")),
+				h.Starting(jAt(1), "backup.service", inv("b")),
+				h.Output(jAt(2), "backup.service", inv("b"), 600, "copying"),
+				h.Output(jAt(2), "stats.service", inv("a"), 500, "counting"),
+				h.Deactivated(jAt(3), "stats.service", inv("a")),
+				h.Finished(jAt(3), "stats.service", inv("a")),
+				h.ProcessExit(jAt(5), "backup.service", inv("b"), "exited", 1, "FAILURE"),
+				h.FailureResult(jAt(5), "backup.service", inv("b"), "exit-code"),
+				h.FailedJob(jAt(5), "backup.service", inv("b")),
 				// Another unit's run is not asked for.
-				h.Starting(at(6), "other.service", inv("o")),
-				h.Deactivated(at(7), "other.service", inv("o")),
+				h.Starting(jAt(6), "other.service", inv("o")),
+				h.Deactivated(jAt(7), "other.service", inv("o")),
 			},
 			want: []string{
 				"10:00:00 start stats host=web1 pid=500 run=" + inv("a"),
@@ -295,17 +296,17 @@ func TestJournalCatchUp(t *testing.T) {
 		{
 			name: "cron run and timer run of the same job overlap",
 			entries: []journaltest.Entry{
-				h.Cron(at(0), 5000, "(root) CMD (/usr/local/bin/stats.sh --full)"),
-				h.Cron(at(1), 5100, "(root) CMD (/usr/bin/unrelated)"),
-				h.Starting(at(10), "stats.service", inv("o1")),
-				h.Output(at(11), "stats.service", inv("o1"), 700, "counting"),
-				h.Deactivated(at(20), "stats.service", inv("o1")),
-				h.Finished(at(20), "stats.service", inv("o1")),
-				h.Cron(at(2), 5100, "(root) END (/usr/bin/unrelated)"),
-				h.Cron(at(30), 5000, "(root) END (/usr/local/bin/stats.sh --full)"),
-				h.Cron(at(60), 5200, "(root) CMD (/usr/local/bin/stats.sh)"),
-				h.Cron(at(65), 5200, "(CRON) error (grandchild #5201 failed with exit status 3)"),
-				h.Cron(at(65), 5200, "(root) END (/usr/local/bin/stats.sh)"),
+				h.Cron(jAt(0), 5000, "(root) CMD (/usr/local/bin/stats.sh --full)"),
+				h.Cron(jAt(1), 5100, "(root) CMD (/usr/bin/unrelated)"),
+				h.Starting(jAt(10), "stats.service", inv("o1")),
+				h.Output(jAt(11), "stats.service", inv("o1"), 700, "counting"),
+				h.Deactivated(jAt(20), "stats.service", inv("o1")),
+				h.Finished(jAt(20), "stats.service", inv("o1")),
+				h.Cron(jAt(2), 5100, "(root) END (/usr/bin/unrelated)"),
+				h.Cron(jAt(30), 5000, "(root) END (/usr/local/bin/stats.sh --full)"),
+				h.Cron(jAt(60), 5200, "(root) CMD (/usr/local/bin/stats.sh)"),
+				h.Cron(jAt(65), 5200, "(CRON) error (grandchild #5201 failed with exit status 3)"),
+				h.Cron(jAt(65), 5200, "(root) END (/usr/local/bin/stats.sh)"),
 			},
 			want: []string{
 				"10:00:00 start stats host=web1 pid=5000 run=cron:web1:5000",
@@ -319,14 +320,14 @@ func TestJournalCatchUp(t *testing.T) {
 		{
 			name: "odd but valid entries",
 			entries: func() []journaltest.Entry {
-				noInv := h.Starting(at(0), "stats.service", "")
-				huge := h.Output(at(1), "stats.service", "", 800, strings.Repeat("x", 200000))
-				binary := h.Cron(at(2), 5300, "(root) CMD (/usr/local/bin/stats.sh \x01binary)")
-				odd := h.Deactivated(at(3), "stats.service", "")
+				noInv := h.Starting(jAt(0), "stats.service", "")
+				huge := h.Output(jAt(1), "stats.service", "", 800, strings.Repeat("x", 200000))
+				binary := h.Cron(jAt(2), 5300, "(root) CMD (/usr/local/bin/stats.sh \x01binary)")
+				odd := h.Deactivated(jAt(3), "stats.service", "")
 				odd.Add("MESSAGE_ID", "00000000000000000000000000000001") // a second MESSAGE_ID: the first counts
-				unknown := h.Starting(at(3), "stats.service", inv("u"))
+				unknown := h.Starting(jAt(3), "stats.service", inv("u"))
 				unknown.Set("MESSAGE_ID", "ffffffffffffffffffffffffffffffff")
-				hugeUnit := h.FailureResult(at(4), "backup.service", inv("never-started"), "signal")
+				hugeUnit := h.FailureResult(jAt(4), "backup.service", inv("never-started"), "signal")
 				hugeUnit.Add("COREDUMP", strings.Repeat("\x00\x01", 100000))
 				return []journaltest.Entry{noInv, huge, binary, odd, unknown, hugeUnit}
 			}(),
@@ -344,12 +345,12 @@ func TestJournalCatchUp(t *testing.T) {
 			if err := journaltest.Append(filepath.Join(dir, "system.journal"), tc.entries); err != nil {
 				t.Fatal(err)
 			}
-			sink := &recordingSink{}
-			stop := runSource(t, newTestJournal(t, dir, cron), nil, sink)
-			waitFor(t, 10*time.Second, "events", func() bool { return len(sink.events()) >= len(tc.want) })
+			sink := &jSink{}
+			stop := jRun(t, newJTestJournal(t, dir, cron), nil, sink)
+			jWaitFor(t, 10*time.Second, "events", func() bool { return len(sink.events()) >= len(tc.want) })
 			time.Sleep(100 * time.Millisecond) // nothing more may come
 			stop()
-			compareEvents(t, sink.events(), tc.want)
+			jCompare(t, sink.events(), tc.want)
 			if pe, resets := sink.totals(); pe != 0 || resets != 0 {
 				t.Errorf("parse errors %d, position resets %d; want 0, 0", pe, resets)
 			}
@@ -365,39 +366,39 @@ func TestJournalCatchUp(t *testing.T) {
 // the duration comes from the start seen before the restart.
 func TestJournalRestart(t *testing.T) {
 	needJournalTools(t)
-	h := journaltest.NewHost("web1", boot0)
+	h := journaltest.NewHost("web1", jBoot0)
 	inv := journaltest.InvocationID
 	dir := t.TempDir()
 	file := filepath.Join(dir, "system.journal")
 	if err := journaltest.Append(file, []journaltest.Entry{
-		h.Starting(at(0), "stats.service", inv("r1")),
-		h.Output(at(1), "stats.service", inv("r1"), 900, "started"),
+		h.Starting(jAt(0), "stats.service", inv("r1")),
+		h.Output(jAt(1), "stats.service", inv("r1"), 900, "started"),
 	}); err != nil {
 		t.Fatal(err)
 	}
-	sink1 := &recordingSink{}
-	stop := runSource(t, newTestJournal(t, dir, nil), nil, sink1)
-	waitFor(t, 10*time.Second, "start", func() bool { return len(sink1.events()) == 1 })
+	sink1 := &jSink{}
+	stop := jRun(t, newJTestJournal(t, dir, nil), nil, sink1)
+	jWaitFor(t, 10*time.Second, "start", func() bool { return len(sink1.events()) == 1 })
 	stop()
 	pos := sink1.position()
-	compareEvents(t, sink1.events(), []string{"10:00:00 start stats host=web1 pid=900 run=" + inv("r1")})
+	jCompare(t, sink1.events(), []string{"10:00:00 start stats host=web1 pid=900 run=" + inv("r1")})
 
-	if err := journaltest.Append(file, concat(
-		[]journaltest.Entry{h.Deactivated(at(7), "stats.service", inv("r1"))},
-		successRun(h, "stats.service", inv("r2"), 60, 950),
+	if err := journaltest.Append(file, jConcat(
+		[]journaltest.Entry{h.Deactivated(jAt(7), "stats.service", inv("r1"))},
+		jSuccessRun(h, "stats.service", inv("r2"), 60, 950),
 	)); err != nil {
 		t.Fatal(err)
 	}
-	sink2 := &recordingSink{}
-	runSource(t, newTestJournal(t, dir, nil), pos, sink2)
+	sink2 := &jSink{}
+	jRun(t, newJTestJournal(t, dir, nil), pos, sink2)
 	want := []string{
 		"10:00:07 end stats host=web1 pid=900 run=" + inv("r1") + " success took=7s",
 		"10:01:00 start stats host=web1 pid=950 run=" + inv("r2"),
 		"10:01:03 end stats host=web1 pid=950 run=" + inv("r2") + " success took=3s",
 	}
-	waitFor(t, 10*time.Second, "events after restart", func() bool { return len(sink2.events()) >= len(want) })
+	jWaitFor(t, 10*time.Second, "events after restart", func() bool { return len(sink2.events()) >= len(want) })
 	time.Sleep(100 * time.Millisecond)
-	compareEvents(t, sink2.events(), want)
+	jCompare(t, sink2.events(), want)
 	if _, resets := sink2.totals(); resets != 0 {
 		t.Errorf("position resets %d, want 0", resets)
 	}
@@ -409,42 +410,42 @@ func TestJournalRestart(t *testing.T) {
 // position reset, and replays nothing.
 func TestJournalVacuumedCursor(t *testing.T) {
 	needJournalTools(t)
-	h := journaltest.NewHost("web1", boot0)
+	h := journaltest.NewHost("web1", jBoot0)
 	inv := journaltest.InvocationID
 	dir := t.TempDir()
 	old := filepath.Join(dir, "system@old.journal")
-	if err := journaltest.Append(old, concat(
-		successRun(h, "stats.service", inv("v1"), 0, 100),
-		[]journaltest.Entry{h.Starting(at(50), "backup.service", inv("v2"))},
+	if err := journaltest.Append(old, jConcat(
+		jSuccessRun(h, "stats.service", inv("v1"), 0, 100),
+		[]journaltest.Entry{h.Starting(jAt(50), "backup.service", inv("v2"))},
 	)); err != nil {
 		t.Fatal(err)
 	}
-	sink1 := &recordingSink{}
-	stop := runSource(t, newTestJournal(t, dir, nil), nil, sink1)
-	waitFor(t, 10*time.Second, "first runs", func() bool { return len(sink1.events()) == 3 })
+	sink1 := &jSink{}
+	stop := jRun(t, newJTestJournal(t, dir, nil), nil, sink1)
+	jWaitFor(t, 10*time.Second, "first runs", func() bool { return len(sink1.events()) == 3 })
 	stop()
 
 	// The newer file: the end of the open run, then another run. Then the
 	// old file is vacuumed.
-	if err := journaltest.Append(filepath.Join(dir, "system.journal"), concat(
-		[]journaltest.Entry{h.Deactivated(at(55), "backup.service", inv("v2"))},
-		failingRun(h, "stats.service", inv("v3"), 100, 200),
+	if err := journaltest.Append(filepath.Join(dir, "system.journal"), jConcat(
+		[]journaltest.Entry{h.Deactivated(jAt(55), "backup.service", inv("v2"))},
+		jFailingRun(h, "stats.service", inv("v3"), 100, 200),
 	)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(old); err != nil {
 		t.Fatal(err)
 	}
-	sink2 := &recordingSink{}
-	runSource(t, newTestJournal(t, dir, nil), sink1.position(), sink2)
+	sink2 := &jSink{}
+	jRun(t, newJTestJournal(t, dir, nil), sink1.position(), sink2)
 	want := []string{
 		"10:00:55 end backup host=web1 pid=0 run=" + inv("v2") + " success took=5s",
 		"10:01:40 start stats host=web1 pid=200 run=" + inv("v3"),
 		"10:01:42 end stats host=web1 pid=200 run=" + inv("v3") + " failure exit=2 took=2s",
 	}
-	waitFor(t, 10*time.Second, "events after vacuum", func() bool { return len(sink2.events()) >= len(want) })
+	jWaitFor(t, 10*time.Second, "events after vacuum", func() bool { return len(sink2.events()) >= len(want) })
 	time.Sleep(200 * time.Millisecond)
-	compareEvents(t, sink2.events(), want)
+	jCompare(t, sink2.events(), want)
 	if _, resets := sink2.totals(); resets != 1 {
 		t.Errorf("position resets %d, want 1", resets)
 	}
@@ -455,32 +456,32 @@ func TestJournalVacuumedCursor(t *testing.T) {
 // the start; runs already ended are not reported again.
 func TestJournalForeignCursor(t *testing.T) {
 	needJournalTools(t)
-	h := journaltest.NewHost("web1", boot0)
+	h := journaltest.NewHost("web1", jBoot0)
 	inv := journaltest.InvocationID
-	runs := concat(successRun(h, "stats.service", inv("x1"), 0, 10), failingRun(h, "backup.service", inv("x2"), 10, 20))
+	runs := jConcat(jSuccessRun(h, "stats.service", inv("x1"), 0, 10), jFailingRun(h, "backup.service", inv("x2"), 10, 20))
 	dirA, dirB := t.TempDir(), t.TempDir()
 	if err := journaltest.Append(filepath.Join(dirA, "system.journal"), runs); err != nil {
 		t.Fatal(err)
 	}
-	sink1 := &recordingSink{}
-	stop := runSource(t, newTestJournal(t, dirA, nil), nil, sink1)
-	waitFor(t, 10*time.Second, "runs", func() bool { return len(sink1.events()) == 4 })
+	sink1 := &jSink{}
+	stop := jRun(t, newJTestJournal(t, dirA, nil), nil, sink1)
+	jWaitFor(t, 10*time.Second, "runs", func() bool { return len(sink1.events()) == 4 })
 	stop()
 
 	// An entry earlier than the saved time too, as a differently merged journal has.
-	early := successRun(h, "stats.service", inv("x0"), -100, 5)
-	if err := journaltest.Append(filepath.Join(dirB, "system.journal"), concat(early, runs, successRun(h, "stats.service", inv("x3"), 100, 30))); err != nil {
+	early := jSuccessRun(h, "stats.service", inv("x0"), -100, 5)
+	if err := journaltest.Append(filepath.Join(dirB, "system.journal"), jConcat(early, runs, jSuccessRun(h, "stats.service", inv("x3"), 100, 30))); err != nil {
 		t.Fatal(err)
 	}
-	sink2 := &recordingSink{}
-	runSource(t, newTestJournal(t, dirB, nil), sink1.position(), sink2)
+	sink2 := &jSink{}
+	jRun(t, newJTestJournal(t, dirB, nil), sink1.position(), sink2)
 	want := []string{
 		"10:01:40 start stats host=web1 pid=30 run=" + inv("x3"),
 		"10:01:43 end stats host=web1 pid=30 run=" + inv("x3") + " success took=3s",
 	}
-	waitFor(t, 10*time.Second, "new run", func() bool { return len(sink2.events()) >= len(want) })
+	jWaitFor(t, 10*time.Second, "new run", func() bool { return len(sink2.events()) >= len(want) })
 	time.Sleep(200 * time.Millisecond)
-	compareEvents(t, sink2.events(), want)
+	jCompare(t, sink2.events(), want)
 	if _, resets := sink2.totals(); resets != 1 {
 		t.Errorf("position resets %d, want 1", resets)
 	}
@@ -490,16 +491,16 @@ func TestJournalForeignCursor(t *testing.T) {
 // also into a new file (rotation), and expects them within 2 s.
 func TestJournalFollow(t *testing.T) {
 	needJournalTools(t)
-	h := journaltest.NewHost("web1", boot0)
+	h := journaltest.NewHost("web1", jBoot0)
 	inv := journaltest.InvocationID
 	dir := t.TempDir()
 	file := filepath.Join(dir, "system.journal")
-	if err := journaltest.Append(file, successRun(h, "stats.service", inv("l1"), 0, 10)); err != nil {
+	if err := journaltest.Append(file, jSuccessRun(h, "stats.service", inv("l1"), 0, 10)); err != nil {
 		t.Fatal(err)
 	}
-	sink := &recordingSink{}
-	runSource(t, newTestJournal(t, dir, []config.CronMatch{{Match: `stats`, Job: "stats"}}), nil, sink)
-	waitFor(t, 10*time.Second, "catch-up", func() bool { return len(sink.events()) == 2 })
+	sink := &jSink{}
+	jRun(t, newJTestJournal(t, dir, []config.CronMatch{{Match: `stats`, Job: "stats"}}), nil, sink)
+	jWaitFor(t, 10*time.Second, "catch-up", func() bool { return len(sink.events()) == 2 })
 	time.Sleep(300 * time.Millisecond) // let journalctl --follow start
 
 	steps := []struct {
@@ -508,21 +509,21 @@ func TestJournalFollow(t *testing.T) {
 		entries []journaltest.Entry
 		total   int
 	}{
-		{"append to the same file", file, successRun(h, "stats.service", inv("l2"), 60, 20), 4},
-		{"cron line", file, []journaltest.Entry{h.Cron(at(100), 3000, "(root) CMD (stats)")}, 5},
-		{"rotated: a new file", filepath.Join(dir, "system@0001.journal"), failingRun(h, "backup.service", inv("l3"), 120, 30), 7},
-		{"rotated again", filepath.Join(dir, "system@0002.journal"), []journaltest.Entry{h.Cron(at(130), 3000, "(root) END (stats)")}, 8},
+		{"append to the same file", file, jSuccessRun(h, "stats.service", inv("l2"), 60, 20), 4},
+		{"cron line", file, []journaltest.Entry{h.Cron(jAt(100), 3000, "(root) CMD (stats)")}, 5},
+		{"rotated: a new file", filepath.Join(dir, "system@0001.journal"), jFailingRun(h, "backup.service", inv("l3"), 120, 30), 7},
+		{"rotated again", filepath.Join(dir, "system@0002.journal"), []journaltest.Entry{h.Cron(jAt(130), 3000, "(root) END (stats)")}, 8},
 	}
 	for _, st := range steps {
 		began := time.Now()
 		if err := journaltest.Append(st.file, st.entries); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 2*time.Second, st.name, func() bool { return len(sink.events()) >= st.total })
+		jWaitFor(t, 2*time.Second, st.name, func() bool { return len(sink.events()) >= st.total })
 		t.Logf("%s: delivered after %v", st.name, time.Since(began))
 	}
 	time.Sleep(100 * time.Millisecond)
-	compareEvents(t, sink.events(), []string{
+	jCompare(t, sink.events(), []string{
 		"10:00:00 start stats host=web1 pid=10 run=" + inv("l1"),
 		"10:00:03 end stats host=web1 pid=10 run=" + inv("l1") + " success took=3s",
 		"10:01:00 start stats host=web1 pid=20 run=" + inv("l2"),
@@ -538,22 +539,22 @@ func TestJournalFollow(t *testing.T) {
 // from the saved cursor, repeating and losing nothing.
 func TestJournalFollowerKilled(t *testing.T) {
 	needJournalTools(t)
-	h := journaltest.NewHost("web1", boot0)
+	h := journaltest.NewHost("web1", jBoot0)
 	inv := journaltest.InvocationID
 	dir := t.TempDir()
 	file := filepath.Join(dir, "system.journal")
-	if err := journaltest.Append(file, successRun(h, "stats.service", inv("k1"), 0, 10)); err != nil {
+	if err := journaltest.Append(file, jSuccessRun(h, "stats.service", inv("k1"), 0, 10)); err != nil {
 		t.Fatal(err)
 	}
 	followers := make(chan int, 10)
-	j := newTestJournal(t, dir, nil)
+	j := newJTestJournal(t, dir, nil)
 	j.started = func(pid int, follow bool) {
 		if follow {
 			followers <- pid
 		}
 	}
-	sink := &recordingSink{}
-	runSource(t, j, nil, sink)
+	sink := &jSink{}
+	jRun(t, j, nil, sink)
 	var pid int
 	select {
 	case pid = <-followers:
@@ -564,7 +565,7 @@ func TestJournalFollowerKilled(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := journaltest.Append(file, []journaltest.Entry{h.Starting(at(60), "stats.service", inv("k2"))}); err != nil {
+	if err := journaltest.Append(file, []journaltest.Entry{h.Starting(jAt(60), "stats.service", inv("k2"))}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -572,12 +573,12 @@ func TestJournalFollowerKilled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("journalctl --follow was not restarted")
 	}
-	if err := journaltest.Append(file, []journaltest.Entry{h.Deactivated(at(70), "stats.service", inv("k2"))}); err != nil {
+	if err := journaltest.Append(file, []journaltest.Entry{h.Deactivated(jAt(70), "stats.service", inv("k2"))}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "runs", func() bool { return len(sink.events()) >= 4 })
+	jWaitFor(t, 5*time.Second, "runs", func() bool { return len(sink.events()) >= 4 })
 	time.Sleep(100 * time.Millisecond)
-	compareEvents(t, sink.events(), []string{
+	jCompare(t, sink.events(), []string{
 		"10:00:00 start stats host=web1 pid=10 run=" + inv("k1"),
 		"10:00:03 end stats host=web1 pid=10 run=" + inv("k1") + " success took=3s",
 		"10:01:00 start stats host=web1 pid=0 run=" + inv("k2"),
@@ -589,26 +590,26 @@ func TestJournalFollowerKilled(t *testing.T) {
 // source unhealthy; it recovers by itself when the journal appears.
 func TestJournalHealth(t *testing.T) {
 	needJournalTools(t)
-	h := journaltest.NewHost("web1", boot0)
+	h := journaltest.NewHost("web1", jBoot0)
 	inv := journaltest.InvocationID
 
 	t.Run("journalctl missing", func(t *testing.T) {
-		j := newTestJournal(t, t.TempDir(), nil)
+		j := newJTestJournal(t, t.TempDir(), nil)
 		j.journalctl = filepath.Join(t.TempDir(), "journalctl")
-		sink := &recordingSink{}
-		runSource(t, j, nil, sink)
-		waitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up && hc.err != nil })
+		sink := &jSink{}
+		jRun(t, j, nil, sink)
+		jWaitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up && hc.err != nil })
 	})
 
 	t.Run("directory gone, then back", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "journal")
-		sink := &recordingSink{}
-		runSource(t, newTestJournal(t, dir, nil), nil, sink)
-		waitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
-		if err := journaltest.Append(filepath.Join(dir, "system.journal"), successRun(h, "stats.service", inv("h1"), 0, 10)); err != nil {
+		sink := &jSink{}
+		jRun(t, newJTestJournal(t, dir, nil), nil, sink)
+		jWaitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		if err := journaltest.Append(filepath.Join(dir, "system.journal"), jSuccessRun(h, "stats.service", inv("h1"), 0, 10)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "healthy with events", func() bool {
+		jWaitFor(t, 5*time.Second, "healthy with events", func() bool {
 			hc, ok := sink.lastHealth()
 			return ok && hc.up && len(sink.events()) == 2
 		})
@@ -622,7 +623,7 @@ func TestJournalHealth(t *testing.T) {
 			}
 		}
 		dir := t.TempDir()
-		if err := journaltest.Append(filepath.Join(dir, "system.journal"), successRun(h, "stats.service", inv("p1"), 0, 10)); err != nil {
+		if err := journaltest.Append(filepath.Join(dir, "system.journal"), jSuccessRun(h, "stats.service", inv("p1"), 0, 10)); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chmod(filepath.Join(dir, "system.journal"), 0o600); err != nil {
@@ -633,7 +634,7 @@ func TestJournalHealth(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		j := newTestJournal(t, dir, nil)
+		j := newJTestJournal(t, dir, nil)
 		if os.Getuid() == 0 {
 			wrapper := filepath.Join(t.TempDir(), "journalctl-as-nobody")
 			script := "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups journalctl \"$@\"\n"
@@ -642,9 +643,9 @@ func TestJournalHealth(t *testing.T) {
 			}
 			j.journalctl = wrapper
 		}
-		sink := &recordingSink{}
-		runSource(t, j, nil, sink)
-		waitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		sink := &jSink{}
+		jRun(t, j, nil, sink)
+		jWaitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
 		hc, _ := sink.lastHealth()
 		if !strings.Contains(strings.ToLower(hc.err.Error()), "permission") {
 			t.Errorf("health error %q does not name permissions", hc.err)
@@ -655,20 +656,20 @@ func TestJournalHealth(t *testing.T) {
 // TestJournalBatches: catch-up hands over a few large batches, not one per entry.
 func TestJournalBatches(t *testing.T) {
 	needJournalTools(t)
-	h := journaltest.NewHost("web1", boot0)
+	h := journaltest.NewHost("web1", jBoot0)
 	var entries []journaltest.Entry
 	for i := range 700 {
-		entries = append(entries, successRun(h, "stats.service", journaltest.InvocationID(fmt.Sprint("b", i)), i*10, 100+i)...)
+		entries = append(entries, jSuccessRun(h, "stats.service", journaltest.InvocationID(fmt.Sprint("b", i)), i*10, 100+i)...)
 	}
 	dir := t.TempDir()
 	if err := journaltest.Append(filepath.Join(dir, "system.journal"), entries); err != nil {
 		t.Fatal(err)
 	}
-	sink := &recordingSink{}
-	j := newTestJournal(t, dir, nil)
+	sink := &jSink{}
+	j := newJTestJournal(t, dir, nil)
 	j.maxBatch = 1000
-	runSource(t, j, nil, sink)
-	waitFor(t, 20*time.Second, "all runs", func() bool { return len(sink.events()) == 1400 })
+	jRun(t, j, nil, sink)
+	jWaitFor(t, 20*time.Second, "all runs", func() bool { return len(sink.events()) == 1400 })
 	sink.mu.Lock()
 	n := len(sink.batches)
 	sink.mu.Unlock()
@@ -681,5 +682,64 @@ func TestJournalBatches(t *testing.T) {
 	}
 	if len(p.Ended) < j.maxEnded || len(p.Ended) > j.maxEnded*5/4 || p.Floor == 0 || len(p.Open) != 0 {
 		t.Errorf("position keeps %d ended runs (floor %d) and %d open; want %d, >0, 0", len(p.Ended), p.Floor, len(p.Open), j.maxEnded)
+	}
+}
+
+// TestJournalTrackerOverlap: a job run from cron and from its timer at the
+// same time, through the real tracker: running 2, one overlap; after both
+// end, two successful runs.
+func TestJournalTrackerOverlap(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", jBoot0)
+	inv := journaltest.InvocationID
+	dir := t.TempDir()
+	file := filepath.Join(dir, "system.journal")
+	if err := journaltest.Append(file, []journaltest.Entry{
+		h.Cron(jAt(0), 5000, "(root) CMD (/usr/local/bin/stats.sh)"),
+		h.Starting(jAt(10), "stats.service", inv("ov")),
+		h.Output(jAt(11), "stats.service", inv("ov"), 700, "counting"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	now := jAt(3600)
+	tr := model.New(model.Options{
+		Host:  "elsewhere", // no liveness checks of the fixture's PIDs
+		Now:   func() time.Time { return now },
+		Alive: func(int) bool { return true },
+	})
+	tr.Configure([]model.JobSpec{
+		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2},
+	}, []model.SourceSpec{{Name: "systemd", Type: config.TypeJournal}})
+	view := func() model.JobView {
+		jobs, _ := tr.View()
+		for _, j := range jobs {
+			if j.Spec.Name == "stats" {
+				return j
+			}
+		}
+		t.Fatal("job stats not in view")
+		return model.JobView{}
+	}
+	jRun(t, newJTestJournal(t, dir, []config.CronMatch{{Match: `/usr/local/bin/stats\.sh`, Job: "stats"}}), nil, tr)
+	jWaitFor(t, 10*time.Second, "two runs open", func() bool { return len(view().Open) == 2 })
+	if v := view(); v.Overlaps != 1 {
+		t.Errorf("overlaps %d, want 1", v.Overlaps)
+	}
+	if err := journaltest.Append(file, []journaltest.Entry{
+		h.Deactivated(jAt(20), "stats.service", inv("ov")),
+		h.Finished(jAt(20), "stats.service", inv("ov")),
+		h.Cron(jAt(30), 5000, "(root) END (/usr/local/bin/stats.sh)"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	jWaitFor(t, 5*time.Second, "both runs ended", func() bool { return view().RunCounts[0] == 2 })
+	v := view()
+	if len(v.Open) != 0 || v.Overlaps != 1 || !v.LastSuccess.Equal(jAt(30)) {
+		t.Errorf("open %d, overlaps %d, last success %v; want 0, 1, %v", len(v.Open), v.Overlaps, v.LastSuccess, jAt(30))
+	}
+	_, srcs := tr.View()
+	if len(srcs) != 1 || !srcs[0].Up || srcs[0].Position == nil {
+		t.Errorf("source view %+v: want up with a position", srcs)
 	}
 }

@@ -221,6 +221,21 @@ func (h *Host) Output(t time.Time, unit, invocation string, pid int, msg string)
 	return e
 }
 
+// Logger is a line that a process of the unit sent through syslog (logger(1)).
+func (h *Host) Logger(t time.Time, unit, invocation string, pid int, msg string) Entry {
+	e := h.Output(t, unit, invocation, pid, msg)
+	e.Set("_TRANSPORT", "syslog")
+	e.Set("_COMM", "logger")
+	e.Set("SYSLOG_IDENTIFIER", "logger")
+	for i := range e.Fields {
+		if e.Fields[i].Name == "_STREAM_ID" {
+			e.Fields = append(e.Fields[:i], e.Fields[i+1:]...)
+			break
+		}
+	}
+	return e
+}
+
 // Cron is a line of the cron daemon's child with pid: "(user) CMD (command)",
 // "(user) END (command)", or "(CRON) error (grandchild #N failed with exit status S)".
 func (h *Host) Cron(t time.Time, pid int, msg string) Entry {
