@@ -203,11 +203,14 @@ func (j *Journal) Run(ctx context.Context, from json.RawMessage, sink Sink) erro
 		r.resets++
 	}
 	backoff := j.backoffMin
-	var lastProblem string
+	var lastProblem, lastFollowErr string
 	for ctx.Err() == nil {
 		err := r.check()
 		if err == nil {
 			err = r.read(ctx, false)
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 		if err == nil {
 			if lastProblem != "" {
@@ -215,17 +218,23 @@ func (j *Journal) Run(ctx context.Context, from json.RawMessage, sink Sink) erro
 				lastProblem = ""
 			}
 			sink.SetHealth(j.name, true, nil)
-			backoff = j.backoffMin
+			began := time.Now()
 			err = r.read(ctx, true)
 			if ctx.Err() != nil {
 				return nil
 			}
-			// Any exit of the follower is an error: restart it from the saved cursor.
-			j.log.Warn("journalctl --follow exited; restarting", "err", err, "backoff", backoff)
-		} else {
-			if ctx.Err() != nil {
-				return nil
+			if time.Since(began) >= j.backoffMax {
+				backoff = j.backoffMin // it ran well for a while
 			}
+			// Any exit of the follower is an error: restart it from the
+			// saved cursor (catching up first), logging each new reason once.
+			if msg := err.Error(); msg != lastFollowErr {
+				j.log.Warn("journalctl --follow exited; restarting", "err", err, "backoff", backoff)
+				lastFollowErr = msg
+			} else {
+				j.log.Debug("journalctl --follow exited; restarting", "err", err, "backoff", backoff)
+			}
+		} else {
 			sink.SetHealth(j.name, false, err)
 			if msg := err.Error(); msg != lastProblem {
 				j.log.Error("cannot read the journal", "err", err)
