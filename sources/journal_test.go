@@ -743,3 +743,64 @@ func TestJournalTrackerOverlap(t *testing.T) {
 		t.Errorf("source view %+v: want up with a position", srcs)
 	}
 }
+
+// TestJournalOlderBoot: the saved cursor is from an earlier boot, and
+// entries of that boot come after it. journalctl --follow shows only the
+// current boot, so catching up runs without --follow first.
+func TestJournalOlderBoot(t *testing.T) {
+	needJournalTools(t)
+	old := journaltest.NewHost("web1", jBoot0.Add(-24*time.Hour))
+	old.BootID = "0123456789abcdef0123456789abcdef"
+	cur := journaltest.NewHost("web1", jBoot0)
+	inv := journaltest.InvocationID
+	dir := t.TempDir()
+	if err := journaltest.Append(filepath.Join(dir, "system@old.journal"), []journaltest.Entry{
+		old.Starting(jAt(-3600), "stats.service", inv("ob1")),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sink1 := &jSink{}
+	stop := jRun(t, newJTestJournal(t, dir, nil), nil, sink1)
+	jWaitFor(t, 10*time.Second, "start", func() bool { return len(sink1.events()) == 1 })
+	stop()
+	if err := journaltest.Append(filepath.Join(dir, "system@old.journal"), []journaltest.Entry{
+		old.FailureResult(jAt(-3500), "stats.service", inv("ob1"), "exit-code"),
+		old.Starting(jAt(-3000), "backup.service", inv("ob2")),
+		old.Deactivated(jAt(-2990), "backup.service", inv("ob2")),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := journaltest.Append(filepath.Join(dir, "system.journal"), jSuccessRun(cur, "stats.service", inv("cb1"), 0, 40)); err != nil {
+		t.Fatal(err)
+	}
+	sink2 := &jSink{}
+	jRun(t, newJTestJournal(t, dir, nil), sink1.position(), sink2)
+	want := []string{
+		"09:01:40 end stats host=web1 pid=0 run=" + inv("ob1") + " failure took=1m40s",
+		"09:10:00 start backup host=web1 pid=0 run=" + inv("ob2"),
+		"09:10:10 end backup host=web1 pid=0 run=" + inv("ob2") + " success took=10s",
+		"10:00:00 start stats host=web1 pid=40 run=" + inv("cb1"),
+		"10:00:03 end stats host=web1 pid=40 run=" + inv("cb1") + " success took=3s",
+	}
+	jWaitFor(t, 10*time.Second, "events", func() bool { return len(sink2.events()) >= len(want) })
+	time.Sleep(100 * time.Millisecond)
+	jCompare(t, sink2.events(), want)
+}
+
+func TestNewJournalPaths(t *testing.T) {
+	t.Chdir(t.TempDir())
+	wd, _ := os.Getwd()
+	src := config.Source{Name: "j", Type: config.TypeJournal}
+	src.Journal = config.Journal{Files: []string{"a.journal", "/abs/b.journal"}, Units: jUnits}
+	j, err := NewJournal(src, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--file=" + filepath.Join(wd, "a.journal"), "--file=/abs/b.journal"}
+	if strings.Join(j.selector, " ") != strings.Join(want, " ") {
+		t.Errorf("selector %q, want %q", j.selector, want)
+	}
+	if got := strings.Join(j.matches, " "); got != "UNIT=backup.service + _SYSTEMD_UNIT=backup.service + UNIT=stats.service + _SYSTEMD_UNIT=stats.service" {
+		t.Errorf("matches %q", got)
+	}
+}
