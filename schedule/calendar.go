@@ -353,3 +353,11 @@ func splitCivil(cs int64) (y, mo, d, h, mi, s int) {
 func joinCivil(y, mo, d, h, mi, s int) int64 {
 	return daysFromCivil(y, mo, d)*secPerDay + int64(h*3600+mi*60+s)
 }
+
+func fullYears() *yearSet {
+	var s yearSet
+	for y := minYear; y <= maxYear; y++ {
+		s.add(y)
+	}
+	return &s
+}

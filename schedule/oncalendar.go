@@ -90,6 +90,7 @@ func parseOnCalendar(expr string, loc *time.Location) (*zoned, error) {
 	c := &z.cal
 	c.dow = allDow
 	tokens := strings.Fields(s)
+	c.years = fullYears()
 	if len(tokens) > 0 && isLetter(tokens[0][0]) {
 		dow, err := parseWeekdays(tokens[0])
 		if err != nil {

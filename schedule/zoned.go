@@ -63,20 +63,79 @@ type period struct {
 	off, prevOff int64 // offset in the period and just before it
 }
 
+// periodAt returns the period of constant offset around u. Neighbouring
+// periods with the same offset are merged: tzdata has changes of
+// abbreviation only, and Go's ZoneBounds splits rule-based periods (after
+// the zone file's last transition) at year ends, and, on December 31 of a
+// leap year, reports an end that is not after u (Go 1.26). Such bounds are
+// not trusted: the next change is then searched with Zone lookups.
 func periodAt(loc *time.Location, u int64) period {
 	t := time.Unix(u, 0).In(loc)
 	_, off := t.Zone()
-	s, e := t.ZoneBounds()
 	p := period{start: noStart, end: noEnd, off: int64(off), prevOff: int64(off)}
-	if !s.IsZero() {
-		p.start = s.Unix()
-		_, po := s.Add(-time.Second).Zone()
-		p.prevOff = int64(po)
-	}
+	s, e := t.ZoneBounds()
 	if !e.IsZero() {
 		p.end = e.Unix()
 	}
+	for i, cur := 0, u; i < 16 && p.end != noEnd; i++ {
+		q := p.end
+		if q <= cur {
+			q = cur + secPerDay
+		}
+		nt := time.Unix(q, 0).In(loc)
+		if _, o := nt.Zone(); o != off {
+			if q != p.end {
+				q = searchChange(loc, cur, q, off)
+			}
+			p.end = q
+			break
+		}
+		cur = q
+		if _, e := nt.ZoneBounds(); e.IsZero() {
+			p.end = noEnd
+		} else {
+			p.end = e.Unix()
+		}
+	}
+	if !s.IsZero() {
+		p.start = s.Unix()
+	}
+	for i, cur := 0, u; i < 16 && p.start != noStart; i++ {
+		q := p.start - 1
+		if q >= cur {
+			q = cur - secPerDay
+		}
+		pt := time.Unix(q, 0).In(loc)
+		if _, o := pt.Zone(); o != off {
+			if q != p.start-1 {
+				q = searchChange(loc, q, cur, int(o)) - 1
+				_, o = time.Unix(q, 0).In(loc).Zone()
+			}
+			p.start, p.prevOff = q+1, int64(o)
+			break
+		}
+		cur = q
+		if s, _ := pt.ZoneBounds(); s.IsZero() {
+			p.start = noStart
+		} else {
+			p.start = s.Unix()
+		}
+	}
 	return p
+}
+
+// searchChange returns the first instant in (lo, hi] whose offset is not
+// off; lo has offset off, hi has not.
+func searchChange(loc *time.Location, lo, hi int64, off int) int64 {
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if _, o := time.Unix(mid, 0).In(loc).Zone(); o == off {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
 }
 
 // zoned is a calendar read on the wall clock of loc.
@@ -178,7 +237,7 @@ func (z *zoned) Next(t time.Time) time.Time {
 		if p.end == noEnd {
 			break
 		}
-		u = p.end
+		u = max(p.end, u+1)
 	}
 	return time.Time{}
 }
@@ -207,7 +266,7 @@ func (z *zoned) Prev(t time.Time) time.Time {
 		if p.start == noStart {
 			break
 		}
-		u = p.start - 1
+		u = min(p.start-1, u-1)
 	}
 	return time.Time{}
 }
