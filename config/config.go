@@ -76,6 +76,15 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg.Dir = dirOf(path)
+	for i := range cfg.Sources {
+		s := &cfg.Sources[i]
+		s.Path = cfg.Path(s.Path)
+		s.DSNFile = cfg.Path(s.DSNFile)
+		s.Directory = cfg.Path(s.Directory)
+		for k := range s.Files {
+			s.Files[k] = cfg.Path(s.Files[k])
+		}
+	}
 	return cfg, nil
 }
 

@@ -40,6 +40,9 @@ type Checker interface {
 type Deps struct {
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Jobs lists the configured job names, for sources that look up each
+	// job's history on first start.
+	Jobs []string
 }
 
 func (d Deps) withDefaults() Deps {

@@ -1,0 +1,56 @@
+package alerts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+
+// TestDocsExamples: the Prometheus and Alertmanager configs in
+// the README are valid, and the Prometheus one loads these rules.
+func TestDocsExamples(t *testing.T) {
+	doc, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := filepath.Abs("jobwatch.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, m := range yamlBlock.FindAllStringSubmatch(string(doc), -1) {
+		block := m[1]
+		var tool string
+		var args []string
+		switch {
+		case strings.HasPrefix(block, "# prometheus.yml"):
+			tool, args = "promtool", []string{"check", "config"}
+			block = strings.ReplaceAll(block, "/etc/prometheus/rules/jobwatch.rules.yml", rules)
+		case strings.HasPrefix(block, "# alertmanager.yml"):
+			tool, args = "amtool", []string{"check-config"}
+			block = strings.NewReplacer("routing_key: <secret>", "routing_key: x", "api_url: <secret>", "api_url: https://hooks.invalid/x").Replace(block)
+		default:
+			continue
+		}
+		path, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s not found: install the Debian package %s", tool, map[string]string{"promtool": "prometheus", "amtool": "prometheus-alertmanager"}[tool])
+		}
+		f := filepath.Join(t.TempDir(), "config.yml")
+		if err := os.WriteFile(f, []byte(block), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(path, append(args, f)...).CombinedOutput(); err != nil {
+			t.Errorf("%s %s on the README example: %v\n%s\n%s", tool, strings.Join(args, " "), err, out, block)
+		}
+		checked++
+	}
+	if checked != 2 {
+		t.Errorf("checked %d example configs, want 2 (prometheus.yml and alertmanager.yml)", checked)
+	}
+}

@@ -1,0 +1,139 @@
+package collector
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"jobwatch/model"
+	"jobwatch/schedule"
+)
+
+const benchJobs = 10000
+
+// manyJobs is a tracker of n jobs, each with a finished run, a failure, a
+// skip and one run in progress: every per-job series is present.
+func manyJobs(n int, now time.Time) *model.Tracker {
+	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	specs := make([]model.JobSpec, n)
+	for i := range specs {
+		specs[i] = model.JobSpec{Name: fmt.Sprintf("job_%05d", i), Schedule: schedule.Every(time.Hour), Timeout: time.Hour, StaleMultiple: 2}
+	}
+	tr.Configure(specs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
+	var evs []model.Event
+	for i := range specs {
+		j := specs[i].Name
+		evs = append(evs,
+			model.Event{Kind: model.Start, Job: j, Host: "web1", PID: i + 1, Time: now.Add(-2 * time.Hour)},
+			model.Event{Kind: model.End, Job: j, Host: "web1", PID: i + 1, Time: now.Add(-time.Hour), Result: model.Success, HasExitCode: true},
+			model.Event{Kind: model.End, Job: j, Host: "web1", PID: i + 2, Time: now.Add(-time.Minute), Result: model.Failure, ExitCode: 1, HasExitCode: true},
+			model.Event{Kind: model.Skip, Job: j, Host: "web1", PID: i + 3, Time: now.Add(-time.Minute)},
+			model.Event{Kind: model.Start, Job: j, Host: "web1", PID: i + 4, Time: now.Add(-time.Second)},
+		)
+	}
+	tr.Apply(model.Batch{Source: "runs", Events: evs})
+	return tr
+}
+
+// plainRegistry holds the same series as the collector renders for
+// manyJobs, in client_golang's own metric vectors: the baseline a scrape of
+// jobwatch is compared with.
+func plainRegistry(tr *model.Tracker, now time.Time) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	probe := prometheus.NewRegistry()
+	probe.MustRegister(New(tr, func() time.Time { return now }))
+	mfs, err := probe.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		var labels []string
+		for _, lp := range mf.Metric[0].Label {
+			labels = append(labels, lp.GetName())
+		}
+		switch mf.GetType().String() {
+		case "HISTOGRAM":
+			v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: mf.GetName(), Help: mf.GetHelp(), Buckets: model.DurationBuckets}, labels)
+			reg.MustRegister(v)
+			for _, m := range mf.Metric {
+				v.WithLabelValues(labelValues(m.Label)...).Observe(40)
+			}
+		case "COUNTER":
+			v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: mf.GetName(), Help: mf.GetHelp()}, labels)
+			reg.MustRegister(v)
+			for _, m := range mf.Metric {
+				v.WithLabelValues(labelValues(m.Label)...).Add(m.Counter.GetValue())
+			}
+		default:
+			v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: mf.GetName(), Help: mf.GetHelp()}, labels)
+			reg.MustRegister(v)
+			for _, m := range mf.Metric {
+				v.WithLabelValues(labelValues(m.Label)...).Set(m.Gauge.GetValue())
+			}
+		}
+	}
+	return reg
+}
+
+func labelValues[T interface{ GetValue() string }](lps []T) []string {
+	vs := make([]string, len(lps))
+	for i, lp := range lps {
+		vs[i] = lp.GetValue()
+	}
+	return vs
+}
+
+func scrape(b *testing.B, g prometheus.Gatherer) {
+	b.ReportAllocs()
+	var series int
+	for b.Loop() {
+		mfs, err := g.Gather()
+		if err != nil {
+			b.Fatal(err)
+		}
+		enc := expfmt.NewEncoder(io.Discard, expfmt.NewFormat(expfmt.TypeTextPlain))
+		series = 0
+		for _, mf := range mfs {
+			series += len(mf.Metric)
+			if err := enc.Encode(mf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(series), "series")
+}
+
+// BenchmarkScrape compares a scrape of 10,000 jobs with client_golang
+// encoding the same series from a plain registry.
+func BenchmarkScrape(b *testing.B) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tr := manyJobs(benchJobs, now)
+	b.Run("jobwatch", func(b *testing.B) {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(New(tr, func() time.Time { return now }))
+		scrape(b, reg)
+	})
+	b.Run("plain_registry", func(b *testing.B) {
+		scrape(b, plainRegistry(tr, now))
+	})
+}
+
+// BenchmarkMemoryPerJob reports the heap the job model holds per job.
+func BenchmarkMemoryPerJob(b *testing.B) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		tr := manyJobs(benchJobs, now)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/benchJobs, "heap-bytes/job")
+		runtime.KeepAlive(tr)
+	}
+}

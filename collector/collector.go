@@ -1,0 +1,187 @@
+// Package collector renders the job model as Prometheus metrics at scrape
+// time. It knows nothing of files, SQL or the journal.
+package collector
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"jobwatch/model"
+)
+
+const namespace = "jobwatch"
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
+}
+
+var (
+	jobLabels = []string{"job_name"}
+
+	lastSuccessDesc      = desc("job_last_success_timestamp_seconds", "End time of the job's last successful run.", jobLabels...)
+	sinceSuccessDesc     = desc("job_seconds_since_last_success", "Seconds since the job's last successful run ended, or since jobwatch first watched it if it never succeeded.", jobLabels...)
+	periodDesc           = desc("job_period_seconds", "Expected period of the job: the interval between its last expected run and the next.", jobLabels...)
+	staleMultipleDesc    = desc("job_stale_multiple", "How many expected runs without success make the job stale.", jobLabels...)
+	staleDesc            = desc("job_stale", "1 when the job has gone longer than its stale multiple of periods without success.", jobLabels...)
+	deadlineDesc         = desc("job_deadline_timestamp_seconds", "Time at which the job becomes stale unless it succeeds again.", jobLabels...)
+	nextRunDesc          = desc("job_next_run_timestamp_seconds", "Next expected run of the job.", jobLabels...)
+	timeoutDesc          = desc("job_timeout_seconds", "Configured timeout of the job's runs.", jobLabels...)
+	infoDesc             = desc("job_info", "Configuration of the job; scope is host (every host runs it) or cluster (one host per run).", "job_name", "scope")
+	durationDesc         = desc("job_duration_seconds", "Durations of the job's finished runs.", jobLabels...)
+	lastDurationDesc     = desc("job_last_duration_seconds", "Duration of the job's last finished run.", jobLabels...)
+	lastFailureDesc      = desc("job_last_failure_timestamp_seconds", "End time of the job's last run that did not succeed.", jobLabels...)
+	lastExitCodeDesc     = desc("job_last_exit_code", "Exit code of the job's last finished run that reported one.", jobLabels...)
+	consecFailuresDesc   = desc("job_consecutive_failures", "Finished runs since the last success that did not succeed.", jobLabels...)
+	runsDesc             = desc("job_runs_total", "Finished runs of the job by result: success, failure, timeout, lost.", "job_name", "result")
+	skipsDesc            = desc("job_skips_total", "Runs of the job that were skipped, for example because the previous run held the lock.", jobLabels...)
+	consecSkipsDesc      = desc("job_consecutive_skips", "Skips since the job's last run that actually started.", jobLabels...)
+	runningDesc          = desc("job_running", "Runs of the job in progress now.", jobLabels...)
+	overlapsDesc         = desc("job_overlaps_total", "Runs that started while another run of the same job was still in progress.", jobLabels...)
+	runStartDesc         = desc("job_run_start_timestamp_seconds", "Start time of each run in progress, by host and PID.", "job_name", "host", "pid")
+	missedDesc           = desc("job_missed_runs_total", "Expected runs of the job for which no run started within grace.", jobLabels...)
+	unexpectedDesc       = desc("job_unexpected_runs_total", "Runs of the job that started when none was due.", jobLabels...)
+	duplicateDesc        = desc("job_duplicate_runs_total", "Second and later runs of one expected run: overlap (same host, first still running), double_trigger (same host, after it ended), multi_host (another host, cluster-scope jobs).", "job_name", "kind")
+	sourceUpDesc         = desc("source_up", "1 while the source can be read.", "source", "type")
+	sourceRecordsDesc    = desc("source_records_total", "Records read from the source.", "source")
+	sourceParseErrDesc   = desc("source_parse_errors_total", "Lines, rows or entries of the source that could not be read as records.", "source")
+	sourceUnknownJobDesc = desc("source_unknown_job_records_total", "Records of the source about jobs that are not configured, and so ignored.", "source")
+	sourceResetsDesc     = desc("source_position_resets_total", "Times the source's saved position no longer existed and reading went on from the nearest point.", "source")
+)
+
+// Collector renders a Tracker.
+type Collector struct {
+	tracker *model.Tracker
+	now     func() time.Time
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// New returns a collector of t; now is the clock ("seconds since" metrics
+// are computed at scrape time).
+func New(t *model.Tracker, now func() time.Time) *Collector {
+	if now == nil {
+		now = time.Now
+	}
+	return &Collector{tracker: t, now: now}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{
+		lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
+		timeoutDesc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
+		runsDesc, skipsDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
+		sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc,
+	} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	jobs, sources := c.tracker.View()
+	for i := range jobs {
+		collectJob(ch, &jobs[i], now)
+	}
+	for _, s := range sources {
+		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, boolFloat(s.Up), s.Name, s.Type)
+		ch <- prometheus.MustNewConstMetric(sourceRecordsDesc, prometheus.CounterValue, float64(s.Records), s.Name)
+		ch <- prometheus.MustNewConstMetric(sourceParseErrDesc, prometheus.CounterValue, float64(s.ParseErrors), s.Name)
+		ch <- prometheus.MustNewConstMetric(sourceUnknownJobDesc, prometheus.CounterValue, float64(s.UnknownJob), s.Name)
+		ch <- prometheus.MustNewConstMetric(sourceResetsDesc, prometheus.CounterValue, float64(s.PositionResets), s.Name)
+	}
+}
+
+func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
+	name := j.Spec.Name
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
+	}
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), name)
+	}
+	w := j.Watch(now)
+
+	scope := j.Spec.Scope
+	if scope == "" {
+		scope = "host"
+	}
+	ch <- prometheus.MustNewConstMetric(infoDesc, prometheus.GaugeValue, 1, name, scope)
+	if !j.LastSuccess.IsZero() {
+		gauge(lastSuccessDesc, unix(j.LastSuccess))
+	}
+	gauge(sinceSuccessDesc, w.SinceSuccess.Seconds())
+	gauge(periodDesc, w.Period.Seconds())
+	gauge(staleMultipleDesc, float64(j.Spec.StaleMultiple))
+	gauge(staleDesc, boolFloat(w.Stale))
+	if !w.Deadline.IsZero() {
+		gauge(deadlineDesc, unix(w.Deadline))
+	}
+	if !w.NextRun.IsZero() {
+		gauge(nextRunDesc, unix(w.NextRun))
+	}
+	if j.Spec.Timeout > 0 {
+		gauge(timeoutDesc, j.Spec.Timeout.Seconds())
+	}
+	ch <- prometheus.MustNewConstHistogram(durationDesc, j.Durations.Count, j.Durations.Sum, j.Durations.Cumulative(), name)
+	if j.HasLastDuration {
+		gauge(lastDurationDesc, j.LastDuration)
+	}
+	if !j.LastFailure.IsZero() {
+		gauge(lastFailureDesc, unix(j.LastFailure))
+	}
+	if j.HasLastExitCode {
+		gauge(lastExitCodeDesc, float64(j.LastExitCode))
+	}
+	gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
+	for i, r := range model.Results {
+		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.CounterValue, float64(j.RunCounts[i]), name, string(r))
+	}
+	counter(skipsDesc, j.Skips)
+	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
+	gauge(runningDesc, float64(len(j.Open)))
+	counter(overlapsDesc, j.Overlaps)
+	counter(missedDesc, j.Missed)
+	counter(unexpectedDesc, j.Unexpected)
+	for i, kind := range model.DuplicateKinds {
+		ch <- prometheus.MustNewConstMetric(duplicateDesc, prometheus.CounterValue, float64(j.DupCounts[i]), name, kind)
+	}
+	for k, r := range j.Open {
+		// Two open runs can share host and PID only when the PID is unknown
+		// or reused: one series, the earliest start (Open is sorted).
+		if k > 0 && r.Host == j.Open[k-1].Host && r.PID == j.Open[k-1].PID {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(runStartDesc, prometheus.GaugeValue, unix(r.Start), name, r.Host, strconv.Itoa(r.PID))
+	}
+}
+
+func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// MetricNames lists the names of the metric families the collector exports,
+// for tests of rules and dashboards against the real contract.
+func MetricNames() []string {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() { (&Collector{}).Describe(ch); close(ch) }()
+	var names []string
+	for d := range ch {
+		s := d.String()
+		// Desc{fqName: "jobwatch_...", ...}
+		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
+		names = append(names, s[i:i+strings.IndexByte(s[i:], '"')])
+	}
+	sort.Strings(names)
+	return names
+}

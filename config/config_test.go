@@ -1,0 +1,172 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseValid(t *testing.T) {
+	cfg, err := Parse(strings.NewReader(`
+jobs:
+  - name: stats
+    every: 1h
+    timeout: 25m
+  - name: backup
+    every: 24h
+    scope: cluster
+    grace: 5m
+sources:
+  - name: app-runs
+    type: runlog
+    path: runs.log
+    format: json
+  - name: billing-app
+    type: runlog
+    path: /var/log/billing/app.log
+    format: regex
+    time_format: "2006-01-02 15:04:05.000"
+    timezone: Asia/Shanghai
+    patterns:
+      - regex: '^(?P<time>\S+ \S+) .*\[(?P<job>[\w.-]+)\] previous run still running, skipping'
+        event: skip
+        reason: locked
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StaleMultiple != DefaultStaleMultiple {
+		t.Errorf("stale_multiple default %d", cfg.StaleMultiple)
+	}
+	if got := cfg.Jobs[0].Timeout.D(); got != 25*time.Minute {
+		t.Errorf("timeout %s", got)
+	}
+	if cfg.Jobs[1].Scope != "cluster" || cfg.Jobs[1].Grace.D() != 5*time.Minute {
+		t.Errorf("job 2: %+v", cfg.Jobs[1])
+	}
+	if p := cfg.Sources[1].Patterns[0]; p.Event != "skip" || p.Reason != "locked" {
+		t.Errorf("pattern: %+v", p)
+	}
+}
+
+// Every problem is reported at once, each naming its job or source.
+func TestParseReportsEveryProblem(t *testing.T) {
+	_, err := Parse(strings.NewReader(`
+stale_multiple: -1
+jobs:
+  - name: stats
+    every: 1h
+  - name: stats
+    every: 2h
+  - name: "bad name"
+    every: 1h
+  - name: nosched
+  - name: both
+    every: 1h
+    schedule: "* * * * *"
+  - name: zone
+    every: 1h
+    timezone: Mars/Olympus
+  - name: scoped
+    every: 1h
+    scope: planet
+  - every: 1h
+sources:
+  - name: a
+    type: runlog
+    format: xml
+  - name: a
+    type: runlog
+    path: x.log
+    format: regex
+    patterns:
+      - regex: '(?P<time>[0-9+'
+      - regex: '(?P<when>\S+) (?P<job>\S+)'
+        event: begin
+  - name: db
+    type: mysql
+    path: /tmp/x
+  - name: j
+    type: journal
+    units:
+      x.service: nosuchjob
+  - name: t
+    type: ftp
+`))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"stale_multiple must be at least 1",
+		`job "stats": duplicate job name`,
+		`job "bad name": name "bad name" must match`,
+		`job "nosched": exactly one of every, schedule and on_calendar is required, got 0`,
+		`job "both": exactly one of every, schedule and on_calendar is required, got 2`,
+		`job "zone": timezone "Mars/Olympus": unknown zone`,
+		`job "scoped": scope must be host or cluster`,
+		"jobs[7]: name is required",
+		`source "a": path is required`,
+		`source "a": format must be json, logfmt or regex, got "xml"`,
+		`source "a": duplicate source name`,
+		`source "a": patterns[0].regex: error parsing regexp`,
+		`source "a": patterns[1].regex: unknown group "when"`,
+		`source "a": patterns[1].regex: a (?P<time>...) group is required`,
+		`source "a": patterns[1].event must be start, end or skip, got "begin"`,
+		`source "db": path is not a field of type "mysql"`,
+		`source "db": exactly one of dsn and dsn_file is required`,
+		`source "j": units[x.service]: job "nosuchjob" is not configured`,
+		`source "t": type must be one of runlog, mysql, journal, got "ftp"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+func TestParseRejectsUnknownKeysAndBadDurations(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown top-level key", "jobz: []\n", "field jobz not found"},
+		{"unknown job key", "jobs:\n  - name: a\n    every: 1h\n    evry: 2h\n", "field evry not found"},
+		{"bad duration", "jobs:\n  - name: a\n    every: hourly\n", `bad duration "hourly"`},
+		{"number as duration", "jobs:\n  - name: a\n    every: 60\n", `bad duration "60"`},
+		{"empty file", "", "no jobs configured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadResolvesPathsAgainstTheConfigDirectory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "jobwatch.yml")
+	os.WriteFile(path, []byte("jobs:\n  - name: a\n    every: 1h\nsources:\n  - name: s\n    type: runlog\n    path: logs/runs.log\n    format: json\n"), 0o644)
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Sources[0].Path, filepath.Join(dir, "logs/runs.log"); got != want {
+		t.Fatalf("path %s, want %s", got, want)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yml")); err == nil || !strings.Contains(err.Error(), "missing.yml") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// FuzzParse: any input is a config or an error, never a panic.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("jobs:\n  - name: a\n    every: 1h\nsources:\n  - name: s\n    type: runlog\n    path: x\n    format: json\n"))
+	f.Add([]byte("jobs: [{name: a, schedule: '* * * * *', timezone: UTC}]\nsources: [{name: j, type: journal, units: {a.service: a}}]\n"))
+	f.Add([]byte("jobs:\n  - &a {name: x}\n  - *a\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(strings.NewReader(string(data)))
+		if err == nil && len(cfg.Jobs) == 0 {
+			t.Fatal("a valid config without jobs")
+		}
+	})
+}

@@ -1,0 +1,229 @@
+package dashboards
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"jobwatch/internal/promcheck"
+)
+
+// checkVars fills the dashboard's own variables for checking.
+var checkVars = map[string]string{
+	"instance":   ".*",
+	"job_name":   ".*",
+	"datasource": "prometheus",
+}
+
+func vars() map[string]string {
+	m := map[string]string{}
+	for k, v := range Builtin {
+		m[k] = v
+	}
+	for k, v := range checkVars {
+		m[k] = v
+	}
+	return m
+}
+
+func load(t *testing.T) *Dashboard {
+	t.Helper()
+	d, err := Parse(JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestJSON: the file is valid, canonical JSON (two-space indent, as Grafana
+// exports it), so diffs stay readable.
+func TestJSON(t *testing.T) {
+	var v any
+	if err := json.Unmarshal(JSON, &v); err != nil {
+		t.Fatalf("jobwatch.json: %v", err)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, JSON, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bytes.TrimSpace(buf.Bytes()), bytes.TrimSpace(JSON)) {
+		t.Error("jobwatch.json is not indented with two spaces (python3 -m json.tool --indent 2 fixes it)")
+	}
+}
+
+var bareSelector = regexp.MustCompile(`^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*(\{[^}]*\})?\s*$`)
+
+// TestImportable: what Grafana's dashboard import needs: a Prometheus
+// datasource input, a datasource variable that defaults to it, no fixed id,
+// a uid, and every panel and query on the datasource variable.
+func TestImportable(t *testing.T) {
+	d := load(t)
+	var raw map[string]any
+	if err := json.Unmarshal(JSON, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := raw["id"]; ok && id != nil {
+		t.Errorf("id is %v: an imported dashboard must have id null", id)
+	}
+	if d.UID == "" || d.Title == "" {
+		t.Error("uid and title are required")
+	}
+	if len(d.Inputs) != 1 || d.Inputs[0].Type != "datasource" || d.Inputs[0].PluginID != "prometheus" {
+		t.Fatalf("__inputs = %+v, want one prometheus datasource input", d.Inputs)
+	}
+	if !bytes.Contains(JSON, []byte(`"${`+d.Inputs[0].Name+`}"`)) {
+		t.Errorf("input %s is never used", d.Inputs[0].Name)
+	}
+	byName := map[string]Variable{}
+	for _, v := range d.Templating.List {
+		byName[v.Name] = v
+	}
+	if v := byName["datasource"]; v.Type != "datasource" || string(v.Query) != `"prometheus"` {
+		t.Errorf("variable datasource = %+v, want a prometheus datasource variable", v)
+	}
+	for _, name := range []string{"instance", "job_name"} {
+		v, ok := byName[name]
+		if !ok {
+			t.Errorf("variable %s missing", name)
+			continue
+		}
+		if v.Type != "query" || !v.Multi || !v.IncludeAll || v.AllValue != ".*" {
+			t.Errorf("variable %s = %+v, want a multi-value query variable with All = .*", name, v)
+		}
+		if v.Datasource == nil || v.Datasource.UID != "${datasource}" {
+			t.Errorf("variable %s does not query ${datasource}", name)
+		}
+	}
+	ids := map[int]string{}
+	for _, p := range d.AllPanels() {
+		if other, dup := ids[p.ID]; dup {
+			t.Errorf("panels %q and %q share id %d", p.Title, other, p.ID)
+		}
+		ids[p.ID] = p.Title
+		if p.Title == "" {
+			t.Errorf("panel %d has no title", p.ID)
+		}
+		if x, w := p.GridPos["x"], p.GridPos["w"]; w == 0 || x+w > 24 || p.GridPos["h"] == 0 {
+			t.Errorf("panel %q: bad gridPos %v", p.Title, p.GridPos)
+		}
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource == nil || p.Datasource.UID != "${datasource}" {
+			t.Errorf("panel %q does not use ${datasource}", p.Title)
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			if tg.Datasource == nil || tg.Datasource.UID != "${datasource}" {
+				t.Errorf("panel %q target %s does not use ${datasource}", p.Title, tg.RefID)
+			}
+			if p.Type == "table" && (tg.Format != "table" || !tg.Instant) {
+				t.Errorf("table %q target %s: want an instant query in table format", p.Title, tg.RefID)
+			}
+			// A bare selector's rows carry __name__, which differs between
+			// queries and keeps the merge transformation from joining them.
+			if p.Type == "table" && bareSelector.MatchString(tg.Expr) {
+				t.Errorf("table %q target %s is a bare selector: wrap it (sum without () (...)) to drop __name__", p.Title, tg.RefID)
+			}
+		}
+	}
+}
+
+// TestQueries: every query of every panel and variable parses as PromQL
+// (promtool) and names only metrics that jobwatch exports; every variable
+// it uses is defined.
+func TestQueries(t *testing.T) {
+	d := load(t)
+	qs, err := d.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expanded := map[string]string{}
+	allowed := allowedNames(t)
+	for _, q := range qs {
+		e, unknown := Expand(q.Expr, vars())
+		if len(unknown) > 0 {
+			t.Errorf("%s uses undefined variables %q", q.Where, unknown)
+		}
+		expanded[q.Where] = e
+		names := promcheck.MetricNames(e)
+		if len(names) == 0 {
+			t.Errorf("%s selects no metric: %s", q.Where, q.Expr)
+		}
+		if unknown := promcheck.Unknown(names, allowed); len(unknown) > 0 {
+			t.Errorf("%s uses metrics jobwatch does not export: %q", q.Where, unknown)
+		}
+	}
+	if err := promcheck.CheckQueries(t.TempDir(), expanded); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCoverage: the panels issue 7 asks for are there, each showing the
+// metrics it is about.
+func TestCoverage(t *testing.T) {
+	d := load(t)
+	panelMetrics := map[string]map[string]bool{}
+	for _, p := range d.AllPanels() {
+		m := map[string]bool{}
+		for _, tg := range p.Targets {
+			e, _ := Expand(tg.Expr, vars())
+			for _, n := range promcheck.MetricNames(e) {
+				m[n] = true
+			}
+		}
+		panelMetrics[p.Title] = m
+	}
+	for _, want := range []struct {
+		title   string
+		metrics []string
+	}{
+		{"Jobs", []string{"jobwatch_job_seconds_since_last_success", "jobwatch_job_last_duration_seconds", "jobwatch_job_period_seconds",
+			"jobwatch_job_running", "jobwatch_job_consecutive_skips", "jobwatch_job_skips_total", "jobwatch_job_consecutive_failures",
+			"jobwatch_job_runs_total", "jobwatch_job_stale"}},
+		{"Duration against period and timeout", []string{"jobwatch_job_last_duration_seconds", "jobwatch_job_period_seconds", "jobwatch_job_timeout_seconds"}},
+		{"Skips and overlaps", []string{"jobwatch_job_skips_total", "jobwatch_job_overlaps_total"}},
+		{"Runs in progress now, by host and PID", []string{"jobwatch_job_run_start_timestamp_seconds"}},
+		{"Source health", []string{"jobwatch_source_up"}},
+	} {
+		got, ok := panelMetrics[want.title]
+		if !ok {
+			t.Errorf("no panel %q", want.title)
+			continue
+		}
+		for _, m := range want.metrics {
+			if !got[m] {
+				t.Errorf("panel %q does not show %s", want.title, m)
+			}
+		}
+	}
+	// The runs-in-progress table shows host and PID columns.
+	if !strings.Contains(string(JSON), `"host": "Host"`) || !strings.Contains(string(JSON), `"pid": "PID"`) {
+		t.Error("runs in progress table does not name its host and pid columns")
+	}
+}
+
+func TestExpand(t *testing.T) {
+	got, unknown := Expand(`a{x=~"$instance",y="${job_name:regex}"}[$__rate_interval] $nope`, vars())
+	if want := `a{x=~".*",y=".*"}[1m] $nope`; got != want {
+		t.Errorf("Expand = %q, want %q", got, want)
+	}
+	if len(unknown) != 1 || unknown[0] != "nope" {
+		t.Errorf("unknown = %q, want [nope]", unknown)
+	}
+}
+
+// allowedNames: the metric names the real exporter describes, with the
+// pending contract ones and Prometheus' up.
+func allowedNames(t *testing.T) map[string]bool {
+	t.Helper()
+	a, err := promcheck.Allowed(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

@@ -1,0 +1,464 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"jobwatch/alerts"
+	"jobwatch/dashboards"
+	"jobwatch/internal/promcheck"
+)
+
+// The hosts in the run-log records are not this machine, so jobwatch's
+// reaper (which closes runs whose local process is gone) leaves them open.
+const (
+	hostA = "e2e-web1"
+	hostB = "e2e-web2"
+)
+
+// TestAlertsEndToEnd runs jobwatch, Prometheus (scraping it every second,
+// evaluating the bundled rules every second) and Alertmanager on loopback
+// ports; makes one job stale and another overlap through run-log records;
+// and checks that Alertmanager holds JobwatchJobStale and
+// JobwatchJobOverlapping for those jobs, that every dashboard query runs
+// without error against that Prometheus, and that every metric it scraped
+// from jobwatch is one the rules and dashboard may use.
+func TestAlertsEndToEnd(t *testing.T) {
+	prometheus := need(t, "prometheus", "prometheus")
+	alertmanager := need(t, "prometheus-alertmanager", "prometheus-alertmanager")
+	dir := t.TempDir()
+	bin := buildJobwatch(t, dir)
+
+	// jobwatch: a job that will go stale (period 2s, stale after 4s), one
+	// that will overlap, and one that stays healthy.
+	runLog := filepath.Join(dir, "runs.log")
+	writeFile(t, runLog, "")
+	jwConfig := filepath.Join(dir, "jobwatch.yml")
+	writeFile(t, jwConfig, fmt.Sprintf(`stale_multiple: 2
+jobs:
+  - name: e2e_stale
+    every: 2s
+  - name: e2e_overlap
+    every: 1h
+  - name: e2e_fresh
+    every: 1h
+sources:
+  - name: runs
+    type: runlog
+    path: %q
+    format: json
+`, runLog))
+	jwAddr := freeAddr(t)
+	startProcess(t, "jobwatch", bin, "--config.file="+jwConfig, "--state.path="+filepath.Join(dir, "state"),
+		"--web.listen-address="+jwAddr)
+	waitHTTP(t, "jobwatch", "http://"+jwAddr+"/-/healthy")
+
+	// Alertmanager, with an example route on severity.
+	amAddr := freeAddr(t)
+	amConfig := filepath.Join(dir, "alertmanager.yml")
+	writeFile(t, amConfig, `route:
+  receiver: default
+  group_by: [alertname, job_name]
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 1h
+  routes:
+    - matchers: ['severity="critical"']
+      receiver: pager
+receivers:
+  - name: default
+  - name: pager
+`)
+	startProcess(t, "alertmanager", alertmanager, "--config.file="+amConfig,
+		"--storage.path="+filepath.Join(dir, "am"), "--web.listen-address="+amAddr,
+		"--cluster.listen-address=", "--log.level=warn")
+	waitHTTP(t, "alertmanager", "http://"+amAddr+"/-/ready")
+
+	// Prometheus with the bundled rules. The copy only shortens for:
+	// durations so the test takes seconds rather than minutes.
+	rules := filepath.Join(dir, "jobwatch.rules.yml")
+	writeFile(t, rules, regexp.MustCompile(`(?m)^(\s+for:) \S+$`).ReplaceAllString(string(alerts.Rules), "$1 0s"))
+	promAddr := freeAddr(t)
+	promConfig := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, promConfig, fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+alerting:
+  alertmanagers:
+    - static_configs: [{targets: [%q]}]
+scrape_configs:
+  - job_name: jobwatch
+    static_configs: [{targets: [%q]}]
+`, rules, amAddr, jwAddr))
+	startProcess(t, "prometheus", prometheus, "--config.file="+promConfig,
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr,
+		"--log.level=warn")
+	waitHTTP(t, "prometheus", "http://"+promAddr+"/-/ready")
+
+	// The run log: e2e_fresh succeeds now; e2e_stale succeeds once and
+	// then never again; e2e_overlap starts twice on one host, and neither
+	// run ends.
+	now := time.Now().UTC()
+	appendRecords(t, runLog,
+		record(now.Add(-time.Second), "e2e_fresh", "start", hostA, 501, ""),
+		record(now, "e2e_fresh", "end", hostA, 501, "success"),
+		record(now.Add(-time.Second), "e2e_stale", "start", hostA, 601, ""),
+		record(now, "e2e_stale", "end", hostA, 601, "success"),
+		record(now, "e2e_overlap", "start", hostA, 701, ""),
+	)
+	time.Sleep(500 * time.Millisecond)
+	appendRecords(t, runLog, record(time.Now().UTC(), "e2e_overlap", "start", hostA, 702, ""))
+
+	// Both alerts reach Alertmanager, with the right job_name.
+	want := map[string]string{"JobwatchJobStale": "e2e_stale", "JobwatchJobOverlapping": "e2e_overlap"}
+	var got []amAlert
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		got = amAlerts(t, amAddr)
+		if hasAll(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Alertmanager did not get %v within 40s; it has %s\njobwatch /metrics:\n%s", want, describe(got), jobwatchMetrics(t, jwAddr))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, a := range got {
+		if a.Labels["alertname"] == "JobwatchJobStale" && a.Labels["job_name"] != "e2e_stale" {
+			t.Errorf("JobwatchJobStale for %s, which is not stale", a.Labels["job_name"])
+		}
+		if a.Labels["alertname"] == "JobwatchJobOverlapping" && a.Labels["job_name"] != "e2e_overlap" {
+			t.Errorf("JobwatchJobOverlapping for %s, which does not overlap", a.Labels["job_name"])
+		}
+		if a.Labels["job_name"] == "e2e_overlap" && a.Labels["alertname"] == "JobwatchJobOverlapping" {
+			for _, pid := range []string{"701", "702"} {
+				if !strings.Contains(a.Annotations["description"], hostA+"/"+pid) {
+					t.Errorf("overlap description does not name run %s/%s: %q", hostA, pid, a.Annotations["description"])
+				}
+			}
+		}
+		for _, k := range []string{"severity"} {
+			if a.Labels[k] == "" {
+				t.Errorf("%s has no %s label", a.Labels["alertname"], k)
+			}
+		}
+	}
+	t.Logf("Alertmanager has: %s", describe(got))
+
+	// Every dashboard query runs without error against this Prometheus.
+	d, err := dashboards.Parse(dashboards.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := d.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]string{"instance": jwAddr, "job_name": ".*"}
+	for k, v := range dashboards.Builtin {
+		vals[k] = v
+	}
+	for _, q := range qs {
+		expr, unknown := dashboards.Expand(q.Expr, vals)
+		if len(unknown) > 0 {
+			t.Errorf("%s: undefined variables %q", q.Where, unknown)
+			continue
+		}
+		n, named, err := promQuery(promAddr, expr, q.Instant)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", q.Where, err, expr)
+			continue
+		}
+		if named && q.Instant && strings.HasPrefix(q.Where, "panel ") {
+			t.Errorf("%s: rows carry __name__, which keeps a table's queries from merging\n%s", q.Where, expr)
+		}
+		if strings.HasPrefix(q.Where, "variable ") && n == 0 {
+			t.Errorf("%s: %s selects nothing", q.Where, expr)
+		}
+	}
+
+	// Every metric Prometheus scraped from jobwatch is one the rules and
+	// the dashboard are checked against.
+	allowed, err := promcheck.Allowed(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := scrapedNames(t, promAddr)
+	if !names["jobwatch_job_stale"] || !names["jobwatch_job_run_start_timestamp_seconds"] {
+		t.Errorf("Prometheus did not scrape jobwatch's job metrics: %v", names)
+	}
+	for n := range names {
+		if strings.HasPrefix(n, "jobwatch_") && !allowed[strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")] && !allowed[n] {
+			t.Errorf("jobwatch exports %s, which the exporter's collectors do not describe", n)
+		}
+	}
+}
+
+func need(t *testing.T, cmd, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(cmd)
+	if err != nil {
+		t.Fatalf("%s not found: install the Debian package %s", cmd, pkg)
+	}
+	return p
+}
+
+func buildJobwatch(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "jobwatch")
+	out, err := exec.Command("go", "build", "-o", bin, "jobwatch/cmd/jobwatch").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// lockedBuffer holds a process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startProcess starts a process that the test stops on cleanup (SIGTERM,
+// then SIGKILL after 5s); its output is logged if the test failed.
+func startProcess(t *testing.T, name, path string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(path, args...)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out.String())
+		}
+	})
+}
+
+func waitHTTP(t *testing.T, name, u string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(u)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready at %s: %v", name, u, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func record(at time.Time, job, event, host string, pid int, status string) string {
+	r := map[string]any{"time": at.Format(time.RFC3339Nano), "job": job, "event": event, "host": host, "pid": pid}
+	if status != "" {
+		r["status"] = status
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+func appendRecords(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type amAlert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+func amAlerts(t *testing.T, addr string) []amAlert {
+	t.Helper()
+	body := get(t, "http://"+addr+"/api/v2/alerts?active=true&silenced=false&inhibited=false")
+	var as []amAlert
+	if err := json.Unmarshal(body, &as); err != nil {
+		t.Fatalf("Alertmanager /api/v2/alerts: %v\n%s", err, body)
+	}
+	return as
+}
+
+func hasAll(got []amAlert, want map[string]string) bool {
+	for name, job := range want {
+		found := false
+		for _, a := range got {
+			if a.Labels["alertname"] == name && a.Labels["job_name"] == job {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func describe(as []amAlert) string {
+	var s []string
+	for _, a := range as {
+		s = append(s, fmt.Sprintf("%s{job_name=%q,severity=%q}", a.Labels["alertname"], a.Labels["job_name"], a.Labels["severity"]))
+	}
+	sort.Strings(s)
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+func get(t *testing.T, u string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func jobwatchMetrics(t *testing.T, addr string) string {
+	var keep []string
+	for _, l := range strings.Split(string(get(t, "http://"+addr+"/metrics")), "\n") {
+		if strings.HasPrefix(l, "jobwatch_") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// promQuery runs expr against Prometheus' HTTP API, instant or over the
+// last minute, and returns how many series it gave and whether any of them
+// kept its metric name.
+func promQuery(addr, expr string, instant bool) (n int, named bool, err error) {
+	v := url.Values{"query": {expr}}
+	path := "/api/v1/query"
+	if !instant {
+		path = "/api/v1/query_range"
+		now := time.Now()
+		v.Set("start", fmt.Sprint(now.Add(-time.Minute).Unix()))
+		v.Set("end", fmt.Sprint(now.Unix()))
+		v.Set("step", "1")
+	}
+	resp, err := http.PostForm("http://"+addr+path, v)
+	if err != nil {
+		return 0, false, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+			} `json:"result"`
+		} `json:"data"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return 0, false, fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
+	}
+	if r.Status != "success" {
+		return 0, false, fmt.Errorf("status %s: %s", r.Status, r.Error)
+	}
+	if len(r.Warnings) > 0 {
+		return 0, false, fmt.Errorf("warnings: %q", r.Warnings)
+	}
+	for _, res := range r.Data.Result {
+		if _, ok := res.Metric["__name__"]; ok {
+			named = true
+		}
+	}
+	return len(r.Data.Result), named, nil
+}
+
+// scrapedNames lists the metric names Prometheus holds from the jobwatch
+// scrape job.
+func scrapedNames(t *testing.T, addr string) map[string]bool {
+	t.Helper()
+	body := get(t, "http://"+addr+"/api/v1/label/__name__/values?match[]="+url.QueryEscape(`{job="jobwatch"}`))
+	var r struct {
+		Data []string `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("label values: %v\n%s", err, body)
+	}
+	names := map[string]bool{}
+	for _, n := range r.Data {
+		names[n] = true
+	}
+	return names
+}

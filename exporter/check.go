@@ -1,0 +1,52 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"jobwatch/config"
+	"jobwatch/sources"
+)
+
+// Check validates a config file the way serve would load it, and asks every
+// source that can check more than syntax (a database's table and columns)
+// to do so. A source whose server cannot be reached is a warning, not an
+// error: the config may be right, the network down.
+func Check(ctx context.Context, path string) (cfg *config.Config, warnings []string, err error) {
+	cfg, err = config.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := JobSpecs(cfg); err != nil {
+		return nil, nil, err
+	}
+	deps := sources.Deps{Logger: slog.New(slog.DiscardHandler)}
+	for _, j := range cfg.Jobs {
+		deps.Jobs = append(deps.Jobs, j.Name)
+	}
+	var errs []error
+	for _, sc := range cfg.Sources {
+		src, err := sources.New(sc, deps)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("source %q: %w", sc.Name, err))
+			continue
+		}
+		c, ok := src.(sources.Checker)
+		if !ok {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = c.Check(cctx)
+		cancel()
+		switch {
+		case errors.Is(err, sources.ErrUnreachable):
+			warnings = append(warnings, fmt.Sprintf("source %q: not checked against the server: %v", sc.Name, err))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("source %q: %w", sc.Name, err))
+		}
+	}
+	return cfg, warnings, errors.Join(errs...)
+}

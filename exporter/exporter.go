@@ -1,0 +1,270 @@
+// Package exporter ties jobwatch together: it loads the config, runs the
+// sources into the job model, saves the state, reaps lost runs and reloads
+// the config on request. cmd/jobwatch only wires it to flags and HTTP.
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"jobwatch/collector"
+	"jobwatch/config"
+	"jobwatch/model"
+	"jobwatch/sources"
+	"jobwatch/state"
+)
+
+// Options configure an Exporter.
+type Options struct {
+	ConfigFile string
+	StateDir   string
+	Logger     *slog.Logger
+	Now        func() time.Time
+	// Host is this machine's name (runs reported from it are checked for a
+	// live process); default os.Hostname.
+	Host string
+	// SaveInterval: how often changed state is written (default 1s).
+	SaveInterval time.Duration
+	// ReapInterval: how often runs whose process is gone are looked for
+	// (default 2s, so a killed run is closed within 10s).
+	ReapInterval time.Duration
+	// NewSource builds a source from its config; default sources.New.
+	NewSource func(config.Source, sources.Deps) (sources.Source, error)
+}
+
+// Exporter is a running jobwatch.
+type Exporter struct {
+	opts    Options
+	tracker *model.Tracker
+	store   *state.Store
+
+	reloadMu sync.Mutex // one reload at a time
+	mu       sync.Mutex // guards running and runCtx
+	running  *generation
+	runCtx   context.Context
+
+	reloadOK      prometheus.Gauge
+	reloadTime    prometheus.Gauge
+	saveFailures  prometheus.Counter
+	lastSaveTime  prometheus.Gauge
+	registerables []prometheus.Collector
+}
+
+// generation is one config's jobs and sources, and the sources' goroutines
+// once started.
+type generation struct {
+	cfg     *config.Config
+	jobs    []model.JobSpec
+	specs   []model.SourceSpec
+	sources []sources.Source
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// New loads the config and the saved state. It fails on an invalid config
+// and on a state file that cannot be read.
+func New(o Options) (*Exporter, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("host name: %w", err)
+		}
+		o.Host = h
+	}
+	if o.SaveInterval == 0 {
+		o.SaveInterval = time.Second
+	}
+	if o.ReapInterval == 0 {
+		o.ReapInterval = 2 * time.Second
+	}
+	if o.NewSource == nil {
+		o.NewSource = sources.New
+	}
+	e := &Exporter{
+		opts:    o,
+		tracker: model.New(model.Options{Host: o.Host, Now: o.Now, Logger: o.Logger}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "jobwatch_config_last_reload_successful", Help: "1 if the last config reload succeeded."}),
+		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "jobwatch_config_last_reload_success_timestamp_seconds", Help: "Time of the last successful config load."}),
+		saveFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jobwatch_state_save_failures_total", Help: "State saves that failed (the previous state file is kept)."}),
+		lastSaveTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "jobwatch_state_last_save_timestamp_seconds", Help: "Time of the last successful state save."}),
+	}
+	e.registerables = []prometheus.Collector{collector.New(e.tracker, o.Now), e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}
+	gen, err := e.load()
+	if err != nil {
+		return nil, err
+	}
+	e.configure(gen)
+	store, err := state.Open(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := store.Load()
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if snap != nil {
+		if err := e.tracker.Restore(snap); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("state %s: %w", store.Path(), err)
+		}
+	}
+	e.store = store
+	e.running = gen
+	e.reloadOK.Set(1)
+	e.reloadTime.Set(float64(o.Now().Unix()))
+	return e, nil
+}
+
+// Collectors are the metrics to register.
+func (e *Exporter) Collectors() []prometheus.Collector { return e.registerables }
+
+// Tracker is the job model, for tests.
+func (e *Exporter) Tracker() *model.Tracker { return e.tracker }
+
+// prepare builds a config's jobs and sources without starting anything, so
+// that a bad config changes nothing.
+func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
+	jobs, err := JobSpecs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g := &generation{cfg: cfg, jobs: jobs}
+	deps := sources.Deps{Logger: e.opts.Logger, Now: e.opts.Now}
+	for _, j := range cfg.Jobs {
+		deps.Jobs = append(deps.Jobs, j.Name)
+	}
+	var errs []error
+	for _, sc := range cfg.Sources {
+		src, err := e.opts.NewSource(sc, deps)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("source %q: %w", sc.Name, err))
+			continue
+		}
+		g.sources = append(g.sources, src)
+		g.specs = append(g.specs, model.SourceSpec{Name: src.Name(), Type: src.Type()})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (e *Exporter) configure(g *generation) {
+	e.tracker.Configure(g.jobs, g.specs)
+}
+
+// start runs g's sources, each from its saved position.
+func (e *Exporter) start(ctx context.Context, g *generation) {
+	ctx, g.cancel = context.WithCancel(ctx)
+	for _, src := range g.sources {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			if err := src.Run(ctx, e.tracker.Position(src.Name()), e.tracker); err != nil {
+				e.opts.Logger.Error("source stopped", "source", src.Name(), "err", err)
+				e.tracker.SetHealth(src.Name(), false, err)
+			}
+		}()
+	}
+}
+
+func (e *Exporter) stop(g *generation) {
+	if g.cancel != nil {
+		g.cancel()
+	}
+	g.wg.Wait()
+}
+
+// Reload loads the config file again. A config that does not validate, or
+// whose sources cannot be built, is rejected and the running one is kept.
+func (e *Exporter) Reload() error {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	g, err := e.load()
+	if err != nil {
+		e.reloadOK.Set(0)
+		e.opts.Logger.Error("config reload failed; keeping the running config", "err", err)
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stop(e.running)
+	e.configure(g)
+	if e.runCtx != nil {
+		e.start(e.runCtx, g)
+	}
+	e.running = g
+	e.reloadOK.Set(1)
+	e.reloadTime.Set(float64(e.opts.Now().Unix()))
+	e.opts.Logger.Info("config reloaded", "jobs", len(g.jobs), "sources", len(g.sources))
+	return nil
+}
+
+func (e *Exporter) load() (*generation, error) {
+	cfg, err := config.Load(e.opts.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	return e.prepare(cfg)
+}
+
+// Run runs the sources, the state saver and the reaper until ctx is done,
+// then saves the state a last time.
+func (e *Exporter) Run(ctx context.Context) error {
+	e.mu.Lock()
+	e.runCtx = ctx
+	e.start(ctx, e.running)
+	e.mu.Unlock()
+
+	save := time.NewTicker(e.opts.SaveInterval)
+	defer save.Stop()
+	reap := time.NewTicker(e.opts.ReapInterval)
+	defer reap.Stop()
+	var saved uint64
+	for {
+		select {
+		case <-ctx.Done():
+			e.mu.Lock()
+			e.stop(e.running)
+			e.mu.Unlock()
+			e.save(&saved)
+			return e.store.Close()
+		case <-save.C:
+			e.save(&saved)
+		case <-reap.C:
+			e.tracker.Reap()
+		}
+	}
+}
+
+func (e *Exporter) save(saved *uint64) {
+	v := e.tracker.Version()
+	if v == *saved {
+		return
+	}
+	if err := e.store.Save(e.tracker.Snapshot()); err != nil {
+		e.saveFailures.Inc()
+		e.opts.Logger.Error("saving state", "err", err)
+		return
+	}
+	*saved = v
+	e.lastSaveTime.Set(float64(e.opts.Now().Unix()))
+}

@@ -1,0 +1,332 @@
+// Package mariadbtest starts a throwaway MariaDB server for tests: a fresh
+// data directory in t.TempDir(), a free loopback port, and the server killed
+// in t.Cleanup. The server can be stopped and started again on the same data
+// directory and port, to test clients across a database restart.
+//
+// When JOBWATCH_TEST_MYSQL_DSN names a server (a go-sql-driver DSN of a user
+// allowed to create databases and users), tests use it instead; Stop and
+// Start are then not available and the tests that need them are skipped.
+package mariadbtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// EnvDSN names the environment variable that points the tests at an
+// existing server instead of a throwaway one.
+const EnvDSN = "JOBWATCH_TEST_MYSQL_DSN"
+
+// Server is a MariaDB server the test may use.
+type Server struct {
+	t        testing.TB
+	external *mysql.Config // set when EnvDSN is used
+
+	dir  string
+	port int
+	args []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *bytes.Buffer
+}
+
+// Start starts a throwaway server (or connects to EnvDSN) and registers its
+// shutdown with t.Cleanup. It fails the test, naming the Debian package, when
+// the MariaDB binaries are missing.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if dsn := os.Getenv(EnvDSN); dsn != "" {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			t.Fatalf("%s: %v", EnvDSN, err)
+		}
+		return &Server{t: t, external: cfg}
+	}
+	install, err1 := exec.LookPath("mariadb-install-db")
+	server, err2 := lookServer()
+	if err1 != nil || err2 != nil {
+		t.Fatalf("MariaDB is not installed (mariadb-install-db, mariadbd): install the Debian package mariadb-server, or set %s", EnvDSN)
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	out, err := exec.Command(install, "--no-defaults", "--datadir="+data,
+		"--auth-root-authentication-method=normal", "--skip-test-db",
+		"--skip-name-resolve").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
+	}
+	s := &Server{t: t, dir: dir, port: freePort(t)}
+	s.args = []string{
+		server, "--no-defaults",
+		"--datadir=" + data,
+		"--socket=" + filepath.Join(dir, "sock"),
+		"--pid-file=" + filepath.Join(dir, "pid"),
+		"--port=" + strconv.Itoa(s.port),
+		"--bind-address=127.0.0.1",
+		"--skip-name-resolve",
+		"--skip-log-bin",
+		"--innodb-buffer-pool-size=256M",
+		"--innodb-flush-log-at-trx-commit=2", // durable across a process kill, not an OS crash: enough for tests
+		"--innodb-doublewrite=0",
+		"--max-connections=50",
+		"--log-error=" + filepath.Join(dir, "error.log"),
+	}
+	if os.Geteuid() == 0 {
+		s.args = append(s.args, "--user=root")
+	}
+	t.Cleanup(s.kill)
+	s.Start()
+	return s
+}
+
+func lookServer() (string, error) {
+	if p, err := exec.LookPath("mariadbd"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/sbin/mariadbd", "/usr/sbin/mysqld"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("mariadbd not found")
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// External reports whether the server is the one EnvDSN names.
+func (s *Server) External() bool { return s.external != nil }
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string {
+	if s.external != nil {
+		return s.external.Addr
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// Config returns a driver config for user and password on database db.
+func (s *Server) Config(user, password, db string) *mysql.Config {
+	var cfg *mysql.Config
+	if s.external != nil {
+		cfg = s.external.Clone()
+	} else {
+		cfg = mysql.NewConfig()
+		cfg.Net = "tcp"
+		cfg.Addr = s.Addr()
+	}
+	cfg.User, cfg.Passwd, cfg.DBName = user, password, db
+	cfg.ParseTime = true
+	cfg.Timeout = 5 * time.Second
+	cfg.Logger = &mysql.NopLogger{}
+	return cfg
+}
+
+// RootDSN is the DSN of the administrative user on database db ("" for none).
+func (s *Server) RootDSN(db string) string {
+	return s.rootConfig(db).FormatDSN()
+}
+
+// rootConfig is the administrative user's config on database db.
+func (s *Server) rootConfig(db string) *mysql.Config {
+	if s.external != nil {
+		return s.Config(s.external.User, s.external.Passwd, db)
+	}
+	return s.Config("root", "", db)
+}
+
+// open opens a pool as the administrative user, quiet about the bad
+// connections a restarted server leaves behind.
+func (s *Server) open(db string) *sql.DB {
+	c, err := mysql.NewConnector(s.rootConfig(db))
+	if err != nil {
+		panic(err) // a Config built by s.Config is always valid
+	}
+	return sql.OpenDB(c)
+}
+
+// Start starts the server (again) and waits until it accepts connections.
+func (s *Server) Start() {
+	t := s.t
+	t.Helper()
+	if s.external != nil {
+		t.Skip("cannot start an external server (" + EnvDSN + ")")
+	}
+	s.mu.Lock()
+	if s.cmd != nil {
+		s.mu.Unlock()
+		t.Fatal("mariadbtest: server already running")
+	}
+	cmd := exec.Command(s.args[0], s.args[1:]...)
+	s.log = &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
+		t.Fatalf("starting mariadbd: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+
+	db := s.open("")
+	defer db.Close()
+	var err error
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err = db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case <-done:
+			t.Fatalf("mariadbd exited: %s\n%s", s.errorLog(), s.log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mariadbd not ready after 60s: %v\n%s", err, s.errorLog())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *Server) errorLog() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "error.log"))
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// Stop shuts the server down cleanly and waits for it to exit.
+func (s *Server) Stop() { s.stop(syscall.SIGTERM) }
+
+// Kill kills the server abruptly (SIGKILL), as a crash would.
+func (s *Server) Kill() { s.stop(syscall.SIGKILL) }
+
+func (s *Server) stop(sig syscall.Signal) {
+	s.t.Helper()
+	if s.external != nil {
+		s.t.Skip("cannot stop an external server (" + EnvDSN + ")")
+	}
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// kill is the t.Cleanup: the server must not outlive the test.
+func (s *Server) kill() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// NewDatabase creates a database with a fresh name, dropped in t.Cleanup
+// (on an external server; a throwaway server goes away with its directory),
+// and returns its name.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	name := "jw_" + randHex(6)
+	s.Exec(t, "", "CREATE DATABASE `"+name+"`")
+	if s.external != nil {
+		t.Cleanup(func() {
+			db := s.open("")
+			db.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+			db.Close()
+		})
+	}
+	return name
+}
+
+// NewUser creates a user with a fresh name and the given password, allowed
+// to SELECT on database db, and returns its name.
+func (s *Server) NewUser(t testing.TB, password, db string) string {
+	t.Helper()
+	name := "jw_" + randHex(6)
+	s.Exec(t, "", "CREATE USER '"+name+"'@'%' IDENTIFIED BY '"+strings.ReplaceAll(password, "'", "''")+"'")
+	s.Exec(t, "", "GRANT SELECT ON `"+db+"`.* TO '"+name+"'@'%'")
+	if s.external != nil {
+		t.Cleanup(func() {
+			db := s.open("")
+			db.Exec("DROP USER IF EXISTS '" + name + "'@'%'")
+			db.Close()
+		})
+	}
+	return name
+}
+
+// Exec runs statements as the administrative user on database db, failing
+// the test on error.
+func (s *Server) Exec(t testing.TB, db string, stmts ...string) {
+	t.Helper()
+	conn := s.open(db)
+	defer conn.Close()
+	for _, q := range stmts {
+		if _, err := conn.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// DB opens a connection pool as the administrative user on database db,
+// closed in t.Cleanup.
+func (s *Server) DB(t testing.TB, db string) *sql.DB {
+	t.Helper()
+	conn := s.open(db)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,152 @@
+package model
+
+import (
+	"slices"
+	"time"
+
+	"jobwatch/schedule"
+)
+
+// Duplicate kinds: the kind label of jobwatch_job_duplicate_runs_total.
+const (
+	// DupOverlap: a second run of one slot on the same host started while
+	// the first was still in progress.
+	DupOverlap = "overlap"
+	// DupDoubleTrigger: a second run of one slot on the same host after the
+	// first ended (cron and a timer both configured, a Persistent timer
+	// catching up after boot, a manual rerun).
+	DupDoubleTrigger = "double_trigger"
+	// DupMultiHost: a cluster-scope job run in one slot on another host.
+	DupMultiHost = "multi_host"
+)
+
+// DuplicateKinds lists the kinds in the order metrics are emitted.
+var DuplicateKinds = []string{DupOverlap, DupDoubleTrigger, DupMultiHost}
+
+const (
+	// recentSlots bounds how many slots remember which hosts ran in them:
+	// enough for records that arrive a little out of order.
+	recentSlots = 8
+	// maxSlotWalk bounds one accounting walk over missed slots (a minutely
+	// job down for a year is 525,600 slots).
+	maxSlotWalk = 1_000_000
+	// warmUp: after a start or reload, missed slots are not counted from the
+	// clock until the sources have had time to catch up with what was
+	// written meanwhile; a run read late would otherwise be counted missed.
+	warmUp = 10 * time.Second
+)
+
+// SlotRuns is an expected run time and the hosts whose runs belong to it.
+type SlotRuns struct {
+	Slot  time.Time `json:"slot"`
+	Hosts []string  `json:"hosts"`
+}
+
+// calendar returns the job's schedule when it has a grid of expected runs
+// (cron, OnCalendar); a fixed period has none, and so no slots.
+func (j *job) calendar() schedule.Schedule {
+	if _, every := j.spec.Schedule.(schedule.Every); every || j.spec.Schedule == nil {
+		return nil
+	}
+	return j.spec.Schedule
+}
+
+// attribute assigns a starting run to its expected slot: the last expected
+// run at or before its start, if it started within grace of it. It counts
+// unexpected runs, duplicates, and the slots before it that had no run.
+func (j *job) attribute(r *Run) {
+	sched := j.calendar()
+	if sched == nil {
+		return
+	}
+	p := sched.Prev(r.Start)
+	if p.IsZero() || r.Start.Sub(p) > j.spec.Grace {
+		j.Unexpected++
+		return
+	}
+	r.Slot = p
+	if j.SlotsCheckedUntil.IsZero() {
+		// The job's known history begins with this run.
+		j.SlotsCheckedUntil = p
+	}
+	if p.After(j.SlotsCheckedUntil) {
+		j.accountMissed(sched, p.Add(-time.Nanosecond))
+		j.SlotsCheckedUntil = p
+	}
+	i := slices.IndexFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(p) })
+	if i < 0 {
+		j.RecentSlots = append(j.RecentSlots, SlotRuns{Slot: p})
+		slices.SortFunc(j.RecentSlots, func(a, b SlotRuns) int { return a.Slot.Compare(b.Slot) })
+		if len(j.RecentSlots) > recentSlots {
+			j.RecentSlots = j.RecentSlots[len(j.RecentSlots)-recentSlots:]
+		}
+		if i = slices.IndexFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(p) }); i < 0 {
+			return // older than every slot remembered
+		}
+	}
+	s := &j.RecentSlots[i]
+	switch {
+	case slices.Contains(s.Hosts, r.Host):
+		kind := DupDoubleTrigger
+		for _, o := range j.open {
+			if o != r && o.Host == r.Host && o.Slot.Equal(p) {
+				kind = DupOverlap
+				break
+			}
+		}
+		j.Duplicates[kind]++
+	case len(s.Hosts) > 0 && j.spec.Scope == "cluster":
+		j.Duplicates[DupMultiHost]++
+	}
+	if !slices.Contains(s.Hosts, r.Host) {
+		s.Hosts = append(s.Hosts, r.Host)
+	}
+}
+
+// accountMissed counts the expected runs after SlotsCheckedUntil and up to
+// until that no run belongs to, and moves SlotsCheckedUntil on.
+func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
+	t := j.SlotsCheckedUntil
+	for range maxSlotWalk {
+		t = sched.Next(t)
+		if t.IsZero() || t.After(until) {
+			return
+		}
+		if !slices.ContainsFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(t) }) {
+			j.Missed++
+		}
+		j.SlotsCheckedUntil = t
+	}
+}
+
+// accountMissedByClock counts the slots whose grace has passed without a run.
+// It does so only when every source that reports the job (every source, for
+// a job none has reported yet) can be read and has had time to catch up: a
+// run that was only not read yet is not missed.
+func (t *Tracker) accountMissedByClock(j *job, now time.Time) {
+	sched := j.calendar()
+	if sched == nil || now.Sub(t.started) < warmUp {
+		return
+	}
+	if len(j.Sources) == 0 {
+		// No source has reported the job yet: any of them may.
+		for _, src := range t.sources {
+			if !src.up {
+				return
+			}
+		}
+	}
+	for _, name := range j.Sources {
+		if src := t.sources[name]; src != nil && !src.up {
+			return
+		}
+	}
+	if j.SlotsCheckedUntil.IsZero() {
+		j.SlotsCheckedUntil = j.FirstWatched
+	}
+	before := j.Missed
+	j.accountMissed(sched, now.Add(-j.spec.Grace))
+	if j.Missed != before {
+		t.version++
+	}
+}

@@ -1,0 +1,110 @@
+package model
+
+import (
+	"testing"
+	"time"
+)
+
+// grid is a test calendar: a run expected at every multiple of step.
+type grid struct{ step time.Duration }
+
+func (g grid) Next(t time.Time) time.Time { return t.Truncate(g.step).Add(g.step) }
+func (g grid) Prev(t time.Time) time.Time { return t.Truncate(g.step) }
+
+func slotTracker(clock *fakeClock, scope string) *Tracker {
+	tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }})
+	tr.Configure([]JobSpec{{Name: "hourly", Schedule: grid{time.Hour}, Grace: time.Minute, Scope: scope, StaleMultiple: 2}},
+		[]SourceSpec{{Name: "runs", Type: "runlog"}})
+	tr.SetHealth("runs", true, nil)
+	return tr
+}
+
+func TestSlots(t *testing.T) {
+	h := func(hh, mm, ss int) time.Time { return time.Date(2026, 11, 30, hh, mm, ss, 0, time.UTC) }
+	type want struct{ missed, unexpected, overlap, double, multi uint64 }
+	cases := []struct {
+		name   string
+		scope  string
+		events []Event
+		want   want
+	}{
+		{"on time every hour", "host", []Event{
+			start("hourly", "a", 1, h(10, 0, 5)), end("hourly", "a", 1, h(10, 0, 30), Success),
+			start("hourly", "a", 2, h(11, 0, 59)), end("hourly", "a", 2, h(11, 2, 0), Success),
+		}, want{}},
+		{"a slot without a run is missed", "host", []Event{
+			start("hourly", "a", 1, h(10, 0, 5)),
+			start("hourly", "a", 2, h(13, 0, 2)),
+		}, want{missed: 2}},
+		{"a run past grace is unexpected", "host", []Event{
+			start("hourly", "a", 1, h(10, 0, 5)),
+			start("hourly", "a", 2, h(10, 30, 0)),
+			start("hourly", "a", 3, h(11, 1, 1)),
+		}, want{unexpected: 2}},
+		{"second run of a slot while the first runs: overlap", "host", []Event{
+			start("hourly", "a", 1, h(10, 0, 1)),
+			start("hourly", "a", 2, h(10, 0, 30)),
+		}, want{overlap: 1}},
+		{"second run of a slot after the first ended: double trigger", "host", []Event{
+			start("hourly", "a", 1, h(10, 0, 1)), end("hourly", "a", 1, h(10, 0, 10), Success),
+			start("hourly", "a", 2, h(10, 0, 40)),
+		}, want{double: 1}},
+		{"a run still going when the next slot starts is no duplicate", "host", []Event{
+			start("hourly", "a", 1, h(10, 0, 1)),
+			start("hourly", "a", 2, h(11, 0, 1)),
+		}, want{}},
+		{"host scope: every host runs each slot", "host", []Event{
+			start("hourly", "a", 1, h(10, 0, 1)),
+			start("hourly", "b", 1, h(10, 0, 2)),
+		}, want{}},
+		{"cluster scope: a second host in one slot", "cluster", []Event{
+			start("hourly", "a", 1, h(10, 0, 1)),
+			start("hourly", "b", 1, h(10, 0, 2)),
+			start("hourly", "c", 1, h(10, 0, 3)),
+		}, want{multi: 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{now: h(14, 0, 0)}
+			tr := slotTracker(clock, tc.scope)
+			tr.Apply(Batch{Source: "runs", Events: tc.events})
+			j := jobView(t, tr, "hourly")
+			got := want{j.Missed, j.Unexpected, j.DupCounts[0], j.DupCounts[1], j.DupCounts[2]}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMissedSlotsByTheClock(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 1, 0, 0, time.UTC)}
+	tr := slotTracker(clock, "host") // first watched at 10:01
+	missed := func() uint64 { return jobView(t, tr, "hourly").Missed }
+	clock.Advance(65 * time.Minute) // 11:06, but within the warm-up of a restart
+	tr.Configure([]JobSpec{{Name: "hourly", Schedule: grid{time.Hour}, Grace: time.Minute, StaleMultiple: 2}}, []SourceSpec{{Name: "runs", Type: "runlog"}})
+	tr.Reap()
+	if m := missed(); m != 0 {
+		t.Fatalf("counted %d during warm-up", m)
+	}
+	clock.Advance(115 * time.Minute) // 13:01: 11:00, 12:00 and 13:00 are past their grace
+	tr.Reap()
+	if m := missed(); m != 3 {
+		t.Fatalf("missed %d, want 3", m)
+	}
+	// While the job's source cannot be read nothing is counted: its runs
+	// may only be unread.
+	tr.SetHealth("runs", false, nil)
+	clock.Advance(2 * time.Hour)
+	tr.Reap()
+	if m := missed(); m != 3 {
+		t.Fatalf("missed %d while the source is down, want 3", m)
+	}
+	// The runs come in once it is back: 14:00 ran, 15:00 did not.
+	tr.SetHealth("runs", true, nil)
+	tr.Apply(Batch{Source: "runs", Events: []Event{start("hourly", "a", 2, time.Date(2026, 11, 30, 14, 0, 3, 0, time.UTC))}})
+	tr.Reap()
+	if m := missed(); m != 4 {
+		t.Fatalf("missed %d, want 4", m)
+	}
+}

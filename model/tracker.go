@@ -1,0 +1,416 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"jobwatch/schedule"
+)
+
+// JobSpec is what the configuration says about one job.
+type JobSpec struct {
+	Name          string
+	Schedule      schedule.Schedule
+	Grace         time.Duration
+	Timeout       time.Duration // 0: runs are never closed for age
+	Scope         string        // "host" or "cluster"
+	StaleMultiple int
+}
+
+// SourceSpec names a configured source.
+type SourceSpec struct {
+	Name, Type string
+}
+
+// Options configure a Tracker.
+type Options struct {
+	// Host is this machine's host name: runs reported from it are checked
+	// for a live process.
+	Host string
+	Now  func() time.Time
+	// Alive reports whether a process exists; default: kill(pid, 0).
+	Alive  func(pid int) bool
+	Logger *slog.Logger
+	// MaxClockSkew: records dated further in the future are rejected.
+	MaxClockSkew time.Duration
+	// LostAfter is how long a run's process must have been gone before the
+	// run is closed as lost: the end record of a process that just exited
+	// may still be on its way.
+	LostAfter time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxClockSkew = 5 * time.Minute
+	DefaultLostAfter    = 5 * time.Second
+	// lostMemory bounds how many closed-as-lost runs are remembered per job,
+	// so a late end record for one of them is not counted a second time.
+	lostMemory = 64
+)
+
+// Tracker is the job model: it applies events from every source and keeps,
+// per job, what the collector renders. It is safe for concurrent use.
+type Tracker struct {
+	opts Options
+
+	mu      sync.RWMutex
+	started time.Time // of the current configuration
+	jobs    map[string]*job
+	sources map[string]*source
+	version uint64 // bumped by every change, so the state saver knows when to write
+}
+
+type job struct {
+	spec JobSpec
+	JobState
+	open map[RunKey]*Run // runs in progress
+}
+
+type source struct {
+	typ string
+	SourceState
+}
+
+// New returns a Tracker watching no jobs yet; call Configure.
+func New(o Options) *Tracker {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Alive == nil {
+		o.Alive = processAlive
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxClockSkew == 0 {
+		o.MaxClockSkew = DefaultMaxClockSkew
+	}
+	if o.LostAfter == 0 {
+		o.LostAfter = DefaultLostAfter
+	}
+	return &Tracker{opts: o, jobs: map[string]*job{}, sources: map[string]*source{}}
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// Configure sets the watched jobs and sources. Jobs and sources that stay
+// keep their state; new jobs start being watched now; removed ones are
+// dropped.
+func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.opts.Now()
+	next := make(map[string]*job, len(jobs))
+	for _, s := range jobs {
+		j := t.jobs[s.Name]
+		if j == nil {
+			j = newJob(now)
+		}
+		j.spec = s
+		next[s.Name] = j
+	}
+	t.jobs = next
+	nextSrc := make(map[string]*source, len(sources))
+	for _, s := range sources {
+		src := t.sources[s.Name]
+		if src == nil {
+			src = &source{}
+		}
+		src.typ = s.Type
+		nextSrc[s.Name] = src
+	}
+	t.sources = nextSrc
+	t.started = now
+	t.version++
+}
+
+func newJob(now time.Time) *job {
+	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}, Duplicates: map[string]uint64{}}, open: map[RunKey]*Run{}}
+}
+
+// Apply applies a batch read by a source and stores its position.
+func (t *Tracker) Apply(b Batch) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	src := t.sources[b.Source]
+	if src == nil {
+		// A source that is no longer configured (a reload raced its last
+		// batch): nothing of it is kept.
+		return
+	}
+	horizon := t.opts.Now().Add(t.opts.MaxClockSkew)
+	for i := range b.Events {
+		ev := &b.Events[i]
+		if ev.Time.After(horizon) {
+			src.ParseErrors++
+			t.opts.Logger.Debug("record dated in the future", "source", b.Source, "job", ev.Job, "time", ev.Time)
+			continue
+		}
+		src.Records++
+		j := t.jobs[ev.Job]
+		if j == nil {
+			src.UnknownJob++
+			continue
+		}
+		if !slices.Contains(j.Sources, b.Source) {
+			j.Sources = append(j.Sources, b.Source)
+		}
+		t.apply(j, ev, b.Source)
+	}
+	src.ParseErrors += uint64(b.ParseErrors)
+	src.PositionResets += uint64(b.PositionResets)
+	if b.Position != nil {
+		src.Position = append(json.RawMessage(nil), b.Position...)
+	}
+	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil {
+		t.version++ // an empty poll leaves nothing new to save
+	}
+}
+
+func (t *Tracker) apply(j *job, ev *Event, src string) {
+	switch ev.Kind {
+	case Start:
+		key := runKey(ev.RunID, ev.Host, ev.PID)
+		if _, dup := j.open[key]; dup {
+			return // the same start read twice: one run
+		}
+		if len(j.open) > 0 {
+			j.Overlaps++
+		}
+		r := &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src}
+		j.open[key] = r
+		j.attribute(r)
+		j.ConsecutiveSkips = 0
+		if ev.Time.After(j.LastStart) {
+			j.LastStart = ev.Time
+		}
+	case End:
+		r := j.findRun(ev)
+		if r == nil && j.wasLost(runKey(ev.RunID, ev.Host, ev.PID)) {
+			// Already counted as lost; the run's real end came late.
+			t.opts.Logger.Debug("end of a run already closed as lost", "job", ev.Job, "host", ev.Host, "pid", ev.PID)
+			return
+		}
+		dur, hasDur := ev.Duration, ev.HasDuration
+		start := ev.Time.Add(-dur)
+		if r != nil {
+			delete(j.open, r.Key)
+			start = r.Start
+			if !hasDur && !ev.Time.Before(r.Start) {
+				dur, hasDur = ev.Time.Sub(r.Start), true
+			}
+		}
+		j.finish(ev.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
+	case Skip:
+		j.Skips++
+		j.ConsecutiveSkips++
+	}
+}
+
+// RunKey identifies a run: by its run id when the records carry one, else
+// by host and PID. A struct, not a string, so applying a record allocates
+// nothing for it.
+type RunKey struct {
+	RunID string `json:"run_id,omitempty"`
+	Host  string `json:"host,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+}
+
+func runKey(runID, host string, pid int) RunKey {
+	if runID != "" {
+		return RunKey{RunID: runID}
+	}
+	return RunKey{Host: host, PID: pid}
+}
+
+func (k RunKey) less(o RunKey) bool {
+	if k.RunID != o.RunID {
+		return k.RunID < o.RunID
+	}
+	if k.Host != o.Host {
+		return k.Host < o.Host
+	}
+	return k.PID < o.PID
+}
+
+// findRun finds the open run an end record closes: by run id, else by host
+// and PID.
+func (j *job) findRun(ev *Event) *Run {
+	if r := j.open[runKey(ev.RunID, ev.Host, ev.PID)]; r != nil {
+		return r
+	}
+	if ev.PID == 0 {
+		return nil
+	}
+	for _, r := range j.open {
+		if r.Host == ev.Host && r.PID == ev.PID && (ev.RunID == "" || r.RunID == "") {
+			return r
+		}
+	}
+	return nil
+}
+
+func (j *job) wasLost(key RunKey) bool {
+	for _, k := range j.LostRuns {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur bool, exit int, hasExit bool) {
+	j.Runs[res]++
+	if hasDur {
+		j.Durations.Observe(dur.Seconds())
+		j.LastDuration = dur.Seconds()
+		j.HasLastDuration = true
+	}
+	if hasExit {
+		j.LastExitCode = exit
+		j.HasLastExitCode = true
+	}
+	if res == Success {
+		if end.After(j.LastSuccess) {
+			j.LastSuccess = end
+			j.LastSuccessStart = start
+		}
+		j.ConsecutiveFailures = 0
+		return
+	}
+	if end.After(j.LastFailure) {
+		j.LastFailure = end
+	}
+	j.ConsecutiveFailures++
+}
+
+// Reap closes runs that can no longer end on their own: runs on this host
+// whose process is gone, and runs open longer than their job's timeout.
+// The exporter calls it every few seconds.
+func (t *Tracker) Reap() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.opts.Now()
+	for name, j := range t.jobs {
+		t.accountMissedByClock(j, now)
+		for key, r := range j.open {
+			why := ""
+			switch {
+			case j.spec.Timeout > 0 && now.Sub(r.Start) > j.spec.Timeout:
+				why = "open longer than the job's timeout"
+			case r.Host == t.opts.Host && r.PID > 0:
+				if t.opts.Alive(r.PID) {
+					r.goneSince = time.Time{}
+					continue
+				}
+				if r.goneSince.IsZero() {
+					r.goneSince = now
+				}
+				if now.Sub(r.goneSince) < t.opts.LostAfter {
+					continue
+				}
+				why = "process is gone"
+			default:
+				continue
+			}
+			t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", why)
+			delete(j.open, key)
+			j.LostRuns = append(j.LostRuns, key)
+			if len(j.LostRuns) > lostMemory {
+				j.LostRuns = j.LostRuns[len(j.LostRuns)-lostMemory:]
+			}
+			j.finish(Lost, r.Start, now, 0, false, 0, false)
+			t.version++
+		}
+	}
+}
+
+// SetHealth records whether a source can be read now.
+func (t *Tracker) SetHealth(name string, up bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if src := t.sources[name]; src != nil && src.up != up {
+		src.up = up
+	}
+}
+
+// Version changes whenever the state changes.
+func (t *Tracker) Version() uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.version
+}
+
+// Position returns the stored position of a source (nil: none yet).
+func (t *Tracker) Position(source string) json.RawMessage {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if src := t.sources[source]; src != nil {
+		return src.Position
+	}
+	return nil
+}
+
+// JobView is a copy of one job's state for rendering.
+type JobView struct {
+	Spec JobSpec
+	JobState
+	RunCounts [4]uint64 // in the order of Results
+	DupCounts [3]uint64 // in the order of DuplicateKinds
+	Open      []Run     // sorted by start time
+}
+
+// SourceView is a copy of one source's state for rendering.
+type SourceView struct {
+	Name, Type string
+	Up         bool
+	SourceState
+}
+
+// View copies what the collector renders, jobs and sources sorted by name.
+func (t *Tracker) View() ([]JobView, []SourceView) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	jobs := make([]JobView, 0, len(t.jobs))
+	for _, j := range t.jobs {
+		v := JobView{Spec: j.spec, JobState: j.JobState}
+		v.Runs = nil // the map is shared; copy its values
+		for i, r := range Results {
+			v.RunCounts[i] = j.Runs[r]
+		}
+		v.Durations.Counts = append([]uint64(nil), j.Durations.Counts...)
+		v.LostRuns, v.Sources, v.RecentSlots, v.Duplicates = nil, nil, nil, nil
+		for i, k := range DuplicateKinds {
+			v.DupCounts[i] = j.Duplicates[k]
+		}
+		if len(j.open) > 0 {
+			v.Open = make([]Run, 0, len(j.open))
+			for _, r := range j.open {
+				v.Open = append(v.Open, *r)
+			}
+			sort.Slice(v.Open, func(a, b int) bool {
+				if !v.Open[a].Start.Equal(v.Open[b].Start) {
+					return v.Open[a].Start.Before(v.Open[b].Start)
+				}
+				return v.Open[a].Key.less(v.Open[b].Key)
+			})
+		}
+		jobs = append(jobs, v)
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Spec.Name < jobs[b].Spec.Name })
+	srcs := make([]SourceView, 0, len(t.sources))
+	for name, s := range t.sources {
+		srcs = append(srcs, SourceView{Name: name, Type: s.typ, Up: s.up, SourceState: s.SourceState})
+	}
+	sort.Slice(srcs, func(a, b int) bool { return srcs[a].Name < srcs[b].Name })
+	return jobs, srcs
+}

@@ -1,0 +1,317 @@
+package model
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"jobwatch/schedule"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time          { return c.now }
+func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
+
+func newTestTracker(clock *fakeClock, alive map[int]bool) *Tracker {
+	tr := New(Options{
+		Host:  "here",
+		Now:   clock.Now,
+		Alive: func(pid int) bool { return alive[pid] },
+	})
+	tr.Configure([]JobSpec{
+		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: 30 * time.Minute, StaleMultiple: 2},
+	}, []SourceSpec{{Name: "runs", Type: "runlog"}})
+	return tr
+}
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func start(job, host string, pid int, t time.Time) Event {
+	return Event{Kind: Start, Job: job, Host: host, PID: pid, Time: t}
+}
+
+func end(job, host string, pid int, t time.Time, r Result) Event {
+	return Event{Kind: End, Job: job, Host: host, PID: pid, Time: t, Result: r, ExitCode: map[Result]int{Success: 0}[r], HasExitCode: true}
+}
+
+func skip(job string, t time.Time) Event {
+	return Event{Kind: Skip, Job: job, Host: "web1", PID: 9, Time: t, Reason: "locked"}
+}
+
+func jobView(t *testing.T, tr *Tracker, name string) JobView {
+	t.Helper()
+	jobs, _ := tr.View()
+	for _, j := range jobs {
+		if j.Spec.Name == name {
+			return j
+		}
+	}
+	t.Fatalf("job %q not in view", name)
+	return JobView{}
+}
+
+func TestTrackerApply(t *testing.T) {
+	type want struct {
+		runs                       [4]uint64 // success, failure, timeout, lost
+		running, overlaps, skips   int
+		consecSkips, consecFail    uint64
+		lastSuccess, lastFailure   time.Time
+		lastDuration               float64
+		histCount                  uint64
+		lastExit                   int
+		openHosts                  []string
+		unknownRecords, records    uint64
+		parseErrors, positionReset uint64
+	}
+	cases := []struct {
+		name   string
+		events []Event
+		batch  Batch // extra fields of the batch
+		want   want
+	}{
+		{
+			name:   "start then success",
+			events: []Event{start("stats", "web1", 42, at(0)), end("stats", "web1", 42, at(40*time.Second), Success)},
+			want:   want{runs: [4]uint64{1, 0, 0, 0}, lastSuccess: at(40 * time.Second), lastDuration: 40, histCount: 1, records: 2},
+		},
+		{
+			name: "stated duration wins over the start record",
+			events: []Event{start("stats", "web1", 42, at(0)),
+				{Kind: End, Job: "stats", Host: "web1", PID: 42, Time: at(41 * time.Second), Result: Success, Duration: 40400 * time.Millisecond, HasDuration: true}},
+			want: want{runs: [4]uint64{1, 0, 0, 0}, lastSuccess: at(41 * time.Second), lastDuration: 40.4, histCount: 1, records: 2},
+		},
+		{
+			name:   "end without a start still counts",
+			events: []Event{{Kind: End, Job: "stats", Host: "web1", PID: 42, Time: at(time.Minute), Result: Failure, ExitCode: 3, HasExitCode: true}},
+			want:   want{runs: [4]uint64{0, 1, 0, 0}, consecFail: 1, lastFailure: at(time.Minute), lastExit: 3, records: 1},
+		},
+		{
+			name: "failures count until a success",
+			events: []Event{
+				end("stats", "web1", 1, at(time.Hour), Failure),
+				end("stats", "web1", 2, at(2*time.Hour), Timeout),
+				end("stats", "web1", 3, at(3*time.Hour), Success),
+				end("stats", "web1", 4, at(4*time.Hour), Failure),
+			},
+			want: want{runs: [4]uint64{1, 2, 1, 0}, consecFail: 1, lastSuccess: at(3 * time.Hour), lastFailure: at(4 * time.Hour), lastExit: 0, records: 4},
+		},
+		{
+			name: "overlap on one host: second start while the first runs",
+			events: []Event{
+				start("stats", "web1", 1, at(0)),
+				start("stats", "web1", 2, at(time.Hour)),
+				start("stats", "web1", 3, at(2*time.Hour)),
+			},
+			want: want{running: 3, overlaps: 2, openHosts: []string{"web1", "web1", "web1"}, records: 3},
+		},
+		{
+			name: "two hosts at once count as running 2 and one overlap",
+			events: []Event{
+				start("stats", "web1", 10, at(0)),
+				start("stats", "web2", 10, at(time.Second)),
+				end("stats", "web1", 10, at(time.Minute), Success),
+			},
+			want: want{runs: [4]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web2"}, records: 3},
+		},
+		{
+			name: "skips count until a run starts",
+			events: []Event{
+				start("stats", "web1", 1, at(0)),
+				skip("stats", at(time.Hour)),
+				skip("stats", at(2*time.Hour)),
+				end("stats", "web1", 1, at(150*time.Minute), Success),
+				skip("stats", at(3*time.Hour)),
+				start("stats", "web1", 5, at(4*time.Hour)),
+				skip("stats", at(5*time.Hour)),
+			},
+			want: want{runs: [4]uint64{1, 0, 0, 0}, skips: 4, consecSkips: 1, running: 1, lastSuccess: at(150 * time.Minute), lastDuration: 9000, histCount: 1, openHosts: []string{"web1"}, records: 7},
+		},
+		{
+			name: "run id matches start and end across a reused pid",
+			events: []Event{
+				{Kind: Start, Job: "stats", Host: "web1", PID: 7, RunID: "a", Time: at(0)},
+				{Kind: Start, Job: "stats", Host: "web1", PID: 7, RunID: "b", Time: at(time.Minute)},
+				{Kind: End, Job: "stats", Host: "web1", PID: 7, RunID: "b", Time: at(2 * time.Minute), Result: Success},
+			},
+			want: want{runs: [4]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(2 * time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web1"}, records: 3},
+		},
+		{
+			name:   "the same start read twice is one run",
+			events: []Event{start("stats", "web1", 1, at(0)), start("stats", "web1", 1, at(0))},
+			want:   want{running: 1, openHosts: []string{"web1"}, records: 2},
+		},
+		{
+			name:   "unknown jobs are counted, not tracked",
+			events: []Event{start("nope", "web1", 1, at(0)), start("stats", "web1", 2, at(0))},
+			want:   want{running: 1, openHosts: []string{"web1"}, records: 2, unknownRecords: 1},
+		},
+		{
+			name:   "records from the future are parse errors",
+			events: []Event{start("stats", "web1", 1, at(24*time.Hour))},
+			batch:  Batch{ParseErrors: 2, PositionResets: 1},
+			want:   want{parseErrors: 3, positionReset: 1},
+		},
+		{
+			name:   "an older success does not move last success back",
+			events: []Event{end("stats", "a", 1, at(2*time.Hour), Success), end("stats", "b", 2, at(time.Hour), Success)},
+			want:   want{runs: [4]uint64{2, 0, 0, 0}, lastSuccess: at(2 * time.Hour), records: 2},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &fakeClock{now: t0.Add(6 * time.Hour)}
+			tr := newTestTracker(clock, nil)
+			b := tc.batch
+			b.Source = "runs"
+			b.Events = tc.events
+			tr.Apply(b)
+			j := jobView(t, tr, "stats")
+			got := want{
+				runs: j.RunCounts, running: len(j.Open), overlaps: int(j.Overlaps), skips: int(j.Skips),
+				consecSkips: j.ConsecutiveSkips, consecFail: j.ConsecutiveFailures,
+				lastSuccess: j.LastSuccess, lastFailure: j.LastFailure, lastDuration: j.LastDuration,
+				histCount: j.Durations.Count, lastExit: j.LastExitCode,
+			}
+			for _, r := range j.Open {
+				got.openHosts = append(got.openHosts, r.Host)
+			}
+			_, srcs := tr.View()
+			got.records, got.unknownRecords = srcs[0].Records, srcs[0].UnknownJob
+			got.parseErrors, got.positionReset = srcs[0].ParseErrors, srcs[0].PositionResets
+			if !equalWant(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func equalWant[T any](a, b T) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+func TestReapClosesRunsOfGoneProcesses(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	alive := map[int]bool{1: true, 2: false}
+	tr := newTestTracker(clock, alive)
+	tr.Apply(Batch{Source: "runs", Events: []Event{
+		start("stats", "here", 1, at(0)),
+		start("stats", "here", 2, at(0)),
+		start("stats", "elsewhere", 3, at(0)), // another host: its PID means nothing here
+	}})
+	tr.Reap()
+	if got := len(jobView(t, tr, "stats").Open); got != 3 {
+		t.Fatalf("a process just gone must get time to write its end record: running %d, want 3", got)
+	}
+	clock.Advance(DefaultLostAfter)
+	tr.Reap()
+	j := jobView(t, tr, "stats")
+	if len(j.Open) != 2 || j.RunCounts[3] != 1 || j.ConsecutiveFailures != 1 {
+		t.Fatalf("after LostAfter: running %d lost %d consecutive failures %d; want 2, 1, 1", len(j.Open), j.RunCounts[3], j.ConsecutiveFailures)
+	}
+	// The real end of the lost run arrives late: not counted again.
+	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "here", 2, at(time.Minute), Failure)}})
+	if j := jobView(t, tr, "stats"); j.RunCounts[1] != 0 {
+		t.Fatalf("late end of a lost run counted as a failure too")
+	}
+}
+
+func TestReapClosesRunsPastTimeout(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	tr := newTestTracker(clock, nil)
+	tr.Apply(Batch{Source: "runs", Events: []Event{start("backup", "elsewhere", 1, at(0))}})
+	clock.Advance(30 * time.Minute)
+	tr.Reap()
+	if n := len(jobView(t, tr, "backup").Open); n != 1 {
+		t.Fatalf("closed at exactly the timeout; want only after it")
+	}
+	clock.Advance(time.Second)
+	tr.Reap()
+	j := jobView(t, tr, "backup")
+	if len(j.Open) != 0 || j.RunCounts[3] != 1 {
+		t.Fatalf("running %d lost %d, want 0 and 1", len(j.Open), j.RunCounts[3])
+	}
+}
+
+func TestWatchStaleness(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	tr := newTestTracker(clock, nil)
+	check := func(wantSince time.Duration, wantStale bool) {
+		t.Helper()
+		w := func() Watch { j := jobView(t, tr, "stats"); return j.Watch(clock.now) }()
+		if w.SinceSuccess != wantSince || w.Stale != wantStale {
+			t.Fatalf("at %s: since %s stale %v, want %s %v", clock.now.Sub(t0), w.SinceSuccess, w.Stale, wantSince, wantStale)
+		}
+	}
+	// Never succeeded: counted from when jobwatch first watched it.
+	clock.Advance(90 * time.Minute)
+	check(90*time.Minute, false)
+	clock.Advance(31 * time.Minute)
+	check(121*time.Minute, true)
+	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 1, clock.now, Success)}})
+	check(0, false)
+	clock.Advance(114 * time.Minute) // 1.9 periods
+	check(114*time.Minute, false)
+	clock.Advance(7 * time.Minute)
+	check(121*time.Minute, true)
+}
+
+func TestSnapshotRestoreRoundTrip(t *testing.T) {
+	clock := &fakeClock{now: t0.Add(time.Hour)}
+	tr := newTestTracker(clock, nil)
+	tr.Apply(Batch{Source: "runs", Position: json.RawMessage(`{"offset":123}`), Events: []Event{
+		start("stats", "web1", 1, at(0)),
+		end("stats", "web1", 1, at(40*time.Second), Success),
+		start("stats", "web1", 2, at(50*time.Second)),
+		skip("stats", at(55*time.Second)),
+		end("backup", "web1", 3, at(time.Minute), Failure),
+	}, ParseErrors: 2})
+	data, err := json.Marshal(tr.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap Snapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour) // a restart an hour later
+	tr2 := newTestTracker(clock, nil)
+	if err := tr2.Restore(&snap); err != nil {
+		t.Fatal(err)
+	}
+	a, as := tr.View()
+	b, bs := tr2.View()
+	if !equalWant(a, b) || !equalWant(as, bs) {
+		t.Fatalf("restored state differs:\n%+v\n%+v", a, b)
+	}
+	if got := string(tr2.Position("runs")); got != `{"offset":123}` {
+		t.Fatalf("position %s", got)
+	}
+	if _, err := json.Marshal(tr2.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigureKeepsStateOfRemainingJobs(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	tr := newTestTracker(clock, nil)
+	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 1, at(0), Success)}})
+	clock.Advance(time.Hour)
+	tr.Configure([]JobSpec{{Name: "stats", Schedule: schedule.Every(time.Minute), StaleMultiple: 3}, {Name: "new", Schedule: schedule.Every(time.Minute), StaleMultiple: 2}}, nil)
+	if j := jobView(t, tr, "stats"); j.RunCounts[0] != 1 || j.Spec.StaleMultiple != 3 {
+		t.Fatalf("stats lost its state or kept its old spec: %+v", j)
+	}
+	if j := jobView(t, tr, "new"); !j.FirstWatched.Equal(clock.now) {
+		t.Fatalf("new job first watched %s, want %s", j.FirstWatched, clock.now)
+	}
+	if jobs, _ := tr.View(); len(jobs) != 2 {
+		t.Fatalf("removed job still tracked: %d jobs", len(jobs))
+	}
+	// A batch of a source removed by the reload is dropped, not a panic.
+	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 1, at(0), Success)}})
+}

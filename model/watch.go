@@ -1,0 +1,65 @@
+package model
+
+import (
+	"time"
+
+	"jobwatch/schedule"
+)
+
+// Watch is what the watchdog derives from a job's state at one instant.
+type Watch struct {
+	SinceSuccess time.Duration // since the last success ended, or since first watched
+	Period       time.Duration
+	NextRun      time.Time
+	Deadline     time.Time // stale after this
+	Stale        bool
+}
+
+// Watch computes the job's staleness at now.
+//
+// For a fixed period (every:) the job is stale once StaleMultiple periods
+// plus grace have passed since its last success ended. For a calendar
+// schedule it is stale once the StaleMultiple-th expected run after the start
+// of its last successful run, plus grace, has passed: a run that did not
+// happen because its time did not exist (a DST gap) is then not counted
+// against the job.
+func (j *JobView) Watch(now time.Time) Watch {
+	var w Watch
+	ref := j.LastSuccess
+	if ref.IsZero() {
+		ref = j.FirstWatched
+	}
+	w.SinceSuccess = max(now.Sub(ref), 0)
+	multiple := max(j.Spec.StaleMultiple, 1)
+	switch s := j.Spec.Schedule.(type) {
+	case nil:
+		return w
+	case schedule.Every:
+		w.Period = time.Duration(s)
+		w.Deadline = ref.Add(time.Duration(multiple)*w.Period + j.Spec.Grace)
+		last := j.LastStart
+		if last.IsZero() {
+			last = j.FirstWatched
+		}
+		w.NextRun = last.Add(w.Period)
+	default:
+		w.NextRun = s.Next(now)
+		if prev := s.Prev(now); !prev.IsZero() && !w.NextRun.IsZero() {
+			w.Period = w.NextRun.Sub(prev)
+		}
+		t := j.LastSuccessStart
+		if t.IsZero() {
+			t = j.FirstWatched
+		}
+		for range multiple {
+			if t = s.Next(t); t.IsZero() {
+				break
+			}
+		}
+		if !t.IsZero() {
+			w.Deadline = t.Add(j.Spec.Grace)
+		}
+	}
+	w.Stale = !w.Deadline.IsZero() && now.After(w.Deadline)
+	return w
+}

@@ -1,0 +1,316 @@
+package record
+
+import (
+	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"jobwatch/model"
+)
+
+// jsonParser reads one flat JSON object per line. Values may be strings,
+// numbers, true, false or null; an object or array as a value (even under
+// an unknown key) is an error, so is anything after the closing brace.
+type jsonParser struct {
+	core
+}
+
+// NewJSON returns the parser of format json.
+func NewJSON(o Options) Parser {
+	return &jsonParser{core: newCore(o)}
+}
+
+func (p *jsonParser) Parse(line []byte, ev *model.Event) error {
+	*ev = model.Event{}
+	p.vals = [nFields]value{}
+	if err := p.scan(line); err != nil {
+		return err
+	}
+	return p.finish(ev)
+}
+
+func jsonErr(i int, msg string) error {
+	return fmt.Errorf("record: json: offset %d: %s", i, msg)
+}
+
+func skipWS(s []byte, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// scan checks the syntax of the object in s and records the raw values of
+// the known keys; a repeated key overwrites the earlier value.
+func (p *jsonParser) scan(s []byte) error {
+	i := skipWS(s, 0)
+	if i == len(s) {
+		return ErrEmpty
+	}
+	if !utf8.Valid(s) {
+		return fmt.Errorf("record: invalid UTF-8")
+	}
+	if s[i] != '{' {
+		return jsonErr(i, "expected '{'")
+	}
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(s) {
+				return jsonErr(i, "truncated")
+			}
+			if s[i] != '"' {
+				return jsonErr(i, "expected a string key")
+			}
+			end, esc, err := scanString(s, i+1)
+			if err != nil {
+				return err
+			}
+			key := s[i+1 : end]
+			if esc {
+				p.scratch = unescape(p.scratch[:0], key)
+				key = p.scratch
+			}
+			f, known := lookupField(key)
+			i = skipWS(s, end+1)
+			if i >= len(s) {
+				return jsonErr(i, "truncated")
+			}
+			if s[i] != ':' {
+				return jsonErr(i, "expected ':'")
+			}
+			i = skipWS(s, i+1)
+			if i >= len(s) {
+				return jsonErr(i, "truncated")
+			}
+			var v value
+			switch c := s[i]; {
+			case c == '"':
+				end, esc, err := scanString(s, i+1)
+				if err != nil {
+					return err
+				}
+				v = value{b: s[i+1 : end], kind: vString, esc: esc}
+				i = end + 1
+			case c == '-' || c >= '0' && c <= '9':
+				end, err := scanNumber(s, i)
+				if err != nil {
+					return err
+				}
+				v = value{b: s[i:end], kind: vNumber}
+				i = end
+			case c == 't':
+				if i, err = literal(s, i, "true"); err != nil {
+					return err
+				}
+				v = value{b: s[i-4 : i], kind: vBool}
+			case c == 'f':
+				if i, err = literal(s, i, "false"); err != nil {
+					return err
+				}
+				v = value{b: s[i-5 : i], kind: vBool}
+			case c == 'n':
+				if i, err = literal(s, i, "null"); err != nil {
+					return err
+				}
+				v = value{kind: vNull}
+			case c == '{' || c == '[':
+				return jsonErr(i, "nested object or array as a value")
+			default:
+				return jsonErr(i, "expected a value")
+			}
+			if known {
+				p.vals[f] = v
+			}
+			i = skipWS(s, i)
+			if i >= len(s) {
+				return jsonErr(i, "truncated")
+			}
+			if s[i] == ',' {
+				i = skipWS(s, i+1)
+				continue
+			}
+			if s[i] != '}' {
+				return jsonErr(i, "expected ',' or '}'")
+			}
+			i++
+			break
+		}
+	}
+	if i = skipWS(s, i); i != len(s) {
+		return jsonErr(i, "data after the object")
+	}
+	return nil
+}
+
+func literal(s []byte, i int, lit string) (int, error) {
+	if len(s)-i < len(lit) || string(s[i:i+len(lit)]) != lit {
+		return i, jsonErr(i, "expected a value")
+	}
+	return i + len(lit), nil
+}
+
+// scanString scans a JSON string whose opening quote is before s[i]; it
+// returns the index of the closing quote and whether there are escapes.
+// Raw control characters are errors; s is known to be valid UTF-8.
+func scanString(s []byte, i int) (end int, esc bool, err error) {
+	for i < len(s) {
+		// Skip plain bytes fast; stop at a quote, a backslash or a control character.
+		for i < len(s) && !strSpecial[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		switch c := s[i]; {
+		case c == '"':
+			return i, esc, nil
+		case c == '\\':
+			esc = true
+			if i+1 >= len(s) {
+				return 0, false, jsonErr(i, "truncated string")
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(s)-i < 6 {
+					return 0, false, jsonErr(i, "truncated string")
+				}
+				if _, ok := hex4(s[i+2 : i+6]); !ok {
+					return 0, false, jsonErr(i, "bad \\u escape")
+				}
+				i += 6
+			default:
+				return 0, false, jsonErr(i, "bad escape")
+			}
+		default:
+			return 0, false, jsonErr(i, "control character in string")
+		}
+	}
+	return 0, false, jsonErr(i, "truncated string")
+}
+
+// strSpecial marks the bytes that end a run of plain string bytes.
+var strSpecial = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// scanNumber checks the JSON number grammar
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? from s[i]; it returns the
+// index after the number.
+func scanNumber(s []byte, i int) (int, error) {
+	start := i
+	if s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return 0, jsonErr(start, "bad number")
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		d := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return 0, jsonErr(start, "bad number")
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return 0, jsonErr(start, "bad number")
+		}
+	}
+	return i, nil
+}
+
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// unescape appends the decoded form of the string body s, already checked
+// by scanString, to dst. A lone surrogate becomes U+FFFD, as encoding/json
+// does. The result is never longer than s.
+func unescape(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		switch s[i+1] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, _ := hex4(s[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if r < 0xdc00 && len(s)-i >= 6 && s[i] == '\\' && s[i+1] == 'u' {
+					r2, _ := hex4(s[i+2 : i+6])
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						dst = utf8.AppendRune(dst, dec)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default: // " \ /
+			dst = append(dst, s[i+1])
+		}
+		i += 2
+	}
+	return dst
+}
