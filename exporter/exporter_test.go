@@ -155,3 +155,38 @@ func TestJobSpecs(t *testing.T) {
 		}
 	}
 }
+
+// Schedule problems are reported together with the rest of the config's.
+func TestCheckReportsScheduleAndConfigProblemsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeFile(t, cfg, `
+jobs:
+  - name: feb30
+    schedule: "0 0 30 2 *"
+  - name: zone
+    on_calendar: ["*-*-* 03:00", "Mo 04:00"]
+    timezone: Mars/Base
+  - name: zone
+    every: 1h
+sources:
+  - name: s
+    type: runlog
+    format: json
+`)
+	_, _, err := Check(context.Background(), cfg)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`job "feb30": schedule: "0 0 30 2 *": never fires`,
+		`job "zone": timezone: unknown time zone "Mars/Base"`,
+		`job "zone": on_calendar[1]: "Mo 04:00"`,
+		`job "zone": duplicate job name`,
+		`source "s": path is required`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}

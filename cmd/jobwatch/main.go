@@ -53,6 +53,7 @@ func run(args []string) int {
 	checkFile := check.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
 
 	runCmd, runJob := addRunCommand(app)
+	schedCmd, schedJob := addScheduleCommand(app)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
@@ -62,6 +63,8 @@ func run(args []string) int {
 	logger := promslog.New(logConfig)
 
 	switch cmd {
+	case schedCmd.FullCommand():
+		return schedJob(os.Stdout, os.Stderr)
 	case runCmd.FullCommand():
 		return runJob()
 	case check.FullCommand():
