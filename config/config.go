@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"time"
 
 	"github.com/hashicorp/go-multierror"
 	"go.yaml.in/yaml/v3"
@@ -64,14 +63,18 @@ const (
 // nameRE is what job_name and source label values may look like.
 var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]*$`)
 
+// JobCheck validates what package config cannot see into, such as schedule
+// expressions; its errors are reported with config's own, naming the job.
+type JobCheck func(Job) []error
+
 // Load reads and validates the config file at path.
-func Load(path string) (*Config, error) {
+func Load(path string, checks ...JobCheck) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	defer f.Close()
-	cfg, err := Parse(f)
+	cfg, err := Parse(f, checks...)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -89,7 +92,7 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse reads and validates a config.
-func Parse(r io.Reader) (*Config, error) {
+func Parse(r io.Reader, checks ...JobCheck) (*Config, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, err
@@ -103,13 +106,13 @@ func Parse(r io.Reader) (*Config, error) {
 	if cfg.StaleMultiple == 0 {
 		cfg.StaleMultiple = DefaultStaleMultiple
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validate(checks); err != nil {
 		return nil, err
 	}
 	return &cfg, nil
 }
 
-func (c *Config) validate() error {
+func (c *Config) validate(checks []JobCheck) error {
 	var errs *multierror.Error
 	if c.StaleMultiple < 1 {
 		errs = multierror.Append(errs, fmt.Errorf("stale_multiple must be at least 1, got %d", c.StaleMultiple))
@@ -124,7 +127,11 @@ func (c *Config) validate() error {
 		if j.Name != "" {
 			where = fmt.Sprintf("job %q", j.Name)
 		}
-		for _, err := range j.validate() {
+		jobErrs := j.validate()
+		for _, check := range checks {
+			jobErrs = append(jobErrs, check(*j)...)
+		}
+		for _, err := range jobErrs {
 			errs = multierror.Append(errs, fmt.Errorf("%s: %w", where, err))
 		}
 		if j.Name != "" && seen[j.Name] {
@@ -181,11 +188,6 @@ func (j *Job) validate() []error {
 	}{{"every", j.Every}, {"grace", j.Grace}, {"timeout", j.Timeout}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", d.field))
-		}
-	}
-	if j.Timezone != "" {
-		if _, err := time.LoadLocation(j.Timezone); err != nil {
-			errs = append(errs, fmt.Errorf("timezone %q: unknown zone", j.Timezone))
 		}
 	}
 	switch j.Scope {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // Journal is the config of a type: journal source.
@@ -54,6 +55,10 @@ func (j *Journal) validate(c *Config) []error {
 	}
 	sort.Strings(units)
 	for _, u := range units {
+		if !strings.HasSuffix(u, ".service") || len(u) == len(".service") || strings.ContainsAny(u, " /+=") {
+			// journalctl matches UNIT= exactly; a timer's runs are its service's.
+			errs = append(errs, fmt.Errorf("units[%s]: must be a service unit name like backup.service (for a timer, list the service it starts)", u))
+		}
 		if !jobs[j.Units[u]] {
 			errs = append(errs, fmt.Errorf("units[%s]: job %q is not configured", u, j.Units[u]))
 		}

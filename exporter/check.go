@@ -16,11 +16,11 @@ import (
 // to do so. A source whose server cannot be reached is a warning, not an
 // error: the config may be right, the network down.
 func Check(ctx context.Context, path string) (cfg *config.Config, warnings []string, err error) {
-	cfg, err = config.Load(path)
+	cfg, err = loadConfig(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := JobSpecs(cfg); err != nil {
+	if _, err := JobSpecs(cfg, nil); err != nil {
 		return nil, nil, err
 	}
 	deps := sources.Deps{Logger: slog.New(slog.DiscardHandler)}

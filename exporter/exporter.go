@@ -35,6 +35,9 @@ type Options struct {
 	// ReapInterval: how often runs whose process is gone are looked for
 	// (default 2s, so a killed run is closed within 10s).
 	ReapInterval time.Duration
+	// Location is the zone of schedules that name none (default: the zone
+	// jobwatch runs in).
+	Location *time.Location
 	// NewSource builds a source from its config; default sources.New.
 	NewSource func(config.Source, sources.Deps) (sources.Source, error)
 }
@@ -142,7 +145,7 @@ func (e *Exporter) Tracker() *model.Tracker { return e.tracker }
 // prepare builds a config's jobs and sources without starting anything, so
 // that a bad config changes nothing.
 func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
-	jobs, err := JobSpecs(cfg)
+	jobs, err := JobSpecs(cfg, e.opts.Location)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +222,7 @@ func (e *Exporter) Reload() error {
 }
 
 func (e *Exporter) load() (*generation, error) {
-	cfg, err := config.Load(e.opts.ConfigFile)
+	cfg, err := loadConfig(e.opts.ConfigFile)
 	if err != nil {
 		return nil, err
 	}

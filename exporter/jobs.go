@@ -3,24 +3,38 @@ package exporter
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"jobwatch/config"
 	"jobwatch/model"
 	"jobwatch/schedule"
 )
 
-// JobSpecs turns the configured jobs into the model's job specs.
-func JobSpecs(cfg *config.Config) ([]model.JobSpec, error) {
+// DefaultCalendarGrace is how late a run of a cron or OnCalendar job may
+// start and still belong to its expected time, when the job sets no grace:
+// systemd timers fire within AccuracySec, one minute by default.
+const DefaultCalendarGrace = time.Minute
+
+// loadConfig reads the config file with the schedule checks config itself
+// cannot make, so that every problem is reported at once.
+func loadConfig(path string) (*config.Config, error) {
+	return config.Load(path, schedule.Validate)
+}
+
+// JobSpecs turns the configured jobs into the model's job specs; local is
+// the zone of schedules that name none (nil: the zone jobwatch runs in).
+func JobSpecs(cfg *config.Config, local *time.Location) ([]model.JobSpec, error) {
 	specs := make([]model.JobSpec, 0, len(cfg.Jobs))
 	var errs []error
 	for _, j := range cfg.Jobs {
-		var sched schedule.Schedule
-		switch {
-		case j.Every > 0:
-			sched = schedule.Every(j.Every)
-		default:
-			errs = append(errs, fmt.Errorf("job %q: only every: schedules are supported by this build", j.Name))
+		sched, err := schedule.FromJob(j, local)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %q: %w", j.Name, err))
 			continue
+		}
+		grace := j.Grace.D()
+		if _, every := sched.(schedule.Every); !every && grace == 0 {
+			grace = DefaultCalendarGrace
 		}
 		scope := j.Scope
 		if scope == "" {
@@ -29,7 +43,7 @@ func JobSpecs(cfg *config.Config) ([]model.JobSpec, error) {
 		specs = append(specs, model.JobSpec{
 			Name:          j.Name,
 			Schedule:      sched,
-			Grace:         j.Grace.D(),
+			Grace:         grace,
 			Timeout:       j.Timeout.D(),
 			Scope:         scope,
 			StaleMultiple: cfg.StaleMultiple,

@@ -14,6 +14,8 @@ func New(src config.Source, deps Deps) (Source, error) {
 		return nonNil(NewRunLog(src, deps))
 	case config.TypeMySQL:
 		return nonNil(NewMySQL(src, deps))
+	case config.TypeJournal:
+		return nonNil(NewJournal(src, deps))
 	}
 	return nil, fmt.Errorf("unknown source type %q", src.Type)
 }

@@ -52,6 +52,9 @@ func run(args []string) int {
 	check := app.Command("check-config", "Validate a configuration file, reporting every problem at once.")
 	checkFile := check.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
 
+	runCmd, runJob := addRunCommand(app)
+	schedCmd, schedJob := addScheduleCommand(app)
+
 	cmd, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "jobwatch: %v (try --help)\n", err)
@@ -60,6 +63,10 @@ func run(args []string) int {
 	logger := promslog.New(logConfig)
 
 	switch cmd {
+	case schedCmd.FullCommand():
+		return schedJob(os.Stdout, os.Stderr)
+	case runCmd.FullCommand():
+		return runJob()
 	case check.FullCommand():
 		return checkConfig(*checkFile)
 	case serve.FullCommand():

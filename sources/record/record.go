@@ -1,6 +1,6 @@
 // Package record parses the lines of a runlog source into model events. A
 // line is a JSON object, a logfmt line or, for application logs, a line
-// matched by one of a list of regular expressions. See docs/record.md for the
+// matched by one of a list of regular expressions. See the README (the record format) for the
 // record format.
 //
 // The JSON and logfmt parsers are allocation-free scanners: on a well-formed

@@ -1,7 +1,7 @@
 // Package tail makes one pathname look like one perpetual stream of lines,
 // although the file underneath is appended to, rotated (renamed and
 // recreated), copied and truncated, deleted and recreated, or replaced while
-// jobwatch was stopped. It is jobwatch's run-log reader; see docs/tail.md for
+// jobwatch was stopped. It is jobwatch's run-log reader; see the README (run logs: rotation) for
 // the rotation and truncation semantics.
 //
 // A Tailer reads complete lines and hands them to its caller in batches,

@@ -1,0 +1,319 @@
+package schedule
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The oracle for OnCalendar is systemd-analyze (Debian package systemd).
+// These tests compare our expected runs with its output; they skip only
+// where systemd-analyze is absent.
+
+const systemdAnalyze = "/usr/bin/systemd-analyze"
+
+func needSystemdAnalyze(t *testing.T) string {
+	t.Helper()
+	path := systemdAnalyze
+	if _, err := os.Stat(path); err != nil {
+		p, err := exec.LookPath("systemd-analyze")
+		if err != nil {
+			t.Skip("systemd-analyze not found (Debian package systemd); OnCalendar oracle tests skipped")
+		}
+		path = p
+	}
+	return path
+}
+
+var (
+	oracleLine   = regexp.MustCompile(`^\s*(?:Next elapse|Iter\. #\d+|\(in UTC\)): \w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC$`)
+	oracleFailed = regexp.MustCompile(`Failed to parse calendar specification '(.*)': `)
+)
+
+// oracle runs systemd-analyze calendar with TZ=tz on all exprs and returns
+// for each the next n elapses after base, or ok=false if systemd rejects
+// the expression.
+func oracle(t *testing.T, bin, tz string, exprs []string, base time.Time, n int) map[string]oracleResult {
+	t.Helper()
+	args := []string{"calendar", "--iterations=" + strconv.Itoa(n),
+		"--base-time=@" + strconv.FormatInt(base.Unix(), 10), "--"}
+	cmd := exec.Command(bin, append(args, exprs...)...)
+	cmd.Env = append(os.Environ(), "TZ="+tz, "SYSTEMD_COLORS=0", "LC_ALL=C")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := map[string]oracleResult{}
+	failed := map[string]bool{}
+	for _, line := range strings.Split(errb.String(), "\n") {
+		if m := oracleFailed.FindStringSubmatch(line); m != nil {
+			failed[m[1]] = true
+		}
+	}
+	if err != nil && len(failed) == 0 {
+		t.Fatalf("systemd-analyze: %v: %s", err, errb.String())
+	}
+	var good []string
+	for _, e := range exprs {
+		if failed[e] {
+			res[e] = oracleResult{}
+			continue
+		}
+		good = append(good, e)
+	}
+	block := -1
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "Normalized form:") {
+			block++
+			if block >= len(good) {
+				t.Fatalf("systemd-analyze printed more blocks than expressions:\n%s", out.String())
+			}
+			res[good[block]] = oracleResult{ok: true}
+			continue
+		}
+		m := oracleLine.FindStringSubmatch(line)
+		if m == nil || block < 0 {
+			continue
+		}
+		ts, err := time.Parse("2006-01-02 15:04:05", m[1])
+		if err != nil {
+			t.Fatalf("parsing systemd-analyze output %q: %v", line, err)
+		}
+		r := res[good[block]]
+		r.runs = append(r.runs, ts)
+		res[good[block]] = r
+	}
+	if block != len(good)-1 {
+		t.Fatalf("systemd-analyze printed %d blocks for %d expressions", block+1, len(good))
+	}
+	return res
+}
+
+type oracleResult struct {
+	runs []time.Time
+	ok   bool
+}
+
+// transitions returns the instants at which loc changes its UTC offset
+// during year.
+func transitions(loc *time.Location, year int) []time.Time {
+	var out []time.Time
+	t := time.Date(year, 1, 1, 0, 0, 0, 0, loc)
+	end := time.Date(year+1, 1, 1, 0, 0, 0, 0, loc)
+	for t.Before(end) {
+		_, e := t.ZoneBounds()
+		if e.IsZero() || !e.Before(end) {
+			break
+		}
+		_, o1 := e.Add(-time.Second).Zone()
+		_, o2 := e.Zone()
+		if o1 != o2 {
+			out = append(out, e)
+		}
+		t = e
+	}
+	return out
+}
+
+func formatRuns(ts []time.Time) string {
+	var b strings.Builder
+	for _, t := range ts {
+		fmt.Fprintf(&b, "\n  %s", t.UTC().Format("2006-01-02 15:04:05 Mon"))
+	}
+	return b.String()
+}
+
+var oracleZones = []string{"Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Shanghai", "UTC"}
+
+// oracleExprs are compared around each DST change of each oracle zone.
+var oracleExprs = []struct {
+	expr string
+	n    int
+}{
+	{"Mon..Fri 09:00", 12},
+	{"Mon,Wed,Fri 12:30", 8},
+	{"Sat,Sun 10:00", 6},
+	{"Mon-Wed *-*-* 02:30", 6},
+	{"*-*-* 03:00:00", 5},
+	{"*-*-* 02:30:00", 5},
+	{"*-*-* 02:00:00", 5},
+	{"*-*-* 01:30:00", 5},
+	{"*-*-* 01,02,03:30", 9},
+	{"*-*-* 02:*:00", 150},
+	{"*-*-* 00/3:30", 20},
+	{"*:0/15", 120},
+	{"*:0/30", 60},
+	{"*-*-* *:00/20:30", 80},
+	{"daily", 5},
+	{"weekly", 4},
+	{"hourly", 40},
+	{"monthly", 3},
+	{"quarterly", 3},
+	{"semiannually", 3},
+	{"yearly", 2},
+	{"*-*-1,15 12:00", 4},
+	{"Sat *-*-1..7 18:00:00", 3},
+	{"Sun *-*-* 02:30", 3},
+	{"*-*~1 23:00", 3},
+	{"*-*~1..3 02:30", 6},
+	{"*-*~7/2", 6},
+	{"*-*-1/10 06:00", 6},
+	{"*-02-29 12:00", 1},
+	{"2027/2-*-01 00:00", 3},
+	{"2027..2029-03,04,10,11-* 02:15:30", 40},
+	{"*-1..12/3-1 00:00", 4},
+	{"Mon..Wed,Sat 08..18/2:0/30", 40},
+	{"daily UTC", 3},
+}
+
+func oracleBases(loc *time.Location) []time.Time {
+	var bases []time.Time
+	for _, year := range []int{2027} {
+		tr := transitions(loc, year)
+		if len(tr) == 0 {
+			bases = append(bases, time.Date(year, 3, 27, 0, 0, 0, 0, time.UTC), time.Date(year, 10, 30, 12, 0, 0, 0, time.UTC))
+		}
+		for _, x := range tr {
+			// Bases before the change, never inside a repeated hour:
+			// there systemd's answer depends on where it starts.
+			bases = append(bases, x.Add(-26*time.Hour), x.Add(-3*time.Hour-17*time.Minute))
+		}
+	}
+	return bases
+}
+
+func TestOnCalendarOracle(t *testing.T) {
+	bin := needSystemdAnalyze(t)
+	var exprs []string
+	maxN := 0
+	for _, tc := range oracleExprs {
+		exprs = append(exprs, tc.expr)
+		maxN = max(maxN, tc.n)
+	}
+	for _, zone := range oracleZones {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, base := range oracleBases(loc) {
+			res := oracle(t, bin, zone, exprs, base, maxN)
+			for _, tc := range oracleExprs {
+				r := res[tc.expr]
+				if !r.ok {
+					t.Fatalf("systemd rejects %q", tc.expr)
+				}
+				s, err := ParseOnCalendar([]string{tc.expr}, loc)
+				if err != nil {
+					t.Fatalf("ParseOnCalendar(%q): %v", tc.expr, err)
+				}
+				want := r.runs[:min(tc.n, len(r.runs))]
+				if got := Upcoming(s, base, tc.n); !equalTimes(got, want) {
+					t.Errorf("%s %q after %s:\n got %s\nwant %s", zone, tc.expr, base.UTC(), formatRuns(got), formatRuns(want))
+				}
+			}
+		}
+	}
+}
+
+// TestOnCalendarOracleZoneSuffix runs the expression with the zone as
+// suffix and TZ=UTC, the other way a zone reaches the schedule.
+func TestOnCalendarOracleZoneSuffix(t *testing.T) {
+	bin := needSystemdAnalyze(t)
+	exprs := []string{"*-*-* 02:30:00", "*-*-* 02:15", "Sun *-*-* 01..03:00", "daily"}
+	for _, zone := range oracleZones[:3] {
+		loc, _ := time.LoadLocation(zone)
+		var zexprs []string
+		for _, e := range exprs {
+			zexprs = append(zexprs, e+" "+zone)
+		}
+		for _, base := range oracleBases(loc) {
+			res := oracle(t, bin, "UTC", zexprs, base, 6)
+			for _, expr := range zexprs {
+				s, err := ParseOnCalendar([]string{expr}, time.UTC)
+				if err != nil {
+					t.Fatalf("%q: %v", expr, err)
+				}
+				if got := s.(Zoned).Location(); got.String() != "UTC" {
+					t.Errorf("%q: union location %s, want the job's UTC", expr, got)
+				}
+				if got, want := Upcoming(s, base, 6), res[expr].runs; !equalTimes(got, want) {
+					t.Errorf("%q after %s:\n got %s\nwant %s", expr, base.UTC(), formatRuns(got), formatRuns(want))
+				}
+			}
+		}
+	}
+}
+
+// TestOnCalendarOracleSyntax checks that we accept what systemd accepts
+// and reject what it rejects (fractional seconds and never-firing
+// expressions aside, which we reject on purpose).
+func TestOnCalendarOracleSyntax(t *testing.T) {
+	bin := needSystemdAnalyze(t)
+	base := time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC)
+	exprs := []string{
+		"*-*-5..5", "*-*-3..1", "*:50/15", "*-*~1", "*-*~0", "*-*~7..1", "*-*~1..7",
+		"*-02~03", "*-*~7/2", "*-*~1/2", "*-*~2/1", "*-*~28", "*-*~29", "*-*~1..6/2", "*-*~3..5",
+		"Fri..Mon", "Mon-Fri", "mon,FRI", "Monday", "Mo", "Mond", "Mon..Wed,Sat 12:00",
+		"Sat..Sun", "Sun..Sat", "Mon-Wed-Fri", "Mon..Tue..Wed", "Mon,", "Mon, 12:00",
+		"2027/2-1-1", "27-1-1", "1970-1-1", "1969-1-1", "2200-1-1", "2199-12-31 23:59:59",
+		"semiannually", "bi-annually", "anually", "Quarterly", "HOURLY", "tomorrow", "now",
+		"12:00", "12", "*-1", "1-1", "*-*-* *:*:*", "*:*:0/10", "*:*:55/10", "*:0/59", "*:0/60",
+		"*:0..10/60", "*:0/0", "*-*-* 24:00", "*-*-32", "*-*-0", "*-0-1", "*-13-1",
+		"*-*-* 12:00:60", "*-*-* 12:*", "*-*-*", "12:00:00:00", "*-*-* 00:00:00 Mon",
+		"*-*-* 0..23/5:00", "*-*-* 5/5:00", "*-*-* 22/5:00", "*-*-* 20..22/5:00",
+		"*-*-1..31/2", "*-1..12/3-1", "*-*-* 2,1:00", "*-*-* 1:2:3", "12:00 Europe/Nowhere",
+		"2027-01-01 12:00 Europe/Berlin", "hourly UTC", "12:00 utc", "@1800000000",
+		"*-*-* 00:00:00/5", "*-*-* 0:0:0,30", "*/2-1", "*-*/2-1", "1,-1", "1..2..3-1",
+		"2027~01-01", "2027-01~01", "*-*-1,", "*-*-,1", "*-*-* :00", "*-*-* 1:", "-1-1",
+		"*-*-1/31", "*-*-1/30", "*-*-01..31/31", "Mon *-*-* *:*:*",
+	}
+	res := oracle(t, bin, "UTC", exprs, base, 1)
+	for _, e := range exprs {
+		sysOK := res[e].ok
+		_, err := ParseOnCalendar([]string{e}, time.UTC)
+		if sysOK != (err == nil) {
+			t.Errorf("%q: systemd accepts=%v, we: %v", e, sysOK, err)
+		}
+	}
+}
+
+func TestOnCalendarOracleRejectedOnPurpose(t *testing.T) {
+	bin := needSystemdAnalyze(t)
+	base := time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ expr, want string }{
+		{"*-*-* 12:00:00.5", "fractional seconds are not supported"},
+		{"*-02-30", "never fires"},
+		{"2027-02-29", "never fires"},
+		{"*-04-31 12:00", "never fires"},
+	} {
+		r := oracle(t, bin, "UTC", []string{tc.expr}, base, 2)[tc.expr]
+		runs, sysOK := r.runs, r.ok
+		if !sysOK {
+			t.Errorf("%q: systemd rejects it; the test expects it to accept", tc.expr)
+		}
+		if strings.Contains(tc.want, "never") && len(runs) != 0 {
+			t.Errorf("%q: systemd elapses at %v, expected never", tc.expr, runs)
+		}
+		_, err := ParseOnCalendar([]string{tc.expr}, time.UTC)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.expr, err, tc.want)
+		}
+	}
+}
+
+func equalTimes(a, b []time.Time) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			return false
+		}
+	}
+	return true
+}

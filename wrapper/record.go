@@ -1,0 +1,115 @@
+package wrapper
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"time"
+)
+
+// timeLayout is RFC 3339 with milliseconds; times are written in UTC, so the
+// zone is always "Z".
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// The three record shapes. Field order is the order the keys are written in;
+// the exporter's runlog source reads them.
+type startRecord struct {
+	Time  string `json:"time"`
+	Job   string `json:"job"`
+	Event string `json:"event"`
+	Host  string `json:"host"`
+	PID   int    `json:"pid"`
+	RunID string `json:"run_id"`
+}
+
+type endRecord struct {
+	Time     string  `json:"time"`
+	Job      string  `json:"job"`
+	Event    string  `json:"event"`
+	Host     string  `json:"host"`
+	PID      int     `json:"pid"`
+	RunID    string  `json:"run_id"`
+	Status   string  `json:"status"`
+	ExitCode int     `json:"exit_code"`
+	Duration float64 `json:"duration_seconds"`
+}
+
+type skipRecord struct {
+	Time      string `json:"time"`
+	Job       string `json:"job"`
+	Event     string `json:"event"`
+	Host      string `json:"host"`
+	PID       int    `json:"pid"`
+	Reason    string `json:"reason"`
+	HolderPID int    `json:"holder_pid,omitempty"`
+}
+
+// Statuses of an end record.
+const (
+	statusSuccess = "success"
+	statusFailure = "failure"
+	statusTimeout = "timeout"
+)
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// seconds rounds d to milliseconds, as a number of seconds.
+func seconds(d time.Duration) float64 {
+	if d < 0 {
+		d = 0
+	}
+	return math.Round(d.Seconds()*1000) / 1000
+}
+
+// newRunID returns 16 random hex characters.
+func newRunID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on Linux; fall back to the clock anyway.
+		return fmt.Sprintf("%016x", uint64(time.Now().UnixNano()))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// runLog appends records to one file. The file is opened for each record, so
+// a log rotated while a job runs receives the end record in its new file.
+type runLog struct {
+	path   string
+	failed error // the first write that failed, if any
+}
+
+// write appends rec as one line with a single write(2) on an O_APPEND file:
+// records of concurrent wrappers never interleave.
+func (l *runLog) write(rec any) error {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return l.fail(fmt.Errorf("encoding run record: %w", err))
+	}
+	line = append(line, '\n')
+	// os.OpenFile adds O_CLOEXEC: the job never inherits the log.
+	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640)
+	if err != nil {
+		return l.fail(fmt.Errorf("run log: %w", err))
+	}
+	n, err := f.Write(line)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n != len(line) {
+		err = fmt.Errorf("short write (%d of %d bytes)", n, len(line))
+	}
+	if err != nil {
+		return l.fail(fmt.Errorf("run log %s: %w", l.path, err))
+	}
+	return nil
+}
+
+func (l *runLog) fail(err error) error {
+	if l.failed == nil {
+		l.failed = err
+	}
+	return err
+}

@@ -1,0 +1,99 @@
+package wrapper
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+)
+
+// The records are byte for byte the format in the issue.
+func TestRecordFormat(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 123_456_789, time.UTC)
+	t1 := time.Date(2026, 11, 30, 11, 0, 40, 500_000_000, time.FixedZone("CET", 3600))
+	cases := []struct {
+		name string
+		rec  any
+		want string
+	}{
+		{"start", startRecord{Time: formatTime(t0), Job: "stats", Event: "start", Host: "web1", PID: 4242, RunID: "0123456789abcdef"},
+			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"start","host":"web1","pid":4242,"run_id":"0123456789abcdef"}`},
+		{"end", endRecord{Time: formatTime(t1), Job: "stats", Event: "end", Host: "web1", PID: 4242, RunID: "0123456789abcdef",
+			Status: "success", ExitCode: 0, Duration: seconds(t1.Sub(t0))},
+			`{"time":"2026-11-30T10:00:40.500Z","job":"stats","event":"end","host":"web1","pid":4242,"run_id":"0123456789abcdef","status":"success","exit_code":0,"duration_seconds":40.377}`},
+		{"end, zero duration", endRecord{Time: formatTime(t0), Job: "j", Event: "end", Host: "h", PID: 1, RunID: "0123456789abcdef",
+			Status: "failure", ExitCode: 127, Duration: seconds(0)},
+			`{"time":"2026-11-30T10:00:00.123Z","job":"j","event":"end","host":"h","pid":1,"run_id":"0123456789abcdef","status":"failure","exit_code":127,"duration_seconds":0}`},
+		{"skip", skipRecord{Time: formatTime(t0), Job: "stats", Event: "skip", Host: "web1", PID: 4300, Reason: "locked", HolderPID: 4242},
+			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"skip","host":"web1","pid":4300,"reason":"locked","holder_pid":4242}`},
+		{"skip, holder unknown", skipRecord{Time: formatTime(t0), Job: "stats", Event: "skip", Host: "web1", PID: 4300, Reason: "locked"},
+			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"skip","host":"web1","pid":4300,"reason":"locked"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "runs.log")
+			l := &runLog{path: path}
+			if err := l.write(tc.rec); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(path)
+			if string(got) != tc.want+"\n" {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]float64{
+		0: 0, -time.Second: 0, 1499 * time.Microsecond: 0.001, 1500 * time.Microsecond: 0.002,
+		40377 * time.Millisecond: 40.377, 90 * time.Minute: 5400,
+	} {
+		if got := seconds(d); got != want {
+			t.Errorf("seconds(%s) = %v, want %v", d, got, want)
+		}
+	}
+}
+
+func TestNewRunID(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{16}$`)
+	a, b := newRunID(), newRunID()
+	if !re.MatchString(a) || !re.MatchString(b) || a == b {
+		t.Errorf("run ids %q %q", a, b)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"90s", 90 * time.Second, true},
+		{"1h30m", 90 * time.Minute, true},
+		{"0", 0, true},
+		{"30", 30 * time.Second, true},
+		{"0.5", 500 * time.Millisecond, true},
+		{"-1", -time.Second, true}, // refused later by Run, with the flag's name
+		{"5x", 0, false},
+		{"", 0, false},
+		{"NaN", 0, false},
+		{"1e300", 0, false},
+	}
+	for _, tc := range cases {
+		got, err := ParseDuration(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseDuration(%q) = %s, %v; want %s, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"90s", "30", "0.5", "1e300", "-Inf", "1h30m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ParseDuration(s)
+	})
+}

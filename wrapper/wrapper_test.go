@@ -1,0 +1,479 @@
+package wrapper
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	notExec := writeScript(t, dir, "notexec.sh", "#!/bin/sh\nexit 0\n", 0o644)
+	noShebang := writeScript(t, dir, "garbage", "\x7fELF-not-really", 0o755)
+	cases := []struct {
+		name    string
+		args    []string // after --log LOG
+		code    int
+		events  string // records written, in order
+		status  string // of the end record
+		recCode int    // exit_code of the end record
+		errLine string // substring of the one stderr line; "" for none
+	}{
+		{"success", []string{"--job", "j", "--", "true"}, 0, "start,end", "success", 0, ""},
+		{"failure", []string{"--job", "j", "--", "false"}, 1, "start,end", "failure", 1, ""},
+		{"exit code passes", []string{"--job", "j", "--", "sh", "-c", "exit 3"}, 3, "start,end", "failure", 3, ""},
+		{"exit 255", []string{"--job", "j", "--", "sh", "-c", "exit 255"}, 255, "start,end", "failure", 255, ""},
+		{"died of SIGTERM", []string{"--job", "j", "--", "sh", "-c", "kill -TERM $$"}, 143, "start,end", "failure", 143, ""},
+		{"died of SIGKILL", []string{"--job", "j", "--", "sh", "-c", "kill -KILL $$"}, 137, "start,end", "failure", 137, ""},
+		{"args not through a shell", []string{"--job", "j", "--", "test", "a b", "=", "a b"}, 0, "start,end", "success", 0, ""},
+		{"not found", []string{"--job", "j", "--", "no-such-command-jobwatch"}, 127, "end", "failure", 127, "no-such-command-jobwatch: executable file not found"},
+		{"not found by path", []string{"--job", "j", "--", filepath.Join(dir, "missing")}, 127, "end", "failure", 127, "no such file or directory"},
+		{"not executable", []string{"--job", "j", "--", notExec}, 126, "end", "failure", 126, "permission denied"},
+		{"directory", []string{"--job", "j", "--", dir}, 126, "end", "failure", 126, "is a directory"},
+		{"exec format error", []string{"--job", "j", "--", noShebang}, 126, "end", "failure", 126, "exec format error"},
+		{"missing job", []string{"--", "true"}, 125, "", "", 0, "--job is required"},
+		{"bad job name", []string{"--job", "no spaces", "--", "true"}, 125, "", "", 0, "invalid job name"},
+		{"no command", []string{"--job", "j"}, 125, "end", "failure", 125, "no command given after --"},
+		{"negative timeout", []string{"--job", "j", "--timeout", "-1s", "--", "true"}, 125, "end", "failure", 125, "--timeout must not be negative"},
+		{"malformed timeout", []string{"--job", "j", "--timeout", "5x", "--kill-after", "soon", "--", "true"}, 125, "end", "failure", 125, `--timeout: "5x" is not a duration (like 90s, 30m, 1h30m, or seconds); --kill-after: "soon" is not`},
+		{"timeout in bare seconds", []string{"--job", "j", "--timeout", "30", "--", "true"}, 0, "start,end", "success", 0, ""},
+		{"skip code not a number", []string{"--job", "j", "--skip-exit-code", "x", "--", "true"}, 125, "end", "failure", 125, `--skip-exit-code: "x" is not a number`},
+		{"bad skip code", []string{"--job", "j", "--skip-exit-code", "300", "--", "true"}, 125, "end", "failure", 125, "--skip-exit-code must be 0-255"},
+		{"lock dir missing", []string{"--job", "j", "--lock", filepath.Join(dir, "nodir", "x.lock"), "--", "true"}, 125, "end", "failure", 125, "lock file: open"},
+		{"lock is a directory", []string{"--job", "j", "--lock", dir, "--", "true"}, 125, "end", "failure", 125, "lock file"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(dir, "runs"+strconv.Itoa(i)+".log")
+			code, stderr := wrap(t, append([]string{"--log", log}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d (stderr %q)", code, tc.code, stderr)
+			}
+			if tc.errLine == "" && stderr != "" {
+				t.Errorf("unexpected stderr %q", stderr)
+			}
+			if tc.errLine != "" {
+				if !strings.Contains(stderr, tc.errLine) || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "jobwatch run: ") {
+					t.Errorf("stderr %q, want one line with %q", stderr, tc.errLine)
+				}
+			}
+			recs := readRecords(t, log)
+			if got := events(recs); got != tc.events {
+				t.Fatalf("records %q, want %q", got, tc.events)
+			}
+			if len(recs) == 0 {
+				return
+			}
+			end := recs[len(recs)-1]
+			if end.Status != tc.status || end.ExitCode == nil || *end.ExitCode != tc.recCode {
+				t.Errorf("end record status %q exit_code %s, want %q %d", end.Status, fmtInt(end.ExitCode), tc.status, tc.recCode)
+			}
+			if end.Job != "j" {
+				t.Errorf("job %q", end.Job)
+			}
+			if len(recs) == 2 && (recs[0].RunID != end.RunID || recs[0].PID != end.PID) {
+				t.Errorf("start %+v and end %+v do not match", recs[0], end)
+			}
+		})
+	}
+}
+
+// The start and end records name the job's own pid.
+func TestRecordsNameJobPID(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	out := filepath.Join(dir, "out")
+	code, stderr := wrap(t, "--log", log, "--job", "j", "--", "sh", "-c", `echo $$ > "$1"`, "sh", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := readRecords(t, log)
+	if events(recs) != "start,end" {
+		t.Fatalf("records %s", events(recs))
+	}
+	if strconv.Itoa(recs[0].PID) != strings.TrimSpace(string(data)) {
+		t.Errorf("start record pid %d, command's pid %s", recs[0].PID, data)
+	}
+	if recs[1].PID != recs[0].PID || recs[1].RunID != recs[0].RunID {
+		t.Errorf("end record %+v does not match start %+v", recs[1], recs[0])
+	}
+	if *recs[1].Duration < 0 || *recs[1].Duration > 5 {
+		t.Errorf("duration %v", *recs[1].Duration)
+	}
+}
+
+// Eight wrappers started at once on one lock run the command exactly once;
+// the other seven skip, naming the job's pid as the holder.
+func TestLockConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	lock := filepath.Join(dir, "j.lock")
+	count := filepath.Join(dir, "count")
+	const n = 8
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	start := make(chan struct{})
+	for i := range n {
+		// The job holds the lock until the seven others have skipped (at most
+		// 30 s), however slowly a loaded machine starts them.
+		cmd := wrapCmd(t, "--log", log, "--lock", lock, "--job", "j", "--", "sh", "-c",
+			`echo run >> "$1"; i=0; while [ "$(grep -c '"skip"' "$2")" -lt 7 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`,
+			"sh", count, log)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			err := cmd.Run()
+			if _, ok := err.(*exec.ExitError); err != nil && !ok {
+				t.Error(err)
+				return
+			}
+			codes[i] = cmd.ProcessState.ExitCode()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, c := range codes {
+		if c != 0 {
+			t.Errorf("wrapper %d exited %d, want 0", i, c)
+		}
+	}
+	data, _ := os.ReadFile(count)
+	if string(data) != "run\n" {
+		t.Errorf("command ran %d times, want once", strings.Count(string(data), "run"))
+	}
+	recs := readRecords(t, log)
+	var starts, ends, skips []record
+	for _, r := range recs {
+		switch r.Event {
+		case "start":
+			starts = append(starts, r)
+		case "end":
+			ends = append(ends, r)
+		case "skip":
+			skips = append(skips, r)
+		}
+	}
+	if len(starts) != 1 || len(ends) != 1 || len(skips) != n-1 {
+		t.Fatalf("records %s, want 1 start, 1 end, %d skips", events(recs), n-1)
+	}
+	if recs[len(recs)-1].Event != "end" {
+		t.Errorf("end record is not last: %s", events(recs))
+	}
+	for _, s := range skips {
+		if s.Reason != "locked" || s.HolderPID != starts[0].PID {
+			t.Errorf("skip %+v, want reason locked, holder_pid %d", s, starts[0].PID)
+		}
+		if s.PID == starts[0].PID {
+			t.Errorf("skip record pid is the job's")
+		}
+	}
+	fi, err := os.Stat(lock)
+	if err != nil {
+		t.Fatalf("lock file is gone after the runs: %v", err)
+	}
+	if perm := fi.Mode().Perm(); perm&^0o644 != 0 {
+		t.Errorf("lock file mode %o, want 0644 or stricter", perm)
+	}
+}
+
+func TestSkipExitCode(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	lock := filepath.Join(dir, "j.lock")
+	f, err := os.Create(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := wrap(t, "--log", log, "--lock", lock, "--skip-exit-code", "75", "--job", "j", "--", "true")
+	if code != 75 || stderr != "" {
+		t.Fatalf("exit %d stderr %q, want 75 and nothing", code, stderr)
+	}
+	recs := readRecords(t, log)
+	if events(recs) != "skip" || recs[0].HolderPID != os.Getpid() {
+		t.Errorf("records %+v, want one skip with holder_pid %d (this test)", recs, os.Getpid())
+	}
+}
+
+func TestLockRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	target := filepath.Join(dir, "target")
+	link := filepath.Join(dir, "j.lock")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := wrap(t, "--log", log, "--lock", link, "--job", "j", "--", "true")
+	if code != ExitWrapper || !strings.Contains(stderr, "is a symlink") {
+		t.Errorf("exit %d stderr %q, want %d and a symlink error", code, stderr, ExitWrapper)
+	}
+	if _, err := os.Lstat(target); !os.IsNotExist(err) {
+		t.Errorf("symlink target was created")
+	}
+	if recs := readRecords(t, log); events(recs) != "end" || recs[0].Status != "failure" {
+		t.Errorf("records %+v, want one failed end", recs)
+	}
+}
+
+// A wrapper killed with SIGKILL leaves its job holding the lock: the next
+// wrapper skips until the job's process ends.
+func TestLockOutlivesKilledWrapper(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	lock := filepath.Join(dir, "j.lock")
+	first := wrapCmd(t, "--log", log, "--lock", lock, "--job", "j", "--", "sleep", "60")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var jobPID int
+	waitFor(t, "start record", 10*time.Second, func() bool {
+		if recs := readRecords(t, log); len(recs) > 0 {
+			jobPID = recs[0].PID
+			return true
+		}
+		return false
+	})
+	t.Cleanup(func() { unix.Kill(-jobPID, unix.SIGKILL) })
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	if err := unix.Kill(jobPID, 0); err != nil {
+		t.Fatalf("job %d died with its wrapper: %v", jobPID, err)
+	}
+
+	code, _ := wrap(t, "--log", log, "--lock", lock, "--skip-exit-code", "75", "--job", "j", "--", "true")
+	if code != 75 {
+		t.Fatalf("second wrapper exited %d, want 75 (skip)", code)
+	}
+	recs := readRecords(t, log)
+	if events(recs) != "start,skip" || recs[1].HolderPID != jobPID {
+		t.Fatalf("records %+v, want start and a skip held by %d", recs, jobPID)
+	}
+
+	if err := unix.Kill(-jobPID, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "lock released after the job ended", 10*time.Second, func() bool {
+		code, _ := wrap(t, "--log", log, "--lock", lock, "--skip-exit-code", "75", "--job", "j", "--", "true")
+		return code == 0
+	})
+}
+
+// On timeout the whole process group gets SIGTERM, and SIGKILL after
+// --kill-after: a grandchild ignoring SIGTERM does not survive.
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	pids := filepath.Join(dir, "pids")
+	script := `sh -c 'trap "" TERM; sleep 60' & echo $! >> "$1"; sleep 60 & echo $! >> "$1"; wait`
+	begin := time.Now()
+	code, stderr := wrap(t, "--log", log, "--job", "j", "--timeout", "300ms", "--kill-after", "700ms", "--", "sh", "-c", script, "sh", pids)
+	took := time.Since(begin)
+	if code != ExitTimeout {
+		t.Fatalf("exit %d, want %d (stderr %q)", code, ExitTimeout, stderr)
+	}
+	if !strings.Contains(stderr, "timed out after 300ms") {
+		t.Errorf("stderr %q", stderr)
+	}
+	if took < time.Second {
+		t.Errorf("wrapper returned after %s: before --kill-after gave the TERM-ignoring child its time", took)
+	}
+	recs := readRecords(t, log)
+	if events(recs) != "start,end" || recs[1].Status != "timeout" || *recs[1].ExitCode != ExitTimeout {
+		t.Fatalf("records %+v, want start and a timeout end", recs)
+	}
+	if d := *recs[1].Duration; d < 0.3 || d > 5 {
+		t.Errorf("duration %v", d)
+	}
+	pgid := recs[0].PID
+	if groupAlive(pgid) {
+		t.Errorf("processes of group %d survived the timeout", pgid)
+	}
+	data, _ := os.ReadFile(pids)
+	for _, p := range strings.Fields(string(data)) {
+		pid, _ := strconv.Atoi(p)
+		if b, err := os.ReadFile("/proc/" + p + "/stat"); err == nil {
+			if st, ok := parseStat(b); ok && st.live() {
+				t.Errorf("grandchild %d survived (state %c)", pid, st.state)
+			}
+		}
+	}
+}
+
+// A job that obeys SIGTERM ends the run at once, not after --kill-after.
+func TestTimeoutPromptWhenJobObeys(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	begin := time.Now()
+	code, _ := wrap(t, "--log", log, "--job", "j", "--timeout", "200ms", "--", "sleep", "60")
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Errorf("took %s, want well under --kill-after (10s)", took)
+	}
+	if code != ExitTimeout {
+		t.Errorf("exit %d", code)
+	}
+}
+
+// SIGTERM, SIGINT and SIGHUP sent to the wrapper reach the job, and the run is
+// recorded as it ended.
+func TestSignalsForwarded(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "runs.log")
+			cmd := wrapCmd(t, "--log", log, "--job", "j", "--", "sh", "-c", "sleep 60; :")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var jobPID int
+			waitFor(t, "start record", 10*time.Second, func() bool {
+				if recs := readRecords(t, log); len(recs) > 0 {
+					jobPID = recs[0].PID
+					return true
+				}
+				return false
+			})
+			t.Cleanup(func() { unix.Kill(-jobPID, unix.SIGKILL) })
+			time.Sleep(50 * time.Millisecond) // let sh start its child
+			cmd.Process.Signal(sig)
+			cmd.Wait()
+			want := 128 + int(sig)
+			if code := cmd.ProcessState.ExitCode(); code != want {
+				t.Errorf("exit %d, want %d", code, want)
+			}
+			recs := readRecords(t, log)
+			if events(recs) != "start,end" || recs[1].Status != "failure" || *recs[1].ExitCode != want {
+				t.Errorf("records %+v, want a failed end with exit_code %d", recs, want)
+			}
+			waitFor(t, "the job's group to end", 5*time.Second, func() bool { return !groupAlive(jobPID) })
+		})
+	}
+}
+
+// Many wrappers appending to one log at once write only whole records, and
+// every start has its end.
+func TestRecordsUnderConcurrency(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	const n = 24
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			job := "job_" + strconv.Itoa(i%4)
+			if code, stderr := wrap(t, "--log", log, "--job", job, "--", "true"); code != 0 {
+				t.Errorf("exit %d: %s", code, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	recs := readRecords(t, log)
+	starts := map[string]record{}
+	for _, r := range recs {
+		switch r.Event {
+		case "start":
+			if _, dup := starts[r.RunID]; dup {
+				t.Errorf("run_id %s reused", r.RunID)
+			}
+			starts[r.RunID] = r
+		case "end":
+			s, ok := starts[r.RunID]
+			if !ok || s.PID != r.PID || s.Job != r.Job || r.Status != "success" {
+				t.Errorf("end %+v does not match a start (%+v)", r, s)
+			}
+		}
+	}
+	if len(recs) != 2*n || len(starts) != n {
+		t.Errorf("%d records, %d starts; want %d and %d", len(recs), len(starts), 2*n, n)
+	}
+}
+
+// If the log cannot be written the command still runs; the wrapper says so
+// on stderr, and exits non-zero only when the job succeeded.
+func TestLogUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	notDir := writeScript(t, dir, "file", "", 0o644)
+	log := filepath.Join(notDir, "runs.log") // ENOTDIR, even for root
+	marker := filepath.Join(dir, "ran")
+	cases := []struct {
+		name   string
+		script string
+		code   int
+	}{
+		{"job succeeded", `touch "$1"`, ExitWrapper},
+		{"job failed", `touch "$1"; exit 4`, 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(marker)
+			code, stderr := wrap(t, "--log", log, "--job", "j", "--", "sh", "-c", tc.script, "sh", marker)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			if _, err := os.Stat(marker); err != nil {
+				t.Errorf("the command did not run")
+			}
+			if !strings.Contains(stderr, "jobwatch run: job j: run log: ") || !strings.Contains(stderr, "not a directory") {
+				t.Errorf("stderr %q", stderr)
+			}
+		})
+	}
+}
+
+func TestLogFileMode(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	if code, _ := wrap(t, "--log", log, "--job", "j", "--", "true"); code != 0 {
+		t.Fatal(code)
+	}
+	fi, err := os.Stat(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm&^0o640 != 0 {
+		t.Errorf("log mode %o, want 0640 or stricter", perm)
+	}
+}
+
+// The job sees the lock as fd 3, and none of the wrapper's other files (the
+// status and gate pipes at 4 and 5 in the job's process before the exec).
+func TestJobFileDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	lock := filepath.Join(dir, "j.lock")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--lock", lock}, lock + "\n"},
+		{nil, ""},
+	} {
+		args := append([]string{"--log", log, "--job", "j"}, tc.args...)
+		args = append(args, "--", "readlink", "/proc/self/fd/3", "/proc/self/fd/4", "/proc/self/fd/5")
+		cmd := wrapCmd(t, args...)
+		var out strings.Builder
+		cmd.Stdout = &out
+		cmd.Run()
+		if out.String() != tc.want {
+			t.Errorf("with %q the job's fds 3-5 are %q, want %q", tc.args, out.String(), tc.want)
+		}
+	}
+}
