@@ -11,7 +11,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -796,4 +798,133 @@ sources:
 		`jobwatch_job_runs_total{job_name="stats",result="success"}`:  1,
 		`jobwatch_job_runs_total{job_name="backup",result="success"}`: 1,
 	})
+}
+
+// reload asks jobwatch to reload its config over HTTP and returns the
+// status code and message.
+func (in *instance) reload() (int, string) {
+	in.t.Helper()
+	resp, err := http.Post("http://"+in.addr+"/-/reload", "", nil)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(msg)
+}
+
+// TestReloadChangesSources: a reload that adds a source and removes another,
+// while a backlog is being read, keeps the counters of the jobs that stay,
+// reads on from where the kept source was, and never the removed one again;
+// failed reloads leave the running sources reading.
+func TestReloadChangesSources(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	log1 := runLog{t, filepath.Join(dir, "one.log")}
+	log2 := runLog{t, filepath.Join(dir, "two.log")}
+	log3 := runLog{t, filepath.Join(dir, "three.log")}
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	const jobs = "jobs:\n  - name: stats\n    every: 1h\n  - name: backup\n    every: 1h\nsources:\n"
+	source := func(name, path string) string {
+		return fmt.Sprintf("  - name: %s\n    type: runlog\n    path: %s\n    format: json\n", name, path)
+	}
+	cfgA := jobs + source("one", log1.path) + source("two", log2.path)
+	cfgB := jobs + source("one", log1.path) + source("three", log3.path)
+	writeConfig(t, cfg, cfgA)
+	stateDir := filepath.Join(dir, "state")
+	base := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	pid := 100
+	runs := func(n int, job string) []string {
+		var lines []string
+		for range n {
+			lines = append(lines, success(base.Add(time.Duration(pid)*time.Second), job, pid)...)
+			pid++
+		}
+		return lines
+	}
+	const (
+		stats   = `jobwatch_job_runs_total{job_name="stats",result="success"}`
+		backup  = `jobwatch_job_runs_total{job_name="backup",result="success"}`
+		recOne  = `jobwatch_source_records_total{source="one"}`
+		recTwo  = `jobwatch_source_records_total{source="two"}`
+		recThr  = `jobwatch_source_records_total{source="three"}`
+		upTwo   = `jobwatch_source_up{source="two",type="runlog"}`
+		upThr   = `jobwatch_source_up{source="three",type="runlog"}`
+		current = `jobwatch_config_last_reload_successful`
+	)
+
+	log1.append(runs(3, "stats")...)
+	log2.append(runs(2, "backup")...)
+	log3.append(runs(1, "backup")...)
+	log3.append(runs(1, "stats")...)
+	in := startJobwatch(t, bin, cfg, stateDir, freePort(t))
+	in.waitFor(3*time.Second, map[string]float64{stats: 3, backup: 2, recOne: 6, recTwo: 4, upTwo: 1})
+
+	// A backlog of 20,000 records on the kept source, and the reload
+	// right away, while it is being read.
+	log1.append(runs(10000, "stats")...)
+	writeConfig(t, cfg, cfgB)
+	if code, msg := in.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, msg)
+	}
+	got := in.waitFor(10*time.Second, map[string]float64{
+		stats:   10003 + 1, // one.log, read on from where it was, and three.log
+		backup:  2 + 1,     // kept from two.log, and three.log
+		recOne:  20006,
+		recThr:  4,
+		upThr:   1,
+		current: 1,
+	})
+	for _, k := range []string{recTwo, upTwo} {
+		if _, ok := got[k]; ok {
+			t.Errorf("%s still exported after the source was removed", k)
+		}
+	}
+	// The removed source is not read any more; the kept one is.
+	log2.append(runs(1, "backup")...)
+	log1.append(runs(1, "stats")...)
+	in.waitFor(3*time.Second, map[string]float64{stats: 10005, recOne: 20008})
+	time.Sleep(1500 * time.Millisecond)
+	got = in.waitFor(time.Second, map[string]float64{backup: 3, stats: 10005, recOne: 20008})
+
+	// Reloads that fail keep the running config, and its sources reading.
+	for _, bad := range []struct {
+		name  string
+		write func()
+		want  string
+	}{
+		{"yaml syntax", func() { writeConfig(t, cfg, cfgB+"  - name: [\n") }, "yaml"},
+		{"unknown source type", func() { writeConfig(t, cfg, cfgB+"  - name: four\n    type: carrier-pigeon\n") }, "carrier-pigeon"},
+		{"config file gone", func() { must(t, os.Remove(cfg)) }, "no such file"},
+	} {
+		bad.write()
+		if code, msg := in.reload(); code != http.StatusInternalServerError || !strings.Contains(msg, bad.want) {
+			t.Errorf("reload with %s: %d %q, want 500 mentioning %q", bad.name, code, msg, bad.want)
+		}
+		log1.append(runs(1, "stats")...)
+		log3.append(runs(1, "backup")...)
+		in.waitFor(3*time.Second, map[string]float64{current: 0, recThr: got[recThr] + 2, recOne: got[recOne] + 2})
+		got, _ = in.scrape()
+	}
+	if got[stats] != 10008 || got[backup] != 6 {
+		t.Errorf("after the failed reloads: stats %v, backup %v; want 10008, 6", got[stats], got[backup])
+	}
+
+	// kill -9 and a restart with the new config: nothing read twice.
+	time.Sleep(1500 * time.Millisecond)
+	writeConfig(t, cfg, cfgB)
+	in.kill(syscall.SIGKILL)
+	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
+	in.waitFor(3*time.Second, map[string]float64{stats: 10008, backup: 6, recOne: got[recOne], recThr: got[recThr], current: 1})
+
+	// A source removed and later added again under the same name starts
+	// over: its saved position went with it. Report what that does.
+	writeConfig(t, cfg, cfgA)
+	if code, msg := in.reload(); code != http.StatusOK {
+		t.Fatalf("reload: %d %s", code, msg)
+	}
+	time.Sleep(2 * time.Second)
+	again, _ := in.scrape()
+	t.Logf("source two removed and added again: its records %v (two.log holds 6), backup runs %v (were 6, two.log holds 3 of which 2 were counted)",
+		again[recTwo], again[backup])
 }
