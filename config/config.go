@@ -169,18 +169,8 @@ func (j *Job) validate() []error {
 	case !nameRE.MatchString(j.Name):
 		errs = append(errs, fmt.Errorf("name %q must match %s", j.Name, nameRE))
 	}
-	kinds := 0
-	if j.Every > 0 {
-		kinds++
-	}
-	if j.Schedule != "" {
-		kinds++
-	}
-	if len(j.OnCalendar) > 0 {
-		kinds++
-	}
-	if kinds != 1 {
-		errs = append(errs, fmt.Errorf("exactly one of every, schedule and on_calendar is required, got %d", kinds))
+	if err := j.CheckScheduleKinds(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, d := range []struct {
 		field string
@@ -196,6 +186,21 @@ func (j *Job) validate() []error {
 		errs = append(errs, fmt.Errorf("scope must be host or cluster, got %q", j.Scope))
 	}
 	return errs
+}
+
+// CheckScheduleKinds reports a job that sets not exactly one of every,
+// schedule and on_calendar.
+func (j *Job) CheckScheduleKinds() error {
+	kinds := 0
+	for _, set := range []bool{j.Every > 0, j.Schedule != "", len(j.OnCalendar) > 0} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return fmt.Errorf("exactly one of every, schedule and on_calendar is required, got %d", kinds)
+	}
+	return nil
 }
 
 func (s *Source) validate(c *Config) []error {

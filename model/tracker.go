@@ -49,6 +49,8 @@ type Options struct {
 const (
 	DefaultMaxClockSkew = 5 * time.Minute
 	DefaultLostAfter    = 5 * time.Second
+	// MaxOpenRuns bounds the runs in progress of one job.
+	MaxOpenRuns = 1000
 	// lostMemory bounds how many closed-as-lost runs are remembered per job,
 	// so a late end record for one of them is not counted a second time.
 	lostMemory = 64
@@ -186,6 +188,9 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		if len(j.open) > 0 {
 			j.Overlaps++
 		}
+		if len(j.open) >= MaxOpenRuns {
+			t.closeOldest(j, ev.Job)
+		}
 		r := &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src}
 		j.open[key] = r
 		j.attribute(r)
@@ -293,6 +298,32 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 	j.ConsecutiveFailures++
 }
 
+// closeOldest closes a job's oldest open run as lost, to make room: runs
+// whose end never comes (records lost, no timeout configured) must not grow
+// the model, or the series of jobwatch_job_run_start_timestamp_seconds,
+// without bound.
+func (t *Tracker) closeOldest(j *job, name string) {
+	var oldest *Run
+	for _, r := range j.open {
+		if oldest == nil || r.Start.Before(oldest.Start) {
+			oldest = r
+		}
+	}
+	t.opts.Logger.Warn("too many runs in progress; closing the oldest as lost", "job", name, "limit", MaxOpenRuns, "host", oldest.Host, "pid", oldest.PID, "started", oldest.Start)
+	t.lose(j, oldest, t.opts.Now())
+}
+
+// lose closes an open run as lost and remembers it, so that its late end
+// record is not counted again.
+func (t *Tracker) lose(j *job, r *Run, now time.Time) {
+	delete(j.open, r.Key)
+	j.LostRuns = append(j.LostRuns, r.Key)
+	if len(j.LostRuns) > lostMemory {
+		j.LostRuns = j.LostRuns[len(j.LostRuns)-lostMemory:]
+	}
+	j.finish(Lost, r.Start, now, 0, false, 0, false)
+}
+
 // Reap closes runs that can no longer end on their own: runs on this host
 // whose process is gone, and runs open longer than their job's timeout.
 // The exporter calls it every few seconds.
@@ -302,7 +333,7 @@ func (t *Tracker) Reap() {
 	now := t.opts.Now()
 	for name, j := range t.jobs {
 		t.accountMissedByClock(j, now)
-		for key, r := range j.open {
+		for _, r := range j.open {
 			why := ""
 			switch {
 			case j.spec.Timeout > 0 && now.Sub(r.Start) > j.spec.Timeout:
@@ -323,12 +354,7 @@ func (t *Tracker) Reap() {
 				continue
 			}
 			t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", why)
-			delete(j.open, key)
-			j.LostRuns = append(j.LostRuns, key)
-			if len(j.LostRuns) > lostMemory {
-				j.LostRuns = j.LostRuns[len(j.LostRuns)-lostMemory:]
-			}
-			j.finish(Lost, r.Start, now, 0, false, 0, false)
+			t.lose(j, r, now)
 			t.version++
 		}
 	}

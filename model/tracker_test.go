@@ -315,3 +315,22 @@ func TestConfigureKeepsStateOfRemainingJobs(t *testing.T) {
 	// A batch of a source removed by the reload is dropped, not a panic.
 	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 1, at(0), Success)}})
 }
+
+// Starts whose ends never come cannot grow the model, or the run-start
+// series, without bound.
+func TestOpenRunsAreBounded(t *testing.T) {
+	clock := &fakeClock{now: t0.Add(time.Hour)}
+	tr := newTestTracker(clock, nil)
+	var evs []Event
+	for i := range MaxOpenRuns + 5 {
+		evs = append(evs, start("stats", "elsewhere", i+1, at(time.Duration(i)*time.Millisecond)))
+	}
+	tr.Apply(Batch{Source: "runs", Events: evs})
+	j := jobView(t, tr, "stats")
+	if len(j.Open) != MaxOpenRuns || j.RunCounts[3] != 5 {
+		t.Fatalf("open %d lost %d, want %d and 5", len(j.Open), j.RunCounts[3], MaxOpenRuns)
+	}
+	if j.Open[0].PID != 6 {
+		t.Fatalf("oldest open run is pid %d, want 6: the oldest must go first", j.Open[0].PID)
+	}
+}

@@ -16,18 +16,8 @@ import (
 // `schedule: "0 0 30 2 *": never fires: ...` or `on_calendar[1]: ...`; all
 // problems are joined into one error.
 func FromJob(j config.Job, local *time.Location) (Schedule, error) {
-	kinds := 0
-	if j.Every > 0 {
-		kinds++
-	}
-	if j.Schedule != "" {
-		kinds++
-	}
-	if len(j.OnCalendar) > 0 {
-		kinds++
-	}
-	if kinds != 1 {
-		return nil, fmt.Errorf("exactly one of every, schedule and on_calendar is required, got %d", kinds)
+	if err := j.CheckScheduleKinds(); err != nil {
+		return nil, err
 	}
 	s, errs := fromJob(j, local)
 	if len(errs) > 0 {

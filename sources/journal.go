@@ -48,7 +48,7 @@ type Journal struct {
 	maxOpen    int // open runs kept in the position
 	maxEnded   int // ended run ids kept in the position for deduplication
 	// sleep waits d or until ctx is done (the waker).
-	sleep func(ctx context.Context, d time.Duration) error
+	sleep func(ctx context.Context, d time.Duration) bool
 	// started, if set, is told of each journalctl process (tests).
 	started func(pid int, follow bool)
 }
@@ -79,7 +79,7 @@ func NewJournal(src config.Source, deps Deps) (*Journal, error) {
 		maxLine:    4 << 20,
 		maxOpen:    256,
 		maxEnded:   512,
-		sleep:      journalSleep,
+		sleep:      sleepCtx,
 	}
 	if jc.Directory != "" && len(jc.Files) > 0 {
 		return nil, fmt.Errorf("journal source %q: directory and files are exclusive", src.Name)
@@ -137,17 +137,6 @@ func NewJournal(src config.Source, deps Deps) (*Journal, error) {
 
 func (j *Journal) Name() string { return j.name }
 func (j *Journal) Type() string { return config.TypeJournal }
-
-func journalSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // journalPosition is the Position of a journal source's batches.
 type journalPosition struct {
@@ -241,7 +230,7 @@ func (j *Journal) Run(ctx context.Context, from json.RawMessage, sink Sink) erro
 				lastProblem = msg
 			}
 		}
-		if j.sleep(ctx, backoff) != nil {
+		if !j.sleep(ctx, backoff) {
 			return nil
 		}
 		backoff = min(2*backoff, j.backoffMax)

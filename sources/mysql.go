@@ -242,20 +242,6 @@ func (m *MySQL) backoff(failures int) time.Duration {
 	return min(d, limit)
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // mysqlRunner is the state of one Run.
 type mysqlRunner struct {
 	m    *MySQL

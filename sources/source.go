@@ -54,3 +54,19 @@ func (d Deps) withDefaults() Deps {
 	}
 	return d
 }
+
+// sleepCtx waits d, or less if ctx is done first; it reports whether ctx is
+// still live. Sources retry with it, and tests replace it to step time.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
