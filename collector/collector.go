@@ -52,21 +52,26 @@ var (
 	sourceResetsDesc     = desc("source_position_resets_total", "Times the source's saved position no longer existed and reading went on from the nearest point.", "source")
 )
 
-// Collector renders a Tracker.
+// Viewer gives the state to render; *model.Tracker is one.
+type Viewer interface {
+	View() ([]model.JobView, []model.SourceView)
+}
+
+// Collector renders a job model.
 type Collector struct {
-	tracker *model.Tracker
-	now     func() time.Time
+	model Viewer
+	now   func() time.Time
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
 
-// New returns a collector of t; now is the clock ("seconds since" metrics
+// New returns a collector of m; now is the clock ("seconds since" metrics
 // are computed at scrape time).
-func New(t *model.Tracker, now func() time.Time) *Collector {
+func New(m Viewer, now func() time.Time) *Collector {
 	if now == nil {
 		now = time.Now
 	}
-	return &Collector{tracker: t, now: now}
+	return &Collector{model: m, now: now}
 }
 
 // Describe implements prometheus.Collector.
@@ -84,7 +89,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
-	jobs, sources := c.tracker.View()
+	jobs, sources := c.model.View()
 	for i := range jobs {
 		collectJob(ch, &jobs[i], now)
 	}

@@ -53,6 +53,10 @@ type Exporter struct {
 	running  *generation
 	runCtx   context.Context
 
+	saveMu sync.Mutex // serialises saves; guards saved and closed
+	saved  uint64     // tracker version of the saved state
+	closed bool
+
 	reloadOK      prometheus.Gauge
 	reloadTime    prometheus.Gauge
 	saveFailures  prometheus.Counter
@@ -108,7 +112,7 @@ func New(o Options) (*Exporter, error) {
 		lastSaveTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "jobwatch_state_last_save_timestamp_seconds", Help: "Time of the last successful state save."}),
 	}
-	e.registerables = []prometheus.Collector{collector.New(e.tracker, o.Now), e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}
+	e.registerables = []prometheus.Collector{collector.New(savedView{e}, o.Now), e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}
 	gen, err := e.load()
 	if err != nil {
 		return nil, err
@@ -162,7 +166,7 @@ func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
 			continue
 		}
 		g.sources = append(g.sources, src)
-		g.specs = append(g.specs, model.SourceSpec{Name: src.Name(), Type: src.Type()})
+		g.specs = append(g.specs, model.SourceSpec{Name: src.Name(), Type: src.Type(), Identity: identity(sc)})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -241,33 +245,57 @@ func (e *Exporter) Run(ctx context.Context) error {
 	defer save.Stop()
 	reap := time.NewTicker(e.opts.ReapInterval)
 	defer reap.Stop()
-	var saved uint64
 	for {
 		select {
 		case <-ctx.Done():
 			e.mu.Lock()
 			e.stop(e.running)
 			e.mu.Unlock()
-			e.save(&saved)
-			return e.store.Close()
+			err := e.persist(e.tracker.Snapshot())
+			e.saveMu.Lock()
+			defer e.saveMu.Unlock()
+			e.closed = true
+			if err != nil {
+				err = fmt.Errorf("final state save (the next start reads again from the last saved position): %w", err)
+			}
+			return errors.Join(err, e.store.Close())
 		case <-save.C:
-			e.save(&saved)
+			_ = e.persist(e.tracker.Snapshot()) // logged and counted
 		case <-reap.C:
 			e.tracker.Reap()
 		}
 	}
 }
 
-func (e *Exporter) save(saved *uint64) {
-	v := e.tracker.Version()
-	if v == *saved {
-		return
+// persist saves a snapshot of state version v, unless a state as new is
+// saved already.
+func (e *Exporter) persist(snap *model.Snapshot, v uint64) error {
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
+	if snap == nil || v == e.saved || e.closed {
+		return nil
 	}
-	if err := e.store.Save(e.tracker.Snapshot()); err != nil {
+	if err := e.store.Save(snap); err != nil {
 		e.saveFailures.Inc()
 		e.opts.Logger.Error("saving state", "err", err)
-		return
+		return err
 	}
-	*saved = v
+	e.saved = v
 	e.lastSaveTime.Set(float64(e.opts.Now().Unix()))
+	return nil
+}
+
+// savedView is what a scrape shows: the model's state, saved first. Counters
+// shown are then never ahead of the state a restart after kill -9 resumes
+// from, so Prometheus never sees them go back. When the save fails (disk
+// full) the state is shown all the same, and the failure counted.
+type savedView struct{ e *Exporter }
+
+func (v savedView) View() ([]model.JobView, []model.SourceView) {
+	v.e.saveMu.Lock()
+	saved := v.e.saved
+	v.e.saveMu.Unlock()
+	snap, version, jobs, srcs := v.e.tracker.ViewSaving(saved)
+	_ = v.e.persist(snap, version)
+	return jobs, srcs
 }

@@ -66,7 +66,12 @@ type SourceState struct {
 	UnknownJob     uint64          `json:"unknown_job"`
 	PositionResets uint64          `json:"position_resets"`
 	Position       json.RawMessage `json:"position,omitempty"`
-	up             bool
+	// Identity names what the source reads (its type and file, table or
+	// journal), so that its position can follow it to a new name.
+	Identity string `json:"identity,omitempty"`
+	// Retired is when the source was removed from the config.
+	Retired time.Time `json:"retired,omitzero"`
+	up      bool
 }
 
 // DurationBuckets are the upper bounds of jobwatch_job_duration_seconds:
@@ -110,6 +115,8 @@ type Snapshot struct {
 	Saved   time.Time               `json:"saved"`
 	Jobs    map[string]SavedJob     `json:"jobs"`
 	Sources map[string]*SourceState `json:"sources"`
+	// Retired are the states of sources removed from the config.
+	Retired map[string]*SourceState `json:"retired,omitempty"`
 }
 
 // SavedJob is a job's state with its runs in progress.
@@ -121,10 +128,15 @@ type SavedJob struct {
 // SnapshotVersion is the format version of Snapshot.
 const SnapshotVersion = 1
 
-// Snapshot copies the whole state for saving.
-func (t *Tracker) Snapshot() *Snapshot {
+// Snapshot copies the whole state for saving, with its version (see
+// Version).
+func (t *Tracker) Snapshot() (*Snapshot, uint64) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	return t.snapshot(), t.version
+}
+
+func (t *Tracker) snapshot() *Snapshot {
 	s := &Snapshot{Version: SnapshotVersion, Saved: t.opts.Now(), Jobs: make(map[string]SavedJob, len(t.jobs)), Sources: make(map[string]*SourceState, len(t.sources))}
 	for name, j := range t.jobs {
 		sj := SavedJob{JobState: j.JobState}
@@ -151,12 +163,21 @@ func (t *Tracker) Snapshot() *Snapshot {
 		c.Position = append(json.RawMessage(nil), src.Position...)
 		s.Sources[name] = &c
 	}
+	if len(t.retired) > 0 {
+		s.Retired = make(map[string]*SourceState, len(t.retired))
+		for name, r := range t.retired {
+			c := r
+			c.Position = append(json.RawMessage(nil), r.Position...)
+			s.Retired[name] = &c
+		}
+	}
 	return s
 }
 
 // Restore loads a saved state. Call it after Configure and before any source
 // runs: saved jobs and sources that are configured take their saved state;
-// the rest of the snapshot is dropped.
+// other jobs are dropped; other sources are kept as retired, for a source
+// configured again (or renamed) to take over.
 func (t *Tracker) Restore(s *Snapshot) error {
 	if s.Version != SnapshotVersion {
 		return fmt.Errorf("state format version %d, this jobwatch reads %d", s.Version, SnapshotVersion)
@@ -181,13 +202,26 @@ func (t *Tracker) Restore(s *Snapshot) error {
 			j.open[r.Key] = &r
 		}
 	}
-	for name, ss := range s.Sources {
-		if src := t.sources[name]; src != nil && ss != nil {
-			up := src.up
-			src.SourceState = *ss
-			src.up = up
+	for name, r := range s.Retired {
+		if r != nil {
+			t.retired[name] = *r
 		}
 	}
+	for name, ss := range s.Sources {
+		if ss == nil {
+			continue
+		}
+		src := t.sources[name]
+		if src == nil || src.Identity != ss.Identity {
+			// Removed or changed while jobwatch was stopped.
+			t.retire(name, *ss)
+			continue
+		}
+		up := src.up
+		src.SourceState = *ss
+		src.up = up
+	}
+	t.adoptRetired()
 	t.version++
 	return nil
 }

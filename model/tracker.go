@@ -26,6 +26,10 @@ type JobSpec struct {
 // SourceSpec names a configured source.
 type SourceSpec struct {
 	Name, Type string
+	// Identity names what the source reads (type and file, table or
+	// journal). A source whose identity changes starts over; one removed
+	// and configured again, or renamed, takes over its old position.
+	Identity string
 }
 
 // Options configure a Tracker.
@@ -51,6 +55,8 @@ const (
 	DefaultLostAfter    = 5 * time.Second
 	// MaxOpenRuns bounds the runs in progress of one job.
 	MaxOpenRuns = 1000
+	// maxRetired bounds how many removed sources' positions are kept.
+	maxRetired = 64
 	// lostMemory bounds how many closed-as-lost runs are remembered per job,
 	// so a late end record for one of them is not counted a second time.
 	lostMemory = 64
@@ -65,7 +71,8 @@ type Tracker struct {
 	started time.Time // of the current configuration
 	jobs    map[string]*job
 	sources map[string]*source
-	version uint64 // bumped by every change, so the state saver knows when to write
+	retired map[string]SourceState // of sources no longer configured
+	version uint64                 // bumped by every change, so the state saver knows when to write
 }
 
 type job struct {
@@ -96,7 +103,7 @@ func New(o Options) *Tracker {
 	if o.LostAfter == 0 {
 		o.LostAfter = DefaultLostAfter
 	}
-	return &Tracker{opts: o, jobs: map[string]*job{}, sources: map[string]*source{}}
+	return &Tracker{opts: o, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}}
 }
 
 func processAlive(pid int) bool {
@@ -124,15 +131,66 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 	nextSrc := make(map[string]*source, len(sources))
 	for _, s := range sources {
 		src := t.sources[s.Name]
-		if src == nil {
+		if src == nil || src.Identity != s.Identity {
 			src = &source{}
 		}
 		src.typ = s.Type
+		src.Identity = s.Identity
 		nextSrc[s.Name] = src
 	}
+	for name, src := range t.sources {
+		if nextSrc[name] != src {
+			t.retire(name, src.SourceState)
+		}
+	}
 	t.sources = nextSrc
+	t.adoptRetired()
 	t.started = now
 	t.version++
+}
+
+// retire keeps the state of a source that is no longer configured, so that
+// the same source configured again (under its old name or a new one) goes
+// on from its position instead of reading everything again.
+func (t *Tracker) retire(name string, s SourceState) {
+	if s.Identity == "" || s.Position == nil {
+		return
+	}
+	s.Retired = t.opts.Now()
+	t.retired[name] = s
+	for len(t.retired) > maxRetired {
+		oldest := ""
+		for n, r := range t.retired {
+			if oldest == "" || r.Retired.Before(t.retired[oldest].Retired) {
+				oldest = n
+			}
+		}
+		delete(t.retired, oldest)
+	}
+}
+
+// adoptRetired gives configured sources that have read nothing yet the state
+// of a retired source that read the same thing: the same type and place.
+func (t *Tracker) adoptRetired() {
+	for name, src := range t.sources {
+		if src.Position != nil || src.Identity == "" {
+			continue
+		}
+		from := ""
+		for n, r := range t.retired {
+			if r.Identity == src.Identity && (from == "" || n == name || r.Retired.After(t.retired[from].Retired)) {
+				from = n
+			}
+		}
+		if from != "" {
+			up := src.up
+			src.SourceState = t.retired[from]
+			src.Retired = time.Time{}
+			src.up = up
+			delete(t.retired, from)
+			t.opts.Logger.Info("source takes over a position read before", "source", name, "from", from)
+		}
+	}
 }
 
 func newJob(now time.Time) *job {
@@ -406,6 +464,25 @@ type SourceView struct {
 func (t *Tracker) View() ([]JobView, []SourceView) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	return t.view()
+}
+
+// ViewSaving is View for an exporter that saves every state it shows: when
+// the state changed since version saved, it also returns a snapshot of the
+// very state the view shows, and its version. A caller that saves the
+// snapshot before it shows the view never shows a counter that a crash could
+// take back.
+func (t *Tracker) ViewSaving(saved uint64) (*Snapshot, uint64, []JobView, []SourceView) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	jobs, srcs := t.view()
+	if t.version == saved {
+		return nil, saved, jobs, srcs
+	}
+	return t.snapshot(), t.version, jobs, srcs
+}
+
+func (t *Tracker) view() ([]JobView, []SourceView) {
 	jobs := make([]JobView, 0, len(t.jobs))
 	for _, j := range t.jobs {
 		v := JobView{Spec: j.spec, JobState: j.JobState}

@@ -271,7 +271,8 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 		skip("stats", at(55*time.Second)),
 		end("backup", "web1", 3, at(time.Minute), Failure),
 	}, ParseErrors: 2})
-	data, err := json.Marshal(tr.Snapshot())
+	snap0, _ := tr.Snapshot()
+	data, err := json.Marshal(snap0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if got := string(tr2.Position("runs")); got != `{"offset":123}` {
 		t.Fatalf("position %s", got)
 	}
-	if _, err := json.Marshal(tr2.Snapshot()); err != nil {
+	if snap2, _ := tr2.Snapshot(); snap2 == nil {
 		t.Fatal(err)
 	}
 }
@@ -332,5 +333,51 @@ func TestOpenRunsAreBounded(t *testing.T) {
 	}
 	if j.Open[0].PID != 6 {
 		t.Fatalf("oldest open run is pid %d, want 6: the oldest must go first", j.Open[0].PID)
+	}
+}
+
+// A source removed from the config and configured again, under its old name
+// or a new one, goes on from its position instead of reading it all again.
+func TestRetiredSourcesKeepTheirPosition(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	tr := New(Options{Host: "here", Now: clock.Now})
+	jobs := []JobSpec{{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}}
+	runs := SourceSpec{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}
+	tr.Configure(jobs, []SourceSpec{runs})
+	tr.Apply(Batch{Source: "runs", Position: json.RawMessage(`{"offset":10}`), Events: []Event{start("stats", "a", 1, at(0))}})
+
+	tr.Configure(jobs, nil) // removed
+	if got := tr.Position("runs"); got != nil {
+		t.Fatalf("removed source still has a position: %s", got)
+	}
+	renamed := SourceSpec{Name: "app-runs", Type: "runlog", Identity: runs.Identity}
+	other := SourceSpec{Name: "other", Type: "runlog", Identity: "runlog:/elsewhere.log"}
+	tr.Configure(jobs, []SourceSpec{renamed, other})
+	if got := string(tr.Position("app-runs")); got != `{"offset":10}` {
+		t.Fatalf("renamed source starts at %q, want the old position", got)
+	}
+	if got := tr.Position("other"); got != nil {
+		t.Fatalf("a source of another file took a position: %s", got)
+	}
+	_, srcs := tr.View()
+	if srcs[0].Name != "app-runs" || srcs[0].Records != 1 {
+		t.Fatalf("renamed source's counters: %+v", srcs[0])
+	}
+
+	// The same across a restart: a source renamed while jobwatch was
+	// stopped finds its position in the saved state.
+	snap, _ := tr.Snapshot()
+	tr2 := New(Options{Host: "here", Now: clock.Now})
+	tr2.Configure(jobs, []SourceSpec{{Name: "runs-again", Type: "runlog", Identity: runs.Identity}})
+	if err := tr2.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(tr2.Position("runs-again")); got != `{"offset":10}` {
+		t.Fatalf("after restart the renamed source starts at %q", got)
+	}
+	// A source whose file changed starts over.
+	tr2.Configure(jobs, []SourceSpec{{Name: "runs-again", Type: "runlog", Identity: "runlog:/new/path.log"}})
+	if got := tr2.Position("runs-again"); got != nil {
+		t.Fatalf("a source reading another file kept the old position %s", got)
 	}
 }

@@ -129,10 +129,14 @@ func (w *watchWaker) Wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	// Every tailer's poll falls on the same whole multiples of the interval
+	// (at least half an interval away): hundreds of idle tailers then wake
+	// the process once a second together, not hundreds of times apart.
+	d := time.Until(time.Now().Add(w.poll / 2).Truncate(w.poll).Add(w.poll))
 	if w.timer == nil {
-		w.timer = time.NewTimer(w.poll)
+		w.timer = time.NewTimer(d)
 	} else {
-		w.timer.Reset(w.poll)
+		w.timer.Reset(d)
 	}
 	var c chan struct{}
 	if w.sub != nil {
