@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,7 +13,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +20,8 @@ import (
 	"jobwatch/alerts"
 	"jobwatch/dashboards"
 	"jobwatch/internal/promcheck"
+
+	"jobwatch/internal/testproc"
 )
 
 // The hosts in the run-log records are not this machine, so jobwatch's
@@ -43,14 +42,14 @@ func TestAlertsEndToEnd(t *testing.T) {
 	prometheus := need(t, "prometheus", "prometheus")
 	alertmanager := need(t, "prometheus-alertmanager", "prometheus-alertmanager")
 	dir := t.TempDir()
-	bin := buildJobwatch(t, dir)
+	bin := testproc.BuildJobwatch(t, dir)
 
 	// jobwatch: a job that will go stale (period 2s, stale after 4s), one
 	// that will overlap, and one that stays healthy.
 	runLog := filepath.Join(dir, "runs.log")
-	writeFile(t, runLog, "")
+	testproc.WriteFile(t, runLog, "")
 	jwConfig := filepath.Join(dir, "jobwatch.yml")
-	writeFile(t, jwConfig, fmt.Sprintf(`stale_multiple: 2
+	testproc.WriteFile(t, jwConfig, fmt.Sprintf(`stale_multiple: 2
 jobs:
   - name: e2e_stale
     every: 2s
@@ -64,15 +63,15 @@ sources:
     path: %q
     format: json
 `, runLog))
-	jwAddr := freeAddr(t)
+	jwAddr := testproc.FreeAddr(t)
 	startProcess(t, "jobwatch", bin, "--config.file="+jwConfig, "--state.path="+filepath.Join(dir, "state"),
 		"--web.listen-address="+jwAddr)
 	waitHTTP(t, "jobwatch", "http://"+jwAddr+"/-/healthy")
 
 	// Alertmanager, with an example route on severity.
-	amAddr := freeAddr(t)
+	amAddr := testproc.FreeAddr(t)
 	amConfig := filepath.Join(dir, "alertmanager.yml")
-	writeFile(t, amConfig, `route:
+	testproc.WriteFile(t, amConfig, `route:
   receiver: default
   group_by: [alertname, job_name]
   group_wait: 1s
@@ -93,10 +92,10 @@ receivers:
 	// Prometheus with the bundled rules. The copy only shortens for:
 	// durations so the test takes seconds rather than minutes.
 	rules := filepath.Join(dir, "jobwatch.rules.yml")
-	writeFile(t, rules, regexp.MustCompile(`(?m)^(\s+for:) \S+$`).ReplaceAllString(string(alerts.Rules), "$1 0s"))
-	promAddr := freeAddr(t)
+	testproc.WriteFile(t, rules, regexp.MustCompile(`(?m)^(\s+for:) \S+$`).ReplaceAllString(string(alerts.Rules), "$1 0s"))
+	promAddr := testproc.FreeAddr(t)
 	promConfig := filepath.Join(dir, "prometheus.yml")
-	writeFile(t, promConfig, fmt.Sprintf(`global:
+	testproc.WriteFile(t, promConfig, fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
@@ -221,57 +220,12 @@ func need(t *testing.T, cmd, pkg string) string {
 	return p
 }
 
-func buildJobwatch(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "jobwatch")
-	out, err := exec.Command("go", "build", "-o", bin, "jobwatch/cmd/jobwatch").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// lockedBuffer holds a process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startProcess starts a process that the test stops on cleanup (SIGTERM,
 // then SIGKILL after 5s); its output is logged if the test failed.
 func startProcess(t *testing.T, name, path string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(path, args...)
-	out := &lockedBuffer{}
+	out := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)

@@ -4,73 +4,38 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"jobwatch/internal/testproc"
 )
-
-// buildBinary builds jobwatch once per test binary run.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "jobwatch")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // instance is one running jobwatch process.
 type instance struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	addr string
-	logs *syncBuffer
+	logs *testproc.Buffer
 }
 
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+func buildBinary(t *testing.T) string { return testproc.BuildJobwatch(t, t.TempDir()) }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func freePort(t *testing.T) string { return testproc.FreeAddr(t) }
 
 func startJobwatch(t *testing.T, bin, configFile, stateDir, addr string) *instance {
 	t.Helper()
 	cmd := exec.Command(bin, "--config.file="+configFile, "--state.path="+stateDir, "--web.listen-address="+addr, "--log.level=debug")
-	logs := &syncBuffer{}
+	logs := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

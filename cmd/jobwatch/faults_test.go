@@ -26,6 +26,8 @@ import (
 
 	"jobwatch/model"
 	"jobwatch/state"
+
+	"jobwatch/internal/testproc"
 )
 
 // waitUntil polls /metrics until ok accepts the samples.
@@ -226,7 +228,7 @@ func TestCrashConsistencyUnderLoad(t *testing.T) {
 		kills = append(kills, time.Duration(500+rnd.IntN(14000))*time.Millisecond)
 	}
 	sort.Slice(kills, func(a, b int) bool { return kills[a] < kills[b] })
-	var resumeLogs *syncBuffer
+	var resumeLogs *testproc.Buffer
 	const recordsKey = `jobwatch_source_records_total{source="runs"}`
 	restart := func(why string, ack chan<- struct{}) {
 		before, _ := in.scrape()
