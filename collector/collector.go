@@ -3,9 +3,7 @@
 package collector
 
 import (
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -173,20 +171,4 @@ func boolFloat(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// MetricNames lists the names of the metric families the collector exports,
-// for tests of rules and dashboards against the real contract.
-func MetricNames() []string {
-	ch := make(chan *prometheus.Desc, 64)
-	go func() { (&Collector{}).Describe(ch); close(ch) }()
-	var names []string
-	for d := range ch {
-		s := d.String()
-		// Desc{fqName: "jobwatch_...", ...}
-		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
-		names = append(names, s[i:i+strings.IndexByte(s[i:], '"')])
-	}
-	sort.Strings(names)
-	return names
 }

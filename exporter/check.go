@@ -23,10 +23,7 @@ func Check(ctx context.Context, path string) (cfg *config.Config, warnings []str
 	if _, err := JobSpecs(cfg, nil); err != nil {
 		return nil, nil, err
 	}
-	deps := sources.Deps{Logger: slog.New(slog.DiscardHandler)}
-	for _, j := range cfg.Jobs {
-		deps.Jobs = append(deps.Jobs, j.Name)
-	}
+	deps := sourceDeps(cfg, slog.New(slog.DiscardHandler), time.Now)
 	var errs []error
 	for _, sc := range cfg.Sources {
 		src, err := sources.New(sc, deps)

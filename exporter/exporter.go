@@ -154,10 +154,7 @@ func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
 		return nil, err
 	}
 	g := &generation{cfg: cfg, jobs: jobs}
-	deps := sources.Deps{Logger: e.opts.Logger, Now: e.opts.Now}
-	for _, j := range cfg.Jobs {
-		deps.Jobs = append(deps.Jobs, j.Name)
-	}
+	deps := sourceDeps(cfg, e.opts.Logger, e.opts.Now)
 	var errs []error
 	for _, sc := range cfg.Sources {
 		src, err := e.opts.NewSource(sc, deps)
@@ -298,4 +295,13 @@ func (v savedView) View() ([]model.JobView, []model.SourceView) {
 	snap, version, jobs, srcs := v.e.tracker.ViewSaving(saved)
 	_ = v.e.persist(snap, version)
 	return jobs, srcs
+}
+
+// sourceDeps is what every source of cfg is built with.
+func sourceDeps(cfg *config.Config, logger *slog.Logger, now func() time.Time) sources.Deps {
+	deps := sources.Deps{Logger: logger, Now: now}
+	for _, j := range cfg.Jobs {
+		deps.Jobs = append(deps.Jobs, j.Name)
+	}
+	return deps
 }
