@@ -274,6 +274,12 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		}
 		j.finish(ev.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
 	case Skip:
+		// A run recorded as started and then marked skipped (a job_runs
+		// row whose status became "skipped") did not run: it leaves the
+		// runs in progress without counting as a finished run.
+		if ev.RunID != "" {
+			delete(j.open, runKey(ev.RunID, "", 0))
+		}
 		j.Skips++
 		j.ConsecutiveSkips++
 	}

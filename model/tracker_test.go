@@ -140,6 +140,14 @@ func TestTrackerApply(t *testing.T) {
 			want: want{runs: [4]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(2 * time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web1"}, records: 3},
 		},
 		{
+			name: "a started run later marked skipped leaves the runs in progress",
+			events: []Event{
+				{Kind: Start, Job: "stats", Host: "db", PID: 5, RunID: "t:9", Time: at(0)},
+				{Kind: Skip, Job: "stats", Host: "db", PID: 5, RunID: "t:9", Time: at(time.Second)},
+			},
+			want: want{skips: 1, consecSkips: 1, records: 2},
+		},
+		{
 			name:   "the same start read twice is one run",
 			events: []Event{start("stats", "web1", 1, at(0)), start("stats", "web1", 1, at(0))},
 			want:   want{running: 1, openHosts: []string{"web1"}, records: 2},
