@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"jobwatch/internal/mariadbtest"
 	"jobwatch/model"
 )
 
@@ -188,5 +190,37 @@ sources:
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
+	}
+}
+
+// check-config asks a mysql source about its table: a missing table is an
+// error naming the source; a server that cannot be reached is a warning.
+func TestCheckAsksTheDatabase(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	db := srv.NewDatabase(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeFile(t, cfg, fmt.Sprintf(`
+jobs:
+  - name: stats
+    every: 1h
+sources:
+  - name: billing-db
+    type: mysql
+    dsn: %q
+    table: no_such_table
+  - name: offline-db
+    type: mysql
+    dsn: "jobwatch:secret@tcp(127.0.0.1:1)/app"
+`, srv.RootDSN(db)))
+	_, warnings, err := Check(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), `source "billing-db"`) || !strings.Contains(err.Error(), "no_such_table") {
+		t.Fatalf("Check: %v; want an error naming billing-db and its table", err)
+	}
+	if strings.Contains(err.Error(), `source "billing-db": source`) {
+		t.Errorf("source named twice: %v", err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], `source "offline-db"`) || strings.Contains(warnings[0], "secret") {
+		t.Fatalf("warnings %q; want one about offline-db, without its password", warnings)
 	}
 }

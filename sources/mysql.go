@@ -186,7 +186,7 @@ func (m *MySQL) Check(ctx context.Context) error {
 	defer db.Close()
 	advice, err := m.checkSchema(ctx, db)
 	if err != nil {
-		err = fmt.Errorf("source %q: %s: %w", m.name, m.where(), err)
+		err = fmt.Errorf("%s: %w", m.where(), err)
 		if r := failureReason(err); r == "connection" || r == "timeout" {
 			err = fmt.Errorf("%w: %w", ErrUnreachable, err)
 		}
