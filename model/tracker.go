@@ -176,9 +176,16 @@ func (t *Tracker) adoptRetired() {
 		if src.Position != nil || src.Identity == "" {
 			continue
 		}
-		from := ""
+		from := "" // the retired source of the same name, else the latest retired
 		for n, r := range t.retired {
-			if r.Identity == src.Identity && (from == "" || n == name || r.Retired.After(t.retired[from].Retired)) {
+			if r.Identity != src.Identity {
+				continue
+			}
+			if n == name {
+				from = n
+				break
+			}
+			if from == "" || r.Retired.After(t.retired[from].Retired) {
 				from = n
 			}
 		}
