@@ -82,6 +82,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	} {
 		ch <- d
 	}
+	for _, d := range lockDescs {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -97,6 +100,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(sourceParseErrDesc, prometheus.CounterValue, float64(s.ParseErrors), s.Name)
 		ch <- prometheus.MustNewConstMetric(sourceUnknownJobDesc, prometheus.CounterValue, float64(s.UnknownJob), s.Name)
 		ch <- prometheus.MustNewConstMetric(sourceResetsDesc, prometheus.CounterValue, float64(s.PositionResets), s.Name)
+		for i := range s.Locks {
+			collectLock(ch, &s.Locks[i], unix(now))
+		}
 	}
 }
 

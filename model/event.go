@@ -109,4 +109,7 @@ type Batch struct {
 	PositionResets int
 	// Position is opaque to the model; nil leaves the stored one unchanged.
 	Position json.RawMessage
+	// Locks, from a lock probe, replace the source's lock states when not
+	// nil.
+	Locks []LockState
 }

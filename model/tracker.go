@@ -84,6 +84,7 @@ type job struct {
 type source struct {
 	typ string
 	SourceState
+	locks []LockState // from a lock probe's last round
 }
 
 // New returns a Tracker watching no jobs yet; call Configure.
@@ -237,6 +238,9 @@ func (t *Tracker) Apply(b Batch) {
 	src.PositionResets += uint64(b.PositionResets)
 	if b.Position != nil {
 		src.Position = append(json.RawMessage(nil), b.Position...)
+	}
+	if b.Locks != nil {
+		src.locks = slices.Clone(b.Locks)
 	}
 	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil {
 		t.version++ // an empty poll leaves nothing new to save
@@ -471,6 +475,7 @@ type SourceView struct {
 	Name, Type string
 	Up         bool
 	SourceState
+	Locks []LockState // of a lock probe
 }
 
 // View copies what the collector renders, jobs and sources sorted by name.
@@ -525,7 +530,7 @@ func (t *Tracker) view() ([]JobView, []SourceView) {
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Spec.Name < jobs[b].Spec.Name })
 	srcs := make([]SourceView, 0, len(t.sources))
 	for name, s := range t.sources {
-		srcs = append(srcs, SourceView{Name: name, Type: s.typ, Up: s.up, SourceState: s.SourceState})
+		srcs = append(srcs, SourceView{Name: name, Type: s.typ, Up: s.up, SourceState: s.SourceState, Locks: s.locks})
 	}
 	sort.Slice(srcs, func(a, b int) bool { return srcs[a].Name < srcs[b].Name })
 	return jobs, srcs

@@ -1,0 +1,261 @@
+package locks
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"jobwatch/model"
+)
+
+// waitFor probes until cond holds, failing the test after a generous bound:
+// it waits for the kernel to show what a started process did, not for a
+// guessed sleep.
+func waitFor(t *testing.T, what string, p fileProber, cond func(model.LockState) bool) model.LockState {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := p.probe(time.Now())
+		if err != nil {
+			t.Fatalf("%s: probe: %v", what, err)
+		}
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never happened; last state %+v", what, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func needFlock(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("flock")
+	if err != nil {
+		t.Fatal("flock(1) is missing: install the Debian package util-linux")
+	}
+	return bin
+}
+
+// startGroup starts a command in its own process group, killed at cleanup.
+func startGroup(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+func TestFlockHeldByProcess(t *testing.T) {
+	bin := needFlock(t)
+	path := filepath.Join(t.TempDir(), "stats.lock")
+	p := newFlock(path)
+
+	st := waitFor(t, "no file", p, func(model.LockState) bool { return true })
+	if st.Held {
+		t.Fatalf("a missing lock file is held: %+v", st)
+	}
+	cmd := startGroup(t, bin, "-n", path, "sleep", "30")
+	st = waitFor(t, "flock takes the lock", p, func(s model.LockState) bool { return s.Held })
+	if want := "pid " + strconv.Itoa(cmd.Process.Pid); st.Holder != want || st.Alive != model.HolderAlive {
+		t.Errorf("holder %q alive %v, want %q alive", st.Holder, st.Alive, want)
+	}
+	if st.HeldSince.IsZero() || time.Since(st.HeldSince) > time.Minute {
+		t.Errorf("held since %v, want the holder's start", st.HeldSince)
+	}
+
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	st = waitFor(t, "lock released", p, func(s model.LockState) bool { return !s.Held })
+	if st.Holder != "" || st.Alive != model.HolderUnknown {
+		t.Errorf("released lock still names a holder: %+v", st)
+	}
+}
+
+// A job that exits leaving a background child keeps its flock lock alive in
+// the child: the probe names the child, not the dead locker.
+func TestFlockHeldByGrandchild(t *testing.T) {
+	bin := needFlock(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cleanup.lock")
+	pidFile := filepath.Join(dir, "child.pid")
+	cmd := exec.Command(bin, "-n", path, "sh", "-c", `sleep 30 </dev/null >/dev/null 2>&1 & echo $! > "$0"`, pidFile)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("flock: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+
+	st := waitFor(t, "lock held by the grandchild", newFlock(path), func(s model.LockState) bool { return s.Held })
+	if want := "pid " + strconv.Itoa(child); st.Holder != want || st.Alive != model.HolderAlive {
+		t.Errorf("holder %q alive %v, want %q alive (the locker %d has exited)", st.Holder, st.Alive, want, cmd.Process.Pid)
+	}
+}
+
+// exitedPID returns the PID of a process that has exited and been reaped.
+func exitedPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+func TestPIDFile(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	old := now.Add(-3 * time.Hour)
+	self := os.Getpid()
+	dead := exitedPID(t)
+	write := func(name, content string, mtime time.Time) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mkdir := filepath.Join(dir, "mkdir.lock")
+	if err := os.Mkdir(mkdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.lock")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.lock")
+	if err := os.Symlink(write("target", "1", now), link); err != nil {
+		t.Fatal(err)
+	}
+	// This process started before the file was written.
+	selfFile := write("self.lock", strconv.Itoa(self)+"\n", now)
+
+	for _, tc := range []struct {
+		name       string
+		path       string
+		staleAfter time.Duration
+		started    time.Time // of every live PID; zero: unknown
+		want       model.LockState
+		wantErr    string
+	}{
+		{name: "missing", path: filepath.Join(dir, "none.lock"), want: model.LockState{}},
+		{name: "live pid", path: selfFile, want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: model.HolderAlive, HeldSince: now}},
+		{name: "pid in json", path: write("json.lock", `{"pid": `+strconv.Itoa(self)+`, "host": "web1"}`, now),
+			want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: model.HolderAlive, HeldSince: now}},
+		{name: "pid after text", path: write("text.lock", "locked by pid "+strconv.Itoa(dead)+" at 12:00", old),
+			want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(dead), Alive: model.HolderDead, HeldSince: old}},
+		{name: "dead pid", path: write("dead.lock", strconv.Itoa(dead), old),
+			want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(dead), Alive: model.HolderDead, HeldSince: old}},
+		{name: "pid reused by a younger process", path: write("reused.lock", strconv.Itoa(self), old), started: old.Add(time.Hour),
+			want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: model.HolderDead, HeldSince: old}},
+		{name: "no pid, young", path: write("young.lock", "", now), staleAfter: 2 * time.Hour,
+			want: model.LockState{Held: true, HeldSince: now}},
+		{name: "no pid, older than stale_after", path: write("stale.lock", "", old), staleAfter: 2 * time.Hour,
+			want: model.LockState{Held: true, Alive: model.HolderDead, HeldSince: old}},
+		{name: "no pid, no stale_after", path: write("plain.lock", "busy", old),
+			want: model.LockState{Held: true, HeldSince: old}},
+		{name: "json without pid", path: write("nopid.json", `{"host":"web1","pid":"x"}`, old),
+			want: model.LockState{Held: true, HeldSince: old}},
+		{name: "mkdir lock", path: mkdir, staleAfter: time.Hour, want: model.LockState{Held: true}},
+		{name: "fifo", path: fifo, wantErr: "not a regular file"},
+		{name: "symlink", path: link, wantErr: "symlink"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPIDFile(tc.path, tc.staleAfter).(pidfileProbe)
+			if !tc.started.IsZero() {
+				p.started = func(int) time.Time { return tc.started }
+			}
+			done := make(chan struct{})
+			var st model.LockState
+			var err error
+			go func() {
+				defer close(done)
+				st, err = p.probe(now)
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("probe blocked")
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.want.Kind = kindPIDFile
+			if tc.path == mkdir {
+				tc.want.HeldSince = st.HeldSince // the directory's own mtime
+			}
+			if !st.HeldSince.Equal(tc.want.HeldSince) {
+				t.Errorf("held since %v, want %v", st.HeldSince, tc.want.HeldSince)
+			}
+			st.HeldSince, tc.want.HeldSince = time.Time{}, time.Time{}
+			if st != tc.want {
+				t.Errorf("got  %+v\nwant %+v", st, tc.want)
+			}
+		})
+	}
+}
+
+func TestParsePID(t *testing.T) {
+	for in, want := range map[string]int{
+		"4242":                 4242,
+		"4242\n":               4242,
+		"  pid=17 started":     17,
+		`{"pid":99}`:           99,
+		`{"pid":"99"}`:         99,
+		`{"pid":-1}`:           0,
+		`{"host":"a"}`:         0,
+		"":                     0,
+		"no digits":            0,
+		"0":                    0,
+		"99999999999999999999": 0,
+		"4194305":              0, // above PID_MAX_LIMIT
+	} {
+		if got := parsePID([]byte(in)); got != want {
+			t.Errorf("parsePID(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func FuzzParsePID(f *testing.F) {
+	for _, s := range []string{"4242", `{"pid":1}`, "x 12 y", `{"pid":`, ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if pid := parsePID(b); pid < 0 || pid > maxPID {
+			t.Fatalf("parsePID(%q) = %d", b, pid)
+		}
+	})
+}
+
+var _ = context.Background

@@ -1,0 +1,229 @@
+package locks
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"jobwatch/internal/mariadbtest"
+	"jobwatch/model"
+)
+
+// redisServer is a throwaway redis-server on a free loopback port, keeping
+// nothing on disk.
+type redisServer struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+func startRedis(t *testing.T) *redisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("redis-server is missing: install the Debian package redis-server")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
+	t.Cleanup(s.stop)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", s.addr)
+		if err == nil {
+			c.Close()
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server never listened on %s", s.addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (s *redisServer) stop() {
+	if s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+}
+
+// do sends one command in the inline protocol and returns the first line of
+// the answer.
+func (s *redisServer) do(t *testing.T, args ...string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "%s\r\n", strings.Join(args, " "))
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(buf[:n]))
+}
+
+func TestRedisProbe(t *testing.T) {
+	srv := startRedis(t)
+	client, err := newRedisClient("redis://"+srv.addr+"/0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	host := hostname()
+	dead := exitedPID(t)
+	probe := func(key string, now time.Time) model.LockState {
+		p := &redisProbe{client: client, key: key, host: host, alive: func(pid int) bool { return pid == os.Getpid() }}
+		st, err := p.probe(context.Background(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	now := time.Now()
+
+	if st := probe("lock:none", now); st.Held || st.HasTTL || st.NoExpiry {
+		t.Errorf("missing key: %+v", st)
+	}
+	srv.do(t, "SET", "lock:ttl", "web2:4242:run", "PX", "60000")
+	st := probe("lock:ttl", now)
+	if !st.Held || !st.HasTTL || st.NoExpiry || st.TTL <= 50*time.Second || st.TTL > time.Minute || st.Holder != "web2:4242:run" || st.Alive != model.HolderUnknown {
+		t.Errorf("key with TTL: %+v", st)
+	}
+	if !st.HeldSince.Equal(now) {
+		t.Errorf("held since %v, want first seen %v", st.HeldSince, now)
+	}
+	srv.do(t, "SET", "lock:forever", host+":"+strconv.Itoa(dead)+":r1")
+	st = probe("lock:forever", now)
+	if !st.Held || st.HasTTL || !st.NoExpiry || st.Alive != model.HolderDead {
+		t.Errorf("key without TTL, naming a dead local PID: %+v", st)
+	}
+	srv.do(t, "SET", "lock:mine", host+":"+strconv.Itoa(os.Getpid())+":r2", "EX", "100")
+	if st := probe("lock:mine", now); st.Alive != model.HolderAlive {
+		t.Errorf("key naming this live process: %+v", st)
+	}
+	srv.do(t, "SET", "lock:binary", "\x01"+strings.Repeat("x", 200))
+	if st := probe("lock:binary", now); len(st.Holder) != maxHolder || st.Holder[0] != '?' {
+		t.Errorf("holder from a long binary value: %q", st.Holder)
+	}
+	srv.do(t, "HSET", "lock:hash", "owner", "a")
+	if st := probe("lock:hash", now); !st.Held || st.Holder != "" {
+		t.Errorf("hash key: %+v", st)
+	}
+
+	// Expiring: held, then gone once the TTL runs out.
+	srv.do(t, "SET", "lock:short", "v", "PX", "200")
+	p := &redisProbe{client: client, key: "lock:short", host: host, alive: func(int) bool { return false }}
+	first, err := p.probe(context.Background(), now)
+	if err != nil || !first.Held {
+		t.Fatalf("short key: %+v %v", first, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := p.probe(context.Background(), now.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("key never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Held again: since is the new first sighting.
+	srv.do(t, "SET", "lock:short", "v2", "PX", "60000")
+	if st, _ := p.probe(context.Background(), now.Add(2*time.Second)); !st.HeldSince.Equal(now.Add(2 * time.Second)) {
+		t.Errorf("held since %v after a new holder", st.HeldSince)
+	}
+
+	// The server down: an error, not a hang.
+	srv.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := (&redisProbe{client: client, key: "lock:ttl", alive: func(int) bool { return false }}).probe(ctx, now); err == nil {
+		t.Error("probe of a stopped server succeeded")
+	}
+}
+
+func TestRedisURLErrorHidesPassword(t *testing.T) {
+	_, err := newRedisClient("redis://user:s3cret@host:port:bad/0", "")
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestMySQLProbe(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	db := srv.DB(t, "")
+	holder, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	var got sql.NullInt64
+	if err := holder.QueryRowContext(context.Background(), "SELECT GET_LOCK('zz_daily_stats', 0)").Scan(&got); err != nil || got.Int64 != 1 {
+		t.Fatalf("GET_LOCK: %v %v", got, err)
+	}
+	var connID int64
+	if err := holder.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&connID); err != nil {
+		t.Fatal(err)
+	}
+
+	probeDB, err := newMySQLDB(srv.Config("root", "", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probeDB.Close()
+	p := &mysqlProbe{db: probeDB, name: "zz_daily_stats"}
+	now := time.Now()
+	st, err := p.probe(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "conn " + strconv.FormatInt(connID, 10) + " from "
+	if !st.Held || st.Alive != model.HolderAlive || !strings.HasPrefix(st.Holder, want) || st.HeldSince.After(now) {
+		t.Errorf("held lock: %+v, want holder %q...", st, want)
+	}
+	if st, _ := (&mysqlProbe{db: probeDB, name: "zz_other"}).probe(context.Background(), now); st.Held {
+		t.Errorf("free lock: %+v", st)
+	}
+
+	// The holder's connection killed from another session: the lock is
+	// gone with it, at the next probe.
+	if _, err := db.Exec("KILL " + strconv.FormatInt(connID, 10)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := p.probe(context.Background(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lock still held after its connection was killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
