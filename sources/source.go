@@ -55,6 +55,9 @@ func (d Deps) withDefaults() Deps {
 	return d
 }
 
+// SleepCtx is sleepCtx, for source packages.
+func SleepCtx(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, d) }
+
 // sleepCtx waits d, or less if ctx is done first; it reports whether ctx is
 // still live. Sources retry with it, and tests replace it to step time.
 func sleepCtx(ctx context.Context, d time.Duration) bool {

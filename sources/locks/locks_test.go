@@ -1,0 +1,218 @@
+package locks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"log/slog"
+
+	"jobwatch/model"
+	"jobwatch/sources"
+)
+
+// sink records what the source hands over.
+type sink struct {
+	mu      sync.Mutex
+	batches []model.Batch
+	health  []error // nil: up
+}
+
+func (s *sink) Apply(b model.Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches = append(s.batches, b)
+}
+
+func (s *sink) SetHealth(_ string, up bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if up {
+		err = nil
+	}
+	s.health = append(s.health, err)
+}
+
+var _ sources.Sink = (*sink)(nil)
+
+// stepper replaces the source's wait: each round waits for the test to
+// allow the next one.
+type stepper struct{ next chan struct{} }
+
+func (st stepper) wait(ctx context.Context, _ time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-st.next:
+		return true
+	}
+}
+
+func decode(t *testing.T, text string) Config {
+	t.Helper()
+	var c Config
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestSourceRounds(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "cleanup.lock")
+	c := decode(t, `
+interval: 1h
+locks:
+  - job: stats
+    flock: `+filepath.Join(dir, "stats.lock")+`
+  - job: cleanup
+    pidfile: `+pidfile+`
+  - job: broken
+    pidfile: `+filepath.Join(dir, "broken.lock")+`
+`)
+	if errs := c.Validate(map[string]bool{"stats": true, "cleanup": true, "broken": true}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	src, err := New("locks", c, sources.Deps{Logger: discard(), Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A lock whose probe fails (permission denied: which root, running the
+	// tests, never meets).
+	src.locks[2].file = failing{}
+	step := stepper{next: make(chan struct{})}
+	src.wait = step.wait
+	var snk sink
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- src.Run(ctx, nil, &snk) }()
+
+	round := func(n int) model.Batch {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			snk.mu.Lock()
+			got := len(snk.batches)
+			var b model.Batch
+			if got >= n {
+				b = snk.batches[n-1]
+			}
+			snk.mu.Unlock()
+			if got >= n {
+				return b
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d never came", n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	b := round(1)
+	if b.Source != "locks" || len(b.Locks) != 3 || b.Position != nil || len(b.Events) != 0 {
+		t.Fatalf("first batch: %+v", b)
+	}
+	if b.Locks[0].Held || b.Locks[1].Held || b.Locks[2].ProbeErrors != 1 {
+		t.Errorf("first round: %+v", b.Locks)
+	}
+	if err := os.WriteFile(pidfile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	step.next <- struct{}{}
+	b = round(2)
+	l := b.Locks[1]
+	if l.Job != "cleanup" || l.Lock != pidfile || !l.Held || l.Alive != model.HolderAlive || l.Kind != kindPIDFile {
+		t.Errorf("second round, pid file: %+v", l)
+	}
+	if b.Locks[2].ProbeErrors != 2 {
+		t.Errorf("probe errors not counted: %+v", b.Locks[2])
+	}
+	snk.mu.Lock()
+	health := append([]error(nil), snk.health...)
+	snk.mu.Unlock()
+	if len(health) != 1 || health[0] == nil || !strings.Contains(health[0].Error(), `job "broken"`) {
+		t.Errorf("health reports %v, want one down naming the lock", health)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+type failing struct{}
+
+func (failing) probe(time.Time) (model.LockState, error) {
+	return model.LockState{Kind: kindPIDFile}, errors.New("permission denied")
+}
+
+func TestValidate(t *testing.T) {
+	c := decode(t, `
+interval: -1s
+locks:
+  - flock: /a
+  - job: unknown
+    flock: /b
+  - job: a
+    flock: /c
+    pidfile: /d
+  - job: a
+    redis: redis://127.0.0.1:1/0
+  - job: a
+    mysql: "u@tcp(h:1)/"
+    name: `+strings.Repeat("n", 65)+`
+  - job: a
+    pidfile: /e
+    key: k
+    stale_after: 1h
+  - job: a
+    flock: /f
+  - job: a
+    flock: /f
+`)
+	var got []string
+	for _, err := range c.Validate(map[string]bool{"a": true}) {
+		got = append(got, err.Error())
+	}
+	want := []string{
+		"interval must not be negative",
+		"locks[0]: job is required",
+		`locks[1] (job "unknown"): job "unknown" is not configured`,
+		`locks[2] (job "a"): exactly one of flock, pidfile, redis, mysql and mysql_dsn_file is required`,
+		`locks[3] (job "a"): key is required with redis`,
+		`locks[4] (job "a"): name "` + strings.Repeat("n", 65) + `" is longer than GET_LOCK's 64 characters`,
+		`locks[5] (job "a"): key is not a field of a pidfile lock`,
+		`locks[7] (job "a"): lock "/f" of job "a" is configured twice`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestNewHidesDSNSecrets(t *testing.T) {
+	t.Setenv("JOBWATCH_TEST_PW", "hunter2")
+	c := decode(t, `
+locks:
+  - job: a
+    mysql: "u:${JOBWATCH_TEST_PW}@tcp(h:1)/?badparam=%zz"
+    name: n
+`)
+	_, err := New("locks", c, sources.Deps{Logger: discard(), Now: time.Now})
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("err = %v", err)
+	}
+	raw, _ := json.Marshal(err.Error())
+	if strings.Contains(string(raw), "hunter2") {
+		t.Fatal("secret in error")
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
