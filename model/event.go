@@ -92,6 +92,10 @@ type Event struct {
 	// Skip only.
 	Reason    string
 	HolderPID int
+
+	// Output is the end of what the run printed, when the source has it
+	// (a check-in's body).
+	Output string
 }
 
 // Batch is what a source hands the tracker at once: events in the order they

@@ -1,0 +1,242 @@
+// Package checkin is the `checkin` source: jobs that cannot write a local
+// log (a container, a CI pipeline, a laptop's backup) report their runs over
+// HTTP, in the URL shapes hosted cron monitors use:
+//
+//	/ping/JOB            a run ends with success
+//	/ping/JOB/start      a run starts
+//	/ping/JOB/fail       a run ends with failure
+//	/ping/JOB/EXIT_CODE  a run ends with that exit code (0 is success)
+//	/ping/JOB/skip       a run was skipped (?reason=)
+//
+// A Receiver answers them: it appends each to a spool in the state directory
+// and fsyncs it before it answers. The Source reads the spool from its saved
+// position into events, like every other source, so nothing acknowledged is
+// lost or counted twice across a kill -9.
+package checkin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"jobwatch/model"
+	"jobwatch/sources"
+)
+
+// Type is the source's type and name in the jobwatch_source_* metrics.
+const Type = "checkin"
+
+// DefaultMaxBody bounds a check-in's request body.
+const DefaultMaxBody = 100 << 10
+
+// Options configure a Receiver.
+type Options struct {
+	// Dir is the spool directory, inside the state directory.
+	Dir string
+	// Prefix is the URL path the check-ins are under; default "/ping/".
+	Prefix string
+	// MaxBody bounds a request body; default DefaultMaxBody.
+	MaxBody int64
+	// MaxSegment is the size of a spool segment; default 64 MiB.
+	MaxSegment int64
+	Now        func() time.Time
+	Logger     *slog.Logger
+	// OnReject is called with the reason of every refused check-in.
+	OnReject func(reason string)
+}
+
+// Receiver answers check-ins. It lives as long as jobwatch does; reloads
+// change the jobs it accepts.
+type Receiver struct {
+	opts  Options
+	spool *spool
+	dedup *recent
+	jobs  atomic.Pointer[map[string]bool]
+}
+
+// OpenReceiver opens the spool. It accepts no job until SetJobs.
+func OpenReceiver(o Options) (*Receiver, error) {
+	if o.Prefix == "" {
+		o.Prefix = "/ping/"
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.OnReject == nil {
+		o.OnReject = func(string) {}
+	}
+	sp, err := openSpool(o.Dir, o.MaxSegment)
+	if err != nil {
+		return nil, err
+	}
+	r := &Receiver{opts: o, spool: sp, dedup: newRecent()}
+	r.SetJobs(nil)
+	if err := r.rememberSaved(); err != nil {
+		sp.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// rememberSaved reads the newest spool segment for the run ids already
+// acknowledged, so that a retry after a restart is not applied twice.
+func (r *Receiver) rememberSaved() error {
+	pos := Position{Segment: r.spool.seg}
+	for {
+		lines, next, err := readFrom(r.opts.Dir, pos, 4096)
+		if err != nil {
+			return fmt.Errorf("check-in spool: %w", err)
+		}
+		for _, line := range lines {
+			var rec spoolRecord
+			if json.Unmarshal(line, &rec) == nil && rec.RunID != "" {
+				r.dedup.saved(dedupKey{job: rec.Job, rid: rec.RunID, event: rec.Event})
+			}
+		}
+		if len(lines) == 0 {
+			return nil
+		}
+		pos = next
+	}
+}
+
+// SetJobs sets the jobs whose check-ins are accepted.
+func (r *Receiver) SetJobs(jobs []string) {
+	m := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		m[j] = true
+	}
+	r.jobs.Store(&m)
+}
+
+func (r *Receiver) accepts(job string) bool { return (*r.jobs.Load())[job] }
+
+// Close stops accepting check-ins (they are answered 503) and closes the
+// spool, once what was acknowledged is on disk.
+func (r *Receiver) Close() error { return r.spool.Close() }
+
+// Source returns the source that reads the receiver's spool.
+func (r *Receiver) Source() *Source { return &Source{r: r} }
+
+// Source reads the spool of acknowledged check-ins into events.
+type Source struct{ r *Receiver }
+
+var _ sources.Source = (*Source)(nil)
+
+// Name is "checkin": there is one check-in receiver.
+func (s *Source) Name() string { return Type }
+
+// Type is "checkin".
+func (s *Source) Type() string { return Type }
+
+// batchLines bounds the check-ins applied in one batch.
+const batchLines = 1000
+
+// Run applies the spool from position from until ctx is done.
+func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
+	var pos Position
+	if from != nil {
+		if err := json.Unmarshal(from, &pos); err != nil {
+			return fmt.Errorf("check-in position %s: %w", from, err)
+		}
+	}
+	// Segments before the saved position have been applied and saved.
+	if err := removeBefore(s.r.opts.Dir, pos.Segment); err != nil {
+		s.r.opts.Logger.Warn("removing applied check-in spool segments", "err", err)
+	}
+	up := false
+	for {
+		changed := s.r.spool.Changed() // before reading, not to miss a commit
+		lines, next, err := readFrom(s.r.opts.Dir, pos, batchLines)
+		if err != nil {
+			if up {
+				s.r.opts.Logger.Error("reading the check-in spool", "err", err)
+			}
+			up = false
+			sink.SetHealth(Type, false, err)
+			if !sources.SleepCtx(ctx, time.Second) {
+				return nil
+			}
+			continue
+		}
+		if !up {
+			up = true
+			sink.SetHealth(Type, true, nil)
+		}
+		if len(lines) > 0 {
+			b := model.Batch{Source: Type, Events: make([]model.Event, 0, len(lines))}
+			for _, line := range lines {
+				ev, err := decode(line)
+				if err != nil {
+					b.ParseErrors++
+					continue
+				}
+				b.Events = append(b.Events, ev)
+			}
+			b.Position, _ = json.Marshal(next)
+			sink.Apply(b)
+			if next.Segment != pos.Segment {
+				// The segment just finished stays until the next one is
+				// finished too: the saved position may still name it.
+				if err := removeBefore(s.r.opts.Dir, pos.Segment); err != nil {
+					s.r.opts.Logger.Warn("removing applied check-in spool segments", "err", err)
+				}
+			}
+			pos = next
+			if len(lines) == batchLines {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// decode turns a spool line into an event.
+func decode(line []byte) (model.Event, error) {
+	var rec spoolRecord
+	if err := json.Unmarshal(line, &rec); err != nil {
+		return model.Event{}, err
+	}
+	if rec.V != spoolVersion {
+		return model.Event{}, fmt.Errorf("check-in spool record version %d, this jobwatch reads %d", rec.V, spoolVersion)
+	}
+	ev := model.Event{Time: rec.Time, Job: rec.Job, Host: rec.Host, PID: rec.PID, RunID: rec.RunID, Output: rec.Output}
+	switch rec.Event {
+	case "start":
+		ev.Kind = model.Start
+	case "end":
+		ev.Kind = model.End
+		res, ok := model.ParseStatus(rec.Status)
+		if !ok {
+			return model.Event{}, fmt.Errorf("check-in status %q", rec.Status)
+		}
+		ev.Result = res
+		if rec.ExitCode != nil {
+			ev.ExitCode, ev.HasExitCode = *rec.ExitCode, true
+		}
+	case "skip":
+		ev.Kind = model.Skip
+		ev.Reason = rec.Reason
+	default:
+		return model.Event{}, errors.New("check-in event " + rec.Event)
+	}
+	if ev.Job == "" || ev.Time.IsZero() {
+		return model.Event{}, errors.New("check-in without job or time")
+	}
+	return ev, nil
+}
+

@@ -1,0 +1,318 @@
+package checkin
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Reasons a check-in is refused, the values of the reason label of
+// jobwatch_checkins_rejected_total.
+const (
+	RejectUnknownJob   = "unknown_job"
+	RejectBadExitCode  = "bad_exit_code"
+	RejectBodyTooLarge = "body_too_large"
+	RejectBadRunID     = "bad_rid"
+	RejectBadHost      = "bad_host"
+	RejectBadPID       = "bad_pid"
+	RejectBadReason    = "bad_reason"
+	RejectMethod       = "method_not_allowed"
+	RejectCrossSite    = "cross_site"
+	RejectBadPath      = "bad_path"
+)
+
+// RejectReasons lists every reason, so that each series exists from the
+// start.
+var RejectReasons = []string{RejectUnknownJob, RejectBadExitCode, RejectBodyTooLarge, RejectBadRunID,
+	RejectBadHost, RejectBadPID, RejectBadReason, RejectMethod, RejectCrossSite, RejectBadPath}
+
+// SkipReasons are the reasons a skip check-in may give (?reason=); they
+// become the reason label of jobwatch_job_skips_total, so they are bounded.
+var SkipReasons = []string{"locked", "lock_unavailable", "disabled", "other"}
+
+// OutputExcerpt is how much of a check-in's body is kept as the run's
+// output: its end, where the error usually is.
+const OutputExcerpt = 10 << 10
+
+// Limits of the query parameters.
+const (
+	maxHost = 255
+	maxPID  = 1 << 22
+)
+
+var (
+	uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	hostRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]*$`)
+)
+
+// spoolRecord is one line of the spool: an acknowledged check-in. The format
+// is versioned (V) and documented in docs/checkins.md.
+type spoolRecord struct {
+	V        int       `json:"v"`
+	Time     time.Time `json:"time"`
+	Job      string    `json:"job"`
+	Event    string    `json:"event"`            // start, end or skip
+	Status   string    `json:"status,omitempty"` // end: success or failure
+	ExitCode *int      `json:"exit_code,omitempty"`
+	RunID    string    `json:"rid,omitempty"`
+	Host     string    `json:"host,omitempty"`
+	PID      int       `json:"pid,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Output   string    `json:"output,omitempty"`
+}
+
+const spoolVersion = 1
+
+// ServeHTTP answers /ping/{job}[/{start|fail|skip|exit_code}]. A check-in is
+// acknowledged (200) only once it is on disk.
+func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reject := func(code int, reason, msg string) {
+		s.opts.OnReject(reason)
+		http.Error(w, msg, code)
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodPost && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, POST")
+		reject(http.StatusMethodNotAllowed, RejectMethod, "check-ins take GET or POST")
+		return
+	}
+	// A check-in changes state. curl, wget and PowerShell send neither
+	// header; a browser sends them, and a page on another site must not be
+	// able to report a job's success through its visitors' browsers.
+	if crossSite(r) {
+		reject(http.StatusForbidden, RejectCrossSite, "cross-site check-ins are refused")
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, s.opts.Prefix)
+	if !ok {
+		reject(http.StatusNotFound, RejectBadPath, "not a check-in URL")
+		return
+	}
+	job, verb, _ := strings.Cut(rest, "/")
+	if strings.Contains(verb, "/") || job == "" {
+		reject(http.StatusNotFound, RejectBadPath, "not a check-in URL: want /ping/JOB or /ping/JOB/{start,fail,skip,EXIT_CODE}")
+		return
+	}
+	if !s.accepts(job) {
+		reject(http.StatusNotFound, RejectUnknownJob, "unknown job")
+		return
+	}
+	rec := spoolRecord{V: spoolVersion, Job: job}
+	switch verb {
+	case "":
+		rec.Event, rec.Status = "end", "success"
+	case "start":
+		rec.Event = "start"
+	case "fail":
+		rec.Event, rec.Status = "end", "failure"
+	case "skip":
+		rec.Event = "skip"
+	default:
+		code, err := strconv.Atoi(verb)
+		if err != nil || code < 0 || code > 255 || verb != strconv.Itoa(code) {
+			reject(http.StatusBadRequest, RejectBadExitCode, "exit code must be 0-255")
+			return
+		}
+		rec.Event, rec.Status, rec.ExitCode = "end", "success", &code
+		if code != 0 {
+			rec.Status = "failure"
+		}
+	}
+	q := r.URL.Query()
+	if rid := q.Get("rid"); rid != "" {
+		if !uuidRE.MatchString(rid) {
+			reject(http.StatusBadRequest, RejectBadRunID, "rid must be a UUID")
+			return
+		}
+		rec.RunID = strings.ToLower(rid)
+	}
+	rec.Host = clientHost(r)
+	if h := q.Get("host"); h != "" {
+		if len(h) > maxHost || !hostRE.MatchString(h) {
+			reject(http.StatusBadRequest, RejectBadHost, "host must be a host name")
+			return
+		}
+		rec.Host = h
+	}
+	if p := q.Get("pid"); p != "" {
+		pid, err := strconv.Atoi(p)
+		if err != nil || pid <= 0 || pid > maxPID {
+			reject(http.StatusBadRequest, RejectBadPID, "pid must be a positive integer")
+			return
+		}
+		rec.PID = pid
+	}
+	if reason := q.Get("reason"); reason != "" || rec.Event == "skip" {
+		switch {
+		case rec.Event != "skip":
+			reject(http.StatusBadRequest, RejectBadReason, "reason is for skips only")
+			return
+		case reason == "":
+			reason = "other"
+		case !contains(SkipReasons, reason):
+			reject(http.StatusBadRequest, RejectBadReason, "reason must be one of "+strings.Join(SkipReasons, ", "))
+			return
+		}
+		rec.Reason = reason
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			reject(http.StatusRequestEntityTooLarge, RejectBodyTooLarge, "body larger than max_body ("+strconv.FormatInt(s.opts.MaxBody, 10)+" bytes)")
+			return
+		}
+		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(body) > OutputExcerpt {
+		body = body[len(body)-OutputExcerpt:]
+	}
+	rec.Output = string(body)
+	rec.Time = s.opts.Now().UTC()
+
+	// A retry of a check-in already acknowledged (same run id and event)
+	// is acknowledged again and applied once.
+	key := dedupKey{job: rec.Job, rid: rec.RunID, event: rec.Event}
+	if rec.RunID != "" {
+		if earlier := s.dedup.claim(key); earlier != nil {
+			<-earlier.done
+			if !earlier.ok {
+				http.Error(w, "check-in not saved; retry", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, "OK\n")
+			return
+		}
+	}
+	line, err := json.Marshal(rec)
+	if err == nil {
+		err = s.spool.Append(append(line, '\n'))
+	}
+	if rec.RunID != "" {
+		s.dedup.settle(key, err == nil)
+	}
+	if err != nil {
+		s.opts.Logger.Error("check-in not saved", "job", rec.Job, "err", err)
+		http.Error(w, "check-in not saved; retry", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "OK\n")
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// crossSite reports a request a browser made on behalf of another site.
+func crossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return true
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		host := strings.TrimPrefix(strings.TrimPrefix(o, "https://"), "http://")
+		return host != r.Host
+	}
+	return false
+}
+
+// clientHost is the address the check-in came from: the run's host unless
+// the check-in names one.
+func clientHost(r *http.Request) string {
+	h, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// dedupKey identifies a check-in for retries.
+type dedupKey struct{ job, rid, event string }
+
+// dedupMemory bounds the check-ins remembered for retries.
+const dedupMemory = 1 << 16
+
+// recent remembers the latest check-ins with a run id, oldest forgotten
+// first, so that a retry is acknowledged without being applied again.
+type recent struct {
+	mu    sync.Mutex
+	set   map[dedupKey]*claim
+	order []dedupKey
+	next  int
+}
+
+// claim is a check-in being saved (done open) or saved (ok).
+type claim struct {
+	done chan struct{}
+	ok   bool
+}
+
+func newRecent() *recent {
+	return &recent{set: make(map[dedupKey]*claim)}
+}
+
+// claim returns nil when k is new, and then the caller must call settle;
+// else the earlier check-in's claim, to wait for.
+func (r *recent) claim(k dedupKey) *claim {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.set[k]; c != nil {
+		return c
+	}
+	r.set[k] = &claim{done: make(chan struct{})}
+	return nil
+}
+
+// settle records whether k's check-in was saved; one that was not is
+// forgotten, so its retry is saved afresh.
+func (r *recent) settle(k dedupKey, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.set[k]
+	c.ok = ok
+	close(c.done)
+	if !ok {
+		delete(r.set, k)
+		return
+	}
+	r.remember(k)
+}
+
+// remember adds k to the order of forgetting.
+func (r *recent) remember(k dedupKey) {
+	if len(r.order) < dedupMemory {
+		r.order = append(r.order, k)
+		return
+	}
+	delete(r.set, r.order[r.next])
+	r.order[r.next] = k
+	r.next = (r.next + 1) % dedupMemory
+}
+
+// saved marks k as a check-in saved earlier (read back from the spool).
+func (r *recent) saved(k dedupKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.set[k] != nil {
+		return
+	}
+	c := &claim{done: make(chan struct{}), ok: true}
+	close(c.done)
+	r.set[k] = c
+	r.remember(k)
+}
