@@ -239,4 +239,3 @@ func decode(line []byte) (model.Event, error) {
 	}
 	return ev, nil
 }
-
