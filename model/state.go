@@ -42,6 +42,9 @@ type JobState struct {
 	// Sources that reported the job: missed runs are not counted from the
 	// clock while one of them cannot be read.
 	Sources []string `json:"sources,omitempty"`
+	// Recent are the latest finished and skipped runs, oldest first, at
+	// most MaxRecentRuns.
+	Recent []RecentRun `json:"recent,omitempty"`
 }
 
 // Run is a run in progress.
@@ -54,6 +57,8 @@ type Run struct {
 	Source string    `json:"source"`
 	// Slot is the expected run it belongs to (calendar schedules).
 	Slot time.Time `json:"slot,omitzero"`
+	// Overlapped: it started while another run was in progress.
+	Overlapped bool `json:"overlapped,omitempty"`
 
 	goneSince time.Time // when its process was first seen gone
 }

@@ -254,13 +254,14 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		if _, dup := j.open[key]; dup {
 			return // the same start read twice: one run
 		}
-		if len(j.open) > 0 {
+		overlapped := len(j.open) > 0
+		if overlapped {
 			j.Overlaps++
 		}
 		if len(j.open) >= MaxOpenRuns {
 			t.closeOldest(j, ev.Job)
 		}
-		r := &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src}
+		r := &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src, Overlapped: overlapped}
 		j.open[key] = r
 		j.attribute(r)
 		j.ConsecutiveSkips = 0
@@ -276,14 +277,21 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		}
 		dur, hasDur := ev.Duration, ev.HasDuration
 		start := ev.Time.Add(-dur)
+		rr := RecentRun{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output}
+		if hasDur {
+			rr.Start = start
+		}
 		if r != nil {
 			delete(j.open, r.Key)
 			start = r.Start
+			rr.Start, rr.Host, rr.PID, rr.Overlapped = r.Start, r.Host, r.PID, r.Overlapped
 			if !hasDur && !ev.Time.Before(r.Start) {
 				dur, hasDur = ev.Time.Sub(r.Start), true
 			}
 		}
+		rr.Duration, rr.HasDuration = dur, hasDur
 		j.finish(ev.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
+		j.remember(rr)
 	case Skip:
 		// A run recorded as started and then marked skipped (a job_runs
 		// row whose status became "skipped") did not run: it leaves the
@@ -293,6 +301,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		}
 		j.Skips++
 		j.ConsecutiveSkips++
+		j.remember(RecentRun{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, SkipReason: ev.Reason})
 	}
 }
 
@@ -397,6 +406,7 @@ func (t *Tracker) lose(j *job, r *Run, now time.Time) {
 		j.LostRuns = j.LostRuns[len(j.LostRuns)-lostMemory:]
 	}
 	j.finish(Lost, r.Start, now, 0, false, 0, false)
+	j.remember(RecentRun{Start: r.Start, End: now, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
 }
 
 // Reap closes runs that can no longer end on their own: runs on this host

@@ -1,0 +1,107 @@
+package status
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"jobwatch/model"
+)
+
+// Viewer gives the state to show: the same views the collector renders.
+type Viewer interface {
+	View() ([]model.JobView, []model.SourceView)
+}
+
+// Handler serves the status pages and the JSON API:
+//
+//	/status, /status/job/NAME      HTML for people
+//	/api/v1/jobs, /api/v1/jobs/NAME JSON (docs/status.md)
+type Handler struct {
+	View Viewer
+	Now  func() time.Time
+	Page PageOptions
+}
+
+func (h *Handler) report() ([]model.JobView, Report) {
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	jobs, srcs := h.View.View()
+	return jobs, Build(jobs, srcs, now())
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	path := strings.TrimPrefix(r.URL.Path, h.Page.Prefix)
+	views, rep := h.report()
+	var buf bytes.Buffer
+	switch {
+	case path == "/status" || path == "/status/" || path == "/":
+		if err := WriteIndex(&buf, rep, h.Page); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeBody(w, "text/html; charset=utf-8", buf.Bytes())
+	case strings.HasPrefix(path, "/status/job/"):
+		name := strings.TrimPrefix(path, "/status/job/")
+		i := find(rep, name)
+		if i < 0 {
+			http.Error(w, "no such job", http.StatusNotFound)
+			return
+		}
+		missed := MissedSlots(&views[i], rep.GeneratedAt)
+		if err := WriteJob(&buf, rep, &rep.Jobs[i], missed, h.Page); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeBody(w, "text/html; charset=utf-8", buf.Bytes())
+	case path == "/api/v1/jobs":
+		writeJSON(w, rep)
+	case strings.HasPrefix(path, "/api/v1/jobs/"):
+		i := find(rep, strings.TrimPrefix(path, "/api/v1/jobs/"))
+		if i < 0 {
+			http.Error(w, `{"error":"no such job"}`, http.StatusNotFound)
+			return
+		}
+		writeJSON(w, rep.Jobs[i])
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// find returns the index of the job named name (views and report jobs are
+// in the same order), or -1.
+func find(rep Report, name string) int {
+	for i := range rep.Jobs {
+		if rep.Jobs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeBody(w, "application/json", append(b, '\n'))
+}
+
+func writeBody(w http.ResponseWriter, typ string, b []byte) {
+	w.Header().Set("Content-Type", typ)
+	w.Header().Set("Cache-Control", "no-store")
+	// A job's output is shown on the page: no script of any origin runs.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,279 @@
+package status
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"jobwatch/model"
+	"jobwatch/schedule"
+)
+
+//go:embed page.html.tmpl
+var pageFS embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"ago":      ago,
+	"until":    until,
+	"dur":      durText,
+	"durp":     durPtr,
+	"when":     whenText,
+	"upper":    strings.ToUpper,
+	"timeline": func(j Job, missed []time.Time) template.HTML { return timeline(j, missed) },
+	"deref":    func(p any) any { return deref(p) },
+	"lastFailure": func(j Job) *Run {
+		for i := range j.RecentRuns {
+			switch j.RecentRuns[i].Result {
+			case string(model.Failure), string(model.Timeout), string(model.Lost):
+				return &j.RecentRuns[i]
+			}
+		}
+		return nil
+	},
+}).ParseFS(pageFS, "page.html.tmpl"))
+
+// PageOptions are what a page shows beside the report.
+type PageOptions struct {
+	Title   string // default "jobwatch"
+	Refresh time.Duration
+	// Prefix is the URL path the pages are under ("" or an external URL's
+	// path), for links.
+	Prefix string
+}
+
+type pageData struct {
+	PageOptions
+	Report
+	Job    *Job
+	Missed []time.Time
+	Counts []stateCount
+	Now    time.Time
+}
+
+type stateCount struct {
+	State string
+	N     int
+}
+
+// WriteIndex writes the status page of all jobs.
+func WriteIndex(w io.Writer, rep Report, o PageOptions) error {
+	d := pageData{PageOptions: defaults(o), Report: rep, Now: rep.GeneratedAt}
+	n := map[string]int{}
+	for _, j := range rep.Jobs {
+		n[j.State]++
+	}
+	for _, s := range []string{StateStale, StateFailing, StateLate, StateRunning, StateNeverSeen, StateOK} {
+		if n[s] > 0 {
+			d.Counts = append(d.Counts, stateCount{s, n[s]})
+		}
+	}
+	return pages.ExecuteTemplate(w, "index", d)
+}
+
+// WriteJob writes one job's page; missed are its expected runs that no run
+// started for, within the span of its recent runs.
+func WriteJob(w io.Writer, rep Report, j *Job, missed []time.Time, o PageOptions) error {
+	d := pageData{PageOptions: defaults(o), Report: rep, Job: j, Missed: missed, Now: rep.GeneratedAt}
+	return pages.ExecuteTemplate(w, "job", d)
+}
+
+func defaults(o PageOptions) PageOptions {
+	if o.Title == "" {
+		o.Title = "jobwatch"
+	}
+	if o.Refresh == 0 {
+		o.Refresh = 15 * time.Second
+	}
+	return o
+}
+
+// maxMissedMarks bounds the missed runs looked for and drawn on a job page.
+const maxMissedMarks = 200
+
+// MissedSlots returns a calendar job's expected runs since its oldest recent
+// run that no recent run started for within grace, at most maxMissedMarks.
+func MissedSlots(v *model.JobView, now time.Time) []time.Time {
+	s := v.Spec.Schedule
+	if _, every := s.(schedule.Every); every || s == nil || len(v.Recent) == 0 {
+		return nil
+	}
+	from := v.Recent[0].End
+	if !v.Recent[0].Start.IsZero() {
+		from = v.Recent[0].Start
+	}
+	var starts []time.Time
+	for _, r := range v.Recent {
+		if !r.Start.IsZero() {
+			starts = append(starts, r.Start)
+		} else {
+			starts = append(starts, r.End)
+		}
+	}
+	for _, r := range v.Open {
+		starts = append(starts, r.Start)
+	}
+	var out []time.Time
+	for t := s.Next(from.Add(-time.Nanosecond)); !t.IsZero() && t.Before(now.Add(-v.Spec.Grace)) && len(out) < maxMissedMarks; t = s.Next(t) {
+		ran := false
+		for _, st := range starts {
+			if !st.Before(t) && st.Sub(t) <= v.Spec.Grace {
+				ran = true
+				break
+			}
+		}
+		if !ran {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Timeline geometry, in SVG user units.
+const (
+	tlWidth, tlHeight = 720.0, 160.0
+	tlLeft, tlBottom  = 48.0, 20.0
+)
+
+// timeline draws the job's recent runs, oldest left: each a bar as tall as
+// its duration, against lines at the period and the timeout, so a job
+// creeping toward its period shows before it overlaps. Failures, timeouts
+// and lost runs are coloured, skips and missed runs marked below the axis,
+// overlapping runs outlined.
+func timeline(j Job, missed []time.Time) template.HTML {
+	runs := make([]Run, 0, len(j.RecentRuns))
+	for i := len(j.RecentRuns) - 1; i >= 0; i-- {
+		runs = append(runs, j.RecentRuns[i])
+	}
+	top := j.PeriodSeconds
+	if j.TimeoutSeconds != nil {
+		top = max(top, *j.TimeoutSeconds)
+	}
+	for _, r := range runs {
+		if r.DurationSeconds != nil {
+			top = max(top, *r.DurationSeconds)
+		}
+	}
+	if top <= 0 {
+		top = 1
+	}
+	top *= 1.1
+	plotH := tlHeight - tlBottom - 8
+	y := func(sec float64) float64 { return tlHeight - tlBottom - plotH*sec/top }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="timeline" viewBox="0 0 %g %g" role="img" aria-label="durations of the last %d runs of %s">`,
+		tlWidth, tlHeight, len(runs), template.HTMLEscapeString(j.Name))
+	fmt.Fprintf(&b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, tlLeft, y(0), tlWidth, y(0))
+	ref := func(class, label string, sec float64) {
+		fmt.Fprintf(&b, `<line class="%s" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/><text class="%s" x="2" y="%.1f">%s %s</text>`,
+			class, tlLeft, y(sec), tlWidth, y(sec), class, y(sec)+4, label, template.HTMLEscapeString(durText(sec)))
+	}
+	if j.PeriodSeconds > 0 {
+		ref("period", "period", j.PeriodSeconds)
+	}
+	if j.TimeoutSeconds != nil {
+		ref("timeout", "timeout", *j.TimeoutSeconds)
+	}
+	n := max(len(runs), 1)
+	slot := (tlWidth - tlLeft) / float64(n)
+	bw := math.Max(slot*0.7, 1)
+	for i, r := range runs {
+		x := tlLeft + float64(i)*slot + (slot-bw)/2
+		title := fmt.Sprintf("%s %s", r.End.Format(time.RFC3339), r.Result)
+		if r.DurationSeconds != nil {
+			title += " after " + durText(*r.DurationSeconds)
+		}
+		if r.Host != "" {
+			title += " on " + r.Host
+		}
+		class := "run " + r.Result
+		if r.Overlapped {
+			class += " overlapped"
+		}
+		if r.Result == string(model.Skipped) || r.DurationSeconds == nil {
+			fmt.Fprintf(&b, `<circle class="%s" cx="%.1f" cy="%.1f" r="3"><title>%s</title></circle>`,
+				class, x+bw/2, y(0)+8, template.HTMLEscapeString(title))
+			continue
+		}
+		h := math.Max(y(0)-y(*r.DurationSeconds), 1)
+		fmt.Fprintf(&b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
+			class, x, y(0)-h, bw, h, template.HTMLEscapeString(title))
+	}
+	if len(missed) > 0 && len(runs) > 0 {
+		first, last := runs[0].End, runs[len(runs)-1].End
+		span := last.Sub(first).Seconds()
+		for _, m := range missed {
+			pos := 0.5
+			if span > 0 {
+				pos = min(max(m.Sub(first).Seconds()/span, 0), 1)
+			}
+			x := tlLeft + pos*(tlWidth-tlLeft-slot) + slot/2
+			fmt.Fprintf(&b, `<path class="missed" d="M%.1f %.1f l-4 8 h8 z"><title>missed %s</title></path>`,
+				x, y(0)+4, m.Format(time.RFC3339))
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func durText(sec float64) string {
+	if sec < 1 {
+		return fmt.Sprintf("%.0fms", sec*1000)
+	}
+	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+func durPtr(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	return durText(*p)
+}
+
+func ago(now time.Time, t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return durText(max(now.Sub(*t).Seconds(), 0)) + " ago"
+}
+
+func until(now time.Time, t *time.Time) string {
+	if t == nil {
+		return "–"
+	}
+	if d := t.Sub(now).Seconds(); d >= 0 {
+		return "in " + durText(d)
+	}
+	return durText(now.Sub(*t).Seconds()) + " ago"
+}
+
+func whenText(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.Format(time.RFC3339)
+}
+
+func deref(p any) any {
+	switch v := p.(type) {
+	case *bool:
+		return *v
+	case *int:
+		return *v
+	case *float64:
+		return *v
+	}
+	return p
+}

@@ -1,0 +1,282 @@
+// Package status renders the job model for people and scripts: the status
+// page (/status, /status/job/NAME), its JSON API (/api/v1/jobs), and the
+// states `jobwatch status` and `jobwatch check` print. It reads the same
+// views the collector renders and writes nothing.
+package status
+
+import (
+	"fmt"
+	"time"
+
+	"jobwatch/model"
+	"jobwatch/schedule"
+)
+
+// Job states, from the most to the least urgent.
+const (
+	StateStale     = "stale"      // no success for stale_multiple periods: JobwatchJobStale fires
+	StateFailing   = "failing"    // the last finished run did not succeed
+	StateLate      = "late"       // an expected run has not started within grace
+	StateRunning   = "running"    // a run is in progress
+	StateNeverSeen = "never_seen" // no record of the job has been read yet
+	StateOK        = "ok"
+)
+
+// Report is the document of /api/v1/jobs. Field names are a contract
+// (docs/status.md).
+type Report struct {
+	GeneratedAt time.Time      `json:"generated_at"`
+	Jobs        []Job          `json:"jobs"`
+	Sources     []SourceStatus `json:"sources"`
+}
+
+// Job is one job's status.
+type Job struct {
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Scope    string `json:"scope"`
+	Schedule string `json:"schedule"`
+
+	SecondsSinceLastSuccess float64    `json:"seconds_since_last_success"`
+	LastSuccess             *time.Time `json:"last_success"`
+	LastFailure             *time.Time `json:"last_failure"`
+	LastStart               *time.Time `json:"last_start"`
+	NextRun                 *time.Time `json:"next_run"`
+	Deadline                *time.Time `json:"deadline"`
+	PeriodSeconds           float64    `json:"period_seconds"`
+	TimeoutSeconds          *float64   `json:"timeout_seconds"`
+	LastDurationSeconds     *float64   `json:"last_duration_seconds"`
+	// TypicalDurationSeconds is the mean of the finished runs' durations.
+	TypicalDurationSeconds *float64 `json:"typical_duration_seconds"`
+	LastExitCode           *int     `json:"last_exit_code"`
+
+	ConsecutiveFailures uint64            `json:"consecutive_failures"`
+	ConsecutiveSkips    uint64            `json:"consecutive_skips"`
+	Runs                map[string]uint64 `json:"runs_total"`
+	Skips               uint64            `json:"skips_total"`
+	Overlaps            uint64            `json:"overlaps_total"`
+	Missed              uint64            `json:"missed_runs_total"`
+	Unexpected          uint64            `json:"unexpected_runs_total"`
+
+	Running    []RunningRun `json:"running"`
+	RecentRuns []Run        `json:"recent_runs"`
+	Locks      []Lock       `json:"locks"`
+}
+
+// RunningRun is a run in progress.
+type RunningRun struct {
+	Host       string    `json:"host"`
+	PID        int       `json:"pid,omitempty"`
+	RunID      string    `json:"run_id,omitempty"`
+	Started    time.Time `json:"started"`
+	AgeSeconds float64   `json:"age_seconds"`
+	Source     string    `json:"source"`
+}
+
+// Run is one of a job's recent runs, newest first.
+type Run struct {
+	Start           *time.Time `json:"start"`
+	End             time.Time  `json:"end"`
+	DurationSeconds *float64   `json:"duration_seconds"`
+	// Result is success, failure, timeout, lost or skipped.
+	Result     string `json:"result"`
+	Host       string `json:"host,omitempty"`
+	PID        int    `json:"pid,omitempty"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	SkipReason string `json:"skip_reason,omitempty"`
+	Output     string `json:"output,omitempty"`
+	// Overlapped: it started while another run of the job was in progress.
+	Overlapped bool `json:"overlapped,omitempty"`
+}
+
+// Lock is what a lock probe sees of one of the job's locks.
+type Lock struct {
+	Lock        string   `json:"lock"`
+	Kind        string   `json:"kind"`
+	Held        bool     `json:"held"`
+	Holder      string   `json:"holder,omitempty"`
+	HolderAlive *bool    `json:"holder_alive"`
+	HeldSeconds *float64 `json:"held_seconds,omitempty"`
+	TTLSeconds  *float64 `json:"ttl_seconds,omitempty"`
+}
+
+// SourceStatus is one source's health.
+type SourceStatus struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Up          bool   `json:"up"`
+	Records     uint64 `json:"records_total"`
+	ParseErrors uint64 `json:"parse_errors_total"`
+}
+
+// Build makes the report of a model view at now.
+func Build(jobs []model.JobView, sources []model.SourceView, now time.Time) Report {
+	rep := Report{GeneratedAt: now.UTC(), Jobs: make([]Job, 0, len(jobs)), Sources: make([]SourceStatus, 0, len(sources))}
+	locks := map[string][]Lock{}
+	for _, s := range sources {
+		rep.Sources = append(rep.Sources, SourceStatus{Name: s.Name, Type: s.Type, Up: s.Up, Records: s.Records, ParseErrors: s.ParseErrors})
+		for _, l := range s.Locks {
+			locks[l.Job] = append(locks[l.Job], lockOf(l, now))
+		}
+	}
+	for i := range jobs {
+		j := buildJob(&jobs[i], now)
+		j.Locks = locks[j.Name]
+		if j.Locks == nil {
+			j.Locks = []Lock{}
+		}
+		rep.Jobs = append(rep.Jobs, j)
+	}
+	return rep
+}
+
+func lockOf(l model.LockState, now time.Time) Lock {
+	out := Lock{Lock: l.Lock, Kind: l.Kind, Held: l.Held, Holder: l.Holder}
+	if l.Held {
+		switch l.Alive {
+		case model.HolderAlive:
+			out.HolderAlive = ptr(true)
+		case model.HolderDead:
+			out.HolderAlive = ptr(false)
+		}
+		if !l.HeldSince.IsZero() {
+			out.HeldSeconds = ptr(max(now.Sub(l.HeldSince).Seconds(), 0))
+		}
+		if l.HasTTL {
+			out.TTLSeconds = ptr(l.TTL.Seconds())
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func buildJob(v *model.JobView, now time.Time) Job {
+	w := v.Watch(now)
+	j := Job{
+		Name:                    v.Spec.Name,
+		Scope:                   v.Spec.Scope,
+		Schedule:                describe(v.Spec.Schedule),
+		SecondsSinceLastSuccess: w.SinceSuccess.Seconds(),
+		LastSuccess:             timePtr(v.LastSuccess),
+		LastFailure:             timePtr(v.LastFailure),
+		LastStart:               timePtr(v.LastStart),
+		NextRun:                 timePtr(w.NextRun),
+		Deadline:                timePtr(w.Deadline),
+		PeriodSeconds:           w.Period.Seconds(),
+		ConsecutiveFailures:     v.ConsecutiveFailures,
+		ConsecutiveSkips:        v.ConsecutiveSkips,
+		Runs:                    map[string]uint64{},
+		Skips:                   v.Skips,
+		Overlaps:                v.Overlaps,
+		Missed:                  v.Missed,
+		Unexpected:              v.Unexpected,
+		Running:                 []RunningRun{},
+		RecentRuns:              []Run{},
+	}
+	if j.Scope == "" {
+		j.Scope = "host"
+	}
+	if v.Spec.Timeout > 0 {
+		j.TimeoutSeconds = ptr(v.Spec.Timeout.Seconds())
+	}
+	if v.HasLastDuration {
+		j.LastDurationSeconds = ptr(v.LastDuration)
+	}
+	if v.Durations.Count > 0 {
+		j.TypicalDurationSeconds = ptr(v.Durations.Sum / float64(v.Durations.Count))
+	}
+	if v.HasLastExitCode {
+		j.LastExitCode = ptr(v.LastExitCode)
+	}
+	total := uint64(0)
+	for i, r := range model.Results {
+		j.Runs[string(r)] = v.RunCounts[i]
+		total += v.RunCounts[i]
+	}
+	for _, r := range v.Open {
+		j.Running = append(j.Running, RunningRun{Host: r.Host, PID: r.PID, RunID: r.RunID, Started: r.Start.UTC(),
+			AgeSeconds: max(now.Sub(r.Start).Seconds(), 0), Source: r.Source})
+	}
+	j.RecentRuns = recentRuns(v)
+	j.State = stateOf(v, w, total, now)
+	return j
+}
+
+// stateOf classifies a job, most urgent first: what the on-call engineer
+// must look at comes before what is merely in progress.
+func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) string {
+	switch {
+	case w.Stale:
+		return StateStale
+	case v.ConsecutiveFailures > 0:
+		return StateFailing
+	case late(v, w, now):
+		return StateLate
+	case len(v.Open) > 0:
+		return StateRunning
+	case finished == 0 && v.LastStart.IsZero() && v.Skips == 0:
+		return StateNeverSeen
+	}
+	return StateOK
+}
+
+// late: an expected run is past its grace and no run has started since.
+func late(v *model.JobView, w model.Watch, now time.Time) bool {
+	if len(v.Open) > 0 || v.Spec.Schedule == nil {
+		return false
+	}
+	var due time.Time
+	switch s := v.Spec.Schedule.(type) {
+	case schedule.Every:
+		last := v.LastStart
+		if last.IsZero() {
+			last = v.FirstWatched
+		}
+		due = last.Add(time.Duration(s))
+	default:
+		// The latest expected run whose grace is over.
+		due = s.Prev(now.Add(-v.Spec.Grace))
+		if due.IsZero() || (v.LastStart.IsZero() && due.Before(v.FirstWatched)) {
+			return false // nothing was due since jobwatch knows the job
+		}
+		return due.After(v.LastStart)
+	}
+	return now.Sub(due) > v.Spec.Grace
+}
+
+func describe(s schedule.Schedule) string {
+	if s == nil {
+		return ""
+	}
+	if str, ok := s.(fmt.Stringer); ok {
+		return str.String()
+	}
+	return ""
+}
+
+// recentRuns lists the job's recent runs, newest first.
+func recentRuns(v *model.JobView) []Run {
+	out := make([]Run, 0, len(v.Recent))
+	for i := len(v.Recent) - 1; i >= 0; i-- {
+		r := v.Recent[i]
+		run := Run{Start: timePtr(r.Start), End: r.End.UTC(), Result: string(r.Result), Host: r.Host, PID: r.PID,
+			SkipReason: r.SkipReason, Output: r.Output, Overlapped: r.Overlapped}
+		if r.HasDuration {
+			run.DurationSeconds = ptr(r.Duration.Seconds())
+		}
+		if r.HasExitCode {
+			run.ExitCode = ptr(r.ExitCode)
+		}
+		out = append(out, run)
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+package status
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"jobwatch/model"
+	"jobwatch/schedule"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// fixture is a model with one job in each state, built by applying events,
+// as the sources would.
+func fixture(t *testing.T) *model.Tracker {
+	t.Helper()
+	now := t0
+	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	hourly, err := schedule.ParseCron("0 * * * *", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Configure([]model.JobSpec{
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: time.Hour, StaleMultiple: 2, Scope: "host"},
+		{Name: "cleanup", Schedule: schedule.Every(time.Hour), StaleMultiple: 2, Scope: "host"},
+		{Name: "report", Schedule: hourly, Grace: time.Minute, StaleMultiple: 3, Scope: "cluster"},
+		{Name: "stats", Schedule: schedule.Every(10 * time.Minute), Timeout: 5 * time.Minute, StaleMultiple: 2, Scope: "host"},
+		{Name: "fresh", Schedule: schedule.Every(time.Hour), StaleMultiple: 2, Scope: "host"},
+	}, []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/x"}})
+	ev := func(job string, kind model.Kind, at time.Duration, res model.Result, pid int) model.Event {
+		e := model.Event{Time: t0.Add(at), Job: job, Kind: kind, Host: "web1", PID: pid, Result: res}
+		if kind == model.End {
+			e.HasExitCode, e.ExitCode = true, map[model.Result]int{model.Failure: 2}[res]
+		}
+		return e
+	}
+	var evs []model.Event
+	// backup: a day-old success, then two failures, the last with output.
+	evs = append(evs, ev("backup", model.Start, -31*time.Hour, "", 10), ev("backup", model.End, -30*time.Hour, model.Success, 10))
+	evs = append(evs, ev("backup", model.Start, -26*time.Hour, "", 11), ev("backup", model.End, -25*time.Hour, model.Failure, 11))
+	fail := ev("backup", model.End, -89*time.Minute, model.Failure, 12)
+	fail.Output = "rsync: write failed: No space left on device <script>alert(1)</script>\n"
+	evs = append(evs, ev("backup", model.Start, -2*time.Hour, "", 12), fail)
+	// stats: runs every 10 minutes, getting slower, one running now, one skip.
+	for i := 6; i >= 1; i-- {
+		at := -time.Duration(i) * 10 * time.Minute
+		evs = append(evs, ev("stats", model.Start, at, "", 100+i), ev("stats", model.End, at+time.Duration(7-i)*40*time.Second, model.Success, 100+i))
+	}
+	evs = append(evs, model.Event{Time: t0.Add(-5 * time.Minute), Job: "stats", Kind: model.Skip, Host: "web1", Reason: "locked"})
+	evs = append(evs, ev("stats", model.Start, -2*time.Minute, "", 200))
+	// cleanup: succeeded three hours ago: stale.
+	evs = append(evs, ev("cleanup", model.Start, -3*time.Hour, "", 300), ev("cleanup", model.End, -3*time.Hour+time.Second, model.Success, 300))
+	// report: hourly, ran at 09:00, missed 10:00 and 11:00: late, not yet
+	// stale (3 periods).
+	evs = append(evs, ev("report", model.Start, -3*time.Hour, "", 400), ev("report", model.End, -3*time.Hour+time.Minute, model.Success, 400))
+	now = t0.Add(-time.Minute)
+	tr.Apply(model.Batch{Source: "runs", Events: evs})
+	now = t0
+	return tr
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run with -update after checking):\n%s", name, got)
+	}
+}
+
+func TestReportStates(t *testing.T) {
+	tr := fixture(t)
+	jobs, srcs := tr.View()
+	rep := Build(jobs, srcs, t0)
+	states := map[string]string{}
+	for _, j := range rep.Jobs {
+		states[j.Name] = j.State
+	}
+	want := map[string]string{"backup": StateFailing, "cleanup": StateStale, "fresh": StateNeverSeen, "report": StateLate, "stats": StateRunning}
+	for name, s := range want {
+		if states[name] != s {
+			t.Errorf("%s is %q, want %q", name, states[name], s)
+		}
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.json", append(b, '\n'))
+}
+
+func TestPages(t *testing.T) {
+	h := &Handler{View: fixture(t), Now: func() time.Time { return t0 }, Page: PageOptions{Title: "jobwatch on web1"}}
+	get := func(path string) (int, string, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		return w.Code, w.Header().Get("Content-Type"), w.Body.String()
+	}
+	code, typ, body := get("/status")
+	if code != 200 || !strings.HasPrefix(typ, "text/html") {
+		t.Fatalf("/status: %d %s", code, typ)
+	}
+	for _, want := range []string{`data-job="cleanup" data-state="stale"`, `data-job="stats" data-state="running"`, `web1 pid 200 · 2m00s`, `data-source="runs"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/status lacks %q", want)
+		}
+	}
+	golden(t, "index.html", []byte(body))
+
+	_, _, body = get("/status/job/backup")
+	if strings.Contains(body, "<script>") || !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("a job's output is not escaped on its page")
+	}
+	if !strings.Contains(body, `id="output">rsync: write failed`) {
+		t.Error("the last failure's output is not shown")
+	}
+	golden(t, "job-backup.html", []byte(body))
+
+	_, _, body = get("/status/job/stats")
+	if n := strings.Count(body, `<rect class="run success`); n != 6 {
+		t.Errorf("stats timeline has %d success bars, want 6", n)
+	}
+	if !strings.Contains(body, `<circle class="run skipped"`) || !strings.Contains(body, `class="timeout"`) || !strings.Contains(body, `class="period"`) {
+		t.Error("stats timeline lacks the skip mark or the period and timeout lines")
+	}
+	_, _, body = get("/status/job/report")
+	if n := strings.Count(body, `class="missed"`); n != 2 {
+		t.Errorf("report timeline marks %d missed runs, want 2 (10:00, 11:00)", n)
+	}
+
+	if code, typ, body := get("/api/v1/jobs/stats"); code != 200 || typ != "application/json" || !strings.Contains(body, `"state": "running"`) {
+		t.Errorf("/api/v1/jobs/stats: %d %s %s", code, typ, body)
+	}
+	for _, p := range []string{"/status/job/nosuch", "/api/v1/jobs/nosuch", "/nothing"} {
+		if code, _, _ := get(p); code != 404 {
+			t.Errorf("%s: %d, want 404", p, code)
+		}
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("POST", "/status", nil))
+	if w.Code != 405 {
+		t.Errorf("POST /status: %d", w.Code)
+	}
+}
