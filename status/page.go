@@ -148,14 +148,26 @@ func timeline(j Job, missed []time.Time) template.HTML {
 	for i := len(j.RecentRuns) - 1; i >= 0; i-- {
 		runs = append(runs, j.RecentRuns[i])
 	}
-	top := j.PeriodSeconds
+	// Runs in progress are drawn last, as tall as their age so far.
+	for _, r := range j.Running {
+		age := r.AgeSeconds
+		runs = append(runs, Run{Start: &r.Started, End: r.Started, DurationSeconds: &age, Result: "running", Host: r.Host, PID: r.PID})
+	}
+	longest := 0.0
 	if j.TimeoutSeconds != nil {
-		top = max(top, *j.TimeoutSeconds)
+		longest = *j.TimeoutSeconds
 	}
 	for _, r := range runs {
 		if r.DurationSeconds != nil {
-			top = max(top, *r.DurationSeconds)
+			longest = max(longest, *r.DurationSeconds)
 		}
+	}
+	// The period is the line a creeping job runs into; when it is far above
+	// every run (a daily job taking minutes), it is drawn at the top, marked
+	// off scale, rather than flattening every bar.
+	top, periodAt, offScale := max(longest, j.PeriodSeconds), j.PeriodSeconds, false
+	if longest > 0 && j.PeriodSeconds > 3*longest {
+		top, periodAt, offScale = 1.5*longest, 1.5*longest, true
 	}
 	if top <= 0 {
 		top = 1
@@ -167,22 +179,30 @@ func timeline(j Job, missed []time.Time) template.HTML {
 	fmt.Fprintf(&b, `<svg class="timeline" viewBox="0 0 %g %g" role="img" aria-label="durations of the last %d runs of %s">`,
 		tlWidth, tlHeight, len(runs), template.HTMLEscapeString(j.Name))
 	fmt.Fprintf(&b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, tlLeft, y(0), tlWidth, y(0))
-	ref := func(class, label string, sec float64) {
-		fmt.Fprintf(&b, `<line class="%s" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/><text class="%s" x="2" y="%.1f">%s %s</text>`,
-			class, tlLeft, y(sec), tlWidth, y(sec), class, y(sec)+4, label, template.HTMLEscapeString(durText(sec)))
+	ref := func(class, label string, at float64) {
+		fmt.Fprintf(&b, `<line class="%s" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/><text class="label-%s" x="%g" y="%.1f">%s</text>`,
+			class, tlLeft, y(at), tlWidth, y(at), class, tlLeft+4, y(at)-3, template.HTMLEscapeString(label))
 	}
 	if j.PeriodSeconds > 0 {
-		ref("period", "period", j.PeriodSeconds)
+		label := "period " + durText(j.PeriodSeconds)
+		if offScale {
+			label += " (off scale)"
+		}
+		ref("period", label, periodAt)
 	}
 	if j.TimeoutSeconds != nil {
-		ref("timeout", "timeout", *j.TimeoutSeconds)
+		ref("timeout", "timeout "+durText(*j.TimeoutSeconds), *j.TimeoutSeconds)
 	}
+	fmt.Fprintf(&b, `<text class="label-axis" x="2" y="%.1f">0</text><text class="label-axis" x="2" y="12">%s</text>`, y(0), template.HTMLEscapeString(durText(top)))
 	n := max(len(runs), 1)
 	slot := (tlWidth - tlLeft) / float64(n)
-	bw := math.Max(slot*0.7, 1)
+	bw := math.Min(math.Max(slot*0.7, 1), 24)
 	for i, r := range runs {
 		x := tlLeft + float64(i)*slot + (slot-bw)/2
 		title := fmt.Sprintf("%s %s", r.End.Format(time.RFC3339), r.Result)
+		if r.Result == "running" {
+			title = "running since " + r.End.Format(time.RFC3339)
+		}
 		if r.DurationSeconds != nil {
 			title += " after " + durText(*r.DurationSeconds)
 		}

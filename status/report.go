@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	prommodel "github.com/prometheus/common/model"
+
 	"jobwatch/model"
 	"jobwatch/schedule"
 )
@@ -254,8 +256,11 @@ func late(v *model.JobView, w model.Watch, now time.Time) bool {
 }
 
 func describe(s schedule.Schedule) string {
-	if s == nil {
+	switch e := s.(type) {
+	case nil:
 		return ""
+	case schedule.Every:
+		return "every " + promDuration(time.Duration(e))
 	}
 	if str, ok := s.(fmt.Stringer); ok {
 		return str.String()
@@ -280,3 +285,6 @@ func recentRuns(v *model.JobView) []Run {
 	}
 	return out
 }
+
+// promDuration writes a duration as Prometheus does: 1d, 1h30m, 90s.
+func promDuration(d time.Duration) string { return prommodel.Duration(d).String() }

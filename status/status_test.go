@@ -135,6 +135,7 @@ func TestPages(t *testing.T) {
 	golden(t, "job-backup.html", []byte(body))
 
 	_, _, body = get("/status/job/stats")
+	golden(t, "job-stats.html", []byte(body))
 	if n := strings.Count(body, `<rect class="run success`); n != 6 {
 		t.Errorf("stats timeline has %d success bars, want 6", n)
 	}
