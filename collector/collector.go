@@ -28,6 +28,7 @@ var (
 	deadlineDesc         = desc("job_deadline_timestamp_seconds", "Time at which the job becomes stale unless it succeeds again.", jobLabels...)
 	nextRunDesc          = desc("job_next_run_timestamp_seconds", "Next expected run of the job.", jobLabels...)
 	timeoutDesc          = desc("job_timeout_seconds", "Configured timeout of the job's runs.", jobLabels...)
+	durationP99Desc      = desc("job_duration_p99_seconds", "99th percentile of the durations of the job's last 100 finished runs.", jobLabels...)
 	infoDesc             = desc("job_info", "Configuration of the job; scope is host (every host runs it) or cluster (one host per run).", "job_name", "scope")
 	durationDesc         = desc("job_duration_seconds", "Durations of the job's finished runs.", jobLabels...)
 	lastDurationDesc     = desc("job_last_duration_seconds", "Duration of the job's last finished run.", jobLabels...)
@@ -76,7 +77,7 @@ func New(m Viewer, now func() time.Time) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
-		timeoutDesc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
+		timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
 		runsDesc, skipsDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
 		sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc,
 	} {
@@ -140,6 +141,9 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	ch <- prometheus.MustNewConstHistogram(durationDesc, j.Durations.Count, j.Durations.Sum, j.Durations.Cumulative(), name)
 	if j.HasLastDuration {
 		gauge(lastDurationDesc, j.LastDuration)
+	}
+	if p99, ok := model.DurationQuantile(j.DurationHistory, 0.99); ok {
+		gauge(durationP99Desc, p99)
 	}
 	if !j.LastFailure.IsZero() {
 		gauge(lastFailureDesc, unix(j.LastFailure))

@@ -1,6 +1,10 @@
 package model
 
-import "time"
+import (
+	"math"
+	"slices"
+	"time"
+)
 
 // MaxRecentRuns bounds the finished and skipped runs kept per job for the
 // status page.
@@ -37,4 +41,33 @@ func (j *job) remember(r RecentRun) {
 	next := make([]RecentRun, len(keep), len(keep)+1)
 	copy(next, keep)
 	j.Recent = append(next, r)
+}
+
+// MaxDurationHistory bounds the durations kept per job for advice on
+// timeouts and lock TTLs: the right timeout is the P99 of real durations
+// with a margin, the right lock TTL a multiple of the longest run.
+const MaxDurationHistory = 100
+
+// observeDuration appends seconds to the job's duration history, copying
+// rather than writing in place, like remember.
+func (j *job) observeDuration(seconds float64) {
+	keep := j.DurationHistory
+	if len(keep) >= MaxDurationHistory {
+		keep = keep[len(keep)-MaxDurationHistory+1:]
+	}
+	next := make([]float64, len(keep), len(keep)+1)
+	copy(next, keep)
+	j.DurationHistory = append(next, seconds)
+}
+
+// DurationQuantile returns the q-quantile (0 < q <= 1) of the durations by
+// nearest rank, and false when there are none.
+func DurationQuantile(durations []float64, q float64) (float64, bool) {
+	if len(durations) == 0 {
+		return 0, false
+	}
+	s := slices.Clone(durations)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)], true
 }

@@ -45,6 +45,9 @@ type JobState struct {
 	// Recent are the latest finished and skipped runs, oldest first, at
 	// most MaxRecentRuns.
 	Recent []RecentRun `json:"recent,omitempty"`
+	// DurationHistory are the latest finished runs' durations in seconds,
+	// oldest first, at most MaxDurationHistory.
+	DurationHistory []float64 `json:"duration_history,omitempty"`
 }
 
 // Run is a run in progress.

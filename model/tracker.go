@@ -360,6 +360,7 @@ func (j *job) wasLost(key RunKey) bool {
 func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur bool, exit int, hasExit bool) {
 	j.Runs[res]++
 	if hasDur {
+		j.observeDuration(dur.Seconds())
 		j.Durations.Observe(dur.Seconds())
 		j.LastDuration = dur.Seconds()
 		j.HasLastDuration = true

@@ -51,6 +51,9 @@ type Job struct {
 	// TypicalDurationSeconds is the mean of the finished runs' durations.
 	TypicalDurationSeconds *float64 `json:"typical_duration_seconds"`
 	LastExitCode           *int     `json:"last_exit_code"`
+	// Durations summarises the last finished runs' durations, for advice
+	// on timeouts and lock TTLs; nil before the first.
+	Durations *Durations `json:"durations"`
 
 	ConsecutiveFailures uint64            `json:"consecutive_failures"`
 	ConsecutiveSkips    uint64            `json:"consecutive_skips"`
@@ -63,6 +66,14 @@ type Job struct {
 	Running    []RunningRun `json:"running"`
 	RecentRuns []Run        `json:"recent_runs"`
 	Locks      []Lock       `json:"locks"`
+}
+
+// Durations are quantiles of a job's last finished runs' durations.
+type Durations struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50_seconds"`
+	P99   float64 `json:"p99_seconds"`
+	Max   float64 `json:"max_seconds"`
 }
 
 // RunningRun is a run in progress.
@@ -198,6 +209,12 @@ func buildJob(v *model.JobView, now time.Time) Job {
 	}
 	if v.HasLastExitCode {
 		j.LastExitCode = ptr(v.LastExitCode)
+	}
+	if h := v.DurationHistory; len(h) > 0 {
+		p50, _ := model.DurationQuantile(h, 0.5)
+		p99, _ := model.DurationQuantile(h, 0.99)
+		maxD, _ := model.DurationQuantile(h, 1)
+		j.Durations = &Durations{Count: len(h), P50: p50, P99: p99, Max: maxD}
 	}
 	total := uint64(0)
 	for i, r := range model.Results {

@@ -1,0 +1,43 @@
+package model
+
+import (
+	"testing"
+	"time"
+)
+
+func TestRecentAndDurationHistoryBounded(t *testing.T) {
+	clock := &fakeClock{now: at(0)}
+	tr := newTestTracker(clock, nil)
+	var evs []Event
+	for i := range 130 {
+		s := at(time.Duration(i) * time.Hour)
+		evs = append(evs, start("stats", "web1", 1000+i, s), end("stats", "web1", 1000+i, s.Add(time.Duration(i+1)*time.Second), Success))
+	}
+	evs = append(evs, skip("stats", at(200*time.Hour)))
+	clock.now = at(300 * time.Hour)
+	tr.Apply(Batch{Source: "runs", Events: evs})
+	before := jobView(t, tr, "stats")
+	if len(before.Recent) != MaxRecentRuns || before.Recent[len(before.Recent)-1].Result != Skipped {
+		t.Fatalf("%d recent runs, last %+v", len(before.Recent), before.Recent[len(before.Recent)-1])
+	}
+	if r := before.Recent[len(before.Recent)-2]; r.Duration != 130*time.Second || r.PID != 1129 || !r.HasDuration || r.Start != at(129*time.Hour) {
+		t.Errorf("newest finished run %+v", r)
+	}
+	if h := before.DurationHistory; len(h) != MaxDurationHistory || h[0] != 31 || h[len(h)-1] != 130 {
+		t.Errorf("duration history: %d values from %v to %v", len(h), h[0], h[len(h)-1])
+	}
+	if p, _ := DurationQuantile(before.DurationHistory, 0.99); p != 129 {
+		t.Errorf("P99 %v, want 129", p)
+	}
+	if p, _ := DurationQuantile(before.DurationHistory, 0.5); p != 80 {
+		t.Errorf("P50 %v, want 80", p)
+	}
+	if _, ok := DurationQuantile(nil, 0.99); ok {
+		t.Error("a quantile of nothing")
+	}
+	// A view taken before keeps what it saw while the model goes on.
+	tr.Apply(Batch{Source: "runs", Events: []Event{start("stats", "web1", 1, at(301*time.Hour)), end("stats", "web1", 1, at(301*time.Hour+time.Second), Failure)}})
+	if before.Recent[len(before.Recent)-1].Result != Skipped || before.DurationHistory[len(before.DurationHistory)-1] != 130 {
+		t.Error("a later run changed an earlier view")
+	}
+}

@@ -1,0 +1,104 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Advice thresholds. The right timeout is the P99 of real durations with a
+// 2-3× margin; the right lock TTL 1.5-2× the longest run.
+const (
+	// MinRunsForAdvice: fewer durations say too little about the tail.
+	MinRunsForAdvice = 20
+	// TightTimeout: a timeout below this multiple of P99 kills healthy
+	// slow runs (JobwatchJobTimeoutTooTight).
+	TightTimeout  = 1.5
+	timeoutMargin = 3.0
+	lockTTLMargin = 2.0
+)
+
+// Advice is what `jobwatch advise` says of one job.
+type Advice struct {
+	Job                                string
+	Durations                          *Durations
+	Timeout                            *float64
+	RecommendTimeout, RecommendLockTTL float64
+	Notes                              []string
+}
+
+// Advise judges a job's timeout against its recent durations.
+func Advise(j Job) Advice {
+	a := Advice{Job: j.Name, Durations: j.Durations, Timeout: j.TimeoutSeconds}
+	d := j.Durations
+	if d == nil || d.Count < MinRunsForAdvice {
+		n := 0
+		if d != nil {
+			n = d.Count
+		}
+		a.Notes = append(a.Notes, fmt.Sprintf("too few finished runs with a duration (%d of %d) for advice", n, MinRunsForAdvice))
+		return a
+	}
+	a.RecommendTimeout = roundUp(timeoutMargin * d.P99)
+	a.RecommendLockTTL = roundUp(lockTTLMargin * d.Max)
+	switch {
+	case j.TimeoutSeconds == nil:
+		a.Notes = append(a.Notes, "no timeout: a hung run holds its lock forever; set timeout: "+promSeconds(a.RecommendTimeout))
+	case *j.TimeoutSeconds < TightTimeout*d.P99:
+		a.Notes = append(a.Notes, fmt.Sprintf("timeout %s is below %.1f × P99 (%s): healthy slow runs get killed; raise it to %s",
+			promSeconds(*j.TimeoutSeconds), TightTimeout, promSeconds(d.P99), promSeconds(a.RecommendTimeout)))
+	}
+	if j.PeriodSeconds > 0 && d.P99 > j.PeriodSeconds {
+		a.Notes = append(a.Notes, fmt.Sprintf("P99 %s outlasts the period %s: without a lock, runs overlap", promSeconds(d.P99), promSeconds(j.PeriodSeconds)))
+	}
+	if len(a.Notes) == 0 {
+		a.Notes = append(a.Notes, "ok")
+	}
+	return a
+}
+
+// roundUp rounds seconds up to a duration a person would write: whole
+// seconds under a minute, then whole minutes, then whole hours.
+func roundUp(sec float64) float64 {
+	switch {
+	case sec <= 60:
+		return math.Ceil(sec)
+	case sec <= 3600:
+		return math.Ceil(sec/60) * 60
+	}
+	return math.Ceil(sec/3600) * 3600
+}
+
+func promSeconds(sec float64) string {
+	if sec < 1 {
+		return fmt.Sprintf("%.0fms", sec*1000)
+	}
+	return promDuration(time.Duration(math.Round(sec)) * time.Second)
+}
+
+// WriteAdvice prints the advice of every job of rep.
+func WriteAdvice(w io.Writer, rep Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tRUNS\tP50\tP99\tMAX\tTIMEOUT\tSUGGESTED TIMEOUT\tSUGGESTED LOCK TTL\tADVICE")
+	opt := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return promSeconds(*p)
+	}
+	for _, j := range rep.Jobs {
+		a := Advise(j)
+		runs, p50, p99, maxD, sugT, sugL := "0", "-", "-", "-", "-", "-"
+		if d := a.Durations; d != nil {
+			runs, p50, p99, maxD = fmt.Sprint(d.Count), promSeconds(d.P50), promSeconds(d.P99), promSeconds(d.Max)
+		}
+		if a.RecommendTimeout > 0 {
+			sugT, sugL = promSeconds(a.RecommendTimeout), promSeconds(a.RecommendLockTTL)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, runs, p50, p99, maxD, opt(a.Timeout), sugT, sugL, strings.Join(a.Notes, "; "))
+	}
+	return tw.Flush()
+}
