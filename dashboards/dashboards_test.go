@@ -12,6 +12,7 @@ import (
 
 // checkVars fills the dashboard's own variables for checking.
 var checkVars = map[string]string{
+	"cluster":    ".*",
 	"instance":   ".*",
 	"job_name":   ".*",
 	"datasource": "prometheus",
@@ -80,10 +81,11 @@ func TestImportable(t *testing.T) {
 	for _, v := range d.Templating.List {
 		byName[v.Name] = v
 	}
-	if v := byName["datasource"]; v.Type != "datasource" || string(v.Query) != `"prometheus"` {
-		t.Errorf("variable datasource = %+v, want a prometheus datasource variable", v)
+	// One data source: every query runs on it (docs/alerts.md says so).
+	if v := byName["datasource"]; v.Type != "datasource" || string(v.Query) != `"prometheus"` || v.Multi || v.IncludeAll {
+		t.Errorf("variable datasource = %+v, want a single-value prometheus datasource variable", v)
 	}
-	for _, name := range []string{"instance", "job_name"} {
+	for _, name := range []string{"cluster", "instance", "job_name"} {
 		v, ok := byName[name]
 		if !ok {
 			t.Errorf("variable %s missing", name)

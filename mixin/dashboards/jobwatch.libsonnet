@@ -19,6 +19,9 @@ local promql = import '../lib/promql.libsonnet';
       clusterJob: promql.matchers([c.jobwatchSelector, clusterMatcher, 'job_name=~"$job_name"']),
       // what a job is across instances, as in the rules.
       by: promql.labels(c, ['job_name']),
+      // the cluster label first in a grouping, if there is one.
+      cp: if c.clusterLabel == '' then '' else c.clusterLabel + ', ',
+      build_info: promql.metric(c, 'jobwatch_build_info'),
     };
     local queryVariable(name, label, selector, labelName) = {
       local q = 'label_values(%s, %s)' % [promql.metric(c, 'jobwatch_job_info', selector), labelName],
@@ -963,7 +966,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'B',
             datasource: ds,
-            expr: 'max by (job_name) (jobwatch_job_period_seconds{%(job)s})' % sel,
+            expr: 'max by (%(cp)sjob_name) (jobwatch_job_period_seconds{%(job)s})' % sel,
             legendFormat: '{{job_name}} period',
             range: true,
             instant: false,
@@ -971,7 +974,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'C',
             datasource: ds,
-            expr: 'max by (job_name) (jobwatch_job_timeout_seconds{%(job)s})' % sel,
+            expr: 'max by (%(cp)sjob_name) (jobwatch_job_timeout_seconds{%(job)s})' % sel,
             legendFormat: '{{job_name}} timeout',
             range: true,
             instant: false,
@@ -979,7 +982,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'D',
             datasource: ds,
-            expr: 'sum by (job_name, instance) (increase(jobwatch_job_duration_seconds_sum{%(job)s}[$__rate_interval])) / sum by (job_name, instance) (increase(jobwatch_job_duration_seconds_count{%(job)s}[$__rate_interval]))' % sel,
+            expr: 'sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_duration_seconds_sum{%(job)s}[$__rate_interval])) / sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_duration_seconds_count{%(job)s}[$__rate_interval]))' % sel,
             legendFormat: '{{job_name}} mean duration ({{instance}})',
             range: true,
             instant: false,
@@ -1059,7 +1062,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'B',
             datasource: ds,
-            expr: 'max by (job_name) (jobwatch_job_seconds_since_last_success{%(job)s} + (jobwatch_job_deadline_timestamp_seconds{%(job)s} - time()))' % sel,
+            expr: 'max by (%(cp)sjob_name) (jobwatch_job_seconds_since_last_success{%(job)s} + (jobwatch_job_deadline_timestamp_seconds{%(job)s} - time()))' % sel,
             legendFormat: '{{job_name}} stale after',
             range: true,
             instant: false,
@@ -1138,7 +1141,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'A',
             datasource: ds,
-            expr: 'sum by (job_name, instance) (increase(jobwatch_job_skips_total{%(job)s}[$__rate_interval]))' % sel,
+            expr: 'sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_skips_total{%(job)s}[$__rate_interval]))' % sel,
             legendFormat: '{{job_name}} skips ({{instance}})',
             range: true,
             instant: false,
@@ -1146,7 +1149,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'B',
             datasource: ds,
-            expr: 'sum by (job_name, instance) (increase(jobwatch_job_overlaps_total{%(job)s}[$__rate_interval]))' % sel,
+            expr: 'sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_overlaps_total{%(job)s}[$__rate_interval]))' % sel,
             legendFormat: '{{job_name}} overlaps ({{instance}})',
             range: true,
             instant: false,
@@ -1154,7 +1157,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'C',
             datasource: ds,
-            expr: 'sum by (job_name, instance, kind) (increase(jobwatch_job_duplicate_runs_total{%(job)s}[$__rate_interval]))' % sel,
+            expr: 'sum by (%(cp)sjob_name, instance, kind) (increase(jobwatch_job_duplicate_runs_total{%(job)s}[$__rate_interval]))' % sel,
             legendFormat: '{{job_name}} duplicates {{kind}} ({{instance}})',
             range: true,
             instant: false,
@@ -1162,7 +1165,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'D',
             datasource: ds,
-            expr: 'sum by (job_name, instance) (increase(jobwatch_job_missed_runs_total{%(job)s}[$__rate_interval]))' % sel,
+            expr: 'sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_missed_runs_total{%(job)s}[$__rate_interval]))' % sel,
             legendFormat: '{{job_name}} missed ({{instance}})',
             range: true,
             instant: false,
@@ -1170,7 +1173,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'E',
             datasource: ds,
-            expr: 'sum by (job_name, instance) (increase(jobwatch_job_unexpected_runs_total{%(job)s}[$__rate_interval]))' % sel,
+            expr: 'sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_unexpected_runs_total{%(job)s}[$__rate_interval]))' % sel,
             legendFormat: '{{job_name}} unexpected ({{instance}})',
             range: true,
             instant: false,
@@ -1222,7 +1225,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'A',
             datasource: ds,
-            expr: 'sum by (job_name, result) (increase(jobwatch_job_runs_total{%(job)s}[$__rate_interval]))' % sel,
+            expr: 'sum by (%(cp)sjob_name, result) (increase(jobwatch_job_runs_total{%(job)s}[$__rate_interval]))' % sel,
             legendFormat: '{{job_name}} {{result}}',
             range: true,
             instant: false,
@@ -1676,7 +1679,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'A',
             datasource: ds,
-            expr: 'up{%(inst)s} and on(instance, job) max_over_time(jobwatch_build_info[1h])' % sel,
+            expr: 'up{%(inst)s} and on(instance, job) max_over_time(%(build_info)s[1h])' % sel,
             legendFormat: 'scrape up ({{instance}})',
             range: true,
             instant: false,
