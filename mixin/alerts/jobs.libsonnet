@@ -27,14 +27,14 @@ local promql = import '../lib/promql.libsonnet';
     local sel =
       if c.clusterLabel == '' then '{{ $sel := printf "%sjob_name=%%q" $labels.job_name }}' % [ts]
       else '{{ $sel := printf "%s%s=%%q,job_name=%%q" $labels.%s $labels.job_name }}' % [ts, c.clusterLabel, c.clusterLabel];
-    // counted(x, w): the series of counter x that counted something in the
-    // last w. increase() misses what a counter already holds when its
-    // series is first seen (history read on jobwatch's first start, a job
-    // added by a reload), so a series first seen within w with a value
-    // above 0 counts too, unless it existed a day ago (a jobwatch restarted
-    // after a long gap, its counters restored from its state).
-    local counted(x, w) =
-      'increase(%(x)s[%(w)s]) > 0 or (%(x)s unless %(x)s offset %(w)s unless %(x)s offset 1d) > 0' % { x: x, w: w };
+    // A counter counted something in the last 10 minutes when it increased,
+    // or when its series was first seen then with a value above 0:
+    // increase() misses what a counter already holds when its series
+    // appears (history read on jobwatch's first start, a job added by a
+    // reload). A series that existed a day earlier is not new, only back
+    // after a gap (jobwatch restarted, its counters restored from its state).
+    local increased(x) = 'increase(%s[10m]) > 0' % x;
+    local firstSeen(x) = '(%(x)s unless %(x)s offset 10m unless %(x)s offset 1d) > 0' % { x: x };
     // countedDay(x): what counter x counted in the last day, for a
     // description's printf (x is a printf format with its matchers):
     // the counter's whole value for a series younger than a day.
@@ -67,7 +67,7 @@ local promql = import '../lib/promql.libsonnet';
       },
       {
         alert: 'JobwatchJobOverlapping',
-        comment:: 'Value: runs in progress now, or overlaps counted (or, held for the\nperiod, seconds since the last one).',
+        comment:: 'Value: runs in progress now; or overlaps counted in the last 10m\n(increased, or first seen with a value: increase() cannot see what a\nseries held when it appeared, as after history read on first start);\nor, held for the period, seconds since the last one.',
         expr: |||
           (
               %(jobwatch_job_running)s > 1
@@ -80,15 +80,19 @@ local promql = import '../lib/promql.libsonnet';
           )
           or
           (
-            %(counted)s
+            %(increased)s
           )
           or
           (
-              time() - max_over_time(timestamp(%(counted)s)[1d:5m])
+            %(firstSeen)s
+          )
+          or
+          (
+              time() - max_over_time(timestamp(%(increased)s or %(firstSeen)s)[1d:5m])
             < on(instance, job, job_name)
               %(jobwatch_job_period_seconds)s
           )
-        ||| % (s { counted: counted(s.jobwatch_job_overlaps_total, '10m') }),
+        ||| % (s { increased: increased(s.jobwatch_job_overlaps_total), firstSeen: firstSeen(s.jobwatch_job_overlaps_total) }),
         'for': '0m',
         labels: { severity: 'warning' },
         annotations: {
@@ -151,18 +155,22 @@ local promql = import '../lib/promql.libsonnet';
       },
       {
         alert: 'JobwatchJobDuplicateRuns',
-        comment:: 'Value: duplicate runs counted, or seconds since the last one.',
+        comment:: 'Value: duplicate runs counted, or seconds since the last one\n(see JobwatchJobOverlapping).',
         expr: |||
           (
-            %(counted)s
+            %(increased)s
           )
           or
           (
-              time() - max_over_time(timestamp(%(counted)s)[1d:5m])
+            %(firstSeen)s
+          )
+          or
+          (
+              time() - max_over_time(timestamp(%(increased)s or %(firstSeen)s)[1d:5m])
             < ignoring(kind) group_left
               %(jobwatch_job_period_seconds)s
           )
-        ||| % (s { counted: counted(s.jobwatch_job_duplicate_runs_total, '10m') }),
+        ||| % (s { increased: increased(s.jobwatch_job_duplicate_runs_total), firstSeen: firstSeen(s.jobwatch_job_duplicate_runs_total) }),
         'for': '0m',
         labels: { severity: 'warning' },
         annotations: {

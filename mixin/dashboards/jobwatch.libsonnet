@@ -23,6 +23,11 @@ local promql = import '../lib/promql.libsonnet';
       cp: if c.clusterLabel == '' then '' else c.clusterLabel + ', ',
       build_info: promql.metric(c, 'jobwatch_build_info'),
     };
+    // inRange(x): what counter x counted in the dashboard's time range. A
+    // series first seen within the range (history read on jobwatch's first
+    // start, a job added by a reload) counts with its whole value, which
+    // increase() would miss.
+    local inRange(x) = '(increase(%(x)s[$__range]) and %(x)s offset $__range) or %(x)s' % { x: x };
     local queryVariable(name, label, selector, labelName) = {
       local q = 'label_values(%s, %s)' % [promql.metric(c, 'jobwatch_job_info', selector), labelName],
       name: name,
@@ -151,7 +156,7 @@ local promql = import '../lib/promql.libsonnet';
       {
         type: 'stat',
         title: 'Stale jobs',
-        description: 'Jobs past their deadline: more than their stale multiple of periods without success (jobwatch_job_stale).',
+        description: 'Jobs past their deadline: more than their stale multiple of periods without success (jobwatch_job_stale). A cluster-scope job counts once, and only when it is stale on every instance that reports it, as JobwatchJobStale fires.',
         id: 2,
         datasource: ds,
         gridPos: {
@@ -339,7 +344,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'A',
             datasource: ds,
-            expr: 'sum(increase(jobwatch_job_overlaps_total{%(job)s}[$__range]))' % sel,
+            expr: 'sum(%s)' % inRange('jobwatch_job_overlaps_total{%(job)s}' % sel),
             legendFormat: '__auto',
             range: false,
             instant: true,
@@ -491,7 +496,7 @@ local promql = import '../lib/promql.libsonnet';
       {
         type: 'table',
         title: 'Jobs',
-        description: 'One row per job and jobwatch instance, as of the end of the time range. Last duration / period above 1 means runs no longer fit their period.',
+        description: 'One row per job and jobwatch instance, as of the end of the time range. Last duration / period above 1 means runs no longer fit their period. Stale is the alert\'s view: for a cluster-scope job, stale on every instance that reports it (shown on each of its rows). Counts in range include what a series held when first seen in the range.',
         id: 8,
         datasource: ds,
         gridPos: {
@@ -552,7 +557,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'G',
             datasource: ds,
-            expr: 'increase(jobwatch_job_skips_total{%(job)s}[$__range])' % sel,
+            expr: 'sum without () (%s)' % inRange('jobwatch_job_skips_total{%(job)s}' % sel),
             format: 'table',
             instant: true,
             range: false,
@@ -568,7 +573,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'I',
             datasource: ds,
-            expr: 'sum without (result) (increase(jobwatch_job_runs_total{%(job)s, result!="success"}[$__range]))' % sel,
+            expr: 'sum without (result) (%s)' % inRange('jobwatch_job_runs_total{%(job)s, result!="success"}' % sel),
             format: 'table',
             instant: true,
             range: false,
@@ -592,7 +597,7 @@ local promql = import '../lib/promql.libsonnet';
           {
             refId: 'K',
             datasource: ds,
-            expr: 'increase(jobwatch_job_missed_runs_total{%(job)s}[$__range])' % sel,
+            expr: 'sum without () (%s)' % inRange('jobwatch_job_missed_runs_total{%(job)s}' % sel),
             format: 'table',
             instant: true,
             range: false,
