@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-jsonnet"
 	"go.yaml.in/yaml/v3"
 
 	"jobwatch/internal/promcheck"
@@ -324,5 +325,60 @@ func promtool(t *testing.T, args ...string) {
 	out, err := exec.Command(p, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// TestPlainJsonnet: the mixin evaluates from disk with jsonnet's own file
+// importer, as jsonnet, jb and mixtool users load it, to what the
+// generator renders, and has only the fields mixins have.
+func TestPlainJsonnet(t *testing.T) {
+	vm := jsonnet.MakeVM()
+	vm.Importer(&jsonnet.FileImporter{})
+	out, err := vm.EvaluateAnonymousSnippet("plain.jsonnet", `
+local m = import 'mixin.libsonnet';
+{ fields: std.objectFieldsAll(m), rules: m.prometheusAlerts, dashboards: m.grafanaDashboards }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Fields     []string                   `json:"fields"`
+		Rules      json.RawMessage            `json:"rules"`
+		Dashboards map[string]json.RawMessage `json:"dashboards"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "_config grafanaDashboards prometheusAlerts"; strings.Join(got.Fields, " ") != want {
+		t.Errorf("mixin fields %q, want %s", got.Fields, want)
+	}
+	rendered, err := RulesYAML(got.Rules, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := generate(t, "")
+	if len(got.Dashboards) != len(gen.Dashboards) {
+		t.Fatalf("%d dashboards evaluated from disk, %d generated", len(got.Dashboards), len(gen.Dashboards))
+	}
+	var a, b any
+	if err := yaml.Unmarshal(rendered, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(gen.Rules, &b); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Error("rules evaluated from disk differ from the generated ones")
+	}
+	for name, raw := range got.Dashboards {
+		var x, y any
+		if err := json.Unmarshal(raw, &x); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(gen.Dashboards[name], &y); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if fmt.Sprint(x) != fmt.Sprint(y) {
+			t.Errorf("dashboard %s evaluated from disk differs from the generated one", name)
+		}
 	}
 }
