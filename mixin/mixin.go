@@ -21,9 +21,9 @@ import (
 	"github.com/google/go-jsonnet"
 )
 
-// Sources is the mixin's jsonnet and the rule file's header.
+// Sources is the mixin's jsonnet.
 //
-//go:embed *.libsonnet alerts/*.libsonnet alerts/header.txt dashboards/*.libsonnet lib/*.libsonnet
+//go:embed *.libsonnet alerts/*.libsonnet dashboards/*.libsonnet lib/*.libsonnet
 var Sources embed.FS
 
 // Output files, relative to the repository root.
@@ -71,7 +71,7 @@ local mixin = (import 'mixin.libsonnet') + { _config+:: std.parseJson(std.extVar
     [if std.objectHasAll(r, 'comment') then r.comment else '' for r in g.rules]
     for g in mixin.prometheusAlerts.groups
   ],
-  header: importstr 'alerts/header.txt',
+  header: (import 'alerts/header.libsonnet')(mixin._config),
   dashboards: mixin.grafanaDashboards,
 }
 `

@@ -382,3 +382,29 @@ local m = import 'mixin.libsonnet';
 		}
 	}
 }
+
+// TestConfigDocumented: docs/alerts.md names every _config field.
+func TestConfigDocumented(t *testing.T) {
+	vm := jsonnet.MakeVM()
+	vm.Importer(&fsImporter{fsys: Sources})
+	out, err := vm.EvaluateAnonymousSnippet("fields.jsonnet", `std.objectFieldsAll((import 'config.libsonnet')._config)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	if err := json.Unmarshal([]byte(out), &fields); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../docs/alerts.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fields {
+		if !bytes.Contains(doc, []byte("`"+f+"`")) {
+			t.Errorf("docs/alerts.md does not document _config.%s", f)
+		}
+	}
+	if len(fields) < 4 {
+		t.Errorf("_config has fields %q", fields)
+	}
+}
