@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-jsonnet"
 	"go.yaml.in/yaml/v3"
 
+	"jobwatch/dashboards"
 	"jobwatch/internal/promcheck"
 )
 
@@ -262,6 +263,7 @@ func TestConfigsPassUnitTests(t *testing.T) {
 					}
 				}
 			}
+			checkDashboardQueries(t, o)
 			dir := writeRules(t, o)
 			args := []string{"test", "rules"}
 			for _, f := range tests {
@@ -406,5 +408,36 @@ func TestConfigDocumented(t *testing.T) {
 	}
 	if len(fields) < 4 {
 		t.Errorf("_config has fields %q", fields)
+	}
+}
+
+// checkDashboardQueries has promtool parse every query of the dashboards,
+// their variables filled as the dashboards package's tests fill them.
+func checkDashboardQueries(t *testing.T, o *Output) {
+	t.Helper()
+	vals := map[string]string{"cluster": ".*", "instance": ".*", "job_name": ".*"}
+	for k, v := range dashboards.Builtin {
+		vals[k] = v
+	}
+	queries := map[string]string{}
+	for name, data := range o.Dashboards {
+		d, err := dashboards.Parse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs, err := d.Queries()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			e, unknown := dashboards.Expand(q.Expr, vals)
+			if len(unknown) > 0 {
+				t.Errorf("%s %s uses undefined variables %q", name, q.Where, unknown)
+			}
+			queries[name+" "+q.Where] = e
+		}
+	}
+	if err := promcheck.CheckQueries(t.TempDir(), queries); err != nil {
+		t.Error(err)
 	}
 }
