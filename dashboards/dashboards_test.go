@@ -56,7 +56,7 @@ func TestJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(bytes.TrimSpace(buf.Bytes()), bytes.TrimSpace(JSON)) {
-		t.Error("jobwatch.json is not indented with two spaces (python3 -m json.tool --indent 2 fixes it)")
+		t.Error("jobwatch.json is not indented with two spaces: regenerate it (go generate ./mixin)")
 	}
 }
 
