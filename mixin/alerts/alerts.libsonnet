@@ -1,8 +1,8 @@
 // The jobwatch rule group: job alerts, then alerts about jobwatch itself.
 // Every alert gets its runbook_url from _config.runbookURLPrefix.
 local promql = import '../lib/promql.libsonnet';
-local jobs = import 'jobs.libsonnet';
 local exporter = import 'exporter.libsonnet';
+local jobs = import 'jobs.libsonnet';
 
 {
   prometheusAlerts+:: {

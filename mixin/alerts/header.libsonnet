@@ -11,7 +11,7 @@ function(c)
     ||| % c.clusterLabel;
   local selector =
     if c.jobwatchSelector == '' then ''
-    else '# Every jobwatch series is selected with {%s} (the mixin\'s jobwatchSelector).\n#\n' % c.jobwatchSelector;
+    else "# Every jobwatch series is selected with {%s} (the mixin's jobwatchSelector).\n#\n" % c.jobwatchSelector;
   |||
     # jobwatch alerting rules. Load with Prometheus 2.x or 3.x:
     #
