@@ -1,4 +1,6 @@
 // Alerts about jobwatch itself: its sources, its config and its state.
+// Descriptions that name the jobwatch selector (%s) are std.format strings:
+// write %% for a literal % (printf "%%.0f").
 local promql = import '../lib/promql.libsonnet';
 
 {

@@ -1,4 +1,5 @@
-// Alerts about the jobs jobwatch watches.
+// Alerts about the jobs jobwatch watches. Strings followed by % are
+// std.format strings: write %% for a literal %.
 local promql = import '../lib/promql.libsonnet';
 
 {
