@@ -226,3 +226,50 @@ func TestEveryPageLinked(t *testing.T) {
 		}
 	}
 }
+
+// docsPathRE is a docs page named in code or config: docs/schedules.md.
+var docsPathRE = regexp.MustCompile(`\bdocs/[A-Za-z0-9_.-]+\.md\b`)
+
+// TestDocsNamedInCode: every docs page a source file, script or config of
+// the repository names (a Go comment saying "see docs/schedules.md")
+// exists.
+func TestDocsNamedInCode(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exts := map[string]bool{".go": true, ".sql": true, ".yml": true, ".yaml": true, ".sh": true, ".jsonnet": true, ".libsonnet": true, ".md": true}
+	named := 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "data") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !exts[filepath.Ext(path)] {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, p := range docsPathRE.FindAllString(string(b), -1) {
+			named++
+			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil && !pending[p] {
+				t.Errorf("%s names %s, which does not exist", filepath.ToSlash(rel), p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if named == 0 {
+		t.Error("no file names a docs page: is the pattern still finding them?")
+	}
+}
