@@ -3,6 +3,7 @@
 local promql = import '../lib/promql.libsonnet';
 local exporter = import 'exporter.libsonnet';
 local jobs = import 'jobs.libsonnet';
+local locks = import 'locks.libsonnet';
 
 {
   prometheusAlerts+:: {
@@ -11,7 +12,7 @@ local jobs = import 'jobs.libsonnet';
         name: 'jobwatch',
         rules: [
           r { annotations+: { runbook_url: promql.runbook($._config, r.alert) } }
-          for r in jobs.rules($._config) + exporter.rules($._config)
+          for r in jobs.rules($._config) + locks.rules($._config) + exporter.rules($._config)
         ],
       },
     ],

@@ -53,6 +53,14 @@ function(c)
     #   JobwatchJobFailing             consecutive failures >= 2, for: 0m
     #   JobwatchJobRunningTooLong      run age > period, for: 1m
     #   JobwatchJobDuplicateRuns       as the counted overlaps, for: 0m
+    #   JobwatchLockStale              holder known dead, for: 5m
+    #   JobwatchLockWithoutExpiry      Redis key without TTL, for: 2m
+    #   JobwatchLockExpiringWhileRunning  lease under 60s while a run is in
+    #                                  progress, for: 0m
+    #   JobwatchLockHeldWithoutRun     held longer than the timeout (or 2
+    #                                  periods) with no run, for: 5m
+    #   JobwatchJobTimeoutTooTight     timeout < 1.5 x P99 of the last 100
+    #                                  durations, at least 20 runs, for: 15m
     #   JobwatchSourceDown             for: 5m
     #   JobwatchConfigReloadFailed     for: 5m
     #   JobwatchStateSaveFailing       failed saves in every 5m window, for: 10m

@@ -1509,6 +1509,178 @@ local promql = import '../lib/promql.libsonnet';
           },
         },
         {
+          type: 'table',
+          title: 'Locks',
+          description: "What the locks source sees of each job's locks (docs/locks.md): held or free, who holds it and whether that process or connection is alive, for how long, and a Redis lease's time left. A lock held by a dead holder makes every run skip (JobwatchLockStale).",
+          id: 20,
+          datasource: ds,
+          gridPos: {
+            h: 8,
+            w: 24,
+            x: 0,
+            y: 39,
+          },
+          targets: [
+            {
+              refId: 'A',
+              datasource: ds,
+              expr: 'sum without () (jobwatch_lock_held{%(job)s})' % sel,
+              format: 'table',
+              instant: true,
+              range: false,
+            },
+            {
+              refId: 'B',
+              datasource: ds,
+              expr: 'sum without () (jobwatch_lock_holder_alive{%(job)s})' % sel,
+              format: 'table',
+              instant: true,
+              range: false,
+            },
+            {
+              refId: 'C',
+              datasource: ds,
+              expr: 'sum without () (jobwatch_lock_held_seconds{%(job)s})' % sel,
+              format: 'table',
+              instant: true,
+              range: false,
+            },
+            {
+              refId: 'D',
+              datasource: ds,
+              expr: 'sum without () (jobwatch_lock_ttl_seconds{%(job)s})' % sel,
+              format: 'table',
+              instant: true,
+              range: false,
+            },
+            {
+              refId: 'E',
+              datasource: ds,
+              expr: 'sum without () (jobwatch_lock_holder_info{%(job)s})' % sel,
+              format: 'table',
+              instant: true,
+              range: false,
+            },
+          ],
+          transformations: [
+            {
+              id: 'merge',
+              options: {},
+            },
+            {
+              id: 'organize',
+              options: {
+                excludeByName: {
+                  Time: true,
+                  __name__: true,
+                  job: true,
+                  'Value #E': true,
+                },
+                indexByName: {
+                  job_name: 0,
+                  lock: 1,
+                  instance: 2,
+                  'Value #A': 3,
+                  holder: 4,
+                  'Value #B': 5,
+                  'Value #C': 6,
+                  'Value #D': 7,
+                },
+                renameByName: {
+                  job_name: 'Job',
+                  lock: 'Lock',
+                  instance: 'Instance',
+                  holder: 'Holder',
+                  'Value #A': 'Held',
+                  'Value #B': 'Holder alive',
+                  'Value #C': 'Held for',
+                  'Value #D': 'Lease left',
+                },
+              },
+            },
+          ],
+          fieldConfig: {
+            defaults: {
+              custom: {
+                align: 'auto',
+                cellOptions: {
+                  type: 'auto',
+                },
+                filterable: true,
+              },
+            },
+            overrides: [
+              {
+                matcher: {
+                  id: 'byName',
+                  options: 'Holder alive',
+                },
+                properties: [
+                  {
+                    id: 'mappings',
+                    value: [
+                      {
+                        type: 'value',
+                        options: {
+                          '0': { text: 'dead', color: 'red', index: 0 },
+                          '1': { text: 'alive', color: 'green', index: 1 },
+                        },
+                      },
+                    ],
+                  },
+                  {
+                    id: 'custom.cellOptions',
+                    value: {
+                      type: 'color-text',
+                    },
+                  },
+                ],
+              },
+              {
+                matcher: {
+                  id: 'byName',
+                  options: 'Held',
+                },
+                properties: [
+                  {
+                    id: 'mappings',
+                    value: [
+                      {
+                        type: 'value',
+                        options: {
+                          '0': { text: 'free', index: 0 },
+                          '1': { text: 'held', index: 1 },
+                        },
+                      },
+                    ],
+                  },
+                ],
+              },
+              {
+                matcher: {
+                  id: 'byRegexp',
+                  options: 'Held for|Lease left',
+                },
+                properties: [
+                  {
+                    id: 'unit',
+                    value: 's',
+                  },
+                ],
+              },
+            ],
+          },
+          options: {
+            showHeader: true,
+            cellHeight: 'sm',
+            footer: {
+              show: false,
+              reducer: ['sum'],
+              fields: '',
+            },
+          },
+        },
+        {
           type: 'row',
           title: 'Sources and jobwatch',
           id: 16,
@@ -1517,7 +1689,7 @@ local promql = import '../lib/promql.libsonnet';
             h: 1,
             w: 24,
             x: 0,
-            y: 39,
+            y: 47,
           },
           panels: [],
         },
@@ -1531,7 +1703,7 @@ local promql = import '../lib/promql.libsonnet';
             h: 8,
             w: 12,
             x: 0,
-            y: 40,
+            y: 48,
           },
           targets: [
             {
@@ -1602,7 +1774,7 @@ local promql = import '../lib/promql.libsonnet';
             h: 8,
             w: 12,
             x: 12,
-            y: 40,
+            y: 48,
           },
           targets: [
             {
@@ -1678,7 +1850,7 @@ local promql = import '../lib/promql.libsonnet';
             h: 6,
             w: 24,
             x: 0,
-            y: 48,
+            y: 56,
           },
           targets: [
             {
