@@ -1,28 +1,61 @@
-package config
+package mysql
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
+
+	"jobwatch/config"
+	"jobwatch/sources"
 )
 
-// MySQL is the config of a type: mysql source (a job_runs table).
-type MySQL struct {
-	DSN          string             `yaml:"dsn"`
-	DSNFile      string             `yaml:"dsn_file"`
-	Table        string             `yaml:"table"`
-	Columns      *MySQLColumns      `yaml:"columns"`
-	StatusValues *MySQLStatusValues `yaml:"status_values"`
-	PollInterval Duration           `yaml:"poll_interval"`
-	// LateWindow is how long an id missing below the highest id read (a
-	// transaction that has not committed yet, or never will) is looked for.
-	LateWindow Duration `yaml:"late_window"`
+// Type is the type of source this package reads.
+const Type = "mysql"
+
+func init() { sources.Register(Type, decode) }
+
+func decode(b config.Block) (sources.Config, []error) {
+	var c Config
+	errs := config.DecodeBlock(b, &c)
+	errs = append(errs, c.Validate()...)
+	c.DSNFile = b.Resolve(c.DSNFile)
+	return &c, errs
 }
 
-// MySQLColumns names the table's columns; empty keys take the defaults.
-type MySQLColumns struct {
+var _ sources.Config = (*Config)(nil)
+
+// Identity is the database and table read: a DSN may hold a password, so
+// only a hash of it is kept. The table is as configured (empty: the
+// default), as saved positions have it.
+func (m *Config) Identity() string {
+	h := sha256.Sum256([]byte(m.DSN + "\x00" + m.DSNFile))
+	return "mysql:" + hex.EncodeToString(h[:8]) + ":" + m.Table
+}
+
+// New builds the source; it reads the DSN but does not connect.
+func (m *Config) New(name string, deps sources.Deps) (sources.Source, error) {
+	return New(name, *m, deps)
+}
+
+// Config is the block of a type: mysql source (a job_runs table).
+type Config struct {
+	DSN          string          `yaml:"dsn"`
+	DSNFile      string          `yaml:"dsn_file"`
+	Table        string          `yaml:"table"`
+	Columns      *Columns        `yaml:"columns"`
+	StatusValues *StatusValues   `yaml:"status_values"`
+	PollInterval config.Duration `yaml:"poll_interval"`
+	// LateWindow is how long an id missing below the highest id read (a
+	// transaction that has not committed yet, or never will) is looked for.
+	LateWindow config.Duration `yaml:"late_window"`
+}
+
+// Columns names the table's columns; empty keys take the defaults.
+type Columns struct {
 	ID         string `yaml:"id"`
 	Job        string `yaml:"job"`
 	StartedAt  string `yaml:"started_at"`
@@ -32,8 +65,8 @@ type MySQLColumns struct {
 	PID        string `yaml:"pid"`
 }
 
-// MySQLStatusValues maps the status column's values to results.
-type MySQLStatusValues struct {
+// StatusValues maps the status column's values to results.
+type StatusValues struct {
 	Success []string `yaml:"success"`
 	Failure []string `yaml:"failure"`
 	Timeout []string `yaml:"timeout"`
@@ -42,15 +75,15 @@ type MySQLStatusValues struct {
 
 // Defaults of a type: mysql source.
 const (
-	DefaultMySQLTable        = "job_runs"
-	DefaultMySQLPollInterval = 5 * time.Second
-	DefaultMySQLLateWindow   = 10 * time.Minute
-	// MinMySQLPollInterval keeps a misconfigured source from hammering the server.
-	MinMySQLPollInterval = 100 * time.Millisecond
+	DefaultTable        = "job_runs"
+	DefaultPollInterval = 5 * time.Second
+	DefaultLateWindow   = 10 * time.Minute
+	// MinPollInterval keeps a misconfigured source from hammering the server.
+	MinPollInterval = 100 * time.Millisecond
 )
 
-// DefaultMySQLColumns are the column names of examples/job_runs.sql.
-var DefaultMySQLColumns = MySQLColumns{
+// DefaultColumns are the column names of examples/job_runs.sql.
+var DefaultColumns = Columns{
 	ID:         "id",
 	Job:        "job_name",
 	StartedAt:  "started_at",
@@ -60,8 +93,8 @@ var DefaultMySQLColumns = MySQLColumns{
 	PID:        "pid",
 }
 
-// DefaultMySQLStatusValues apply to each result left empty.
-var DefaultMySQLStatusValues = MySQLStatusValues{
+// DefaultStatusValues apply to each result left empty.
+var DefaultStatusValues = StatusValues{
 	Success: []string{"success"},
 	Failure: []string{"failure", "failed", "error"},
 	Timeout: []string{"timeout"},
@@ -74,16 +107,16 @@ var DefaultMySQLStatusValues = MySQLStatusValues{
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
 
 // TableName is the table, defaulted.
-func (m *MySQL) TableName() string {
+func (m *Config) TableName() string {
 	if m.Table == "" {
-		return DefaultMySQLTable
+		return DefaultTable
 	}
 	return m.Table
 }
 
 // ColumnNames are the column names, each defaulted.
-func (m *MySQL) ColumnNames() MySQLColumns {
-	c := DefaultMySQLColumns
+func (m *Config) ColumnNames() Columns {
+	c := DefaultColumns
 	if m.Columns == nil {
 		return c
 	}
@@ -103,8 +136,8 @@ func (m *MySQL) ColumnNames() MySQLColumns {
 }
 
 // Statuses are the status values of each result, each defaulted.
-func (m *MySQL) Statuses() MySQLStatusValues {
-	s := DefaultMySQLStatusValues
+func (m *Config) Statuses() StatusValues {
+	s := DefaultStatusValues
 	if m.StatusValues == nil {
 		return s
 	}
@@ -124,70 +157,40 @@ func (m *MySQL) Statuses() MySQLStatusValues {
 }
 
 // Poll is the poll interval, defaulted.
-func (m *MySQL) Poll() time.Duration {
+func (m *Config) Poll() time.Duration {
 	if m.PollInterval == 0 {
-		return DefaultMySQLPollInterval
+		return DefaultPollInterval
 	}
 	return m.PollInterval.D()
 }
 
 // Late is the late window, defaulted.
-func (m *MySQL) Late() time.Duration {
+func (m *Config) Late() time.Duration {
 	if m.LateWindow == 0 {
-		return DefaultMySQLLateWindow
+		return DefaultLateWindow
 	}
 	return m.LateWindow.D()
 }
 
 // NamedColumns lists the columns by config key, in a fixed order.
-func (c MySQLColumns) NamedColumns() [][2]string {
+func (c Columns) NamedColumns() [][2]string {
 	return [][2]string{
 		{"id", c.ID}, {"job", c.Job}, {"started_at", c.StartedAt}, {"finished_at", c.FinishedAt},
 		{"status", c.Status}, {"host", c.Host}, {"pid", c.PID},
 	}
 }
 
-func (m *MySQL) setFields() []string {
-	var f []string
-	if m.DSN != "" {
-		f = append(f, "dsn")
-	}
-	if m.DSNFile != "" {
-		f = append(f, "dsn_file")
-	}
-	if m.Table != "" {
-		f = append(f, "table")
-	}
-	if m.Columns != nil {
-		f = append(f, "columns")
-	}
-	if m.StatusValues != nil {
-		f = append(f, "status_values")
-	}
-	if m.PollInterval != 0 {
-		f = append(f, "poll_interval")
-	}
-	if m.LateWindow != 0 {
-		f = append(f, "late_window")
-	}
-	return f
-}
-
-func (m *MySQL) validate(*Config) []error {
-	return m.Validate()
-}
-
 // Validate checks a mysql source's fields. It is exported so that the source
-// can refuse a config built without config.Parse.
-func (m *MySQL) Validate() []error {
+// can refuse a config built without the config file.
+func (m *Config) Validate() []error {
 	var errs []error
 	if (m.DSN == "") == (m.DSNFile == "") {
 		errs = append(errs, errors.New("exactly one of dsn and dsn_file is required"))
 	}
 	if m.PollInterval < 0 {
 		errs = append(errs, errors.New("poll_interval must not be negative"))
-	} else if m.PollInterval != 0 && m.PollInterval.D() < MinMySQLPollInterval {
-		errs = append(errs, fmt.Errorf("poll_interval must be at least %s", MinMySQLPollInterval))
+	} else if m.PollInterval != 0 && m.PollInterval.D() < MinPollInterval {
+		errs = append(errs, fmt.Errorf("poll_interval must be at least %s", MinPollInterval))
 	}
 	if m.LateWindow < 0 {
 		errs = append(errs, errors.New("late_window must not be negative"))

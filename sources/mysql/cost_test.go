@@ -1,4 +1,4 @@
-package sources
+package mysql
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"jobwatch/internal/mariadbtest"
+	"jobwatch/sources"
 )
 
 // handlerReads is SHOW SESSION STATUS LIKE 'Handler_read%' on one connection.
@@ -88,7 +89,7 @@ func TestMySQLPollCost(t *testing.T) {
 	for i := range 50 {
 		jobs = append(jobs, fmt.Sprintf("job%d", i))
 	}
-	s := f.source(f.sourceConfig("db"), Deps{Jobs: jobs})
+	s := f.source(f.sourceConfig("db"), sources.Deps{Jobs: jobs})
 	conn, err := mysql.NewConnector(s.dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package sources
+package mysql
 
 import (
 	"errors"
@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-
-	"jobwatch/config"
 )
 
 // envRefRE is a ${NAME} reference in a dsn. Only the braced form is expanded,
@@ -59,7 +57,7 @@ func (r *redactor) err(err error) error {
 // loadDSN reads the source's DSN (dsn with ${VAR} expanded, or the content
 // of dsn_file), parses it and sets what the source relies on. It also
 // returns the redactor of its secrets; errors are already redacted.
-func loadDSN(c *config.MySQL, getenv func(string) (string, bool), log *slog.Logger) (*mysql.Config, *redactor, error) {
+func loadDSN(c *Config, getenv func(string) (string, bool), log *slog.Logger) (*mysql.Config, *redactor, error) {
 	red := &redactor{}
 	var dsn string
 	switch {

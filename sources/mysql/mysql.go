@@ -1,4 +1,10 @@
-package sources
+// Package mysql reads runs from a job_runs table: one row per run, inserted
+// when the run starts and updated when it finishes. Its block names the
+// DSN, the table, its columns and status values; its saved position (see
+// position.go) is the highest id read, the runs read in progress and the
+// ids missing below the highest; its identity is a hash of the DSN and the
+// table. Check, for check-config, verifies the table and its columns.
+package mysql
 
 import (
 	"cmp"
@@ -22,6 +28,7 @@ import (
 
 	"jobwatch/config"
 	"jobwatch/model"
+	"jobwatch/sources"
 )
 
 // Bounds of a mysql source's work and state.
@@ -44,7 +51,7 @@ const (
 	mysqlMaxBackoff = time.Minute
 )
 
-// MySQL reads runs from a job_runs table: one row per run, inserted when the
+// Source reads runs from a job_runs table: one row per run, inserted when the
 // run starts and updated when it finishes (or inserted finished), possibly
 // by schedulers on many hosts.
 //
@@ -52,7 +59,7 @@ const (
 // read in progress (by id, to see them finish) and the ids missing below the
 // highest (transactions committed out of id order, looked for during the
 // late window). See mysqlPosition.
-type MySQL struct {
+type Source struct {
 	name string
 	log  *slog.Logger
 	now  func() time.Time
@@ -63,7 +70,7 @@ type MySQL struct {
 
 	schema, tableName string // schema may be empty: the DSN's database
 	table             string // quoted, qualified if configured so
-	cols              config.MySQLColumns
+	cols              Columns
 	q                 map[string]string // quoted column names by config key
 	selectList        string
 
@@ -75,8 +82,8 @@ type MySQL struct {
 	wait func(ctx context.Context, d time.Duration) bool
 }
 
-var _ Source = (*MySQL)(nil)
-var _ Checker = (*MySQL)(nil)
+var _ sources.Source = (*Source)(nil)
+var _ sources.Checker = (*Source)(nil)
 
 type statusClass uint8
 
@@ -88,30 +95,26 @@ const (
 	statusSkipped
 )
 
-// NewMySQL builds a mysql source. It reads and parses the DSN but does not
-// connect: Run and Check do.
-func NewMySQL(src config.Source, deps Deps) (*MySQL, error) {
-	deps = deps.withDefaults()
-	if src.Type != config.TypeMySQL {
-		return nil, fmt.Errorf("source %q: type %q is not mysql", src.Name, src.Type)
-	}
-	c := src.MySQL
+// New builds a mysql source named name. It reads and parses the DSN but
+// does not connect: Run and Check do.
+func New(name string, c Config, deps sources.Deps) (*Source, error) {
+	deps = deps.WithDefaults()
 	if errs := c.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("source %q: %w", src.Name, errors.Join(errs...))
+		return nil, fmt.Errorf("source %q: %w", name, config.Join(errs...))
 	}
-	log := deps.Logger.With("source", src.Name, "type", config.TypeMySQL)
+	log := deps.Logger.With("source", name, "type", Type)
 	dsn, red, err := loadDSN(&c, os.LookupEnv, log)
 	if err != nil {
-		return nil, fmt.Errorf("source %q: %w", src.Name, err)
+		return nil, fmt.Errorf("source %q: %w", name, err)
 	}
-	m := &MySQL{
-		name: src.Name, log: log, now: deps.Now, jobs: slices.Clone(deps.Jobs),
+	m := &Source{
+		name: name, log: log, now: deps.Now, jobs: slices.Clone(deps.Jobs),
 		dsn: dsn, red: red,
 		cols: c.ColumnNames(), poll: c.Poll(), late: c.Late(),
 		q:          map[string]string{},
 		status:     map[string]statusClass{},
 		statusVals: map[statusClass][]string{},
-		wait:       sleepCtx,
+		wait:       sources.Sleep,
 	}
 	slices.Sort(m.jobs)
 	m.jobs = slices.Compact(m.jobs)
@@ -147,20 +150,20 @@ func quoteIdent(s string) string {
 	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
 }
 
-func (m *MySQL) Name() string { return m.name }
-func (m *MySQL) Type() string { return config.TypeMySQL }
+func (m *Source) Name() string { return m.name }
+func (m *Source) Type() string { return Type }
 
 // String shows the source without its password.
-func (m *MySQL) String() string {
+func (m *Source) String() string {
 	return fmt.Sprintf("mysql source %q (%s, table %s)", m.name, redactedDSN(m.dsn), m.table)
 }
 
 // where names the server and table in errors, without the password.
-func (m *MySQL) where() string {
+func (m *Source) where() string {
 	return fmt.Sprintf("%s@%s(%s)/%s table %s", m.dsn.User, m.dsn.Net, m.dsn.Addr, m.dsn.DBName, m.table)
 }
 
-func (m *MySQL) open() (*sql.DB, error) {
+func (m *Source) open() (*sql.DB, error) {
 	conn, err := mysql.NewConnector(m.dsn)
 	if err != nil {
 		return nil, m.red.err(fmt.Errorf("dsn: %w", err))
@@ -172,13 +175,9 @@ func (m *MySQL) open() (*sql.DB, error) {
 	return db, nil
 }
 
-// ErrUnreachable marks a Check that could not reach the database: the config
-// may be right, it could not be verified.
-var ErrUnreachable = errors.New("database unreachable")
-
 // Check connects and checks the table and its columns, for check-config.
-// When the server cannot be reached the error wraps ErrUnreachable.
-func (m *MySQL) Check(ctx context.Context) error {
+// When the server cannot be reached the error wraps sources.ErrUnreachable.
+func (m *Source) Check(ctx context.Context) error {
 	db, err := m.open()
 	if err != nil {
 		return err
@@ -188,7 +187,7 @@ func (m *MySQL) Check(ctx context.Context) error {
 	if err != nil {
 		err = fmt.Errorf("%s: %w", m.where(), err)
 		if r := failureReason(err); r == "connection" || r == "timeout" {
-			err = fmt.Errorf("%w: %w", ErrUnreachable, err)
+			err = fmt.Errorf("database %w: %w", sources.ErrUnreachable, err)
 		}
 		return m.red.err(err)
 	}
@@ -199,11 +198,10 @@ func (m *MySQL) Check(ctx context.Context) error {
 }
 
 // Run polls the table until ctx is done.
-func (m *MySQL) Run(ctx context.Context, from json.RawMessage, sink Sink) error {
+func (m *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
 	db, err := m.open()
 	if err != nil {
-		sink.SetHealth(m.name, false, err)
-		m.log.Error("source down", "reason", "dsn", "err", err)
+		sources.NewHealth(m.name, sink, m.log).Down("dsn", err, "reason", "dsn")
 		<-ctx.Done()
 		return nil
 	}
@@ -233,7 +231,7 @@ func (m *MySQL) Run(ctx context.Context, from json.RawMessage, sink Sink) error 
 
 // backoff doubles the poll interval per failed poll, up to a minute (or the
 // poll interval, if longer).
-func (m *MySQL) backoff(failures int) time.Duration {
+func (m *Source) backoff(failures int) time.Duration {
 	limit := max(m.poll, min(mysqlMaxBackoff, 12*m.poll))
 	d := m.poll
 	for i := 1; i < failures && d < limit; i++ {
@@ -244,9 +242,9 @@ func (m *MySQL) backoff(failures int) time.Duration {
 
 // mysqlRunner is the state of one Run.
 type mysqlRunner struct {
-	m    *MySQL
+	m    *Source
 	db   *sql.DB
-	sink Sink
+	sink sources.Sink
 
 	pos       *mysqlPosition // nil: not started (bootstrap next)
 	lastPos   []byte
@@ -254,12 +252,11 @@ type mysqlRunner struct {
 	needCheck bool // check the schema before the next poll
 	advised   bool // the missing indexes were logged
 
-	up     *bool
-	reason string
+	health *sources.Health
 }
 
-func (m *MySQL) newRunner(db *sql.DB, from json.RawMessage, sink Sink) *mysqlRunner {
-	r := &mysqlRunner{m: m, db: db, sink: sink, needCheck: true}
+func (m *Source) newRunner(db *sql.DB, from json.RawMessage, sink sources.Sink) *mysqlRunner {
+	r := &mysqlRunner{m: m, db: db, sink: sink, needCheck: true, health: sources.NewHealth(m.name, sink, m.log)}
 	if len(from) > 0 && string(from) != "null" {
 		p, err := parseMySQLPosition(from)
 		if err != nil {
@@ -330,26 +327,10 @@ func (r *mysqlRunner) down(ctx context.Context, err error) {
 	}
 	err = r.m.red.err(err)
 	reason := failureReason(err)
-	if r.up != nil && !*r.up && r.reason == reason {
-		return
-	}
-	f := false
-	r.up, r.reason = &f, reason
-	r.m.log.Error("source down", "reason", reason, "err", err)
-	r.sink.SetHealth(r.m.name, false, err)
+	r.health.Down(reason, err, "reason", reason)
 }
 
-func (r *mysqlRunner) markUp() {
-	if r.up != nil && *r.up {
-		return
-	}
-	if r.up != nil {
-		r.m.log.Info("source up again")
-	}
-	t := true
-	r.up, r.reason = &t, ""
-	r.sink.SetHealth(r.m.name, true, nil)
-}
+func (r *mysqlRunner) markUp() { r.health.Up() }
 
 // failureReason classifies an error into a reason stable across polls.
 func failureReason(err error) string {
@@ -407,7 +388,7 @@ type runRow struct {
 	pid      sql.NullInt64
 }
 
-func (m *MySQL) query(ctx context.Context, db *sql.DB, where string, args ...any) ([]runRow, error) {
+func (m *Source) query(ctx context.Context, db *sql.DB, where string, args ...any) ([]runRow, error) {
 	rows, err := db.QueryContext(ctx, "SELECT "+m.selectList+" FROM "+m.table+" "+where, args...)
 	if err != nil {
 		return nil, err
@@ -424,7 +405,7 @@ func (m *MySQL) query(ctx context.Context, db *sql.DB, where string, args ...any
 	return out, rows.Err()
 }
 
-func (m *MySQL) maxID(ctx context.Context, db *sql.DB) (int64, error) {
+func (m *Source) maxID(ctx context.Context, db *sql.DB) (int64, error) {
 	var id sql.NullInt64
 	err := db.QueryRowContext(ctx, "SELECT MAX("+m.q["id"]+") FROM "+m.table).Scan(&id)
 	return id.Int64, err
@@ -433,7 +414,7 @@ func (m *MySQL) maxID(ctx context.Context, db *sql.DB) (int64, error) {
 // bootstrap is the first start: for each configured job its last success,
 // last failure, last timeout and its runs in progress, each from a bounded
 // query on an index; then reading goes on from the highest id.
-func (m *MySQL) bootstrap(ctx context.Context, db *sql.DB) (*mysqlPosition, []model.Event, error) {
+func (m *Source) bootstrap(ctx context.Context, db *sql.DB) (*mysqlPosition, []model.Event, error) {
 	top, err := m.maxID(ctx, db)
 	if err != nil {
 		return nil, nil, err
@@ -515,7 +496,7 @@ func (m *MySQL) bootstrap(ctx context.Context, db *sql.DB) (*mysqlPosition, []mo
 
 // pollOnce reads what changed since pos: the runs in progress and the
 // missing ids, re-read by id, then the rows above the highest id.
-func (m *MySQL) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (next *mysqlPosition, events []model.Event, parseErrors int, more bool, err error) {
+func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (next *mysqlPosition, events []model.Event, parseErrors int, more bool, err error) {
 	now := m.now().UTC()
 	top, err := m.maxID(ctx, db)
 	if err != nil {
@@ -640,7 +621,7 @@ func (m *MySQL) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (n
 
 // capOpen bounds the runs in progress, forgetting the oldest: their end will
 // not be seen, and the model closes them as lost at their job's timeout.
-func (m *MySQL) capOpen(p *mysqlPosition) {
+func (m *Source) capOpen(p *mysqlPosition) {
 	slices.Sort(p.Open)
 	if drop := len(p.Open) - mysqlMaxOpen; drop > 0 {
 		m.log.Warn("too many runs in progress to follow; forgetting the oldest", "dropped", drop)
@@ -648,7 +629,7 @@ func (m *MySQL) capOpen(p *mysqlPosition) {
 	}
 }
 
-func (m *MySQL) class(s sql.NullString) statusClass {
+func (m *Source) class(s sql.NullString) statusClass {
 	if !s.Valid {
 		return statusUnknown
 	}
@@ -657,7 +638,7 @@ func (m *MySQL) class(s sql.NullString) statusClass {
 
 // rowEvents turns a row into events. started says its Start was emitted
 // already. open says the run is in progress (to be re-read).
-func (m *MySQL) rowEvents(r runRow, started bool) (evs []keyedEvent, open bool, err error) {
+func (m *Source) rowEvents(r runRow, started bool) (evs []keyedEvent, open bool, err error) {
 	job := strings.TrimSpace(r.job.String)
 	if job == "" {
 		return nil, false, errors.New("empty job name")

@@ -1,4 +1,4 @@
-package sources
+package mysql
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"jobwatch/internal/mariadbtest"
 	"jobwatch/model"
 	"jobwatch/schedule"
+	"jobwatch/sources"
 )
 
 // recordingSink collects what a source hands the tracker.
@@ -135,7 +136,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, srv *mariadbtest.Server) *fixture {
 	t.Helper()
-	ddl, err := os.ReadFile(filepath.Join("..", "examples", "job_runs.sql"))
+	ddl, err := os.ReadFile(filepath.Join("..", "..", "examples", "job_runs.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,20 +180,30 @@ func (f *fixture) run(job, host string, pid int, started, finished time.Duration
 	return id
 }
 
-func (f *fixture) sourceConfig(name string) config.Source {
-	return config.Source{Name: name, Type: config.TypeMySQL, MySQL: config.MySQL{
+func (f *fixture) sourceConfig(name string) testSource {
+	return testSource{Name: name, Config: Config{
 		DSN:          f.srv.RootDSN(f.db),
 		PollInterval: config.Duration(100 * time.Millisecond),
 	}}
 }
 
-func (f *fixture) source(src config.Source, deps Deps) *MySQL {
+func (f *fixture) source(src testSource, deps sources.Deps) *Source {
 	f.t.Helper()
-	s, err := NewMySQL(src, deps)
+	s, err := newSource(src, deps)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return s
+}
+
+// testSource is a config entry of a test: a name and a block.
+type testSource struct {
+	Name string
+	Config
+}
+
+func newSource(src testSource, deps sources.Deps) (*Source, error) {
+	return New(src.Name, src.Config, deps)
 }
 
 // stepper drives a source's polls one by one.
@@ -202,7 +213,7 @@ type stepper struct {
 	sink *recordingSink
 }
 
-func newStepper(t *testing.T, s *MySQL, from json.RawMessage) *stepper {
+func newStepper(t *testing.T, s *Source, from json.RawMessage) *stepper {
 	t.Helper()
 	db, err := s.open()
 	if err != nil {
@@ -264,7 +275,7 @@ func TestMySQL(t *testing.T) {
 		f := newFixture(t, srv)
 		f.exec("ALTER TABLE job_runs DROP KEY job_open")
 		logs := &logBuffer{}
-		s := f.source(f.sourceConfig("db"), Deps{Logger: logs.logger()})
+		s := f.source(f.sourceConfig("db"), sources.Deps{Logger: logs.logger()})
 		if err := s.Check(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -280,14 +291,14 @@ func TestMySQL(t *testing.T) {
 func testMySQLTracker(t *testing.T, f *fixture) {
 	tr := model.New(model.Options{Alive: func(int) bool { return true }})
 	tr.Configure([]model.JobSpec{{Name: "nightly", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2}},
-		[]model.SourceSpec{{Name: "db", Type: config.TypeMySQL}})
+		[]model.SourceSpec{{Name: "db", Type: Type}})
 	job := func() model.JobView {
 		jobs, _ := tr.View()
 		return jobs[0]
 	}
 	run := func(from json.RawMessage) (stop func()) {
-		s := f.source(f.sourceConfig("db"), Deps{Jobs: []string{"nightly"}})
-		s.wait = func(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, min(d, 10*time.Millisecond)) }
+		s := f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"nightly"}})
+		s.wait = func(ctx context.Context, d time.Duration) bool { return sources.Sleep(ctx, min(d, 10*time.Millisecond)) }
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx, from, tr) }()
@@ -328,7 +339,7 @@ func testMySQLTracker(t *testing.T, f *fixture) {
 }
 
 func testMySQLStartThenUpdate(t *testing.T, f *fixture) {
-	st := newStepper(t, f.source(f.sourceConfig("db"), Deps{}), nil)
+	st := newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{}), nil)
 	wantEvents(t, "empty table", st.step())
 	if b := st.lastBatch(); string(b.Position) != `{"v":1,"id":0}` {
 		t.Errorf("first position %s", b.Position)
@@ -381,7 +392,7 @@ func testMySQLFirstStart(t *testing.T, f *fixture) {
 	f.start("other", "h1", 8, 7*time.Hour)
 	f.run("report", "h1", 9, 8*time.Hour, 8*time.Hour+time.Minute, "timeout")
 
-	st := newStepper(t, f.source(f.sourceConfig("db"), Deps{Jobs: []string{"backup", "report", "never-ran"}}), nil)
+	st := newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"backup", "report", "never-ran"}}), nil)
 	wantEvents(t, "first start", st.step(),
 		"start backup h1/3 db:3 04:00:00.123456",
 		"end backup h1/3 db:3 04:01:00.123456 success 1m0s",
@@ -404,7 +415,7 @@ func testMySQLFirstStart(t *testing.T, f *fixture) {
 }
 
 func testMySQLMultiHost(t *testing.T, f *fixture) {
-	st := newStepper(t, f.source(f.sourceConfig("db"), Deps{Jobs: []string{"nightly"}}), nil)
+	st := newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"nightly"}}), nil)
 	st.step()
 	a := f.start("nightly", "web1", 100, 0)
 	b := f.start("nightly", "web2", 200, time.Second)
@@ -439,7 +450,7 @@ func testMySQLLateCommit(t *testing.T, f *fixture) {
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	src := f.sourceConfig("db")
 	src.LateWindow = config.Duration(time.Minute)
-	st := newStepper(t, f.source(src, Deps{Now: clock}), nil)
+	st := newStepper(t, f.source(src, sources.Deps{Now: clock}), nil)
 	st.step()
 	f.run("a", "h", 1, 0, time.Second, "success") // id 1
 
@@ -502,7 +513,7 @@ func testMySQLLateCommit(t *testing.T, f *fixture) {
 // batch; nothing is repeated or lost, including a run in progress and an id
 // committed late across the restart.
 func testMySQLResume(t *testing.T, f *fixture) {
-	s1 := f.source(f.sourceConfig("db"), Deps{Jobs: []string{"a"}})
+	s1 := f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"a"}})
 	st1 := newStepper(t, s1, nil)
 	st1.step()
 	open := f.start("a", "h1", 1, 0)
@@ -527,7 +538,7 @@ func testMySQLResume(t *testing.T, f *fixture) {
 	}
 	f.run("a", "h2", 5, 11*time.Minute, 12*time.Minute, "success")
 
-	st2 := newStepper(t, f.source(f.sourceConfig("db"), Deps{Jobs: []string{"a"}}), saved)
+	st2 := newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"a"}}), saved)
 	second := st2.step()
 	wantEvents(t, "before restart", first,
 		"start a h1/1 db:1 02:00:00.123456",
@@ -549,7 +560,7 @@ func testMySQLResume(t *testing.T, f *fixture) {
 	}
 
 	// A position that cannot be read is a reset: first start again.
-	st3 := newStepper(t, f.source(f.sourceConfig("db"), Deps{Jobs: []string{"a"}}), json.RawMessage(`{"v":99}`))
+	st3 := newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"a"}}), json.RawMessage(`{"v":99}`))
 	st3.step()
 	if got := st3.lastBatch().PositionResets; got != 1 {
 		t.Errorf("PositionResets = %d for an unreadable position, want 1", got)
@@ -558,7 +569,7 @@ func testMySQLResume(t *testing.T, f *fixture) {
 
 // testMySQLTruncated: a table emptied under jobwatch is a position reset.
 func testMySQLTruncated(t *testing.T, f *fixture) {
-	st := newStepper(t, f.source(f.sourceConfig("db"), Deps{Jobs: []string{"a"}}), nil)
+	st := newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"a"}}), nil)
 	st.step()
 	f.run("a", "h", 1, 0, time.Second, "success")
 	f.run("a", "h", 1, time.Minute, time.Minute+time.Second, "success")
@@ -578,13 +589,13 @@ func testMySQLTruncated(t *testing.T, f *fixture) {
 func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 	for _, tc := range []struct {
 		name   string
-		setup  func(f *fixture, src *config.Source) // break things
+		setup  func(f *fixture, src *testSource) // break things
 		fix    func(f *fixture)                     // repair them (nil: cannot)
 		reason string
 	}{
 		{
 			name: "wrong password",
-			setup: func(f *fixture, src *config.Source) {
+			setup: func(f *fixture, src *testSource) {
 				user := f.srv.NewUser(f.t, "right-Pa55word", f.db)
 				src.DSN = f.srv.Config(user, "wr0ng-Pa55word", f.db).FormatDSN()
 			},
@@ -592,13 +603,13 @@ func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 		},
 		{
 			name:   "missing table",
-			setup:  func(f *fixture, src *config.Source) { f.exec("RENAME TABLE job_runs TO job_runs_old") },
+			setup:  func(f *fixture, src *testSource) { f.exec("RENAME TABLE job_runs TO job_runs_old") },
 			fix:    func(f *fixture) { f.exec("RENAME TABLE job_runs_old TO job_runs") },
 			reason: "table missing",
 		},
 		{
 			name: "missing column",
-			setup: func(f *fixture, src *config.Source) {
+			setup: func(f *fixture, src *testSource) {
 				f.exec("ALTER TABLE job_runs CHANGE pid process_id INT UNSIGNED NULL")
 			},
 			fix:    func(f *fixture) { f.exec("ALTER TABLE job_runs CHANGE process_id pid INT UNSIGNED NULL") },
@@ -606,7 +617,7 @@ func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 		},
 		{
 			name: "column of the wrong type",
-			setup: func(f *fixture, src *config.Source) {
+			setup: func(f *fixture, src *testSource) {
 				f.exec("ALTER TABLE job_runs MODIFY started_at VARCHAR(40) NOT NULL")
 			},
 			fix:    func(f *fixture) { f.exec("ALTER TABLE job_runs MODIFY started_at DATETIME(6) NOT NULL") },
@@ -614,7 +625,7 @@ func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 		},
 		{
 			name: "server down",
-			setup: func(f *fixture, src *config.Source) {
+			setup: func(f *fixture, src *testSource) {
 				src.DSN = "root:s3cret-Pa55@tcp(127.0.0.1:1)/" + f.db
 			},
 			reason: "connection",
@@ -625,14 +636,14 @@ func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 			src := f.sourceConfig("db")
 			tc.setup(f, &src)
 			logs := &logBuffer{}
-			s := f.source(src, Deps{Logger: logs.logger(), Jobs: []string{"a"}})
+			s := f.source(src, sources.Deps{Logger: logs.logger(), Jobs: []string{"a"}})
 
 			if err := s.Check(context.Background()); err == nil {
 				t.Error("Check: no error")
 			} else if failureReason(err) != tc.reason {
 				t.Errorf("Check: reason %q (%v), want %q", failureReason(err), err, tc.reason)
-			} else if errors.Is(err, ErrUnreachable) != (tc.reason == "connection") {
-				t.Errorf("Check: errors.Is(%v, ErrUnreachable) = %v", err, errors.Is(err, ErrUnreachable))
+			} else if errors.Is(err, sources.ErrUnreachable) != (tc.reason == "connection") {
+				t.Errorf("Check: errors.Is(%v, sources.ErrUnreachable) = %v", err, errors.Is(err, sources.ErrUnreachable))
 			}
 
 			var polls sync.WaitGroup
@@ -646,7 +657,7 @@ func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 					polls.Done()
 				}
 				pollsMu.Unlock()
-				return sleepCtx(ctx, min(d, 20*time.Millisecond))
+				return sources.Sleep(ctx, min(d, 20*time.Millisecond))
 			}
 			sink := &recordingSink{}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -714,15 +725,15 @@ func testMySQLInjection(t *testing.T, f *fixture) {
 	// The same refusal from the constructor, for configs not parsed.
 	src := f.sourceConfig("db")
 	src.Table = "job_runs`; DROP TABLE job_runs; --"
-	if _, err := NewMySQL(src, Deps{}); err == nil {
-		t.Error("NewMySQL accepted an injected table name")
+	if _, err := newSource(src, sources.Deps{}); err == nil {
+		t.Error("New accepted an injected table name")
 	}
 	// Values are bound: a status value full of quotes is just a value.
 	src = f.sourceConfig("db")
-	src.StatusValues = &config.MySQLStatusValues{Success: []string{"ok' OR '1'='1"}}
+	src.StatusValues = &StatusValues{Success: []string{"ok' OR '1'='1"}}
 	f.run("a", "h", 1, 0, time.Second, "ok' OR '1'='1")
 	f.run("a", "h", 2, time.Minute, time.Minute+time.Second, "success")
-	st := newStepper(t, f.source(src, Deps{Jobs: []string{"a"}}), nil)
+	st := newStepper(t, f.source(src, sources.Deps{Jobs: []string{"a"}}), nil)
 	wantEvents(t, "quoted status value", st.step(),
 		"start a h/1 db:1 02:00:00.123456",
 		"end a h/1 db:1 02:00:01.123456 success 1s",
@@ -738,7 +749,7 @@ func testMySQLRedaction(t *testing.T, f *fixture) {
 	t.Setenv("JW_TEST_DB_PASSWORD", "N0t-the-Pa55")
 	src := f.sourceConfig("db")
 	src.DSN = user + ":${JW_TEST_DB_PASSWORD}@tcp(" + f.srv.Addr() + ")/" + f.db
-	s := f.source(src, Deps{})
+	s := f.source(src, sources.Deps{})
 	err := s.Check(context.Background())
 	if err == nil || failureReason(err) != "access denied" {
 		t.Fatalf("Check with the wrong password: %v", err)
@@ -750,7 +761,7 @@ func testMySQLRedaction(t *testing.T, f *fixture) {
 	}
 	// The right one, from the environment.
 	t.Setenv("JW_TEST_DB_PASSWORD", "Sup3r$ecret")
-	if err := f.source(src, Deps{}).Check(context.Background()); err != nil {
+	if err := f.source(src, sources.Deps{}).Check(context.Background()); err != nil {
 		t.Errorf("Check with the password from the environment: %v", err)
 	}
 	// From a file.
@@ -759,16 +770,16 @@ func testMySQLRedaction(t *testing.T, f *fixture) {
 		t.Fatal(err)
 	}
 	src.DSN, src.DSNFile = "", dsnFile
-	if err := f.source(src, Deps{}).Check(context.Background()); err != nil {
+	if err := f.source(src, sources.Deps{}).Check(context.Background()); err != nil {
 		t.Errorf("Check with dsn_file: %v", err)
 	}
 	// An unset variable, a DSN that does not parse: named, not shown.
 	src.DSN, src.DSNFile = "u:${JW_TEST_UNSET_VAR}@tcp(h:1)/db", ""
-	if _, err := NewMySQL(src, Deps{}); err == nil || !strings.Contains(err.Error(), "JW_TEST_UNSET_VAR") {
+	if _, err := newSource(src, sources.Deps{}); err == nil || !strings.Contains(err.Error(), "JW_TEST_UNSET_VAR") {
 		t.Errorf("unset variable: %v", err)
 	}
 	src.DSN = "u:Pa55-in-bad-dsn@tcp(h:1)/db?loc=Nowhere/Zone"
-	_, err = NewMySQL(src, Deps{})
+	_, err = newSource(src, sources.Deps{})
 	if err == nil || strings.Contains(err.Error(), "Pa55-in-bad-dsn") {
 		t.Errorf("bad DSN error %v: want an error without the password", err)
 	}
@@ -784,8 +795,8 @@ func TestMySQLServerRestart(t *testing.T) {
 	}
 	f := newFixture(t, srv)
 	logs := &logBuffer{}
-	s := f.source(f.sourceConfig("db"), Deps{Logger: logs.logger(), Jobs: []string{"a"}})
-	s.wait = func(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, min(d, 20*time.Millisecond)) }
+	s := f.source(f.sourceConfig("db"), sources.Deps{Logger: logs.logger(), Jobs: []string{"a"}})
+	s.wait = func(ctx context.Context, d time.Duration) bool { return sources.Sleep(ctx, min(d, 20*time.Millisecond)) }
 	sink := &recordingSink{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -868,8 +879,8 @@ func TestMySQLNetworkCut(t *testing.T) {
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
 	src.DSN = cfg.FormatDSN()
 	logs := &logBuffer{}
-	s := f.source(src, Deps{Logger: logs.logger(), Jobs: []string{"a"}})
-	s.wait = func(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, min(d, 20*time.Millisecond)) }
+	s := f.source(src, sources.Deps{Logger: logs.logger(), Jobs: []string{"a"}})
+	s.wait = func(ctx context.Context, d time.Duration) bool { return sources.Sleep(ctx, min(d, 20*time.Millisecond)) }
 	sink := &recordingSink{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -939,7 +950,7 @@ func FuzzMySQLDSN(f *testing.F) {
 	f.Add("u:${PW}@tcp(h:3306)/db?loc=Local", "x")
 	f.Add("u:pa:ss@word@unix(/s)/db?bad", "pa:ss@word")
 	f.Fuzz(func(t *testing.T, dsn, pw string) {
-		c := &config.MySQL{DSN: dsn}
+		c := &Config{DSN: dsn}
 		getenv := func(string) (string, bool) { return pw, true }
 		_, red, err := loadDSN(c, getenv, slog.New(slog.DiscardHandler))
 		if err != nil && strings.Contains(dsn, "${PW}") && len(pw) > 3 && strings.Contains(err.Error(), pw) {
@@ -957,7 +968,7 @@ func FuzzMySQLIdent(f *testing.F) {
 	f.Add("x`; DROP TABLE y; --", "a) OR (1=1")
 	f.Add("a.b.c", "status\x00")
 	f.Fuzz(func(t *testing.T, table, col string) {
-		c := config.MySQL{DSN: "u:p@/db", Table: table, Columns: &config.MySQLColumns{Status: col}}
+		c := Config{DSN: "u:p@/db", Table: table, Columns: &Columns{Status: col}}
 		if len(c.Validate()) > 0 {
 			return
 		}
@@ -968,9 +979,9 @@ func FuzzMySQLIdent(f *testing.F) {
 				}
 			}
 		}
-		s, err := NewMySQL(config.Source{Name: "db", Type: config.TypeMySQL, MySQL: c}, Deps{})
+		s, err := newSource(testSource{Name: "db", Config: c}, sources.Deps{})
 		if err != nil {
-			t.Fatalf("NewMySQL after Validate passed: %v", err)
+			t.Fatalf("New after Validate passed: %v", err)
 		}
 		if strings.Count(s.table, "`")%2 != 0 || strings.Count(s.selectList, "`") != 14 {
 			t.Fatalf("quoting broken: %s / %s", s.table, s.selectList)

@@ -1,4 +1,4 @@
-package sources
+package mysql
 
 import (
 	"context"
@@ -24,7 +24,7 @@ var (
 )
 
 // columnTypes are the DATA_TYPEs each column may have.
-func (m *MySQL) columnTypes() []struct {
+func (m *Source) columnTypes() []struct {
 	key, name string
 	types     []string
 } {
@@ -47,7 +47,7 @@ func (m *MySQL) columnTypes() []struct {
 // usable types, that id is indexed, and that jobwatch's user may read it.
 // It returns the names of recommended indexes that are missing (advice, not
 // an error).
-func (m *MySQL) checkSchema(ctx context.Context, db *sql.DB) (advice []string, err error) {
+func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (advice []string, err error) {
 	schema := m.schema
 	if schema == "" {
 		var cur sql.NullString
@@ -112,7 +112,7 @@ func (m *MySQL) checkSchema(ctx context.Context, db *sql.DB) (advice []string, e
 
 // indexAdvice names the indexes of examples/job_runs.sql that the first
 // start's queries need and the table lacks.
-func (m *MySQL) indexAdvice(ctx context.Context, db *sql.DB, schema string) ([]string, error) {
+func (m *Source) indexAdvice(ctx context.Context, db *sql.DB, schema string) ([]string, error) {
 	rows, err := db.QueryContext(ctx,
 		"SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX",
 		schema, m.tableName)

@@ -1,4 +1,4 @@
-package sources
+package runlog
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 
 	"jobwatch/model"
 	"jobwatch/schedule"
-	"jobwatch/sources/tail"
+	"jobwatch/sources/runlog/tail"
 )
 
 const benchRecords = 1_000_000

@@ -1,84 +1,72 @@
-package config
+package runlog
 
 import (
 	"errors"
 	"fmt"
 	"regexp"
 	"time"
+
+	"jobwatch/config"
+	"jobwatch/sources"
+	"jobwatch/sources/runlog/record"
 )
 
-// RunLog is the config of a type: runlog source.
-type RunLog struct {
-	Path       string    `yaml:"path"`
-	Format     string    `yaml:"format"`      // json | logfmt | regex
-	TimeFormat string    `yaml:"time_format"` // Go layout; default RFC 3339
-	Timezone   string    `yaml:"timezone"`    // for times without an offset
-	Patterns   []Pattern `yaml:"patterns"`
+// Type is the type of source this package reads.
+const Type = "runlog"
+
+func init() { sources.Register(Type, decode) }
+
+// Config is the block of a type: runlog source.
+type Config struct {
+	Path          string `yaml:"path"`
+	record.Config `yaml:",inline"`
 }
 
-// Pattern is one regular expression of a format: regex source. Named groups
-// carry record fields; the other fields give fixed values for fields the line
-// does not carry.
-type Pattern struct {
-	Regex    string `yaml:"regex"`
-	Job      string `yaml:"job"`
-	Event    string `yaml:"event"`
-	Status   string `yaml:"status"`
-	Reason   string `yaml:"reason"`
-	Host     string `yaml:"host"`
-	ExitCode *int   `yaml:"exit_code"`
+var _ sources.Config = (*Config)(nil)
+
+// Identity is the file followed: its saved position follows the path.
+func (c *Config) Identity() string { return "runlog:" + c.Path }
+
+// New builds the source.
+func (c *Config) New(name string, deps sources.Deps) (sources.Source, error) {
+	return New(name, *c, deps)
 }
 
-// PatternGroups are the named groups a pattern may use.
-var PatternGroups = []string{"time", "job", "event", "pid", "host", "status", "exit_code", "run_id", "reason", "duration_seconds", "holder_pid"}
-
-func (r *RunLog) setFields() []string {
-	var f []string
-	if r.Path != "" {
-		f = append(f, "path")
-	}
-	if r.Format != "" {
-		f = append(f, "format")
-	}
-	if r.TimeFormat != "" {
-		f = append(f, "time_format")
-	}
-	if r.Timezone != "" {
-		f = append(f, "timezone")
-	}
-	if len(r.Patterns) > 0 {
-		f = append(f, "patterns")
-	}
-	return f
+func decode(b config.Block) (sources.Config, []error) {
+	var c Config
+	errs := config.DecodeBlock(b, &c)
+	errs = append(errs, c.validate()...)
+	c.Path = b.Resolve(c.Path)
+	return &c, errs
 }
 
-func (r *RunLog) validate(*Config) []error {
+func (c *Config) validate() []error {
 	var errs []error
-	if r.Path == "" {
+	if c.Path == "" {
 		errs = append(errs, errors.New("path is required"))
 	}
-	switch r.Format {
+	switch c.Format {
 	case "json", "logfmt":
-		if len(r.Patterns) > 0 {
+		if len(c.Patterns) > 0 {
 			errs = append(errs, fmt.Errorf("patterns are only for format regex"))
 		}
 	case "regex":
-		if len(r.Patterns) == 0 {
+		if len(c.Patterns) == 0 {
 			errs = append(errs, errors.New("format regex needs at least one pattern"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("format must be json, logfmt or regex, got %q", r.Format))
+		errs = append(errs, fmt.Errorf("format must be json, logfmt or regex, got %q", c.Format))
 	}
-	if r.Timezone != "" {
-		if _, err := time.LoadLocation(r.Timezone); err != nil {
-			errs = append(errs, fmt.Errorf("timezone %q: unknown zone", r.Timezone))
+	if c.Timezone != "" {
+		if _, err := time.LoadLocation(c.Timezone); err != nil {
+			errs = append(errs, fmt.Errorf("timezone %q: unknown zone", c.Timezone))
 		}
 	}
 	groups := map[string]bool{}
-	for _, g := range PatternGroups {
+	for _, g := range record.PatternGroups {
 		groups[g] = true
 	}
-	for i, p := range r.Patterns {
+	for i, p := range c.Patterns {
 		re, err := regexp.Compile(p.Regex)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("patterns[%d].regex: %w", i, err))
@@ -90,7 +78,7 @@ func (r *RunLog) validate(*Config) []error {
 				continue
 			}
 			if !groups[name] {
-				errs = append(errs, fmt.Errorf("patterns[%d].regex: unknown group %q (known: %v)", i, name, PatternGroups))
+				errs = append(errs, fmt.Errorf("patterns[%d].regex: unknown group %q (known: %v)", i, name, record.PatternGroups))
 			}
 			has[name] = true
 		}

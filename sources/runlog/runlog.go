@@ -1,4 +1,9 @@
-package sources
+// Package runlog reads a run log: one record a line, in JSON, logfmt, or an
+// application's own format read with regular expressions, followed across
+// rotation and truncation by the tailer of package tail and parsed by
+// package record. Its saved position is the tailer's (file identity and
+// offset); its identity is the path.
+package runlog
 
 import (
 	"context"
@@ -8,15 +13,14 @@ import (
 	"log/slog"
 	"time"
 
-	"jobwatch/config"
 	"jobwatch/model"
-	"jobwatch/sources/record"
-	"jobwatch/sources/tail"
+	"jobwatch/sources"
+	"jobwatch/sources/runlog/record"
+	"jobwatch/sources/runlog/tail"
 )
 
-// RunLog follows a run log: one record a line, in JSON, logfmt, or an
-// application's own format read with regular expressions.
-type RunLog struct {
+// Source follows a run log.
+type Source struct {
 	name   string
 	path   string
 	parser record.Parser
@@ -28,31 +32,32 @@ type RunLog struct {
 	healthEvery time.Duration
 }
 
-var _ Source = (*RunLog)(nil)
+var _ sources.Source = (*Source)(nil)
 
-// NewRunLog builds a runlog source; its path should be absolute (config.Load
-// resolves relative paths against the config file's directory).
-func NewRunLog(src config.Source, deps Deps) (*RunLog, error) {
-	deps = deps.withDefaults()
-	p, err := record.FromConfig(src.RunLog)
+// New builds a runlog source named name; its path should be absolute (the
+// config's decoder resolves relative paths against the config file's
+// directory).
+func New(name string, c Config, deps sources.Deps) (*Source, error) {
+	deps = deps.WithDefaults()
+	p, err := record.FromConfig(c.Config)
 	if err != nil {
 		return nil, err
 	}
-	return &RunLog{
-		name:        src.Name,
-		path:        src.Path,
+	return &Source{
+		name:        name,
+		path:        c.Path,
 		parser:      p,
-		logger:      deps.Logger.With("source", src.Name, "path", src.Path),
-		tailLog:     deps.Logger.With("source", src.Name),
+		logger:      deps.Logger.With("source", name, "path", c.Path),
+		tailLog:     deps.Logger.With("source", name),
 		healthEvery: time.Second,
 	}, nil
 }
 
-func (r *RunLog) Name() string { return r.name }
-func (r *RunLog) Type() string { return config.TypeRunLog }
+func (r *Source) Name() string { return r.name }
+func (r *Source) Type() string { return Type }
 
 // Run follows the file from the saved position.
-func (r *RunLog) Run(ctx context.Context, from json.RawMessage, sink Sink) error {
+func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
 	var pos *tail.Position
 	if len(from) > 0 {
 		pos = new(tail.Position)
@@ -98,7 +103,9 @@ func (r *RunLog) Run(ctx context.Context, from json.RawMessage, sink Sink) error
 
 // reportHealth turns the tailer's read error into the source's health,
 // logging each change once.
-func (r *RunLog) reportHealth(ctx context.Context, t *tail.Tailer, sink Sink) {
+func (r *Source) reportHealth(ctx context.Context, t *tail.Tailer, sink sources.Sink) {
+	h := sources.NewHealth(r.name, sink, r.logger)
+	h.DownMsg, h.DownLevel, h.UpMsg = "run log cannot be read", slog.LevelWarn, "run log readable again"
 	// Every source looks at the same instants, the multiples of
 	// healthEvery, so that hundreds of idle sources wake the process once
 	// an interval rather than each at its own moment. The first look comes
@@ -107,8 +114,6 @@ func (r *RunLog) reportHealth(ctx context.Context, t *tail.Tailer, sink Sink) {
 	d := r.healthEvery
 	timer := time.NewTimer(time.Until(time.Now().Add(d).Truncate(d).Add(d)))
 	defer timer.Stop()
-	reported := false
-	var last error
 	for {
 		select {
 		case <-ctx.Done():
@@ -116,17 +121,10 @@ func (r *RunLog) reportHealth(ctx context.Context, t *tail.Tailer, sink Sink) {
 		case <-timer.C:
 		}
 		timer.Reset(time.Until(time.Now().Truncate(d).Add(d)))
-		err := t.Err()
-		if reported && (err == nil) == (last == nil) && (err == nil || err.Error() == last.Error()) {
-			continue
+		if err := t.Err(); err != nil {
+			h.Down("", err)
+		} else {
+			h.Up()
 		}
-		switch {
-		case err != nil:
-			r.logger.Warn("run log cannot be read", "err", err)
-		case reported:
-			r.logger.Info("run log readable again")
-		}
-		sink.SetHealth(r.name, err == nil, err)
-		reported, last = true, err
 	}
 }

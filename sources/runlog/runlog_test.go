@@ -1,4 +1,4 @@
-package sources
+package runlog
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/config"
 	"jobwatch/model"
 	"jobwatch/schedule"
-	"jobwatch/sources/tail"
+	"jobwatch/sources"
+	"jobwatch/sources/runlog/record"
+	"jobwatch/sources/runlog/tail"
 )
 
 // healthSink is a real tracker that also remembers the health reports.
@@ -49,7 +50,7 @@ func newSink(jobs ...string) *healthSink {
 }
 
 // runStepped runs src until stop is called, stepping its tailer by hand.
-func runStepped(t *testing.T, src *RunLog, sink Sink) (step func(), stop func()) {
+func runStepped(t *testing.T, src *Source, sink sources.Sink) (step func(), stop func()) {
 	t.Helper()
 	w := tail.NewStepWaker()
 	src.waker = w
@@ -72,14 +73,14 @@ func runStepped(t *testing.T, src *RunLog, sink Sink) (step func(), stop func())
 	return w.Step, stop
 }
 
-func newRunLog(t *testing.T, path, format string, patterns ...config.Pattern) *RunLog {
+func newRunLog(t *testing.T, path, format string, patterns ...record.Pattern) *Source {
 	t.Helper()
-	cfg := config.Source{Name: "runs", Type: "runlog", RunLog: config.RunLog{Path: path, Format: format, Patterns: patterns}}
+	cfg := Config{Path: path, Config: record.Config{Format: format, Patterns: patterns}}
 	if format == "regex" {
 		cfg.TimeFormat = "2006-01-02 15:04:05.000"
 		cfg.Timezone = "Asia/Shanghai"
 	}
-	src, err := NewRunLog(cfg, Deps{})
+	src, err := New("runs", cfg, sources.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestRunLogRegexReadsAnApplicationLog(t *testing.T) {
 		"2026-11-30 18:00:05.000 DEBUG unrelated chatter",
 		"2026-11-30 19:00:00.002 WARN [stats] previous run still running, skipping",
 	)
-	src := newRunLog(t, path, "regex", config.Pattern{
+	src := newRunLog(t, path, "regex", record.Pattern{
 		Regex:  `^(?P<time>\S+ \S+) .*\[(?P<job>[\w.-]+)\] previous run still running, skipping`,
 		Event:  "skip",
 		Reason: "locked",

@@ -14,7 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"jobwatch/config"
 	"jobwatch/model"
 )
 
@@ -191,7 +190,7 @@ func FuzzLogfmt(f *testing.F) {
 }
 
 // fuzzPatterns are the patterns of testdata/regex.yaml plus one with every group.
-var fuzzPatterns = []config.Pattern{
+var fuzzPatterns = []Pattern{
 	specPattern,
 	{Regex: `^(?P<time>\S+ \S+) .*\[(?P<job>[\w.-]+)\] started \(pid (?P<pid>\d+)\)`, Event: "start"},
 	{Regex: `^(?P<time>\S+ \S+) .*\[(?P<job>[\w.-]+)\] finished in (?P<duration_seconds>[\d.]+)s, exit (?P<exit_code>\d+)`,

@@ -12,7 +12,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"jobwatch/config"
 	"jobwatch/model"
 )
 
@@ -21,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // TestGolden parses every line of testdata/<format>.txt and compares the
 // events and errors with testdata/<format>.golden.
 func TestGolden(t *testing.T) {
-	var rc config.RunLog
+	var rc Config
 	raw, err := os.ReadFile("testdata/regex.yaml")
 	if err != nil {
 		t.Fatal(err)

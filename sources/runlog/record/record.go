@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"jobwatch/config"
+	"jobwatch/internal/jobname"
 	"jobwatch/model"
 )
 
@@ -60,7 +60,7 @@ const (
 
 // New returns the parser of a format: json, logfmt or regex. Patterns are
 // for regex only.
-func New(format string, patterns []config.Pattern, o Options) (Parser, error) {
+func New(format string, patterns []Pattern, o Options) (Parser, error) {
 	switch format {
 	case "json", "logfmt":
 		if len(patterns) > 0 {
@@ -78,7 +78,7 @@ func New(format string, patterns []config.Pattern, o Options) (Parser, error) {
 
 // FromConfig returns the parser of a runlog source's config: its format,
 // patterns, time_format and timezone.
-func FromConfig(r config.RunLog) (Parser, error) {
+func FromConfig(r Config) (Parser, error) {
 	o := Options{TimeFormat: r.TimeFormat}
 	if r.Timezone != "" {
 		loc, err := time.LoadLocation(r.Timezone)
@@ -309,7 +309,7 @@ func (c *core) finish(ev *model.Event) error {
 		if len(b) > MaxJobLen {
 			return errf(fJob, "longer than %d bytes", MaxJobLen)
 		}
-		return errf(fJob, "%s must match ^[a-zA-Z_][a-zA-Z0-9_.:-]*$", quote(b))
+		return errf(fJob, "%s must match %s", quote(b), jobname.Pattern)
 	}
 	ev.Job = c.jobs.get(b)
 
@@ -451,35 +451,10 @@ func parseStatus(b []byte) (model.Result, bool) {
 	return "", false
 }
 
-// jobChar marks the bytes allowed after the first in a job name.
-var jobChar = func() (t [256]bool) {
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for _, c := range "_.:-" {
-		t[c] = true
-	}
-	return t
-}()
-
-// validJob reports whether b matches ^[a-zA-Z_][a-zA-Z0-9_.:-]*$ and is at
-// most MaxJobLen bytes.
+// validJob reports whether b follows the job-name rule (jobname.Pattern)
+// and is at most MaxJobLen bytes.
 func validJob(b []byte) bool {
-	if len(b) == 0 || len(b) > MaxJobLen {
-		return false
-	}
-	if c := b[0]; c >= '0' && c <= '9' || c == '.' || c == ':' || c == '-' {
-		return false
-	}
-	for _, c := range b {
-		if !jobChar[c] {
-			return false
-		}
-	}
-	return true
+	return len(b) <= MaxJobLen && jobname.ValidBytes(b)
 }
 
 // interner returns one shared string per distinct value, so a repeated job

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/config"
 	"jobwatch/model"
 )
 
@@ -454,10 +453,10 @@ func TestInternerBounded(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	pats := []config.Pattern{{Regex: `^(?P<time>\S+) (?P<job>\S+) (?P<event>\S+)$`}}
+	pats := []Pattern{{Regex: `^(?P<time>\S+) (?P<job>\S+) (?P<event>\S+)$`}}
 	for _, tc := range []struct {
 		format string
-		pats   []config.Pattern
+		pats   []Pattern
 		want   string // %T of the parser, or error text
 	}{
 		{"json", nil, "*record.jsonParser"},
@@ -495,15 +494,15 @@ func TestParseFloat(t *testing.T) {
 }
 
 func TestFromConfig(t *testing.T) {
-	p, err := FromConfig(config.RunLog{Format: "logfmt", Timezone: "Asia/Shanghai"})
+	p, err := FromConfig(Config{Format: "logfmt", Timezone: "Asia/Shanghai"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkCase(t, p, `time="2026-11-30 18:00:00.123" job=stats event=start`, &minEv, "")
-	if _, err := FromConfig(config.RunLog{Format: "json", Timezone: "Mars/Olympus"}); err == nil || !strings.Contains(err.Error(), `timezone "Mars/Olympus"`) {
+	if _, err := FromConfig(Config{Format: "json", Timezone: "Mars/Olympus"}); err == nil || !strings.Contains(err.Error(), `timezone "Mars/Olympus"`) {
 		t.Errorf("unknown timezone: err = %v", err)
 	}
-	if _, err := FromConfig(config.RunLog{Format: "xml"}); err == nil {
+	if _, err := FromConfig(Config{Format: "xml"}); err == nil {
 		t.Error("unknown format: no error")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"jobwatch/config"
+	"jobwatch/internal/jobname"
 	"jobwatch/model"
 )
 
@@ -34,7 +34,7 @@ type pattern struct {
 
 // NewRegex returns the parser of format regex. Each pattern needs a time
 // group, a job (group or fixed) and an event (group or fixed).
-func NewRegex(patterns []config.Pattern, o Options) (Parser, error) {
+func NewRegex(patterns []Pattern, o Options) (Parser, error) {
 	if len(patterns) == 0 {
 		return nil, errors.New("record: format regex needs at least one pattern")
 	}
@@ -49,7 +49,7 @@ func NewRegex(patterns []config.Pattern, o Options) (Parser, error) {
 	return p, nil
 }
 
-func compilePattern(cp config.Pattern) (pattern, error) {
+func compilePattern(cp Pattern) (pattern, error) {
 	var pat pattern
 	re, err := regexp.Compile(cp.Regex)
 	if err != nil {
@@ -62,7 +62,7 @@ func compilePattern(cp config.Pattern) (pattern, error) {
 		}
 		f, ok := lookupField([]byte(name))
 		if !ok {
-			return pat, fmt.Errorf("regex: unknown group %q (known: %v)", name, config.PatternGroups)
+			return pat, fmt.Errorf("regex: unknown group %q (known: %v)", name, PatternGroups)
 		}
 		pat.group[f] = idx
 	}
@@ -86,7 +86,7 @@ func compilePattern(cp config.Pattern) (pattern, error) {
 	case pat.group[fEvent] == 0 && cp.Event == "":
 		return pat, errors.New("needs an (?P<event>...) group or an event")
 	case cp.Job != "" && !validJob([]byte(cp.Job)):
-		return pat, fmt.Errorf("job %q must match ^[a-zA-Z_][a-zA-Z0-9_.:-]*$", cp.Job)
+		return pat, fmt.Errorf("job %q must match %s", cp.Job, jobname.Pattern)
 	}
 	if _, ok := model.ParseKind(cp.Event); cp.Event != "" && !ok {
 		return pat, fmt.Errorf("event must be start, end or skip, got %q", cp.Event)
