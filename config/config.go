@@ -133,7 +133,7 @@ func (c *Config) decodeJobs(nodes []yaml.Node, checks []JobCheck) []error {
 	if len(nodes) == 0 {
 		errs = append(errs, errors.New("no jobs configured"))
 	}
-	seen := map[string]bool{}
+	seen := map[string]int{} // name -> line
 	for i := range nodes {
 		var j Job
 		jobErrs := Decode(&nodes[i], &j, "")
@@ -150,10 +150,11 @@ func (c *Config) decodeJobs(nodes []yaml.Node, checks []JobCheck) []error {
 				jobErrs = append(jobErrs, check(j)...)
 			}
 		}
-		if j.Name != "" && seen[j.Name] {
-			jobErrs = append(jobErrs, errors.New("duplicate job name"))
+		if first, dup := seen[j.Name]; dup && j.Name != "" {
+			jobErrs = append(jobErrs, fmt.Errorf("duplicate job name (line %d; first at line %d)", nodes[i].Line, first))
+		} else {
+			seen[j.Name] = nodes[i].Line
 		}
-		seen[j.Name] = true
 		errs = append(errs, Prefix(where, jobErrs)...)
 		c.Jobs = append(c.Jobs, j)
 	}
@@ -162,7 +163,7 @@ func (c *Config) decodeJobs(nodes []yaml.Node, checks []JobCheck) []error {
 
 func (c *Config) decodeSources(nodes []yaml.Node) []error {
 	var errs []error
-	seen := map[string]bool{}
+	seen := map[string]int{} // name -> line
 	jobs := c.JobNames()
 	for i := range nodes {
 		n := &nodes[i]
@@ -196,10 +197,11 @@ func (c *Config) decodeSources(nodes []yaml.Node) []error {
 		} else if !ok {
 			srcErrs = append(srcErrs, fmt.Errorf("type must be one of %s, got %q", strings.Join(SourceTypes(), ", "), s.Type))
 		}
-		if s.Name != "" && seen[s.Name] {
-			srcErrs = append(srcErrs, errors.New("duplicate source name"))
+		if first, dup := seen[s.Name]; dup && s.Name != "" {
+			srcErrs = append(srcErrs, fmt.Errorf("duplicate source name (line %d; first at line %d)", n.Line, first))
+		} else {
+			seen[s.Name] = n.Line
 		}
-		seen[s.Name] = true
 		errs = append(errs, Prefix(where, srcErrs)...)
 		c.Sources = append(c.Sources, s)
 	}

@@ -49,7 +49,10 @@ func ParseDuration(s string) (time.Duration, error) {
 		return v, nil
 	}
 	v, err := parsePromDuration(s)
-	if err != nil {
+	switch {
+	case errors.Is(err, errPromSyntax):
+		return 0, errors.New("want a duration like 90s, 1h30m, 500ms, 1d or 1w")
+	case err != nil:
 		return 0, fmt.Errorf("want a duration like 90s, 1h30m, 500ms, 1d or 1w: %w", err)
 	}
 	return v, nil

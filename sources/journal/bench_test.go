@@ -1,4 +1,4 @@
-package sources
+package journal
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/config"
 	"jobwatch/internal/journaltest"
 	"jobwatch/model"
+	"jobwatch/sources"
 )
 
 // Benchmarks of catch-up, against journalctl --output=json printing the same
@@ -115,9 +115,9 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 	}
 	for _, fx := range fixtures {
 		dir := jBenchJournal(b, fx.name, fx.n, fx.gen)
-		src := config.Source{Name: "bench", Type: config.TypeJournal}
-		src.Journal = config.Journal{Directory: dir, Units: jUnits}
-		j, err := NewJournal(src, Deps{})
+		name := "bench"
+		src := Config{Directory: dir, Units: jUnits}
+		j, err := New(name, src, sources.Deps{})
 		if err != nil {
 			b.Fatal(err)
 		}

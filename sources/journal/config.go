@@ -1,14 +1,46 @@
-package config
+package journal
 
 import (
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+
+	"jobwatch/config"
+	"jobwatch/sources"
 )
 
-// Journal is the config of a type: journal source.
-type Journal struct {
+// Type is the type of source this package reads.
+const Type = "journal"
+
+func init() { sources.Register(Type, decode) }
+
+func decode(b config.Block) (sources.Config, []error) {
+	var c Config
+	errs := config.DecodeBlock(b, &c)
+	errs = append(errs, c.validate(b.Jobs)...)
+	c.Directory = b.Resolve(c.Directory)
+	for i := range c.Files {
+		c.Files[i] = b.Resolve(c.Files[i])
+	}
+	return &c, errs
+}
+
+var _ sources.Config = (*Config)(nil)
+
+// Identity is the journal read: the directory or files (none: the system
+// journal).
+func (j *Config) Identity() string {
+	return "journal:" + j.Directory + ":" + strings.Join(j.Files, ",")
+}
+
+// New builds the source.
+func (j *Config) New(name string, deps sources.Deps) (sources.Source, error) {
+	return New(name, *j, deps)
+}
+
+// Config is the block of a type: journal source.
+type Config struct {
 	// Directory or Files select journal files as journalctl --directory and
 	// --file take them; neither means the system journal.
 	Directory string            `yaml:"directory"`
@@ -23,24 +55,7 @@ type CronMatch struct {
 	Job   string `yaml:"job"`
 }
 
-func (j *Journal) setFields() []string {
-	var f []string
-	if j.Directory != "" {
-		f = append(f, "directory")
-	}
-	if len(j.Files) > 0 {
-		f = append(f, "files")
-	}
-	if len(j.Units) > 0 {
-		f = append(f, "units")
-	}
-	if len(j.Cron) > 0 {
-		f = append(f, "cron")
-	}
-	return f
-}
-
-func (j *Journal) validate(c *Config) []error {
+func (j *Config) validate(jobs map[string]bool) []error {
 	var errs []error
 	if j.Directory != "" && len(j.Files) > 0 {
 		errs = append(errs, fmt.Errorf("directory and files are exclusive"))
@@ -48,7 +63,6 @@ func (j *Journal) validate(c *Config) []error {
 	if len(j.Units) == 0 && len(j.Cron) == 0 {
 		errs = append(errs, fmt.Errorf("needs units or cron"))
 	}
-	jobs := c.JobNames()
 	units := make([]string, 0, len(j.Units))
 	for u := range j.Units {
 		units = append(units, u)

@@ -1,8 +1,10 @@
-package config
+package journal
 
 import (
 	"strings"
 	"testing"
+
+	"jobwatch/config"
 )
 
 func TestJournalUnitNames(t *testing.T) {
@@ -21,7 +23,7 @@ func TestJournalUnitNames(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.unit, func(t *testing.T) {
 			yml := "jobs: [{name: a, every: 1h}]\nsources: [{name: j, type: journal, units: {'" + tc.unit + "': a}}]\n"
-			_, err := Parse(strings.NewReader(yml))
+			_, err := config.Parse(strings.NewReader(yml))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Parse: %v, want error %v", err, tc.wantErr)
 			}

@@ -1,4 +1,4 @@
-package sources
+package journal
 
 import (
 	"bytes"

@@ -1,11 +1,11 @@
-package sources
+package journal
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
-	"jobwatch/config"
+	"jobwatch/sources"
 )
 
 // Lines in the shapes journalctl --output=json prints: plain strings, null for
@@ -35,9 +35,9 @@ func FuzzJournalEntry(f *testing.F) {
 	for _, s := range journalSeeds {
 		f.Add([]byte(s))
 	}
-	src := config.Source{Name: "fuzz", Type: config.TypeJournal}
-	src.Journal = config.Journal{Units: map[string]string{"stats.service": "stats"}, Cron: []config.CronMatch{{Match: "stats", Job: "stats"}}}
-	j, err := NewJournal(src, Deps{})
+	name := "fuzz"
+	src := Config{Units: map[string]string{"stats.service": "stats"}, Cron: []CronMatch{{Match: "stats", Job: "stats"}}}
+	j, err := New(name, src, sources.Deps{})
 	if err != nil {
 		f.Fatal(err)
 	}

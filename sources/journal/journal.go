@@ -1,4 +1,9 @@
-package sources
+// Package journal reads scheduled runs from the systemd journal: the
+// service manager's entries about the configured units, and the cron
+// daemon's CMD and END lines. Its saved position is the journal cursor, the
+// runs in progress and the most recent ended runs; its identity is the
+// journal directory or files.
+package journal
 
 import (
 	"bufio"
@@ -19,16 +24,16 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/config"
 	"jobwatch/model"
+	"jobwatch/sources"
 )
 
-// Journal reads scheduled runs from the systemd journal: the service
+// Source reads scheduled runs from the systemd journal: the service
 // manager's lifecycle entries of the configured units (timer-driven services)
 // and the cron daemon's CMD/END lines. It runs journalctl --output=json, first
 // to catch up from the saved cursor, then with --follow, and restarts it with
 // backoff whenever it exits.
-type Journal struct {
+type Source struct {
 	name     string
 	units    map[string]string // unit -> job
 	cron     []cronMatcher
@@ -53,23 +58,22 @@ type Journal struct {
 	started func(pid int, follow bool)
 }
 
-var _ Source = (*Journal)(nil)
+var _ sources.Source = (*Source)(nil)
 
 type cronMatcher struct {
 	re  *regexp.Regexp
 	job string
 }
 
-// NewJournal builds a journal source from its config. Relative directory and
-// file paths are made absolute (journalctl --follow fails on relative ones);
-// the caller resolves them against the config file's directory first.
-func NewJournal(src config.Source, deps Deps) (*Journal, error) {
-	deps = deps.withDefaults()
-	jc := src.Journal
-	j := &Journal{
-		name:       src.Name,
+// New builds a journal source named name. Relative directory and file
+// paths are made absolute (journalctl --follow fails on relative ones); the
+// config's decoder resolves them against the config file's directory first.
+func New(name string, jc Config, deps sources.Deps) (*Source, error) {
+	deps = deps.WithDefaults()
+	j := &Source{
+		name:       name,
 		units:      map[string]string{},
-		log:        deps.Logger.With("source", src.Name, "type", config.TypeJournal),
+		log:        deps.Logger.With("source", name, "type", Type),
 		now:        deps.Now,
 		journalctl: "journalctl",
 		maxBatch:   2000,
@@ -79,15 +83,15 @@ func NewJournal(src config.Source, deps Deps) (*Journal, error) {
 		maxLine:    4 << 20,
 		maxOpen:    256,
 		maxEnded:   512,
-		sleep:      sleepCtx,
+		sleep:      sources.Sleep,
 	}
 	if jc.Directory != "" && len(jc.Files) > 0 {
-		return nil, fmt.Errorf("journal source %q: directory and files are exclusive", src.Name)
+		return nil, fmt.Errorf("journal source %q: directory and files are exclusive", name)
 	}
 	if jc.Directory != "" {
 		abs, err := filepath.Abs(jc.Directory)
 		if err != nil {
-			return nil, fmt.Errorf("journal source %q: directory: %w", src.Name, err)
+			return nil, fmt.Errorf("journal source %q: directory: %w", name, err)
 		}
 		j.dir = abs
 		j.selector = append(j.selector, "--directory="+abs)
@@ -95,7 +99,7 @@ func NewJournal(src config.Source, deps Deps) (*Journal, error) {
 	for _, f := range jc.Files {
 		abs, err := filepath.Abs(f)
 		if err != nil {
-			return nil, fmt.Errorf("journal source %q: file: %w", src.Name, err)
+			return nil, fmt.Errorf("journal source %q: file: %w", name, err)
 		}
 		j.selector = append(j.selector, "--file="+abs)
 	}
@@ -113,7 +117,7 @@ func NewJournal(src config.Source, deps Deps) (*Journal, error) {
 	for i, m := range jc.Cron {
 		re, err := regexp.Compile(m.Match)
 		if err != nil {
-			return nil, fmt.Errorf("journal source %q: cron[%d].match: %w", src.Name, i, err)
+			return nil, fmt.Errorf("journal source %q: cron[%d].match: %w", name, i, err)
 		}
 		j.cron = append(j.cron, cronMatcher{re: re, job: m.Job})
 	}
@@ -121,7 +125,7 @@ func NewJournal(src config.Source, deps Deps) (*Journal, error) {
 		j.matches = append(j.matches, "SYSLOG_IDENTIFIER=CRON")
 	}
 	if len(j.matches) == 0 {
-		return nil, fmt.Errorf("journal source %q: needs units or cron", src.Name)
+		return nil, fmt.Errorf("journal source %q: needs units or cron", name)
 	}
 	// Matches on different fields are ANDed by journalctl unless joined by "+".
 	var joined []string
@@ -135,8 +139,8 @@ func NewJournal(src config.Source, deps Deps) (*Journal, error) {
 	return j, nil
 }
 
-func (j *Journal) Name() string { return j.name }
-func (j *Journal) Type() string { return config.TypeJournal }
+func (j *Source) Name() string { return j.name }
+func (j *Source) Type() string { return Type }
 
 // journalPosition is the Position of a journal source's batches.
 type journalPosition struct {
@@ -171,7 +175,7 @@ type endedRun struct {
 var cursorRE = regexp.MustCompile(`^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$`)
 
 // Run reads the journal until ctx is done.
-func (j *Journal) Run(ctx context.Context, from json.RawMessage, sink Sink) error {
+func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
 	r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
 	if len(from) > 0 {
 		var p journalPosition
@@ -192,7 +196,9 @@ func (j *Journal) Run(ctx context.Context, from json.RawMessage, sink Sink) erro
 		r.resets++
 	}
 	backoff := j.backoffMin
-	var lastProblem, lastFollowErr string
+	health := sources.NewHealth(j.name, sink, j.log)
+	health.DownMsg, health.UpMsg = "cannot read the journal", "journal readable again"
+	var lastFollowErr string
 	for ctx.Err() == nil {
 		err := r.check()
 		if err == nil {
@@ -202,11 +208,7 @@ func (j *Journal) Run(ctx context.Context, from json.RawMessage, sink Sink) erro
 			return nil
 		}
 		if err == nil {
-			if lastProblem != "" {
-				j.log.Info("journal readable again")
-				lastProblem = ""
-			}
-			sink.SetHealth(j.name, true, nil)
+			health.Up()
 			began := time.Now()
 			err = r.read(ctx, true)
 			if ctx.Err() != nil {
@@ -224,11 +226,7 @@ func (j *Journal) Run(ctx context.Context, from json.RawMessage, sink Sink) erro
 				j.log.Debug("journalctl --follow exited; restarting", "err", err, "backoff", backoff)
 			}
 		} else {
-			sink.SetHealth(j.name, false, err)
-			if msg := err.Error(); msg != lastProblem {
-				j.log.Error("cannot read the journal", "err", err)
-				lastProblem = msg
-			}
+			health.Down("", err)
 		}
 		if !j.sleep(ctx, backoff) {
 			return nil
@@ -240,8 +238,8 @@ func (j *Journal) Run(ctx context.Context, from json.RawMessage, sink Sink) erro
 
 // journalReader is the state of one Run.
 type journalReader struct {
-	j    *Journal
-	sink Sink
+	j    *Source
+	sink sources.Sink
 	pos  journalPosition
 	open map[string]*journalRun
 

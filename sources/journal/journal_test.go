@@ -1,4 +1,4 @@
-package sources
+package journal
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/config"
 	"jobwatch/internal/journaltest"
 	"jobwatch/model"
 	"jobwatch/schedule"
+	"jobwatch/sources"
 )
 
 // jSink records what a source hands it.
@@ -110,12 +110,12 @@ func needJournalTools(t testing.TB) {
 
 var jUnits = map[string]string{"stats.service": "stats", "backup.service": "backup"}
 
-func newJTestJournal(t testing.TB, dir string, cron []config.CronMatch) *Journal {
+func newJTestJournal(t testing.TB, dir string, cron []CronMatch) *Source {
 	t.Helper()
-	src := config.Source{Name: "systemd", Type: config.TypeJournal}
-	src.Journal = config.Journal{Directory: dir, Units: jUnits, Cron: cron}
+	name := "systemd"
+	src := Config{Directory: dir, Units: jUnits, Cron: cron}
 	logger := slog.New(slog.NewTextHandler(jLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	j, err := NewJournal(src, Deps{Logger: logger})
+	j, err := New(name, src, sources.Deps{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func (w jLogWriter) Write(p []byte) (int, error) {
 }
 
 // jRun runs j until the returned stop is called (or the test ends).
-func jRun(t *testing.T, j *Journal, from json.RawMessage, sink Sink) (stop func()) {
+func jRun(t *testing.T, j *Source, from json.RawMessage, sink sources.Sink) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -240,7 +240,7 @@ func TestJournalCatchUp(t *testing.T) {
 	needJournalTools(t)
 	h := journaltest.NewHost("web1", jBoot0)
 	inv := journaltest.InvocationID
-	cron := []config.CronMatch{{Match: `/usr/local/bin/stats\.sh`, Job: "stats"}}
+	cron := []CronMatch{{Match: `/usr/local/bin/stats\.sh`, Job: "stats"}}
 	tests := []struct {
 		name    string
 		entries []journaltest.Entry
@@ -499,7 +499,7 @@ func TestJournalFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &jSink{}
-	jRun(t, newJTestJournal(t, dir, []config.CronMatch{{Match: `stats`, Job: "stats"}}), nil, sink)
+	jRun(t, newJTestJournal(t, dir, []CronMatch{{Match: `stats`, Job: "stats"}}), nil, sink)
 	jWaitFor(t, 10*time.Second, "catch-up", func() bool { return len(sink.events()) == 2 })
 	time.Sleep(300 * time.Millisecond) // let journalctl --follow start
 
@@ -710,7 +710,7 @@ func TestJournalTrackerOverlap(t *testing.T) {
 	tr.Configure([]model.JobSpec{
 		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
 		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2},
-	}, []model.SourceSpec{{Name: "systemd", Type: config.TypeJournal}})
+	}, []model.SourceSpec{{Name: "systemd", Type: Type}})
 	view := func() model.JobView {
 		jobs, _ := tr.View()
 		for _, j := range jobs {
@@ -721,7 +721,7 @@ func TestJournalTrackerOverlap(t *testing.T) {
 		t.Fatal("job stats not in view")
 		return model.JobView{}
 	}
-	jRun(t, newJTestJournal(t, dir, []config.CronMatch{{Match: `/usr/local/bin/stats\.sh`, Job: "stats"}}), nil, tr)
+	jRun(t, newJTestJournal(t, dir, []CronMatch{{Match: `/usr/local/bin/stats\.sh`, Job: "stats"}}), nil, tr)
 	jWaitFor(t, 10*time.Second, "two runs open", func() bool { return len(view().Open) == 2 })
 	if v := view(); v.Overlaps != 1 {
 		t.Errorf("overlaps %d, want 1", v.Overlaps)
@@ -790,9 +790,9 @@ func TestJournalOlderBoot(t *testing.T) {
 func TestNewJournalPaths(t *testing.T) {
 	t.Chdir(t.TempDir())
 	wd, _ := os.Getwd()
-	src := config.Source{Name: "j", Type: config.TypeJournal}
-	src.Journal = config.Journal{Files: []string{"a.journal", "/abs/b.journal"}, Units: jUnits}
-	j, err := NewJournal(src, Deps{})
+	name := "j"
+	src := Config{Files: []string{"a.journal", "/abs/b.journal"}, Units: jUnits}
+	j, err := New(name, src, sources.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

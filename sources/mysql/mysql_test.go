@@ -298,7 +298,9 @@ func testMySQLTracker(t *testing.T, f *fixture) {
 	}
 	run := func(from json.RawMessage) (stop func()) {
 		s := f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"nightly"}})
-		s.wait = func(ctx context.Context, d time.Duration) bool { return sources.Sleep(ctx, min(d, 10*time.Millisecond)) }
+		s.wait = func(ctx context.Context, d time.Duration) bool {
+			return sources.Sleep(ctx, min(d, 10*time.Millisecond))
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx, from, tr) }()
@@ -590,7 +592,7 @@ func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 	for _, tc := range []struct {
 		name   string
 		setup  func(f *fixture, src *testSource) // break things
-		fix    func(f *fixture)                     // repair them (nil: cannot)
+		fix    func(f *fixture)                  // repair them (nil: cannot)
 		reason string
 	}{
 		{
@@ -796,7 +798,9 @@ func TestMySQLServerRestart(t *testing.T) {
 	f := newFixture(t, srv)
 	logs := &logBuffer{}
 	s := f.source(f.sourceConfig("db"), sources.Deps{Logger: logs.logger(), Jobs: []string{"a"}})
-	s.wait = func(ctx context.Context, d time.Duration) bool { return sources.Sleep(ctx, min(d, 20*time.Millisecond)) }
+	s.wait = func(ctx context.Context, d time.Duration) bool {
+		return sources.Sleep(ctx, min(d, 20*time.Millisecond))
+	}
 	sink := &recordingSink{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -880,7 +884,9 @@ func TestMySQLNetworkCut(t *testing.T) {
 	src.DSN = cfg.FormatDSN()
 	logs := &logBuffer{}
 	s := f.source(src, sources.Deps{Logger: logs.logger(), Jobs: []string{"a"}})
-	s.wait = func(ctx context.Context, d time.Duration) bool { return sources.Sleep(ctx, min(d, 20*time.Millisecond)) }
+	s.wait = func(ctx context.Context, d time.Duration) bool {
+		return sources.Sleep(ctx, min(d, 20*time.Millisecond))
+	}
 	sink := &recordingSink{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
