@@ -50,7 +50,6 @@ type Source struct {
 	backoffMin time.Duration
 	backoffMax time.Duration
 	maxLine    int // longer output lines are skipped as parse errors
-	maxOpen    int // open runs kept in the position
 	maxEnded   int // ended run ids kept in the position for deduplication
 	// sleep waits d or until ctx is done (the waker).
 	sleep func(ctx context.Context, d time.Duration) bool
@@ -81,7 +80,6 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		backoffMin: time.Second,
 		backoffMax: time.Minute,
 		maxLine:    4 << 20,
-		maxOpen:    256,
 		maxEnded:   512,
 		sleep:      sources.Sleep,
 	}
@@ -167,6 +165,14 @@ type journalRun struct {
 	Failed      bool   `json:"failed,omitempty"` // cron: an error line was seen
 }
 
+// Before orders runs in progress oldest first, ties broken by id.
+func (r *journalRun) Before(o *journalRun) bool {
+	if r.Start != o.Start {
+		return r.Start < o.Start
+	}
+	return r.ID < o.ID
+}
+
 type endedRun struct {
 	ID  string `json:"id"`
 	End int64  `json:"end"` // µs
@@ -176,7 +182,7 @@ var cursorRE = regexp.MustCompile(`^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=
 
 // Run reads the journal until ctx is done.
 func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
-	r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
+	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}}
 	if len(from) > 0 {
 		var p journalPosition
 		if err := json.Unmarshal(from, &p); err != nil {
@@ -188,6 +194,7 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 				run := p.Open[i]
 				r.open[run.ID] = &run
 			}
+			r.open.Trim()
 		}
 	}
 	if r.pos.Cursor != "" && !cursorRE.MatchString(r.pos.Cursor) {
@@ -241,7 +248,7 @@ type journalReader struct {
 	j    *Source
 	sink sources.Sink
 	pos  journalPosition
-	open map[string]*journalRun
+	open model.InFlight[string, *journalRun] // runs in progress
 
 	// Pending batch.
 	batch    model.Batch
@@ -500,18 +507,9 @@ func (r *journalReader) flush() {
 
 func (r *journalReader) position() json.RawMessage {
 	p := r.pos
-	p.Open = make([]journalRun, 0, len(r.open))
-	for _, run := range r.open {
+	p.Open = nil
+	for _, run := range r.open.Sorted() {
 		p.Open = append(p.Open, *run)
-	}
-	sort.Slice(p.Open, func(a, b int) bool {
-		if p.Open[a].Start != p.Open[b].Start {
-			return p.Open[a].Start < p.Open[b].Start
-		}
-		return p.Open[a].ID < p.Open[b].ID
-	})
-	if len(p.Open) == 0 {
-		p.Open = nil
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -699,11 +697,11 @@ func (r *journalReader) start(e *journalEntry, id, job string, pid int) {
 	if _, ok := r.open[id]; ok || r.replayed(id, e.rt, false) {
 		return
 	}
-	if len(r.open) >= r.j.maxOpen {
-		r.evictOldestOpen()
-	}
 	run := &journalRun{ID: id, Job: job, Host: e.Hostname.s, PID: pid, Start: e.rt}
-	r.open[id] = run
+	if old, full := r.open.Add(id, run); full {
+		r.j.log.Warn("too many open runs; forgetting the oldest", "job", old.Job, "run_id", old.ID,
+			"start", time.UnixMicro(old.Start).UTC(), "limit", model.MaxOpenRuns)
+	}
 	if r.startIdx == nil {
 		r.startIdx = map[string]int{}
 	}
@@ -712,20 +710,6 @@ func (r *journalReader) start(e *journalEntry, id, job string, pid int) {
 		Time: time.UnixMicro(e.rt), Job: job, Kind: model.Start,
 		Host: e.Hostname.s, PID: pid, RunID: id,
 	})
-}
-
-func (r *journalReader) evictOldestOpen() {
-	var oldest *journalRun
-	for _, run := range r.open {
-		if oldest == nil || run.Start < oldest.Start || (run.Start == oldest.Start && run.ID < oldest.ID) {
-			oldest = run
-		}
-	}
-	if oldest != nil {
-		r.j.log.Warn("too many open runs; forgetting the oldest", "job", oldest.Job, "run_id", oldest.ID,
-			"start", time.UnixMicro(oldest.Start).UTC())
-		delete(r.open, oldest.ID)
-	}
 }
 
 // end ends run id. Without a seen start it emits an End only if definite

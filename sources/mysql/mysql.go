@@ -36,8 +36,6 @@ const (
 	// mysqlBatchRows is how many new rows one poll reads; a full batch is
 	// followed by another poll at once.
 	mysqlBatchRows = 1000
-	// mysqlMaxOpen bounds the runs in progress re-read by id every poll.
-	mysqlMaxOpen = 10000
 	// mysqlMaxGaps bounds the ranges of missing ids looked for every poll.
 	mysqlMaxGaps = 10000
 	// mysqlBootstrapOpen bounds the runs in progress per job read on first start.
@@ -619,15 +617,28 @@ func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (
 	return next, sortEvents(evs), parseErrors, more, nil
 }
 
-// capOpen bounds the runs in progress, forgetting the oldest: their end will
-// not be seen, and the model closes them as lost at their job's timeout.
+// capOpen bounds the runs in progress re-read by id every poll
+// (model.MaxOpenRuns), forgetting the oldest (the lowest ids): their end
+// will not be seen, and the model closes them as lost at their job's
+// timeout. It leaves p.Open sorted.
 func (m *Source) capOpen(p *mysqlPosition) {
-	slices.Sort(p.Open)
-	if drop := len(p.Open) - mysqlMaxOpen; drop > 0 {
-		m.log.Warn("too many runs in progress to follow; forgetting the oldest", "dropped", drop)
-		p.Open = p.Open[drop:]
+	open := make(model.InFlight[int64, openID], len(p.Open))
+	for _, id := range p.Open {
+		open[id] = openID(id)
+	}
+	if drop := open.Trim(); drop > 0 {
+		m.log.Warn("too many runs in progress to follow; forgetting the oldest", "dropped", drop, "limit", model.MaxOpenRuns)
+	}
+	p.Open = p.Open[:0]
+	for _, id := range open.Sorted() {
+		p.Open = append(p.Open, int64(id))
 	}
 }
+
+// openID is the id of a row read in progress; a lower id is an older run.
+type openID int64
+
+func (a openID) Before(b openID) bool { return a < b }
 
 func (m *Source) class(s sql.NullString) statusClass {
 	if !s.Valid {
