@@ -34,9 +34,6 @@ const (
 	ExitNotFound      = 127 // the command does not exist
 )
 
-// JobNameRE is what a job name may look like: the rule of jobwatch.yml.
-var JobNameRE = jobname.RE
-
 // Options of one run.
 type Options struct {
 	Job  string
