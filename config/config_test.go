@@ -146,6 +146,8 @@ func TestParseRejectsUnknownKeysAndBadDurations(t *testing.T) {
 		{"bad duration", "jobs:\n  - name: a\n    every: hourly\n", `bad duration "hourly"`},
 		{"number as duration", "jobs:\n  - name: a\n    every: 60\n", `bad duration "60"`},
 		{"empty file", "", "no jobs configured"},
+		{"unknown key beside a merge", "jobs:\n  - &base {name: a, every: 1h}\n  - <<: *base\n    name: b\n    colour: x\n", `job "b": line 5: unknown field "colour"`},
+		{"unknown key in a merged mapping", "jobs:\n  - &base {name: a, every: 1h, evry: 1h}\n  - <<: *base\n    name: b\n", `job "b": line 2: unknown field "evry"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse(strings.NewReader(tc.yaml))
@@ -177,6 +179,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("jobs:\n  - name: a\n    every: 1h\nsources:\n  - name: s\n    type: runlog\n    path: x\n    format: json\n"))
 	f.Add([]byte("jobs: [{name: a, schedule: '* * * * *', timezone: UTC}]\nsources: [{name: j, type: journal, units: {a.service: a}}]\n"))
 	f.Add([]byte("jobs:\n  - &a {name: x}\n  - *a\n"))
+	f.Add([]byte("jobs:\n  - &b {name: a, every: 1d}\n  - <<: [*b]\n    name: c\nsources:\n  - &s {name: db, type: mysql, dsn: u@/d, columns: {id: i}}\n  - <<: *s\n    name: db2\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := config.Parse(strings.NewReader(string(data)))
 		if err == nil && len(cfg.Jobs) == 0 {
