@@ -60,6 +60,8 @@ type Source struct {
 	Name string
 	Type string
 	Line int // of the entry in the config file
+	// Node is the entry as written, handed to the type's decoder.
+	Node *yaml.Node
 	// Config is the decoded block (a sources.Config); nil only in a
 	// config that did not validate.
 	Config SourceConfig
@@ -177,7 +179,7 @@ func (c *Config) decodeSources(nodes []yaml.Node) []error {
 		} else if err := n.Decode(&head); err != nil {
 			srcErrs = append(srcErrs, fmt.Errorf("line %d: name and type must be strings", n.Line))
 		}
-		s := Source{Name: head.Name, Type: head.Type, Line: n.Line}
+		s := Source{Name: head.Name, Type: head.Type, Line: n.Line, Node: n}
 		where := fmt.Sprintf("sources[%d]", i)
 		if s.Name != "" {
 			where = fmt.Sprintf("source %q", s.Name)
