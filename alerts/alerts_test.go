@@ -155,7 +155,12 @@ func TestRulesContract(t *testing.T) {
 	}
 }
 
-var queryInTemplate = regexp.MustCompile(`printf "((?:[^"\\]|\\.)*)"[^|}]*\| query`)
+var (
+	queryInTemplate = regexp.MustCompile(`printf "((?:[^"\\]|\\.)*)"[^|}]*\| query`)
+	// printf verbs, with or without an argument index (%[2]q).
+	printfQ = regexp.MustCompile(`%(\[[0-9]+\])?q`)
+	printfS = regexp.MustCompile(`%(\[[0-9]+\])?s`)
+)
 
 // TestAnnotationQueries: the queries annotations run name only exported
 // metrics, and parse once their placeholders are filled.
@@ -166,7 +171,8 @@ func TestAnnotationQueries(t *testing.T) {
 		for name, text := range r.Annotations {
 			for i, m := range queryInTemplate.FindAllStringSubmatch(text, -1) {
 				q := strings.ReplaceAll(m[1], `\"`, `"`)
-				q = strings.NewReplacer(`%q`, `"x"`, `%s`, `job_name="x"`).Replace(q)
+				q = printfQ.ReplaceAllString(q, `"x"`)
+				q = printfS.ReplaceAllString(q, `job_name="x"`)
 				queries[r.Alert+" "+name+" "+string(rune('0'+i))] = q
 				if unknown := promcheck.Unknown(promcheck.MetricNames(q), allowed); len(unknown) > 0 {
 					t.Errorf("%s %s queries metrics jobwatch does not export: %q", r.Alert, name, unknown)

@@ -1,5 +1,6 @@
 // Package alerts holds jobwatch's bundled Prometheus alerting rules
-// (jobwatch.rules.yml), their runbook (runbook.md) and their promtool unit
+// (jobwatch.rules.yml, generated from the monitoring mixin in mixin/ by
+// `go generate ./mixin`), their runbook (runbook.md) and their promtool unit
 // tests (tests/). The files are embedded so that a command can print them.
 package alerts
 

@@ -12,9 +12,9 @@ import (
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
 
 // TestDocsExamples: the Prometheus and Alertmanager configs in
-// the README are valid, and the Prometheus one loads these rules.
+// docs/alerts.md are valid, and the Prometheus one loads these rules.
 func TestDocsExamples(t *testing.T) {
-	doc, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/alerts.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestDocsExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		if out, err := exec.Command(path, append(args, f)...).CombinedOutput(); err != nil {
-			t.Errorf("%s %s on the README example: %v\n%s\n%s", tool, strings.Join(args, " "), err, out, block)
+			t.Errorf("%s %s on the docs/alerts.md example: %v\n%s\n%s", tool, strings.Join(args, " "), err, out, block)
 		}
 		checked++
 	}

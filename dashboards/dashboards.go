@@ -1,6 +1,7 @@
 // Package dashboards holds jobwatch's bundled Grafana dashboard
-// (jobwatch.json), embedded so that a command or a test can read it, and
-// lists the PromQL queries of its panels and variables.
+// (jobwatch.json, generated from the monitoring mixin in mixin/ by
+// `go generate ./mixin`), embedded so that a command or a test can read it,
+// and lists the PromQL queries of its panels and variables.
 package dashboards
 
 import (

@@ -3,15 +3,22 @@ package dashboards
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"jobwatch/internal/promcheck"
 )
 
 // checkVars fills the dashboard's own variables for checking.
 var checkVars = map[string]string{
+	"cluster":    ".*",
 	"instance":   ".*",
 	"job_name":   ".*",
 	"datasource": "prometheus",
@@ -49,7 +56,7 @@ func TestJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(bytes.TrimSpace(buf.Bytes()), bytes.TrimSpace(JSON)) {
-		t.Error("jobwatch.json is not indented with two spaces (python3 -m json.tool --indent 2 fixes it)")
+		t.Error("jobwatch.json is not indented with two spaces: regenerate it (go generate ./mixin)")
 	}
 }
 
@@ -80,10 +87,11 @@ func TestImportable(t *testing.T) {
 	for _, v := range d.Templating.List {
 		byName[v.Name] = v
 	}
-	if v := byName["datasource"]; v.Type != "datasource" || string(v.Query) != `"prometheus"` {
-		t.Errorf("variable datasource = %+v, want a prometheus datasource variable", v)
+	// One data source: every query runs on it (docs/alerts.md says so).
+	if v := byName["datasource"]; v.Type != "datasource" || string(v.Query) != `"prometheus"` || v.Multi || v.IncludeAll {
+		t.Errorf("variable datasource = %+v, want a single-value prometheus datasource variable", v)
 	}
-	for _, name := range []string{"instance", "job_name"} {
+	for _, name := range []string{"cluster", "instance", "job_name"} {
 		v, ok := byName[name]
 		if !ok {
 			t.Errorf("variable %s missing", name)
@@ -228,4 +236,102 @@ func allowedNames(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// TestStaleMatchesAlert: the "Stale jobs" stat and the Jobs table's Stale
+// column read a cluster-scope job as JobwatchJobStale does: stale only when
+// stale on every instance that reports it. promtool evaluates the queries
+// on the series of the alert's own cluster test.
+func TestStaleMatchesAlert(t *testing.T) {
+	d := load(t)
+	var stat, column string
+	for _, p := range d.AllPanels() {
+		for _, tg := range p.Targets {
+			switch {
+			case p.Title == "Stale jobs" && tg.RefID == "A":
+				stat = tg.Expr
+			case p.Title == "Jobs" && tg.RefID == "J":
+				column = tg.Expr
+			}
+		}
+	}
+	if stat == "" || column == "" {
+		t.Fatal(`no "Stale jobs" stat query or Jobs table query J`)
+	}
+	stat, _ = Expand(stat, vars())
+	column, _ = Expand(column, vars())
+	type sample struct {
+		Labels string  `yaml:"labels"`
+		Value  float64 `yaml:"value"`
+	}
+	type exprTest struct {
+		Expr       string   `yaml:"expr"`
+		EvalTime   string   `yaml:"eval_time"`
+		ExpSamples []sample `yaml:"exp_samples"`
+	}
+	rows := func(report float64) []sample {
+		return []sample{
+			{`{instance="web1:10474",job="jobwatch",job_name="backup"}`, 1},
+			{`{instance="web2:10474",job="jobwatch",job_name="backup"}`, 0},
+			{`{instance="web1:10474",job="jobwatch",job_name="report"}`, report},
+			{`{instance="web2:10474",job="jobwatch",job_name="report"}`, report},
+			{`{instance="web3:10474",job="jobwatch",job_name="report"}`, report},
+		}
+	}
+	tests := []exprTest{
+		// report is stale on web2 and web3 only: not stale; backup is.
+		{stat, "5m", []sample{{`{}`, 1}}},
+		{column, "5m", rows(0)},
+		// Now stale on web1 too.
+		{stat, "15m", []sample{{`{}`, 2}}},
+		{column, "15m", rows(1)},
+	}
+	series := []map[string]string{}
+	add := func(name, instance, job, values string) {
+		series = append(series, map[string]string{
+			"series": fmt.Sprintf(`%s{instance=%q,job="jobwatch",job_name=%q}`, name, instance, job),
+			"values": values,
+		})
+	}
+	for _, inst := range []string{"web1:10474", "web2:10474", "web3:10474"} {
+		series = append(series, map[string]string{
+			"series": fmt.Sprintf(`jobwatch_job_info{instance=%q,job="jobwatch",job_name="report",scope="cluster"}`, inst),
+			"values": "1x20",
+		})
+	}
+	add("jobwatch_job_stale", "web1:10474", "report", "0x10 1x10")
+	add("jobwatch_job_stale", "web2:10474", "report", "1x20")
+	add("jobwatch_job_stale", "web3:10474", "report", "1x20")
+	for _, inst := range []string{"web1:10474", "web2:10474"} {
+		series = append(series, map[string]string{
+			"series": fmt.Sprintf(`jobwatch_job_info{instance=%q,job="jobwatch",job_name="backup",scope="host"}`, inst),
+			"values": "1x20",
+		})
+	}
+	add("jobwatch_job_stale", "web1:10474", "backup", "1x20")
+	add("jobwatch_job_stale", "web2:10474", "backup", "0x20")
+	file := map[string]any{
+		"rule_files":          []string{},
+		"evaluation_interval": "1m",
+		"tests": []map[string]any{{
+			"interval":         "1m",
+			"input_series":     series,
+			"promql_expr_test": tests,
+		}},
+	}
+	data, err := yaml.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "stale.yml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := promcheck.Promtool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(p, "test", "rules", path).CombinedOutput(); err != nil {
+		t.Errorf("promtool test rules: %v\n%s", err, out)
+	}
 }

@@ -171,7 +171,7 @@ scrape_configs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals := map[string]string{"instance": jwAddr, "job_name": ".*"}
+	vals := map[string]string{"cluster": ".*", "instance": jwAddr, "job_name": ".*"}
 	for k, v := range dashboards.Builtin {
 		vals[k] = v
 	}

@@ -6,7 +6,7 @@
 // reports every problem of a job's schedule fields at once. Cron and
 // OnCalendar schedules are read on the wall clock of a time zone; what
 // happens when that clock jumps (DST) is documented on ParseCron,
-// ParseOnCalendar and in docs/schedule.md.
+// ParseOnCalendar and in docs/schedules.md.
 package schedule
 
 import (

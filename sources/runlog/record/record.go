@@ -1,7 +1,7 @@
 // Package record parses the lines of a runlog source into model events. A
 // line is a JSON object, a logfmt line or, for application logs, a line
-// matched by one of a list of regular expressions. See the README (the record format) for the
-// record format.
+// matched by one of a list of regular expressions. The record format is
+// described in docs/records.md.
 //
 // The JSON and logfmt parsers are allocation-free scanners: on a well-formed
 // line the only allocations are the strings an Event keeps (job, host and

@@ -1,8 +1,8 @@
 // Package tail makes one pathname look like one perpetual stream of lines,
 // although the file underneath is appended to, rotated (renamed and
 // recreated), copied and truncated, deleted and recreated, or replaced while
-// jobwatch was stopped. It is jobwatch's run-log reader; see the README (run logs: rotation) for
-// the rotation and truncation semantics.
+// jobwatch was stopped. It is jobwatch's run-log reader; its rotation and
+// truncation semantics are described in docs/runlog.md.
 //
 // A Tailer reads complete lines and hands them to its caller in batches,
 // together with the Position just after the last of them. A caller that

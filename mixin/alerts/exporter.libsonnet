@@ -1,0 +1,53 @@
+// Alerts about jobwatch itself: its sources, its config and its state.
+// Descriptions that name the jobwatch selector (%s) are std.format strings:
+// write %% for a literal % (printf "%%.0f").
+local promql = import '../lib/promql.libsonnet';
+
+{
+  rules(c)::
+    local s = promql.selectors(c, [
+      'jobwatch_source_up',
+      'jobwatch_config_last_reload_successful',
+      'jobwatch_state_save_failures_total',
+    ]);
+    local ts = promql.templateSelector(c);
+    [
+      {
+        alert: 'JobwatchSourceDown',
+        expr: |||
+          %(jobwatch_source_up)s == 0
+        ||| % s,
+        'for': '5m',
+        labels: { severity: 'critical' },
+        annotations: {
+          summary: 'jobwatch source {{ $labels.source }} is unreadable on {{ $labels.instance }}',
+          description: 'jobwatch on {{ $labels.instance }} has not been able to read its {{ $labels.type }} source {{ $labels.source }} for 5 minutes: the jobs it reports on are blind there and will turn stale.',
+        },
+      },
+      {
+        alert: 'JobwatchConfigReloadFailed',
+        expr: |||
+          %(jobwatch_config_last_reload_successful)s == 0
+        ||| % s,
+        'for': '5m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary: 'jobwatch on {{ $labels.instance }} failed to reload its configuration',
+          description: 'The last configuration reload of jobwatch on {{ $labels.instance }} failed; it keeps running the configuration loaded at {{ with printf "jobwatch_config_last_reload_success_timestamp_seconds{%sinstance=%%q}" $labels.instance | query }}{{ . | first | value | humanizeTimestamp }}{{ end }}.' % [ts],
+        },
+      },
+      {
+        alert: 'JobwatchStateSaveFailing',
+        comment:: 'Value: failed saves in the last 5 minutes.',
+        expr: |||
+          increase(%(jobwatch_state_save_failures_total)s[5m]) > 0
+        ||| % s,
+        'for': '10m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary: 'jobwatch on {{ $labels.instance }} cannot save its state',
+          description: 'jobwatch on {{ $labels.instance }} failed to save its state {{ $value | printf "%%.0f" }} times in the last 5 minutes (disk full, permissions). It keeps counting, but a restart would read again everything since its last good save at {{ with printf "jobwatch_state_last_save_timestamp_seconds{%sinstance=%%q}" $labels.instance | query }}{{ . | first | value | humanizeTimestamp }}{{ end }}.' % [ts],
+        },
+      },
+    ],
+}

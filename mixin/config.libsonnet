@@ -1,0 +1,33 @@
+// What the jobwatch mixin lets you set. Override it in your own jsonnet:
+//
+//   (import 'jobwatch/mixin/mixin.libsonnet') + {
+//     _config+:: { jobwatchSelector: 'job="jobwatch"', clusterLabel: 'cluster' },
+//   }
+{
+  _config+:: {
+    // Label matchers added to every jobwatch series the rules and the
+    // dashboard select, for example 'job="jobwatch"'. Empty: any series with
+    // a jobwatch metric name.
+    jobwatchSelector: '',
+
+    // The label that tells clusters apart when one Prometheus scrapes
+    // several of them, for example 'cluster'. Rules about cluster-scope jobs
+    // then group and match by it as well as by job_name, and alerts carry
+    // it. Empty: all instances form one cluster (grouped by job_name alone).
+    clusterLabel: '',
+
+    // The label of the dashboard's cluster variable: clusterLabel, or
+    // 'cluster' when that is empty. Series without the label match the
+    // variable's "All".
+    dashboardClusterLabel: if self.clusterLabel != '' then self.clusterLabel else 'cluster',
+
+    // Prefix of every alert's runbook_url; the alert's name in lower case
+    // follows it. The default is relative to the repository root.
+    runbookURLPrefix: 'alerts/runbook.md#',
+
+    // Dashboard identity.
+    dashboardUID: 'jobwatch',
+    dashboardTitle: 'jobwatch',
+    dashboardTags: ['jobwatch', 'cron'],
+  },
+}
