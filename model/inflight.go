@@ -90,8 +90,12 @@ func (f InFlight[K, V]) sortedKeys() []K {
 // Trim lets the oldest runs go until at most MaxOpenRuns are left, and
 // returns how many it let go: for runs added without Add (a saved position
 // read back, a poll's result).
-func (f InFlight[K, V]) Trim() int {
-	drop := len(f) - MaxOpenRuns
+func (f InFlight[K, V]) Trim() int { return f.TrimTo(MaxOpenRuns) }
+
+// TrimTo is Trim to limit runs: for a collection that holds the runs of
+// several jobs (limit MaxOpenRuns times the jobs).
+func (f InFlight[K, V]) TrimTo(limit int) int {
+	drop := len(f) - limit
 	if drop <= 0 {
 		return 0
 	}

@@ -617,17 +617,19 @@ func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (
 	return next, sortEvents(evs), parseErrors, more, nil
 }
 
-// capOpen bounds the runs in progress re-read by id every poll
-// (model.MaxOpenRuns), forgetting the oldest (the lowest ids): their end
-// will not be seen, and the model closes them as lost at their job's
-// timeout. It leaves p.Open sorted.
+// capOpen bounds the runs in progress re-read by id every poll to
+// model.MaxOpenRuns for each configured job (a table shared by a fleet has
+// a run in progress of many jobs at once), forgetting the oldest (the
+// lowest ids): their end will not be seen, and the model closes them as lost
+// at their job's timeout. It leaves p.Open sorted.
 func (m *Source) capOpen(p *mysqlPosition) {
 	open := make(model.InFlight[int64, openID], len(p.Open))
 	for _, id := range p.Open {
 		open[id] = openID(id)
 	}
-	if drop := open.Trim(); drop > 0 {
-		m.log.Warn("too many runs in progress to follow; forgetting the oldest", "dropped", drop, "limit", model.MaxOpenRuns)
+	limit := model.MaxOpenRuns * max(len(m.jobs), 1)
+	if drop := open.TrimTo(limit); drop > 0 {
+		m.log.Warn("too many runs in progress to follow; forgetting the oldest", "dropped", drop, "limit", limit)
 	}
 	p.Open = p.Open[:0]
 	for _, id := range open.Sorted() {
