@@ -17,4 +17,4 @@ e2e:
 	go test -race -count=1 -run TestAlertsEndToEnd ./e2e/
 
 bench:
-	go test -run '^$$' -bench . -benchtime 3x ./collector/ ./sources/ ./schedule/
+	go test -run '^$$' -bench . -benchtime 3x ./collector/ ./sources/... ./schedule/

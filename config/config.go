@@ -1,5 +1,8 @@
-// Package config reads and validates jobwatch.yml. Every problem is reported
-// at once, each naming the job or source it belongs to.
+// Package config reads and validates jobwatch.yml: the file-level settings,
+// the jobs, and the list of sources with their names and types. Each
+// source's own block is decoded and validated by the package of its type,
+// registered with package sources. Every problem is reported at once, each
+// naming the job or source it belongs to and, when it has one, its line.
 package config
 
 import (
@@ -8,10 +11,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
+	"strings"
 
-	"github.com/hashicorp/go-multierror"
 	"go.yaml.in/yaml/v3"
+
+	"jobwatch/internal/jobname"
 )
 
 // DefaultStaleMultiple is how many periods without success make a job stale.
@@ -20,12 +24,20 @@ const DefaultStaleMultiple = 2
 // Config is the whole of jobwatch.yml.
 type Config struct {
 	// StaleMultiple: a job is stale after this many expected runs without success.
-	StaleMultiple int      `yaml:"stale_multiple"`
-	Jobs          []Job    `yaml:"jobs"`
-	Sources       []Source `yaml:"sources"`
+	StaleMultiple int
+	Jobs          []Job
+	Sources       []Source
 
 	// Dir is the directory of the config file; relative paths are taken from it.
-	Dir string `yaml:"-"`
+	Dir string
+}
+
+// file is the top level of jobwatch.yml; the jobs and sources are decoded
+// one by one, so that each problem names its job or source.
+type file struct {
+	StaleMultiple int         `yaml:"stale_multiple"`
+	Jobs          []yaml.Node `yaml:"jobs"`
+	Sources       []yaml.Node `yaml:"sources"`
 }
 
 // Job is one scheduled job that jobwatch watches.
@@ -42,134 +54,173 @@ type Job struct {
 	Scope string `yaml:"scope"`
 }
 
-// Source is one place records are read from. Type selects which of the
-// type-specific field groups apply; fields of other types are errors.
+// Source is one place records are read from: its name, its type, and its
+// block as the type's package decoded it.
 type Source struct {
-	Name string `yaml:"name"`
-	Type string `yaml:"type"`
-
-	RunLog  `yaml:",inline"`
-	MySQL   `yaml:",inline"`
-	Journal `yaml:",inline"`
+	Name string
+	Type string
+	Line int // of the entry in the config file
+	// Node is the entry as written, handed to the type's decoder.
+	Node *yaml.Node
+	// Config is the decoded block (a sources.Config); nil only in a
+	// config that did not validate.
+	Config SourceConfig
 }
 
-// Source types.
-const (
-	TypeRunLog  = "runlog"
-	TypeMySQL   = "mysql"
-	TypeJournal = "journal"
-)
-
-// nameRE is what job_name and source label values may look like.
-var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]*$`)
+// Identity names what the source reads; see sources.Config.
+func (s Source) Identity() string {
+	if s.Config == nil {
+		return ""
+	}
+	return s.Config.Identity()
+}
 
 // JobCheck validates what package config cannot see into, such as schedule
 // expressions; its errors are reported with config's own, naming the job.
 type JobCheck func(Job) []error
 
-// Load reads and validates the config file at path.
+// Load reads and validates the config file at path. Relative paths in
+// source blocks are taken from the file's directory.
 func Load(path string, checks ...JobCheck) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	defer f.Close()
-	cfg, err := Parse(f, checks...)
+	cfg, err := parse(f, dirOf(path), checks)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	cfg.Dir = dirOf(path)
-	for i := range cfg.Sources {
-		s := &cfg.Sources[i]
-		s.Path = cfg.Path(s.Path)
-		s.DSNFile = cfg.Path(s.DSNFile)
-		s.Directory = cfg.Path(s.Directory)
-		for k := range s.Files {
-			s.Files[k] = cfg.Path(s.Files[k])
-		}
 	}
 	return cfg, nil
 }
 
-// Parse reads and validates a config.
+// Parse reads and validates a config; relative paths stay as they are.
 func Parse(r io.Reader, checks ...JobCheck) (*Config, error) {
+	return parse(r, "", checks)
+}
+
+func parse(r io.Reader, dir string, checks []JobCheck) (*Config, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, err
 	}
+	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var cfg Config
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("parsing YAML: %w", err)
 	}
+	cfg := &Config{Dir: dir}
+	var errs []error
+	var f file
+	if len(doc.Content) > 0 {
+		errs = append(errs, Decode(&doc, &f, "")...)
+	}
+	cfg.StaleMultiple = f.StaleMultiple
 	if cfg.StaleMultiple == 0 {
 		cfg.StaleMultiple = DefaultStaleMultiple
 	}
-	if err := cfg.validate(checks); err != nil {
+	if cfg.StaleMultiple < 1 {
+		errs = append(errs, fmt.Errorf("stale_multiple must be at least 1, got %d", cfg.StaleMultiple))
+	}
+	errs = append(errs, cfg.decodeJobs(f.Jobs, checks)...)
+	errs = append(errs, cfg.decodeSources(f.Sources)...)
+	if err := Join(errs...); err != nil {
 		return nil, err
 	}
-	return &cfg, nil
+	return cfg, nil
 }
 
-func (c *Config) validate(checks []JobCheck) error {
-	var errs *multierror.Error
-	if c.StaleMultiple < 1 {
-		errs = multierror.Append(errs, fmt.Errorf("stale_multiple must be at least 1, got %d", c.StaleMultiple))
+func (c *Config) decodeJobs(nodes []yaml.Node, checks []JobCheck) []error {
+	var errs []error
+	if len(nodes) == 0 {
+		errs = append(errs, errors.New("no jobs configured"))
 	}
-	if len(c.Jobs) == 0 {
-		errs = multierror.Append(errs, errors.New("no jobs configured"))
-	}
-	seen := map[string]bool{}
-	for i := range c.Jobs {
-		j := &c.Jobs[i]
+	seen := map[string]int{} // name -> line
+	for i := range nodes {
+		var j Job
+		jobErrs := Decode(&nodes[i], &j, "")
 		where := fmt.Sprintf("jobs[%d]", i)
 		if j.Name != "" {
 			where = fmt.Sprintf("job %q", j.Name)
 		}
-		jobErrs := j.validate()
-		for _, check := range checks {
-			jobErrs = append(jobErrs, check(*j)...)
+		// A field that did not decode is reported once, not again as a
+		// schedule missing.
+		decoded := len(jobErrs) == 0
+		jobErrs = append(jobErrs, j.validate(decoded)...)
+		if decoded {
+			for _, check := range checks {
+				jobErrs = append(jobErrs, check(j)...)
+			}
 		}
-		for _, err := range jobErrs {
-			errs = multierror.Append(errs, fmt.Errorf("%s: %w", where, err))
+		if first, dup := seen[j.Name]; dup && j.Name != "" {
+			jobErrs = append(jobErrs, fmt.Errorf("duplicate job name (line %d; first at line %d)", nodes[i].Line, first))
+		} else {
+			seen[j.Name] = nodes[i].Line
 		}
-		if j.Name != "" && seen[j.Name] {
-			errs = multierror.Append(errs, fmt.Errorf("%s: duplicate job name", where))
-		}
-		seen[j.Name] = true
+		errs = append(errs, Prefix(where, jobErrs)...)
+		c.Jobs = append(c.Jobs, j)
 	}
-	seen = map[string]bool{}
-	for i := range c.Sources {
-		s := &c.Sources[i]
+	return errs
+}
+
+func (c *Config) decodeSources(nodes []yaml.Node) []error {
+	var errs []error
+	seen := map[string]int{} // name -> line
+	jobs := c.JobNames()
+	for i := range nodes {
+		n := &nodes[i]
+		var head struct {
+			Name string `yaml:"name"`
+			Type string `yaml:"type"`
+		}
+		var srcErrs []error
+		if n.Kind != yaml.MappingNode {
+			srcErrs = append(srcErrs, fmt.Errorf("line %d: a source must be a mapping", n.Line))
+		} else if err := n.Decode(&head); err != nil {
+			srcErrs = append(srcErrs, fmt.Errorf("line %d: name and type must be strings", n.Line))
+		}
+		s := Source{Name: head.Name, Type: head.Type, Line: n.Line, Node: n}
 		where := fmt.Sprintf("sources[%d]", i)
 		if s.Name != "" {
 			where = fmt.Sprintf("source %q", s.Name)
 		}
-		for _, err := range s.validate(c) {
-			errs = multierror.Append(errs, fmt.Errorf("%s: %w", where, err))
+		switch {
+		case s.Name == "":
+			srcErrs = append(srcErrs, errors.New("name is required"))
+		case !jobname.Valid(s.Name):
+			srcErrs = append(srcErrs, fmt.Errorf("name %q must match %s", s.Name, jobname.Pattern))
 		}
-		if s.Name != "" && seen[s.Name] {
-			errs = multierror.Append(errs, fmt.Errorf("%s: duplicate source name", where))
+		if decode, ok := lookupSourceType(s.Type); ok && n.Kind == yaml.MappingNode {
+			sc, blockErrs := decode(Block{Name: s.Name, Type: s.Type, Node: n, Resolve: c.Path, Jobs: jobs})
+			srcErrs = append(srcErrs, blockErrs...)
+			if len(blockErrs) == 0 {
+				s.Config = sc
+			}
+		} else if !ok {
+			srcErrs = append(srcErrs, fmt.Errorf("type must be one of %s, got %q", strings.Join(SourceTypes(), ", "), s.Type))
 		}
-		seen[s.Name] = true
+		if first, dup := seen[s.Name]; dup && s.Name != "" {
+			srcErrs = append(srcErrs, fmt.Errorf("duplicate source name (line %d; first at line %d)", n.Line, first))
+		} else {
+			seen[s.Name] = n.Line
+		}
+		errs = append(errs, Prefix(where, srcErrs)...)
+		c.Sources = append(c.Sources, s)
 	}
-	if errs == nil {
-		return nil
-	}
-	errs.ErrorFormat = listErrors
 	return errs
 }
 
-func (j *Job) validate() []error {
+// validate checks a job's fields; decoded says every field decoded, so
+// that those left empty may be checked too.
+func (j *Job) validate(decoded bool) []error {
 	var errs []error
 	switch {
 	case j.Name == "":
 		errs = append(errs, errors.New("name is required"))
-	case !nameRE.MatchString(j.Name):
-		errs = append(errs, fmt.Errorf("name %q must match %s", j.Name, nameRE))
+	case !jobname.Valid(j.Name):
+		errs = append(errs, fmt.Errorf("name %q must match %s", j.Name, jobname.Pattern))
 	}
-	if err := j.CheckScheduleKinds(); err != nil {
+	if err := j.CheckScheduleKinds(); err != nil && decoded {
 		errs = append(errs, err)
 	}
 	for _, d := range []struct {
@@ -201,41 +252,6 @@ func (j *Job) CheckScheduleKinds() error {
 		return fmt.Errorf("exactly one of every, schedule and on_calendar is required, got %d", kinds)
 	}
 	return nil
-}
-
-func (s *Source) validate(c *Config) []error {
-	var errs []error
-	switch {
-	case s.Name == "":
-		errs = append(errs, errors.New("name is required"))
-	case !nameRE.MatchString(s.Name):
-		errs = append(errs, fmt.Errorf("name %q must match %s", s.Name, nameRE))
-	}
-	type group struct {
-		typ   string
-		set   []string
-		check func(*Config) []error
-	}
-	groups := []group{
-		{TypeRunLog, s.RunLog.setFields(), s.RunLog.validate},
-		{TypeMySQL, s.MySQL.setFields(), s.MySQL.validate},
-		{TypeJournal, s.Journal.setFields(), s.Journal.validate},
-	}
-	known := false
-	for _, g := range groups {
-		if g.typ == s.Type {
-			known = true
-			errs = append(errs, g.check(c)...)
-			continue
-		}
-		for _, f := range g.set {
-			errs = append(errs, fmt.Errorf("%s is not a field of type %q", f, s.Type))
-		}
-	}
-	if !known {
-		errs = append(errs, fmt.Errorf("type must be one of runlog, mysql, journal, got %q", s.Type))
-	}
-	return errs
 }
 
 // JobNames lists the configured job names.

@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"errors"
@@ -7,10 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"jobwatch/config"
+	_ "jobwatch/sources/all"
+	"jobwatch/sources/runlog"
 )
 
 func TestParseValid(t *testing.T) {
-	cfg, err := Parse(strings.NewReader(`
+	cfg, err := config.Parse(strings.NewReader(`
 jobs:
   - name: stats
     every: 1h
@@ -38,7 +42,7 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.StaleMultiple != DefaultStaleMultiple {
+	if cfg.StaleMultiple != config.DefaultStaleMultiple {
 		t.Errorf("stale_multiple default %d", cfg.StaleMultiple)
 	}
 	if got := cfg.Jobs[0].Timeout.D(); got != 25*time.Minute {
@@ -47,20 +51,20 @@ sources:
 	if cfg.Jobs[1].Scope != "cluster" || cfg.Jobs[1].Grace.D() != 5*time.Minute {
 		t.Errorf("job 2: %+v", cfg.Jobs[1])
 	}
-	if p := cfg.Sources[1].Patterns[0]; p.Event != "skip" || p.Reason != "locked" {
+	if p := cfg.Sources[1].Config.(*runlog.Config).Patterns[0]; p.Event != "skip" || p.Reason != "locked" {
 		t.Errorf("pattern: %+v", p)
 	}
 }
 
 // Every problem is reported at once, each naming its job or source.
 func TestParseReportsEveryProblem(t *testing.T) {
-	hook := func(j Job) []error {
+	hook := func(j config.Job) []error {
 		if j.Timezone != "" {
 			return []error{errors.New("checked by the hook")}
 		}
 		return nil
 	}
-	_, err := Parse(strings.NewReader(`
+	_, err := config.Parse(strings.NewReader(`
 stale_multiple: -1
 jobs:
   - name: stats
@@ -121,10 +125,10 @@ sources:
 		`source "a": patterns[1].regex: unknown group "when"`,
 		`source "a": patterns[1].regex: a (?P<time>...) group is required`,
 		`source "a": patterns[1].event must be start, end or skip, got "begin"`,
-		`source "db": path is not a field of type "mysql"`,
+		`source "db": line 35: unknown field "path" for type "mysql"`,
 		`source "db": exactly one of dsn and dsn_file is required`,
 		`source "j": units[x.service]: job "nosuchjob" is not configured`,
-		`source "t": type must be one of runlog, mysql, journal, got "ftp"`,
+		`source "t": type must be one of journal, mysql, runlog, got "ftp"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
@@ -134,14 +138,19 @@ sources:
 
 func TestParseRejectsUnknownKeysAndBadDurations(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"unknown top-level key", "jobz: []\n", "field jobz not found"},
-		{"unknown job key", "jobs:\n  - name: a\n    every: 1h\n    evry: 2h\n", "field evry not found"},
+		{"unknown top-level key", "jobz: []\n", `line 1: unknown field "jobz"`},
+		{"unknown job key", "jobs:\n  - name: a\n    every: 1h\n    evry: 2h\n", `job "a": line 4: unknown field "evry"`},
+		{"unknown key in a source", "jobs: [{name: a, every: 1h}]\nsources:\n  - name: s\n    type: runlog\n    path: x\n    format: json\n    colour: blue\n", `source "s": line 7: unknown field "colour" for type "runlog"`},
+		{"unknown key deep in a source", "jobs: [{name: a, every: 1h}]\nsources:\n  - name: db\n    type: mysql\n    dsn: u@/d\n    columns:\n      idd: x\n", `source "db": line 7: unknown field "idd" for type "mysql"`},
+		{"bad duration in a source", "jobs: [{name: a, every: 1h}]\nsources:\n  - name: db\n    type: mysql\n    dsn: u@/d\n    poll_interval: soon\n", `source "db": line 6: bad duration "soon"`},
 		{"bad duration", "jobs:\n  - name: a\n    every: hourly\n", `bad duration "hourly"`},
 		{"number as duration", "jobs:\n  - name: a\n    every: 60\n", `bad duration "60"`},
 		{"empty file", "", "no jobs configured"},
+		{"unknown key beside a merge", "jobs:\n  - &base {name: a, every: 1h}\n  - <<: *base\n    name: b\n    colour: x\n", `job "b": line 5: unknown field "colour"`},
+		{"unknown key in a merged mapping", "jobs:\n  - &base {name: a, every: 1h, evry: 1h}\n  - <<: *base\n    name: b\n", `job "b": line 2: unknown field "evry"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(strings.NewReader(tc.yaml))
+			_, err := config.Parse(strings.NewReader(tc.yaml))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
@@ -153,14 +162,14 @@ func TestLoadResolvesPathsAgainstTheConfigDirectory(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "jobwatch.yml")
 	os.WriteFile(path, []byte("jobs:\n  - name: a\n    every: 1h\nsources:\n  - name: s\n    type: runlog\n    path: logs/runs.log\n    format: json\n"), 0o644)
-	cfg, err := Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := cfg.Sources[0].Path, filepath.Join(dir, "logs/runs.log"); got != want {
+	if got, want := cfg.Sources[0].Config.(*runlog.Config).Path, filepath.Join(dir, "logs/runs.log"); got != want {
 		t.Fatalf("path %s, want %s", got, want)
 	}
-	if _, err := Load(filepath.Join(dir, "missing.yml")); err == nil || !strings.Contains(err.Error(), "missing.yml") {
+	if _, err := config.Load(filepath.Join(dir, "missing.yml")); err == nil || !strings.Contains(err.Error(), "missing.yml") {
 		t.Fatalf("missing file: %v", err)
 	}
 }
@@ -170,8 +179,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("jobs:\n  - name: a\n    every: 1h\nsources:\n  - name: s\n    type: runlog\n    path: x\n    format: json\n"))
 	f.Add([]byte("jobs: [{name: a, schedule: '* * * * *', timezone: UTC}]\nsources: [{name: j, type: journal, units: {a.service: a}}]\n"))
 	f.Add([]byte("jobs:\n  - &a {name: x}\n  - *a\n"))
+	f.Add([]byte("jobs:\n  - &b {name: a, every: 1d}\n  - <<: [*b]\n    name: c\nsources:\n  - &s {name: db, type: mysql, dsn: u@/d, columns: {id: i}}\n  - <<: *s\n    name: db2\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse(strings.NewReader(string(data)))
+		cfg, err := config.Parse(strings.NewReader(string(data)))
 		if err == nil && len(cfg.Jobs) == 0 {
 			t.Fatal("a valid config without jobs")
 		}

@@ -45,5 +45,5 @@ func Check(ctx context.Context, path string) (cfg *config.Config, warnings []str
 			errs = append(errs, fmt.Errorf("source %q: %w", sc.Name, err))
 		}
 	}
-	return cfg, warnings, errors.Join(errs...)
+	return cfg, warnings, config.Join(errs...)
 }

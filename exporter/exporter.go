@@ -163,9 +163,9 @@ func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
 			continue
 		}
 		g.sources = append(g.sources, src)
-		g.specs = append(g.specs, model.SourceSpec{Name: src.Name(), Type: src.Type(), Identity: identity(sc)})
+		g.specs = append(g.specs, model.SourceSpec{Name: src.Name(), Type: src.Type(), Identity: sc.Identity()})
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := config.Join(errs...); err != nil {
 		return nil, err
 	}
 	return g, nil

@@ -1,16 +1,13 @@
 package exporter
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"jobwatch/config"
 	"jobwatch/model"
 	"jobwatch/schedule"
+	_ "jobwatch/sources/all" // every type of source, for the config
 )
 
 // DefaultCalendarGrace is how late a run of a cron or OnCalendar job may
@@ -52,21 +49,5 @@ func JobSpecs(cfg *config.Config, local *time.Location) ([]model.JobSpec, error)
 			StaleMultiple: cfg.StaleMultiple,
 		})
 	}
-	return specs, errors.Join(errs...)
-}
-
-// identity names what a source reads, so that its saved position follows it
-// when it is renamed, or removed and configured again. A DSN may hold a
-// password: only a hash of it is kept.
-func identity(s config.Source) string {
-	switch s.Type {
-	case config.TypeRunLog:
-		return "runlog:" + s.Path
-	case config.TypeMySQL:
-		h := sha256.Sum256([]byte(s.DSN + "\x00" + s.DSNFile))
-		return "mysql:" + hex.EncodeToString(h[:8]) + ":" + s.Table
-	case config.TypeJournal:
-		return "journal:" + s.Directory + ":" + strings.Join(s.Files, ",")
-	}
-	return ""
+	return specs, config.Join(errs...)
 }

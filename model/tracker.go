@@ -53,8 +53,6 @@ type Options struct {
 const (
 	DefaultMaxClockSkew = 5 * time.Minute
 	DefaultLostAfter    = 5 * time.Second
-	// MaxOpenRuns bounds the runs in progress of one job.
-	MaxOpenRuns = 1000
 	// maxRetired bounds how many removed sources' positions are kept.
 	maxRetired = 64
 	// lostMemory bounds how many closed-as-lost runs are remembered per job,
@@ -78,7 +76,7 @@ type Tracker struct {
 type job struct {
 	spec JobSpec
 	JobState
-	open map[RunKey]*Run // runs in progress
+	open InFlight[RunKey, *Run] // runs in progress
 }
 
 type source struct {
@@ -202,7 +200,7 @@ func (t *Tracker) adoptRetired() {
 }
 
 func newJob(now time.Time) *job {
-	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}, Duplicates: map[string]uint64{}}, open: map[RunKey]*Run{}}
+	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}, Duplicates: map[string]uint64{}}, open: InFlight[RunKey, *Run]{}}
 }
 
 // Apply applies a batch read by a source and stores its position.
@@ -258,11 +256,10 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		if overlapped {
 			j.Overlaps++
 		}
-		if len(j.open) >= MaxOpenRuns {
-			t.closeOldest(j, ev.Job)
-		}
 		r := &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src, Overlapped: overlapped}
-		j.open[key] = r
+		if oldest, full := j.open.Add(key, r); full {
+			t.closeOldest(j, ev.Job, oldest)
+		}
 		j.attribute(r)
 		j.ConsecutiveSkips = 0
 		if ev.Time.After(j.LastStart) {
@@ -319,6 +316,15 @@ func runKey(runID, host string, pid int) RunKey {
 		return RunKey{RunID: runID}
 	}
 	return RunKey{Host: host, PID: pid}
+}
+
+// Before orders runs in progress oldest first, ties broken by key: the
+// order of InFlight.Sorted.
+func (r *Run) Before(o *Run) bool {
+	if !r.Start.Equal(o.Start) {
+		return r.Start.Before(o.Start)
+	}
+	return r.Key.less(o.Key)
 }
 
 func (k RunKey) less(o RunKey) bool {
@@ -383,17 +389,9 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 	j.ConsecutiveFailures++
 }
 
-// closeOldest closes a job's oldest open run as lost, to make room: runs
-// whose end never comes (records lost, no timeout configured) must not grow
-// the model, or the series of jobwatch_job_run_start_timestamp_seconds,
-// without bound.
-func (t *Tracker) closeOldest(j *job, name string) {
-	var oldest *Run
-	for _, r := range j.open {
-		if oldest == nil || r.Start.Before(oldest.Start) {
-			oldest = r
-		}
-	}
+// closeOldest closes as lost a job's oldest open run, which the runs in
+// progress let go to make room (see MaxOpenRuns).
+func (t *Tracker) closeOldest(j *job, name string, oldest *Run) {
 	t.opts.Logger.Warn("too many runs in progress; closing the oldest as lost", "job", name, "limit", MaxOpenRuns, "host", oldest.Host, "pid", oldest.PID, "started", oldest.Start)
 	t.lose(j, oldest, t.opts.Now())
 }
@@ -419,7 +417,7 @@ func (t *Tracker) Reap() {
 	now := t.opts.Now()
 	for name, j := range t.jobs {
 		t.accountMissedByClock(j, now)
-		for _, r := range j.open {
+		for _, r := range j.open.Sorted() { // oldest first, so logs come in one order
 			why := ""
 			switch {
 			case j.spec.Timeout > 0 && now.Sub(r.Start) > j.spec.Timeout:

@@ -1,11 +1,23 @@
-// Package sources turns what scheduled jobs leave behind (run logs, job_runs
-// tables, the systemd journal) into model events. A source knows nothing of
-// Prometheus: it hands batches of events to a Sink.
+// Package sources is the contract between jobwatch and the places it reads
+// runs from: a Source turns outside records (run logs, job_runs tables, the
+// systemd journal) into model events and hands them to a Sink. A source
+// knows nothing of Prometheus.
+//
+// Each kind of source is a package of its own (sources/runlog,
+// sources/mysql, sources/journal) that owns its config block, its
+// validation, its identity, its position and its checks, and registers
+// itself from its init function:
+//
+//	func init() { sources.Register("mysql", decode) }
+//
+// sources/all imports every such package; adding a kind of source is one
+// new package and one line there.
 package sources
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -45,7 +57,9 @@ type Deps struct {
 	Jobs []string
 }
 
-func (d Deps) withDefaults() Deps {
+// WithDefaults fills what d leaves unset: a logger that discards, and
+// time.Now.
+func (d Deps) WithDefaults() Deps {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -55,12 +69,9 @@ func (d Deps) withDefaults() Deps {
 	return d
 }
 
-// SleepCtx is sleepCtx, for source packages.
-func SleepCtx(ctx context.Context, d time.Duration) bool { return sleepCtx(ctx, d) }
-
-// sleepCtx waits d, or less if ctx is done first; it reports whether ctx is
+// Sleep waits d, or less if ctx is done first; it reports whether ctx is
 // still live. Sources retry with it, and tests replace it to step time.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
@@ -73,3 +84,8 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// ErrUnreachable marks a Check that could not reach what it checks (a
+// database server): the config may be right, it could not be verified.
+// check-config reports it as a warning, not an error.
+var ErrUnreachable = errors.New("unreachable")

@@ -11,11 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"regexp"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"jobwatch/internal/jobname"
 )
 
 // Defaults of the flags.
@@ -32,9 +33,6 @@ const (
 	ExitNotExecutable = 126 // the command exists but cannot be executed
 	ExitNotFound      = 127 // the command does not exist
 )
-
-// JobNameRE is what a job name may look like (the same as in jobwatch.yml).
-var JobNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]*$`)
 
 // Options of one run.
 type Options struct {
@@ -84,8 +82,8 @@ func newRunner(o Options) (*runner, int) {
 		fmt.Fprintln(o.Stderr, "jobwatch run: --job is required")
 		return nil, ExitWrapper
 	}
-	if !JobNameRE.MatchString(o.Job) {
-		fmt.Fprintf(o.Stderr, "jobwatch run: invalid job name %q: must match %s\n", o.Job, JobNameRE)
+	if !jobname.Valid(o.Job) {
+		fmt.Fprintf(o.Stderr, "jobwatch run: invalid job name %q: must match %s\n", o.Job, jobname.Pattern)
 		return nil, ExitWrapper
 	}
 	host, err := os.Hostname()

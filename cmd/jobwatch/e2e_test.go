@@ -349,6 +349,20 @@ func TestCheckConfig(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// A bad duration and an unknown key do not hide the other problems.
+	golden, err := os.ReadFile("../../config/testdata/collects-type-errors.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../../config/testdata/collects-type-errors.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bad, example, 0o644)
+	out, err = exec.Command(bin, "check-config", "--config.file="+bad).CombinedOutput()
+	if want := "config " + bad + ": " + string(golden); exitCode(err) != 1 || string(out) != want {
+		t.Errorf("check-config on the example of every kind of problem: exit %d\n%s\nwant:\n%s", exitCode(err), out, want)
+	}
 }
 
 func exitCode(err error) int {

@@ -164,7 +164,7 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			}
 			up = false
 			sink.SetHealth(Type, false, err)
-			if !sources.SleepCtx(ctx, time.Second) {
+			if !sources.Sleep(ctx, time.Second) {
 				return nil
 			}
 			continue

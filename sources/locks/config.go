@@ -18,6 +18,28 @@ import (
 	"jobwatch/sources"
 )
 
+func init() { sources.Register(Type, decode) }
+
+func decode(b config.Block) (sources.Config, []error) {
+	var c Config
+	errs := config.DecodeBlock(b, &c)
+	errs = append(errs, c.Validate(b.Jobs)...)
+	for _, p := range c.Paths() {
+		*p = b.Resolve(*p)
+	}
+	return &c, errs
+}
+
+var _ sources.Config = (*Config)(nil)
+
+// Identity is empty: a locks source saves no position, so none follows it.
+func (c *Config) Identity() string { return "" }
+
+// New builds the source.
+func (c *Config) New(name string, deps sources.Deps) (sources.Source, error) {
+	return New(name, *c, deps)
+}
+
 // Config is a locks source's block of jobwatch.yml.
 type Config struct {
 	// Interval is how often every lock is probed; default DefaultInterval.
@@ -162,8 +184,9 @@ func (c *Config) Paths() []*string {
 
 // New builds a locks source. Servers are not contacted until Run.
 func New(name string, c Config, deps sources.Deps) (*Source, error) {
+	deps = deps.WithDefaults()
 	log := deps.Logger.With("source", name, "type", Type)
-	s := &Source{name: name, log: log, now: deps.Now, interval: c.Interval.D(), wait: sources.SleepCtx}
+	s := &Source{name: name, log: log, now: deps.Now, interval: c.Interval.D(), wait: sources.Sleep}
 	if s.interval == 0 {
 		s.interval = DefaultInterval
 	}

@@ -85,21 +85,18 @@ func (s *Source) Type() string { return Type }
 // is true now.
 func (s *Source) Run(ctx context.Context, _ json.RawMessage, sink sources.Sink) error {
 	defer s.close()
-	up, known := false, false
+	health := sources.NewHealth(s.name, sink, s.log)
+	health.DownMsg, health.DownLevel, health.UpMsg = "lock probe failed", slog.LevelWarn, "lock probes succeed again"
 	for {
 		states, err := s.round(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		sink.Apply(model.Batch{Source: s.name, Locks: states})
-		if !known || up != (err == nil) {
-			if err != nil {
-				s.log.Warn("lock probe failed", "err", err)
-			} else if known {
-				s.log.Info("lock probes succeed again")
-			}
-			up, known = err == nil, true
-			sink.SetHealth(s.name, up, err)
+		if err != nil {
+			health.Down("", err)
+		} else {
+			health.Up()
 		}
 		if !s.wait(ctx, s.interval) {
 			return nil

@@ -56,7 +56,7 @@ func (st stepper) wait(ctx context.Context, _ time.Duration) bool {
 	}
 }
 
-func decode(t *testing.T, text string) Config {
+func decodeYAML(t *testing.T, text string) Config {
 	t.Helper()
 	var c Config
 	dec := yaml.NewDecoder(strings.NewReader(text))
@@ -70,7 +70,7 @@ func decode(t *testing.T, text string) Config {
 func TestSourceRounds(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "cleanup.lock")
-	c := decode(t, `
+	c := decodeYAML(t, `
 interval: 1h
 locks:
   - job: stats
@@ -155,7 +155,7 @@ func (failing) probe(time.Time) (model.LockState, error) {
 }
 
 func TestValidate(t *testing.T) {
-	c := decode(t, `
+	c := decodeYAML(t, `
 interval: -1s
 locks:
   - flock: /a
@@ -199,7 +199,7 @@ locks:
 
 func TestNewHidesDSNSecrets(t *testing.T) {
 	t.Setenv("JOBWATCH_TEST_PW", "hunter2")
-	c := decode(t, `
+	c := decodeYAML(t, `
 locks:
   - job: a
     mysql: "u:${JOBWATCH_TEST_PW}@tcp(h:1)/?badparam=%zz"

@@ -1,0 +1,108 @@
+// Package layering holds the proof that jobwatch's packages keep to their
+// layers, which any reader can rerun with `go test ./internal/layering`:
+// no source package imports Prometheus (sources turn records into events;
+// they know nothing of metrics), and the collector neither queries a
+// database nor touches files (it renders the model; reading and writing
+// belong to the sources and the saver).
+package layering
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// goList runs go list with args and returns its output's lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Fields(string(out))
+}
+
+func TestSourcesImportNoPrometheus(t *testing.T) {
+	pkgs := goList(t, "jobwatch/sources/...")
+	if len(pkgs) < 4 {
+		t.Fatalf("found only the source packages %v", pkgs)
+	}
+	for _, pkg := range pkgs {
+		t.Run(pkg, func(t *testing.T) {
+			deps := goList(t, "-deps", pkg)
+			for _, d := range deps {
+				if strings.HasPrefix(d, "github.com/prometheus/") {
+					t.Errorf("%s imports %s (see go list -deps %s)", pkg, d, pkg)
+				}
+			}
+		})
+	}
+}
+
+func TestCollectorImportsNoDatabase(t *testing.T) {
+	for _, d := range goList(t, "-deps", "jobwatch/collector") {
+		if d == "database/sql" || strings.HasPrefix(d, "database/sql/") || strings.HasPrefix(d, "github.com/go-sql-driver/") {
+			t.Errorf("collector imports %s", d)
+		}
+	}
+}
+
+// fileFuncs are the functions of package os that touch the file system.
+var fileFuncs = map[string]bool{
+	"Open": true, "OpenFile": true, "OpenInRoot": true, "OpenRoot": true, "Create": true, "CreateTemp": true,
+	"ReadFile": true, "WriteFile": true, "ReadDir": true, "ReadLink": true, "Readlink": true,
+	"Stat": true, "Lstat": true, "Remove": true, "RemoveAll": true, "Rename": true, "Mkdir": true,
+	"MkdirAll": true, "MkdirTemp": true, "Chmod": true, "Chown": true, "Lchown": true, "Chtimes": true,
+	"Truncate": true, "Link": true, "Symlink": true, "DirFS": true, "CopyFS": true, "NewFile": true,
+}
+
+// The collector's own code (tests aside) calls no file function of os and
+// imports no package whose business is files.
+func TestCollectorTouchesNoFiles(t *testing.T) {
+	dir := goList(t, "-f", "{{.Dir}}", "jobwatch/collector")[0]
+	files := goList(t, "-f", `{{join .GoFiles " "}}`, "jobwatch/collector")
+	if len(files) == 0 {
+		t.Fatal("no files in collector")
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		osName := ""
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			switch path {
+			case "io/ioutil", "io/fs", "path/filepath", "database/sql", "os/exec":
+				t.Errorf("%s imports %s", name, path)
+			case "os":
+				osName = "os"
+				if imp.Name != nil {
+					osName = imp.Name.Name
+				}
+			}
+		}
+		if osName == "" {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == osName && fileFuncs[sel.Sel.Name] {
+				t.Errorf("%s: collector calls os.%s", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+}

@@ -1,0 +1,776 @@
+// Package journal reads scheduled runs from the systemd journal: the
+// service manager's entries about the configured units, and the cron
+// daemon's CMD and END lines. Its saved position is the journal cursor, the
+// runs in progress and the most recent ended runs; its identity is the
+// journal directory or files.
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"jobwatch/model"
+	"jobwatch/sources"
+)
+
+// Source reads scheduled runs from the systemd journal: the service
+// manager's lifecycle entries of the configured units (timer-driven services)
+// and the cron daemon's CMD/END lines. It runs journalctl --output=json, first
+// to catch up from the saved cursor, then with --follow, and restarts it with
+// backoff whenever it exits.
+type Source struct {
+	name     string
+	units    map[string]string // unit -> job
+	cron     []cronMatcher
+	selector []string // --directory= / --file= (absolute)
+	matches  []string // journalctl match arguments
+	dir      string   // directory to check before reading, if any
+	log      *slog.Logger
+	now      func() time.Time
+
+	// Tunables; tests shorten them.
+	journalctl string
+	maxBatch   int           // flush after this many entries
+	pause      time.Duration // flush when output pauses this long
+	backoffMin time.Duration
+	backoffMax time.Duration
+	maxLine    int // longer output lines are skipped as parse errors
+	maxEnded   int // ended run ids kept in the position for deduplication
+	// sleep waits d or until ctx is done (the waker).
+	sleep func(ctx context.Context, d time.Duration) bool
+	// started, if set, is told of each journalctl process (tests).
+	started func(pid int, follow bool)
+}
+
+var _ sources.Source = (*Source)(nil)
+
+type cronMatcher struct {
+	re  *regexp.Regexp
+	job string
+}
+
+// New builds a journal source named name. Relative directory and file
+// paths are made absolute (journalctl --follow fails on relative ones); the
+// config's decoder resolves them against the config file's directory first.
+func New(name string, jc Config, deps sources.Deps) (*Source, error) {
+	deps = deps.WithDefaults()
+	j := &Source{
+		name:       name,
+		units:      map[string]string{},
+		log:        deps.Logger.With("source", name, "type", Type),
+		now:        deps.Now,
+		journalctl: "journalctl",
+		maxBatch:   2000,
+		pause:      50 * time.Millisecond,
+		backoffMin: time.Second,
+		backoffMax: time.Minute,
+		maxLine:    4 << 20,
+		maxEnded:   512,
+		sleep:      sources.Sleep,
+	}
+	if jc.Directory != "" && len(jc.Files) > 0 {
+		return nil, fmt.Errorf("journal source %q: directory and files are exclusive", name)
+	}
+	if jc.Directory != "" {
+		abs, err := filepath.Abs(jc.Directory)
+		if err != nil {
+			return nil, fmt.Errorf("journal source %q: directory: %w", name, err)
+		}
+		j.dir = abs
+		j.selector = append(j.selector, "--directory="+abs)
+	}
+	for _, f := range jc.Files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, fmt.Errorf("journal source %q: file: %w", name, err)
+		}
+		j.selector = append(j.selector, "--file="+abs)
+	}
+	units := make([]string, 0, len(jc.Units))
+	for u, job := range jc.Units {
+		j.units[u] = job
+		units = append(units, u)
+	}
+	sort.Strings(units)
+	for _, u := range units {
+		// UNIT= selects the service manager's entries about the unit,
+		// _SYSTEMD_UNIT= the unit's own output (which carries its PID).
+		j.matches = append(j.matches, "UNIT="+u, "_SYSTEMD_UNIT="+u)
+	}
+	for i, m := range jc.Cron {
+		re, err := regexp.Compile(m.Match)
+		if err != nil {
+			return nil, fmt.Errorf("journal source %q: cron[%d].match: %w", name, i, err)
+		}
+		j.cron = append(j.cron, cronMatcher{re: re, job: m.Job})
+	}
+	if len(j.cron) > 0 {
+		j.matches = append(j.matches, "SYSLOG_IDENTIFIER=CRON")
+	}
+	if len(j.matches) == 0 {
+		return nil, fmt.Errorf("journal source %q: needs units or cron", name)
+	}
+	// Matches on different fields are ANDed by journalctl unless joined by "+".
+	var joined []string
+	for i, m := range j.matches {
+		if i > 0 {
+			joined = append(joined, "+")
+		}
+		joined = append(joined, m)
+	}
+	j.matches = joined
+	return j, nil
+}
+
+func (j *Source) Name() string { return j.name }
+func (j *Source) Type() string { return Type }
+
+// journalPosition is the Position of a journal source's batches.
+type journalPosition struct {
+	// Cursor and Realtime (µs) of the last entry read.
+	Cursor   string `json:"cursor,omitempty"`
+	Realtime int64  `json:"realtime,omitempty"`
+	// Open runs whose start was read and whose end was not yet.
+	Open []journalRun `json:"open,omitempty"`
+	// Ended: the most recent ended runs, to drop replayed entries.
+	Ended []endedRun `json:"ended,omitempty"`
+	// Floor: the end time of the newest run dropped from Ended; entries
+	// about runs not open and not later than it are replays.
+	Floor int64 `json:"floor,omitempty"`
+}
+
+type journalRun struct {
+	ID          string `json:"id"` // INVOCATION_ID, or cron:<host>:<pid>
+	Job         string `json:"job"`
+	Host        string `json:"host,omitempty"`
+	PID         int    `json:"pid,omitempty"`
+	Start       int64  `json:"start"` // µs
+	ExitCode    int    `json:"exit_code,omitempty"`
+	HasExitCode bool   `json:"has_exit_code,omitempty"`
+	Failed      bool   `json:"failed,omitempty"` // cron: an error line was seen
+}
+
+// Before orders runs in progress oldest first, ties broken by id.
+func (r *journalRun) Before(o *journalRun) bool {
+	if r.Start != o.Start {
+		return r.Start < o.Start
+	}
+	return r.ID < o.ID
+}
+
+type endedRun struct {
+	ID  string `json:"id"`
+	End int64  `json:"end"` // µs
+}
+
+var cursorRE = regexp.MustCompile(`^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$`)
+
+// Run reads the journal until ctx is done.
+func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
+	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}}
+	if len(from) > 0 {
+		var p journalPosition
+		if err := json.Unmarshal(from, &p); err != nil {
+			j.log.Warn("saved journal position is unreadable; reading the journal from its start", "err", err)
+			r.resets++
+		} else {
+			r.pos = p
+			for i := range p.Open {
+				run := p.Open[i]
+				r.open[run.ID] = &run
+			}
+			r.open.Trim()
+		}
+	}
+	if r.pos.Cursor != "" && !cursorRE.MatchString(r.pos.Cursor) {
+		j.log.Warn("saved journal cursor is malformed; continuing from its time", "cursor", r.pos.Cursor, "realtime", r.pos.Realtime)
+		r.pos.Cursor = ""
+		r.resets++
+	}
+	backoff := j.backoffMin
+	health := sources.NewHealth(j.name, sink, j.log)
+	health.DownMsg, health.UpMsg = "cannot read the journal", "journal readable again"
+	var lastFollowErr string
+	for ctx.Err() == nil {
+		err := r.check()
+		if err == nil {
+			err = r.read(ctx, false)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			health.Up()
+			began := time.Now()
+			err = r.read(ctx, true)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if time.Since(began) >= j.backoffMax {
+				backoff = j.backoffMin // it ran well for a while
+			}
+			// Any exit of the follower is an error: restart it from the
+			// saved cursor (catching up first), logging each new reason once.
+			if msg := err.Error(); msg != lastFollowErr {
+				j.log.Warn("journalctl --follow exited; restarting", "err", err, "backoff", backoff)
+				lastFollowErr = msg
+			} else {
+				j.log.Debug("journalctl --follow exited; restarting", "err", err, "backoff", backoff)
+			}
+		} else {
+			health.Down("", err)
+		}
+		if !j.sleep(ctx, backoff) {
+			return nil
+		}
+		backoff = min(2*backoff, j.backoffMax)
+	}
+	return nil
+}
+
+// journalReader is the state of one Run.
+type journalReader struct {
+	j    *Source
+	sink sources.Sink
+	pos  journalPosition
+	open model.InFlight[string, *journalRun] // runs in progress
+
+	// Pending batch.
+	batch    model.Batch
+	pending  int            // entries read since the last flush
+	startIdx map[string]int // run id -> index of its Start in batch.Events
+	resets   int            // position resets not yet handed over
+
+	// Cursor handling of the current journalctl run.
+	expect     string // the saved cursor, printed first if it still exists
+	first      bool   // no entry read yet in this journalctl run
+	skipBefore int64  // after a reset: entries older than this were read before
+	lostCursor string // a cursor already counted as gone
+}
+
+// check fails when the configured directory or files are gone.
+func (r *journalReader) check() error {
+	if r.j.dir != "" {
+		st, err := os.Stat(r.j.dir)
+		if err != nil {
+			return fmt.Errorf("journal directory: %w", err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("journal directory %s is not a directory", r.j.dir)
+		}
+	}
+	return nil
+}
+
+func (r *journalReader) args(follow bool) []string {
+	a := append([]string{}, r.j.selector...)
+	a = append(a, "--output=json", "--output-fields="+journalOutputFields, "--no-pager")
+	switch {
+	case r.pos.Cursor != "":
+		// --cursor rather than --after-cursor: when the cursor's entry is
+		// gone, --after-cursor silently skips the first surviving entry.
+		// The entry at the cursor is dropped in handle.
+		a = append(a, "--cursor="+r.pos.Cursor)
+	case r.pos.Realtime > 0:
+		a = append(a, fmt.Sprintf("--since=@%d.%06d", r.pos.Realtime/1e6, r.pos.Realtime%1e6))
+	case follow:
+		a = append(a, "--no-tail")
+	}
+	if follow {
+		a = append(a, "--follow")
+	}
+	return append(a, r.j.matches...)
+}
+
+// read runs journalctl once and applies what it prints. Without follow it
+// returns nil when journalctl exits 0 after printing everything; with follow
+// it returns only on an error, journalctl's exit, or when ctx is done.
+func (r *journalReader) read(ctx context.Context, follow bool) error {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	args := r.args(follow)
+	cmd := exec.CommandContext(cctx, r.j.journalctl, args...)
+	stderr := &tailBuffer{max: 4096}
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("journalctl: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting journalctl: %w", err)
+	}
+	r.j.log.Debug("journalctl started", "args", strings.Join(args, " "), "pid", cmd.Process.Pid)
+	if r.j.started != nil {
+		r.j.started(cmd.Process.Pid, follow)
+	}
+	r.expect = r.pos.Cursor
+	r.first = true
+
+	lines := make(chan [][]byte, 4)
+	var readErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(lines)
+		readErr = readLines(cctx, out, r.j.maxLine, lines)
+	}()
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var waitErr error
+loop:
+	for {
+		select {
+		case chunk, ok := <-lines:
+			if !ok {
+				break loop
+			}
+			for _, l := range chunk {
+				r.line(l)
+			}
+			if r.pending >= r.j.maxBatch {
+				r.flush()
+			}
+			if r.pending > 0 {
+				timer.Reset(r.j.pause)
+			}
+		case <-timer.C:
+			r.flush()
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	r.flush()
+	if ctx.Err() != nil {
+		cancel() // kills journalctl
+	}
+	wg.Wait()
+	if readErr != nil {
+		cancel()
+	}
+	// Cancelling only when needed: Wait reports a cancelled context as an
+	// error even after a clean exit.
+	waitErr = cmd.Wait()
+	if r.first && r.expect != "" && ctx.Err() == nil && !follow {
+		// journalctl printed nothing, not even the saved cursor's entry: it is gone.
+		r.cursorGone(r.expect)
+		r.flush()
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if readErr != nil && !errors.Is(readErr, context.Canceled) {
+		return fmt.Errorf("reading journalctl output: %w", readErr)
+	}
+	if waitErr != nil {
+		return fmt.Errorf("journalctl: %w: %s", waitErr, stderr.last())
+	}
+	if follow {
+		return fmt.Errorf("journalctl --follow exited: %s", stderr.last())
+	}
+	if s := stderr.String(); strings.Contains(s, "insufficient permissions") || strings.Contains(s, "not seeing messages from other users") {
+		// journalctl exits 0 when it may read only some journal files.
+		return fmt.Errorf("journalctl cannot read the whole journal (add jobwatch's user to group systemd-journal): %s", stderr.last())
+	}
+	return nil
+}
+
+// readLines sends out's lines in chunks, each chunk what was available
+// without blocking. Lines longer than maxLine are replaced by nil.
+func readLines(ctx context.Context, out io.Reader, maxLine int, lines chan<- [][]byte) error {
+	br := bufio.NewReaderSize(out, 256<<10)
+	var chunk [][]byte
+	var long []byte
+	tooLong := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			if !tooLong {
+				long = append(long, frag...)
+				if len(long) > maxLine {
+					long, tooLong = nil, true
+				}
+			}
+			continue
+		case len(frag) > 0 && frag[len(frag)-1] == '\n':
+			var l []byte
+			if tooLong {
+				l = nil
+			} else if long != nil {
+				l = append(long, frag...)
+			} else {
+				l = bytes.Clone(frag)
+			}
+			long, tooLong = nil, false
+			chunk = append(chunk, l)
+		}
+		if len(chunk) > 0 && (br.Buffered() == 0 || len(chunk) >= 512 || err != nil) {
+			select {
+			case lines <- chunk:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			chunk = nil
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// line applies one output line of journalctl.
+func (r *journalReader) line(l []byte) {
+	r.pending++
+	if l == nil {
+		r.batch.ParseErrors++
+		r.j.log.Debug("skipping an over-long journal entry")
+		return
+	}
+	if len(bytes.TrimSpace(l)) == 0 {
+		return
+	}
+	var e journalEntry
+	if err := decodeJournalEntry(l, &e); err != nil {
+		r.batch.ParseErrors++
+		r.j.log.Debug("skipping an unreadable journal entry", "err", err)
+		return
+	}
+	if r.first {
+		r.first = false
+		if r.expect != "" {
+			if e.Cursor.s == r.expect {
+				return // applied before
+			}
+			r.cursorGone(r.expect)
+		}
+	}
+	r.pos.Cursor = e.Cursor.s
+	r.pos.Realtime = e.rt
+	if r.skipBefore > 0 {
+		if e.rt < r.skipBefore {
+			return
+		}
+		r.skipBefore = 0
+	}
+	r.apply(&e)
+}
+
+// cursorGone handles a saved cursor that no longer exists (vacuumed or
+// rotated away, or from another journal): reading goes on from the oldest
+// entry after its time.
+func (r *journalReader) cursorGone(cursor string) {
+	r.skipBefore = r.pos.Realtime
+	if cursor == r.lostCursor {
+		return
+	}
+	r.lostCursor = cursor
+	r.resets++
+	r.j.log.Warn("saved journal cursor no longer exists; continuing after its time",
+		"cursor", cursor, "time", time.UnixMicro(r.pos.Realtime).UTC())
+}
+
+func (r *journalReader) flush() {
+	if r.pending == 0 && r.resets == 0 {
+		return
+	}
+	r.batch.Source = r.j.name
+	r.batch.PositionResets = r.resets
+	r.batch.Position = r.position()
+	r.sink.Apply(r.batch)
+	r.batch = model.Batch{}
+	r.pending = 0
+	r.resets = 0
+	clear(r.startIdx)
+}
+
+func (r *journalReader) position() json.RawMessage {
+	p := r.pos
+	p.Open = nil
+	for _, run := range r.open.Sorted() {
+		p.Open = append(p.Open, *run)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(err) // plain data: cannot fail
+	}
+	return b
+}
+
+func (r *journalReader) apply(e *journalEntry) {
+	if e.Unit.ok && e.MessageID.ok {
+		if job, ok := r.j.units[e.Unit.s]; ok {
+			r.unitEntry(e, job)
+			return
+		}
+	}
+	if e.SystemdUnit.ok {
+		if _, ok := r.j.units[e.SystemdUnit.s]; ok {
+			r.unitOutput(e)
+			return
+		}
+	}
+	if len(r.j.cron) > 0 && e.SyslogIdentifier.s == "CRON" {
+		r.cronEntry(e)
+	}
+}
+
+func (r *journalReader) unitKey(e *journalEntry, unit string) string {
+	if e.InvocationID.ok && e.InvocationID.s != "" {
+		return e.InvocationID.s
+	}
+	return unit + "@" + e.Hostname.s // systemd before v232 logs no invocation IDs
+}
+
+// unitEntry applies an entry of the service manager about a configured unit.
+func (r *journalReader) unitEntry(e *journalEntry, job string) {
+	id := r.unitKey(e, e.Unit.s)
+	switch e.MessageID.s {
+	case msgUnitStarting:
+		if e.JobType.ok && e.JobType.s != "start" {
+			return
+		}
+		r.start(e, id, job, 0)
+	case msgUnitProcessExit:
+		run := r.open[id]
+		if run == nil {
+			return
+		}
+		if e.ExitCode.s == "exited" {
+			if st, err := strconv.Atoi(e.ExitStatus.s); err == nil {
+				run.ExitCode, run.HasExitCode = st, true
+			}
+		} else {
+			run.HasExitCode = false // killed or dumped: EXIT_STATUS is a signal
+		}
+	case msgUnitSuccess:
+		r.end(e, id, job, model.Success, true)
+	case msgUnitFailureResult:
+		res := model.Failure
+		if e.UnitResult.s == "timeout" {
+			res = model.Timeout
+		}
+		r.end(e, id, job, res, true)
+	case msgUnitFailed:
+		// Ends a run only if its start was seen: a start job that failed on
+		// a dependency or a condition never ran anything. After a
+		// FAILURE_RESULT entry the run is no longer open.
+		res := model.Failure
+		if e.JobResult.s == "timeout" {
+			res = model.Timeout
+		}
+		r.end(e, id, job, res, false)
+	}
+}
+
+// unitOutput notes the PID of a run from its process's own output. Only
+// stdout entries count: journald stamps every line of a stdout stream with
+// the PID of the process that opened it, which for ExecStart= is the main
+// process (systemd connects the stream before exec), even when a child
+// wrote the line. Syslog and native entries carry the writer's own PID,
+// which may be a short-lived child.
+func (r *journalReader) unitOutput(e *journalEntry) {
+	if e.Transport.s != "stdout" {
+		return
+	}
+	id := e.SystemdInvocationID.s
+	if id == "" {
+		id = e.SystemdUnit.s + "@" + e.Hostname.s
+	}
+	run := r.open[id]
+	if run == nil || run.PID != 0 {
+		return
+	}
+	pid, err := strconv.Atoi(e.PID.s)
+	if err != nil || pid <= 0 {
+		return
+	}
+	run.PID = pid
+	if i, ok := r.startIdx[id]; ok {
+		r.batch.Events[i].PID = pid
+	}
+}
+
+var (
+	cronCmdRE   = regexp.MustCompile(`^\(([^)]*)\) CMD \((.*)\)$`)
+	cronEndRE   = regexp.MustCompile(`^\(([^)]*)\) END \((.*)\)$`)
+	cronErrorRE = regexp.MustCompile(`^\(CRON\) error \(grandchild #\d+ failed with exit status (\d+)\)$`)
+)
+
+// cronEntry applies a line of the cron daemon. Its child process logs
+// "(user) CMD (command)" when it starts a job, "(user) END (command)" when the
+// job ends (cron -L 2), and "(CRON) error (grandchild #N failed with exit
+// status S)" before that when the job failed (cron -L 4).
+func (r *journalReader) cronEntry(e *journalEntry) {
+	pid, err := strconv.Atoi(e.PID.s)
+	if err != nil || pid <= 0 {
+		return
+	}
+	id := "cron:" + e.Hostname.s + ":" + strconv.Itoa(pid)
+	msg := e.Message.s
+	if m := cronCmdRE.FindStringSubmatch(msg); m != nil {
+		job := r.cronJob(m[2])
+		if job == "" {
+			return
+		}
+		if run := r.open[id]; run != nil && run.Start != e.rt {
+			delete(r.open, id) // the PID was reused: the old run's END was never seen
+		}
+		r.start(e, id, job, pid)
+		return
+	}
+	if m := cronEndRE.FindStringSubmatch(msg); m != nil {
+		job := r.cronJob(m[2])
+		if run := r.open[id]; run != nil {
+			job = run.Job
+		}
+		if job == "" {
+			return
+		}
+		res := model.Success
+		if run := r.open[id]; run != nil && run.Failed {
+			res = model.Failure
+		}
+		r.end(e, id, job, res, true)
+		return
+	}
+	if m := cronErrorRE.FindStringSubmatch(msg); m != nil {
+		if run := r.open[id]; run != nil {
+			run.Failed = true
+			run.ExitCode, _ = strconv.Atoi(m[1])
+			run.HasExitCode = true
+		}
+	}
+}
+
+func (r *journalReader) cronJob(command string) string {
+	for _, m := range r.j.cron {
+		if m.re.MatchString(command) {
+			return m.job
+		}
+	}
+	return ""
+}
+
+// replayed reports whether an entry about run id at time t was applied before.
+func (r *journalReader) replayed(id string, t int64, isEnd bool) bool {
+	for i := len(r.pos.Ended) - 1; i >= 0; i-- {
+		x := r.pos.Ended[i]
+		if x.ID != id {
+			continue
+		}
+		if !strings.HasPrefix(id, "cron:") {
+			return true // invocation IDs never repeat
+		}
+		// Cron run ids repeat when PIDs are reused: only entries up to
+		// that run's end belong to it.
+		if isEnd {
+			return t == x.End
+		}
+		return t <= x.End
+	}
+	return t <= r.pos.Floor
+}
+
+func (r *journalReader) start(e *journalEntry, id, job string, pid int) {
+	if _, ok := r.open[id]; ok || r.replayed(id, e.rt, false) {
+		return
+	}
+	run := &journalRun{ID: id, Job: job, Host: e.Hostname.s, PID: pid, Start: e.rt}
+	if old, full := r.open.Add(id, run); full {
+		r.j.log.Warn("too many open runs; forgetting the oldest", "job", old.Job, "run_id", old.ID,
+			"start", time.UnixMicro(old.Start).UTC(), "limit", model.MaxOpenRuns)
+	}
+	if r.startIdx == nil {
+		r.startIdx = map[string]int{}
+	}
+	r.startIdx[id] = len(r.batch.Events)
+	r.batch.Events = append(r.batch.Events, model.Event{
+		Time: time.UnixMicro(e.rt), Job: job, Kind: model.Start,
+		Host: e.Hostname.s, PID: pid, RunID: id,
+	})
+}
+
+// end ends run id. Without a seen start it emits an End only if definite
+// (the entry can only mean that a run ended).
+func (r *journalReader) end(e *journalEntry, id, job string, res model.Result, definite bool) {
+	run := r.open[id]
+	if run == nil && (!definite || r.replayed(id, e.rt, true)) {
+		return
+	}
+	ev := model.Event{Time: time.UnixMicro(e.rt), Job: job, Kind: model.End, Host: e.Hostname.s, RunID: id, Result: res}
+	if run != nil {
+		ev.Job = run.Job
+		ev.PID = run.PID
+		ev.ExitCode, ev.HasExitCode = run.ExitCode, run.HasExitCode
+		if e.rt >= run.Start {
+			ev.Duration, ev.HasDuration = time.Duration(e.rt-run.Start)*time.Microsecond, true
+		}
+		if ev.Host == "" {
+			ev.Host = run.Host
+		}
+		delete(r.open, id)
+	}
+	r.batch.Events = append(r.batch.Events, ev)
+	r.pos.Ended = append(r.pos.Ended, endedRun{ID: id, End: e.rt})
+	// Trim in steps, not on every run: the position keeps between
+	// maxEnded and 5/4 of it.
+	if over := len(r.pos.Ended) - r.j.maxEnded; over > r.j.maxEnded/4 {
+		for _, x := range r.pos.Ended[:over] {
+			r.pos.Floor = max(r.pos.Floor, x.End)
+		}
+		r.pos.Ended = append([]endedRun(nil), r.pos.Ended[over:]...)
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// last returns the last non-empty line written.
+func (t *tailBuffer) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

@@ -1,0 +1,736 @@
+// Package mysql reads runs from a job_runs table: one row per run, inserted
+// when the run starts and updated when it finishes. Its block names the
+// DSN, the table, its columns and status values; its saved position (see
+// position.go) is the highest id read, the runs read in progress and the
+// ids missing below the highest; its identity is a hash of the DSN and the
+// table. Check, for check-config, verifies the table and its columns.
+package mysql
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"jobwatch/config"
+	"jobwatch/internal/mysqldsn"
+	"jobwatch/model"
+	"jobwatch/sources"
+)
+
+// Bounds of a mysql source's work and state.
+const (
+	// mysqlBatchRows is how many new rows one poll reads; a full batch is
+	// followed by another poll at once.
+	mysqlBatchRows = 1000
+	// mysqlMaxGaps bounds the ranges of missing ids looked for every poll.
+	mysqlMaxGaps = 10000
+	// mysqlBootstrapOpen bounds the runs in progress per job read on first start.
+	mysqlBootstrapOpen = 1000
+	// mysqlStartTail is how many ids below the highest are checked on first
+	// start for transactions not yet committed.
+	mysqlStartTail = 256
+	// mysqlChunk is how many ids or ranges one re-read query names.
+	mysqlChunk = 500
+	// mysqlMaxBackoff caps the wait between failed polls.
+	mysqlMaxBackoff = time.Minute
+)
+
+// Source reads runs from a job_runs table: one row per run, inserted when the
+// run starts and updated when it finishes (or inserted finished), possibly
+// by schedulers on many hosts.
+//
+// It reads incrementally, by id: rows above the highest id read, the rows
+// read in progress (by id, to see them finish) and the ids missing below the
+// highest (transactions committed out of id order, looked for during the
+// late window). See mysqlPosition.
+type Source struct {
+	name string
+	log  *slog.Logger
+	now  func() time.Time
+	jobs []string
+
+	dsn *mysql.Config
+	red *mysqldsn.Redactor
+
+	schema, tableName string // schema may be empty: the DSN's database
+	table             string // quoted, qualified if configured so
+	cols              Columns
+	q                 map[string]string // quoted column names by config key
+	selectList        string
+
+	status     map[string]statusClass // lower-cased value -> class
+	statusVals map[statusClass][]string
+
+	poll, late time.Duration
+	// wait sleeps d or until ctx is done (false). Tests replace it.
+	wait func(ctx context.Context, d time.Duration) bool
+}
+
+var _ sources.Source = (*Source)(nil)
+var _ sources.Checker = (*Source)(nil)
+
+type statusClass uint8
+
+const (
+	statusUnknown statusClass = iota
+	statusSuccess
+	statusFailure
+	statusTimeout
+	statusSkipped
+)
+
+// New builds a mysql source named name. It reads and parses the DSN but
+// does not connect: Run and Check do.
+func New(name string, c Config, deps sources.Deps) (*Source, error) {
+	deps = deps.WithDefaults()
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("source %q: %w", name, config.Join(errs...))
+	}
+	log := deps.Logger.With("source", name, "type", Type)
+	dsn, red, err := mysqldsn.Load(mysqldsn.Source{DSN: c.DSN, File: c.DSNFile}, log)
+	if err != nil {
+		return nil, fmt.Errorf("source %q: %w", name, err)
+	}
+	m := &Source{
+		name: name, log: log, now: deps.Now, jobs: slices.Clone(deps.Jobs),
+		dsn: dsn, red: red,
+		cols: c.ColumnNames(), poll: c.Poll(), late: c.Late(),
+		q:          map[string]string{},
+		status:     map[string]statusClass{},
+		statusVals: map[statusClass][]string{},
+		wait:       sources.Sleep,
+	}
+	slices.Sort(m.jobs)
+	m.jobs = slices.Compact(m.jobs)
+	table := c.TableName()
+	if i := strings.IndexByte(table, '.'); i >= 0 {
+		m.schema, m.tableName = table[:i], table[i+1:]
+		m.table = quoteIdent(m.schema) + "." + quoteIdent(m.tableName)
+	} else {
+		m.tableName, m.table = table, quoteIdent(table)
+	}
+	var list []string
+	for _, kv := range m.cols.NamedColumns() {
+		m.q[kv[0]] = quoteIdent(kv[1])
+		list = append(list, m.q[kv[0]])
+	}
+	m.selectList = strings.Join(list, ", ")
+	st := c.Statuses()
+	for _, g := range []struct {
+		class  statusClass
+		values []string
+	}{{statusSuccess, st.Success}, {statusFailure, st.Failure}, {statusTimeout, st.Timeout}, {statusSkipped, st.Skipped}} {
+		for _, v := range g.values {
+			m.status[strings.ToLower(v)] = g.class
+		}
+		m.statusVals[g.class] = g.values
+	}
+	return m, nil
+}
+
+// quoteIdent quotes a name that config validation has restricted to
+// [A-Za-z0-9_$]; doubling backquotes keeps it safe even if it were not.
+func quoteIdent(s string) string {
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
+}
+
+func (m *Source) Name() string { return m.name }
+func (m *Source) Type() string { return Type }
+
+// String shows the source without its password.
+func (m *Source) String() string {
+	return fmt.Sprintf("mysql source %q (%s, table %s)", m.name, mysqldsn.Redacted(m.dsn), m.table)
+}
+
+// where names the server and table in errors, without the password.
+func (m *Source) where() string {
+	return fmt.Sprintf("%s@%s(%s)/%s table %s", m.dsn.User, m.dsn.Net, m.dsn.Addr, m.dsn.DBName, m.table)
+}
+
+func (m *Source) open() (*sql.DB, error) {
+	conn, err := mysql.NewConnector(m.dsn)
+	if err != nil {
+		return nil, m.red.Err(fmt.Errorf("dsn: %w", err))
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(10 * time.Minute)
+	return db, nil
+}
+
+// Check connects and checks the table and its columns, for check-config.
+// When the server cannot be reached the error wraps sources.ErrUnreachable.
+func (m *Source) Check(ctx context.Context) error {
+	db, err := m.open()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	advice, err := m.checkSchema(ctx, db)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", m.where(), err)
+		if r := failureReason(err); r == "connection" || r == "timeout" {
+			err = fmt.Errorf("database %w: %w", sources.ErrUnreachable, err)
+		}
+		return m.red.Err(err)
+	}
+	if len(advice) > 0 {
+		m.log.Warn("table lacks recommended indexes; first start will scan", "table", m.table, "indexes", strings.Join(advice, " "))
+	}
+	return nil
+}
+
+// Run polls the table until ctx is done.
+func (m *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
+	db, err := m.open()
+	if err != nil {
+		sources.NewHealth(m.name, sink, m.log).Down("dsn", err, "reason", "dsn")
+		<-ctx.Done()
+		return nil
+	}
+	defer db.Close()
+	r := m.newRunner(db, from, sink)
+	failures := 0
+	for {
+		more, err := r.step(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		delay := m.poll
+		switch {
+		case err != nil:
+			failures++
+			delay = m.backoff(failures)
+		case more:
+			failures, delay = 0, 0
+		default:
+			failures = 0
+		}
+		if !m.wait(ctx, delay) {
+			return nil
+		}
+	}
+}
+
+// backoff doubles the poll interval per failed poll, up to a minute (or the
+// poll interval, if longer).
+func (m *Source) backoff(failures int) time.Duration {
+	limit := max(m.poll, min(mysqlMaxBackoff, 12*m.poll))
+	d := m.poll
+	for i := 1; i < failures && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// mysqlRunner is the state of one Run.
+type mysqlRunner struct {
+	m    *Source
+	db   *sql.DB
+	sink sources.Sink
+
+	pos       *mysqlPosition // nil: not started (bootstrap next)
+	lastPos   []byte
+	resets    int  // position resets not yet handed over
+	needCheck bool // check the schema before the next poll
+	advised   bool // the missing indexes were logged
+
+	health *sources.Health
+}
+
+func (m *Source) newRunner(db *sql.DB, from json.RawMessage, sink sources.Sink) *mysqlRunner {
+	r := &mysqlRunner{m: m, db: db, sink: sink, needCheck: true, health: sources.NewHealth(m.name, sink, m.log)}
+	if len(from) > 0 && string(from) != "null" {
+		p, err := parseMySQLPosition(from)
+		if err != nil {
+			m.log.Warn("saved position unreadable; starting afresh", "err", err)
+			r.resets++
+		} else {
+			r.pos = p
+			r.lastPos = p.encode()
+		}
+	}
+	return r
+}
+
+// step is one poll: it hands one batch to the sink, or reports the source
+// down. more says that rows are left to read at once.
+func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
+	m := r.m
+	qctx, cancel := context.WithTimeout(ctx, max(30*time.Second, m.poll))
+	defer cancel()
+	if r.needCheck {
+		advice, err := m.checkSchema(qctx, r.db)
+		if err != nil {
+			err = m.red.Err(fmt.Errorf("%s: %w", m.where(), err))
+			r.down(ctx, err)
+			return false, err
+		}
+		if len(advice) > 0 && !r.advised {
+			r.advised = true
+			m.log.Warn("table lacks recommended indexes; first start will scan", "table", m.table, "indexes", strings.Join(advice, " "))
+		}
+		r.needCheck = false
+	}
+	var b model.Batch
+	var next *mysqlPosition
+	if r.pos == nil {
+		next, b.Events, err = m.bootstrap(qctx, r.db)
+	} else {
+		next, b.Events, b.ParseErrors, more, err = m.pollOnce(qctx, r.db, r.pos)
+		if errors.Is(err, errPositionGone) {
+			m.log.Warn("table has no rows up to the saved position (truncated or replaced?); starting afresh", "saved_id", r.pos.ID)
+			r.resets++
+			next, b.Events, err = m.bootstrap(qctx, r.db)
+			more = false
+		}
+	}
+	if err != nil {
+		r.needCheck = true
+		err = m.red.Err(fmt.Errorf("%s: %w", m.where(), err))
+		r.down(ctx, err)
+		return false, err
+	}
+	r.markUp()
+	b.Source = m.name
+	b.PositionResets, r.resets = r.resets, 0
+	if enc := next.encode(); string(enc) != string(r.lastPos) {
+		b.Position = enc
+		r.lastPos = enc
+	}
+	r.pos = next
+	r.sink.Apply(b)
+	return more, nil
+}
+
+// down reports the source down; a new reason is logged, a repeated one not.
+func (r *mysqlRunner) down(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return // shutting down: not the database's fault
+	}
+	err = r.m.red.Err(err)
+	reason := failureReason(err)
+	r.health.Down(reason, err, "reason", reason)
+}
+
+func (r *mysqlRunner) markUp() { r.health.Up() }
+
+// failureReason classifies an error into a reason stable across polls.
+func failureReason(err error) string {
+	var se *schemaError
+	var me *mysql.MySQLError
+	var ne net.Error
+	switch {
+	case errors.As(err, &se):
+		return se.reason
+	case errors.As(err, &me):
+		switch me.Number {
+		case 1045:
+			return "access denied"
+		case 1044, 1142, 1143:
+			return "permission denied"
+		case 1049:
+			return "unknown database"
+		case 1146:
+			return "table missing"
+		case 1054:
+			return "column missing"
+		case 1040, 1203:
+			return "too many connections"
+		}
+		return fmt.Sprintf("mysql error %d", me.Number)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, mysql.ErrInvalidConn), errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &ne):
+		return "connection"
+	case errors.As(err, new(*scanError)):
+		return "bad value"
+	}
+	return "error"
+}
+
+var errPositionGone = errors.New("saved position is beyond the table's highest id")
+
+// scanError is a row the driver could not convert (a column whose type
+// changed under a running source).
+type scanError struct{ err error }
+
+func (e *scanError) Error() string { return "reading a row: " + e.err.Error() }
+func (e *scanError) Unwrap() error { return e.err }
+
+// runRow is one row of the table.
+type runRow struct {
+	id       int64
+	job      sql.NullString
+	started  sql.NullTime
+	finished sql.NullTime
+	status   sql.NullString
+	host     sql.NullString
+	pid      sql.NullInt64
+}
+
+func (m *Source) query(ctx context.Context, db *sql.DB, where string, args ...any) ([]runRow, error) {
+	rows, err := db.QueryContext(ctx, "SELECT "+m.selectList+" FROM "+m.table+" "+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []runRow
+	for rows.Next() {
+		var r runRow
+		if err := rows.Scan(&r.id, &r.job, &r.started, &r.finished, &r.status, &r.host, &r.pid); err != nil {
+			return nil, &scanError{err}
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func (m *Source) maxID(ctx context.Context, db *sql.DB) (int64, error) {
+	var id sql.NullInt64
+	err := db.QueryRowContext(ctx, "SELECT MAX("+m.q["id"]+") FROM "+m.table).Scan(&id)
+	return id.Int64, err
+}
+
+// bootstrap is the first start: for each configured job its last success,
+// last failure, last timeout and its runs in progress, each from a bounded
+// query on an index; then reading goes on from the highest id.
+func (m *Source) bootstrap(ctx context.Context, db *sql.DB) (*mysqlPosition, []model.Event, error) {
+	top, err := m.maxID(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	pos := &mysqlPosition{V: mysqlPositionVersion, ID: top}
+	// Ids just below the highest may belong to transactions not yet
+	// committed: look for them as gaps.
+	low := max(0, top-mysqlStartTail)
+	if top > 0 {
+		rows, err := db.QueryContext(ctx, "SELECT "+m.q["id"]+" FROM "+m.table+" WHERE "+m.q["id"]+" > ? AND "+m.q["id"]+" <= ? ORDER BY "+m.q["id"], low, top)
+		if err != nil {
+			return nil, nil, err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, nil, &scanError{err}
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, err
+		}
+		pos.Gaps = removeFound([]mysqlGap{{From: low + 1, To: top, Since: m.now().UTC()}}, ids)
+	}
+	var evs []keyedEvent
+	open := map[int64]bool{}
+	c := m.q
+	for _, job := range m.jobs {
+		for _, class := range []statusClass{statusSuccess, statusFailure, statusTimeout} {
+			var last *runRow
+			for _, v := range m.statusVals[class] {
+				rows, err := m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["status"]+" = ? AND "+c["finished_at"]+" IS NOT NULL ORDER BY "+c["finished_at"]+" DESC LIMIT 1", job, v)
+				if err != nil {
+					return nil, nil, err
+				}
+				for i := range rows {
+					r := rows[i]
+					if r.id > top || !r.finished.Valid {
+						continue // newer than the start point: read incrementally
+					}
+					if last == nil || r.finished.Time.After(last.finished.Time) {
+						last = &r
+					}
+				}
+			}
+			if last != nil {
+				e, _, err := m.rowEvents(*last, false)
+				if err == nil {
+					evs = append(evs, e...)
+				}
+			}
+		}
+		rows, err := m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["finished_at"]+" IS NULL ORDER BY "+c["started_at"]+" DESC LIMIT "+fmt.Sprint(mysqlBootstrapOpen), job)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range rows {
+			if r.id > top || m.class(r.status) == statusSkipped || open[r.id] {
+				continue
+			}
+			e, isOpen, err := m.rowEvents(r, false)
+			if err != nil || !isOpen {
+				continue
+			}
+			evs = append(evs, e...)
+			open[r.id] = true
+		}
+	}
+	for id := range open {
+		pos.Open = append(pos.Open, id)
+	}
+	m.capOpen(pos)
+	return pos, sortEvents(evs), nil
+}
+
+// pollOnce reads what changed since pos: the runs in progress and the
+// missing ids, re-read by id, then the rows above the highest id.
+func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (next *mysqlPosition, events []model.Event, parseErrors int, more bool, err error) {
+	now := m.now().UTC()
+	top, err := m.maxID(ctx, db)
+	if err != nil {
+		return nil, nil, 0, false, err
+	}
+	if top < pos.ID {
+		return nil, nil, 0, false, errPositionGone
+	}
+	next = pos.clone()
+	var evs []keyedEvent
+	open := make(map[int64]bool, len(pos.Open))
+	for _, id := range pos.Open {
+		open[id] = true
+	}
+
+	// 1. Re-read the runs in progress and the missing ids.
+	type term struct {
+		sql  string
+		args []any
+	}
+	var terms []term
+	for _, id := range pos.Open {
+		terms = append(terms, term{"?", []any{id}})
+	}
+	var ranges []term
+	for _, g := range pos.Gaps {
+		if g.From == g.To {
+			terms = append(terms, term{"?", []any{g.From}})
+		} else {
+			ranges = append(ranges, term{"BETWEEN ? AND ?", []any{g.From, g.To}})
+		}
+	}
+	seen := map[int64]bool{}
+	var found []int64 // ids found in gaps
+	for i := 0; i < len(terms) || i < len(ranges); i += mysqlChunk {
+		var ors []string
+		var args []any
+		if i < len(terms) {
+			part := terms[i:min(i+mysqlChunk, len(terms))]
+			ors = append(ors, m.q["id"]+" IN ("+strings.Repeat("?, ", len(part)-1)+"?)")
+			for _, t := range part {
+				args = append(args, t.args...)
+			}
+		}
+		if i < len(ranges) {
+			for _, t := range ranges[i:min(i+mysqlChunk, len(ranges))] {
+				ors = append(ors, m.q["id"]+" "+t.sql)
+				args = append(args, t.args...)
+			}
+		}
+		rows, err := m.query(ctx, db, "WHERE "+strings.Join(ors, " OR "), args...)
+		if err != nil {
+			return nil, nil, 0, false, err
+		}
+		for _, r := range rows {
+			if seen[r.id] {
+				continue
+			}
+			seen[r.id] = true
+			started := open[r.id]
+			if !started {
+				found = append(found, r.id)
+			}
+			e, isOpen, perr := m.rowEvents(r, started)
+			if perr != nil {
+				parseErrors++
+				m.log.Warn("row not read as a run", "id", r.id, "err", perr)
+			}
+			evs = append(evs, e...)
+			open[r.id] = isOpen
+		}
+	}
+	for _, id := range pos.Open {
+		if !seen[id] {
+			m.log.Info("run in progress deleted from the table", "id", id)
+			open[id] = false
+		}
+	}
+	slices.Sort(found)
+	next.Gaps = removeFound(next.Gaps, found)
+
+	// 2. Read the rows above the highest id.
+	rows, err := m.query(ctx, db, "WHERE "+m.q["id"]+" > ? ORDER BY "+m.q["id"]+" LIMIT "+fmt.Sprint(mysqlBatchRows), pos.ID)
+	if err != nil {
+		return nil, nil, 0, false, err
+	}
+	prev := pos.ID
+	for _, r := range rows {
+		if r.id > prev+1 {
+			next.Gaps = append(next.Gaps, mysqlGap{From: prev + 1, To: r.id - 1, Since: now})
+		}
+		prev = r.id
+		e, isOpen, perr := m.rowEvents(r, false)
+		if perr != nil {
+			parseErrors++
+			m.log.Warn("row not read as a run", "id", r.id, "err", perr)
+		}
+		evs = append(evs, e...)
+		open[r.id] = isOpen
+	}
+	next.ID = prev
+	more = len(rows) == mysqlBatchRows
+
+	// 3. Forget gaps looked for long enough, and bound the state.
+	next.Gaps = slices.DeleteFunc(next.Gaps, func(g mysqlGap) bool { return now.Sub(g.Since) >= m.late })
+	if len(next.Gaps) > mysqlMaxGaps {
+		slices.SortFunc(next.Gaps, func(a, b mysqlGap) int { return cmp.Compare(a.From, b.From) })
+		drop := len(next.Gaps) - mysqlMaxGaps
+		m.log.Warn("too many missing ids to look for; forgetting the oldest", "dropped_ranges", drop)
+		next.Gaps = next.Gaps[drop:]
+	}
+	next.Open = next.Open[:0]
+	for id, o := range open {
+		if o {
+			next.Open = append(next.Open, id)
+		}
+	}
+	m.capOpen(next)
+	next.normalize()
+	return next, sortEvents(evs), parseErrors, more, nil
+}
+
+// capOpen bounds the runs in progress re-read by id every poll to
+// model.MaxOpenRuns for each configured job (a table shared by a fleet has
+// a run in progress of many jobs at once), forgetting the oldest (the
+// lowest ids): their end will not be seen, and the model closes them as lost
+// at their job's timeout. It leaves p.Open sorted.
+func (m *Source) capOpen(p *mysqlPosition) {
+	open := make(model.InFlight[int64, openID], len(p.Open))
+	for _, id := range p.Open {
+		open[id] = openID(id)
+	}
+	limit := model.MaxOpenRuns * max(len(m.jobs), 1)
+	if drop := open.TrimTo(limit); drop > 0 {
+		m.log.Warn("too many runs in progress to follow; forgetting the oldest", "dropped", drop, "limit", limit)
+	}
+	p.Open = p.Open[:0]
+	for _, id := range open.Sorted() {
+		p.Open = append(p.Open, int64(id))
+	}
+}
+
+// openID is the id of a row read in progress; a lower id is an older run.
+type openID int64
+
+func (a openID) Before(b openID) bool { return a < b }
+
+func (m *Source) class(s sql.NullString) statusClass {
+	if !s.Valid {
+		return statusUnknown
+	}
+	return m.status[strings.ToLower(strings.TrimSpace(s.String))]
+}
+
+// rowEvents turns a row into events. started says its Start was emitted
+// already. open says the run is in progress (to be re-read).
+func (m *Source) rowEvents(r runRow, started bool) (evs []keyedEvent, open bool, err error) {
+	job := strings.TrimSpace(r.job.String)
+	if job == "" {
+		return nil, false, errors.New("empty job name")
+	}
+	base := model.Event{Job: job, Host: r.host.String, RunID: fmt.Sprintf("%s:%d", m.name, r.id)}
+	if r.pid.Valid && r.pid.Int64 > 0 && r.pid.Int64 <= math.MaxInt32 {
+		base.PID = int(r.pid.Int64)
+	}
+	validTime := func(t sql.NullTime) bool { return t.Valid && !t.Time.IsZero() }
+	class := m.class(r.status)
+	if class == statusSkipped {
+		e := base
+		e.Kind = model.Skip
+		switch {
+		case validTime(r.started):
+			e.Time = r.started.Time
+		case validTime(r.finished):
+			e.Time = r.finished.Time
+		default:
+			return nil, false, errors.New("skipped row without time")
+		}
+		return []keyedEvent{{e.Time, e}}, false, nil
+	}
+	if !validTime(r.started) {
+		return nil, false, fmt.Errorf("no %s", m.cols.StartedAt)
+	}
+	start := base
+	start.Kind, start.Time = model.Start, r.started.Time
+	if !validTime(r.finished) {
+		if started {
+			return nil, true, nil
+		}
+		return []keyedEvent{{start.Time, start}}, true, nil
+	}
+	var res model.Result
+	switch class {
+	case statusSuccess:
+		res = model.Success
+	case statusFailure:
+		res = model.Failure
+	case statusTimeout:
+		res = model.Timeout
+	default:
+		// A finished run whose result cannot be told: counted as a parse
+		// error; if its Start was emitted, the model closes it as lost.
+		return nil, false, fmt.Errorf("finished with unknown %s %q", m.cols.Status, r.status.String)
+	}
+	if !started {
+		evs = append(evs, keyedEvent{start.Time, start})
+	}
+	e := base
+	e.Kind, e.Time, e.Result = model.End, r.finished.Time, res
+	if d := r.finished.Time.Sub(r.started.Time); d >= 0 {
+		e.Duration, e.HasDuration = d, true
+	}
+	// An End sorts no earlier than its Start, whatever the clocks said.
+	evs = append(evs, keyedEvent{maxTime(e.Time, r.started.Time), e})
+	return evs, false, nil
+}
+
+type keyedEvent struct {
+	at time.Time
+	ev model.Event
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// sortEvents orders a poll's events by time, so that runs overlapping on
+// several hosts are seen overlapping whatever their ids.
+func sortEvents(k []keyedEvent) []model.Event {
+	slices.SortStableFunc(k, func(a, b keyedEvent) int { return a.at.Compare(b.at) })
+	out := make([]model.Event, len(k))
+	for i := range k {
+		out[i] = k[i].ev
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+package runlog
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"jobwatch/model"
+	"jobwatch/schedule"
+	"jobwatch/sources/runlog/tail"
+)
+
+const benchRecords = 1_000_000
+
+var benchFiles sync.Map // format -> path
+
+// benchLog writes (once per process) a run log of benchRecords records of
+// 100 jobs: start and end pairs, as jobwatch run writes them.
+func benchLog(b *testing.B, format string) string {
+	if p, ok := benchFiles.Load(format); ok {
+		return p.(string)
+	}
+	dir, err := os.MkdirTemp("", "jobwatch-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "runs."+format)
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	t := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < benchRecords/2; i++ {
+		job, pid := fmt.Sprintf("job_%02d", i%100), 1000+i
+		start, end := t.Add(time.Duration(i)*time.Second), t.Add(time.Duration(i)*time.Second+40500*time.Millisecond)
+		if format == "json" {
+			fmt.Fprintf(w, `{"time":"%s","job":"%s","event":"start","host":"web1","pid":%d,"run_id":"%016x"}`+"\n", start.Format("2006-01-02T15:04:05.000Z"), job, pid, i)
+			fmt.Fprintf(w, `{"time":"%s","job":"%s","event":"end","host":"web1","pid":%d,"run_id":"%016x","status":"success","exit_code":0,"duration_seconds":40.5}`+"\n", end.Format("2006-01-02T15:04:05.000Z"), job, pid, i)
+		} else {
+			fmt.Fprintf(w, "time=%s job=%s event=start host=web1 pid=%d run_id=%016x\n", start.Format("2006-01-02T15:04:05.000Z"), job, pid, i)
+			fmt.Fprintf(w, "time=%s job=%s event=end host=web1 pid=%d run_id=%016x status=success exit_code=0 duration_seconds=40.5\n", end.Format("2006-01-02T15:04:05.000Z"), job, pid, i)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	benchFiles.Store(format, path)
+	return path
+}
+
+// BenchmarkIngest reads a whole run log into a tracker: tail, parse, apply.
+// The wc_l case runs `wc -l` on the same file in the same run, the floor any
+// line reader is measured against.
+func BenchmarkIngest(b *testing.B) {
+	for _, format := range []string{"json", "logfmt"} {
+		b.Run(format, func(b *testing.B) {
+			path := benchLog(b, format)
+			fi, _ := os.Stat(path)
+			jobs := make([]model.JobSpec, 100)
+			for i := range jobs {
+				jobs[i] = model.JobSpec{Name: fmt.Sprintf("job_%02d", i), Schedule: schedule.Every(time.Hour), StaleMultiple: 2}
+			}
+			b.SetBytes(fi.Size())
+			cpu0 := cpuTime()
+			for b.Loop() {
+				tr := model.New(model.Options{Host: "bench", Alive: func(int) bool { return true }})
+				tr.Configure(jobs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
+				src := newRunLog(&testing.T{}, path, format)
+				w := tail.NewStepWaker()
+				src.waker = w
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { src.Run(ctx, nil, tr); close(done) }()
+				w.Idle() // the first pass read the whole file
+				cancel()
+				<-done
+				if _, srcs := tr.View(); srcs[0].Records != benchRecords {
+					b.Fatalf("read %d records, want %d", srcs[0].Records, benchRecords)
+				}
+			}
+			reportRates(b, cpuTime()-cpu0)
+		})
+		b.Run(format+"_wc_l", func(b *testing.B) {
+			path := benchLog(b, format)
+			var cpu time.Duration
+			for b.Loop() {
+				cmd := exec.Command("wc", "-l", path)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("wc -l: %v %s", err, out)
+				}
+				cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+			}
+			reportRates(b, cpu)
+		})
+	}
+}
+
+// reportRates reports records per second of wall time and per second of CPU
+// time: on a shared, noisy machine the CPU figure is the one that compares.
+func reportRates(b *testing.B, cpu time.Duration) {
+	n := float64(benchRecords) * float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(n/cpu.Seconds(), "records/cpu-s")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

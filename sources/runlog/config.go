@@ -1,0 +1,102 @@
+package runlog
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"jobwatch/config"
+	"jobwatch/sources"
+	"jobwatch/sources/runlog/record"
+)
+
+// Type is the type of source this package reads.
+const Type = "runlog"
+
+func init() { sources.Register(Type, decode) }
+
+// Config is the block of a type: runlog source.
+type Config struct {
+	Path          string `yaml:"path"`
+	record.Config `yaml:",inline"`
+}
+
+var _ sources.Config = (*Config)(nil)
+
+// Identity is the file followed: its saved position follows the path.
+func (c *Config) Identity() string { return "runlog:" + c.Path }
+
+// New builds the source.
+func (c *Config) New(name string, deps sources.Deps) (sources.Source, error) {
+	return New(name, *c, deps)
+}
+
+func decode(b config.Block) (sources.Config, []error) {
+	var c Config
+	errs := config.DecodeBlock(b, &c)
+	errs = append(errs, c.validate()...)
+	c.Path = b.Resolve(c.Path)
+	return &c, errs
+}
+
+func (c *Config) validate() []error {
+	var errs []error
+	if c.Path == "" {
+		errs = append(errs, errors.New("path is required"))
+	}
+	switch c.Format {
+	case "json", "logfmt":
+		if len(c.Patterns) > 0 {
+			errs = append(errs, fmt.Errorf("patterns are only for format regex"))
+		}
+	case "regex":
+		if len(c.Patterns) == 0 {
+			errs = append(errs, errors.New("format regex needs at least one pattern"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("format must be json, logfmt or regex, got %q", c.Format))
+	}
+	if c.Timezone != "" {
+		if _, err := time.LoadLocation(c.Timezone); err != nil {
+			errs = append(errs, fmt.Errorf("timezone %q: unknown zone", c.Timezone))
+		}
+	}
+	groups := map[string]bool{}
+	for _, g := range record.PatternGroups {
+		groups[g] = true
+	}
+	for i, p := range c.Patterns {
+		re, err := regexp.Compile(p.Regex)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("patterns[%d].regex: %w", i, err))
+			continue
+		}
+		has := map[string]bool{}
+		for _, name := range re.SubexpNames()[1:] {
+			if name == "" {
+				continue
+			}
+			if !groups[name] {
+				errs = append(errs, fmt.Errorf("patterns[%d].regex: unknown group %q (known: %v)", i, name, record.PatternGroups))
+			}
+			has[name] = true
+		}
+		if !has["time"] {
+			errs = append(errs, fmt.Errorf("patterns[%d].regex: a (?P<time>...) group is required", i))
+		}
+		if !has["job"] && p.Job == "" {
+			errs = append(errs, fmt.Errorf("patterns[%d]: needs a (?P<job>...) group or a job", i))
+		}
+		if !has["event"] && p.Event == "" {
+			errs = append(errs, fmt.Errorf("patterns[%d]: needs an (?P<event>...) group or an event", i))
+		}
+		if p.Event != "" && p.Event != "start" && p.Event != "end" && p.Event != "skip" {
+			errs = append(errs, fmt.Errorf("patterns[%d].event must be start, end or skip, got %q", i, p.Event))
+		}
+		if p.Status != "" && p.Status != "success" && p.Status != "failure" && p.Status != "timeout" {
+			errs = append(errs, fmt.Errorf("patterns[%d].status must be success, failure or timeout, got %q", i, p.Status))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,130 @@
+// Package runlog reads a run log: one record a line, in JSON, logfmt, or an
+// application's own format read with regular expressions, followed across
+// rotation and truncation by the tailer of package tail and parsed by
+// package record. Its saved position is the tailer's (file identity and
+// offset); its identity is the path.
+package runlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"jobwatch/model"
+	"jobwatch/sources"
+	"jobwatch/sources/runlog/record"
+	"jobwatch/sources/runlog/tail"
+)
+
+// Source follows a run log.
+type Source struct {
+	name   string
+	path   string
+	parser record.Parser
+	logger *slog.Logger // with the source's name and path
+	// tailLog is the tailer's: it adds the path itself.
+	tailLog *slog.Logger
+	// waker and healthEvery are for tests.
+	waker       tail.Waker
+	healthEvery time.Duration
+}
+
+var _ sources.Source = (*Source)(nil)
+
+// New builds a runlog source named name; its path should be absolute (the
+// config's decoder resolves relative paths against the config file's
+// directory).
+func New(name string, c Config, deps sources.Deps) (*Source, error) {
+	deps = deps.WithDefaults()
+	p, err := record.FromConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{
+		name:        name,
+		path:        c.Path,
+		parser:      p,
+		logger:      deps.Logger.With("source", name, "path", c.Path),
+		tailLog:     deps.Logger.With("source", name),
+		healthEvery: time.Second,
+	}, nil
+}
+
+func (r *Source) Name() string { return r.name }
+func (r *Source) Type() string { return Type }
+
+// Run follows the file from the saved position.
+func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
+	var pos *tail.Position
+	if len(from) > 0 {
+		pos = new(tail.Position)
+		if err := json.Unmarshal(from, pos); err != nil {
+			return fmt.Errorf("saved position of %s: %w", r.name, err)
+		}
+	}
+	t := tail.New(r.path, pos, tail.Options{Logger: r.tailLog, Waker: r.waker})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go r.reportHealth(ctx, t, sink)
+
+	events := make([]model.Event, 0, tail.BatchLines)
+	var ev model.Event
+	err := t.Run(ctx, func(lines []tail.Line, p tail.Position, resets int) {
+		events = events[:0]
+		bad := 0
+		for _, l := range lines {
+			if l.TooLong {
+				bad++
+				r.logger.Debug("line too long to be a record", "line", l.Number, "bytes_read", len(l.Text))
+				continue
+			}
+			if err := r.parser.Parse(l.Text, &ev); err != nil {
+				if errors.Is(err, record.ErrNoMatch) || errors.Is(err, record.ErrEmpty) {
+					continue // blank lines, and an application log's other lines
+				}
+				bad++
+				r.logger.Debug("not a record", "line", l.Number, "err", err)
+				continue
+			}
+			events = append(events, ev)
+		}
+		position, err := json.Marshal(p)
+		if err != nil {
+			panic(err) // a struct of numbers and a string always marshals
+		}
+		sink.Apply(model.Batch{Source: r.name, Events: events, ParseErrors: bad, PositionResets: resets, Position: position})
+	})
+	return err
+}
+
+// reportHealth turns the tailer's read error into the source's health,
+// logging each change once.
+func (r *Source) reportHealth(ctx context.Context, t *tail.Tailer, sink sources.Sink) {
+	h := sources.NewHealth(r.name, sink, r.logger)
+	h.DownMsg, h.DownLevel, h.UpMsg = "run log cannot be read", slog.LevelWarn, "run log readable again"
+	// Every source looks at the same instants, the multiples of
+	// healthEvery, so that hundreds of idle sources wake the process once
+	// an interval rather than each at its own moment. The first look comes
+	// at least a tick after Run starts, once the tailer has tried to open
+	// the file.
+	d := r.healthEvery
+	timer := time.NewTimer(time.Until(time.Now().Add(d).Truncate(d).Add(d)))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		timer.Reset(time.Until(time.Now().Truncate(d).Add(d)))
+		if err := t.Err(); err != nil {
+			h.Down("", err)
+		} else {
+			h.Up()
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package runlog
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"jobwatch/model"
+	"jobwatch/schedule"
+	"jobwatch/sources"
+	"jobwatch/sources/runlog/record"
+	"jobwatch/sources/runlog/tail"
+)
+
+// healthSink is a real tracker that also remembers the health reports.
+type healthSink struct {
+	*model.Tracker
+	mu     sync.Mutex
+	health []bool
+}
+
+func (h *healthSink) SetHealth(name string, up bool, err error) {
+	h.mu.Lock()
+	h.health = append(h.health, up)
+	h.mu.Unlock()
+	h.Tracker.SetHealth(name, up, err)
+}
+
+func (h *healthSink) lastHealth() (bool, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.health) == 0 {
+		return false, 0
+	}
+	return h.health[len(h.health)-1], len(h.health)
+}
+
+func newSink(jobs ...string) *healthSink {
+	tr := model.New(model.Options{Host: "test-host", Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
+	var specs []model.JobSpec
+	for _, j := range jobs {
+		specs = append(specs, model.JobSpec{Name: j, Schedule: schedule.Every(time.Hour), StaleMultiple: 2})
+	}
+	tr.Configure(specs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
+	return &healthSink{Tracker: tr}
+}
+
+// runStepped runs src until stop is called, stepping its tailer by hand.
+func runStepped(t *testing.T, src *Source, sink sources.Sink) (step func(), stop func()) {
+	t.Helper()
+	w := tail.NewStepWaker()
+	src.waker = w
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, sink.(*healthSink).Position("runs"), sink) }()
+	w.Idle()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return w.Step, stop
+}
+
+func newRunLog(t *testing.T, path, format string, patterns ...record.Pattern) *Source {
+	t.Helper()
+	cfg := Config{Path: path, Config: record.Config{Format: format, Patterns: patterns}}
+	if format == "regex" {
+		cfg.TimeFormat = "2006-01-02 15:04:05.000"
+		cfg.Timezone = "Asia/Shanghai"
+	}
+	src, err := New("runs", cfg, sources.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+func appendLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func view(t *testing.T, tr *model.Tracker, job string) (model.JobView, model.SourceView) {
+	t.Helper()
+	jobs, srcs := tr.View()
+	for _, j := range jobs {
+		if j.Spec.Name == job {
+			return j, srcs[0]
+		}
+	}
+	t.Fatalf("no job %q", job)
+	return model.JobView{}, model.SourceView{}
+}
+
+func TestRunLogJSONAndBadLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.log")
+	appendLines(t, path,
+		`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"start","host":"web1","pid":4242}`,
+		`{"time":"2026-11-30T10:00:40.500Z","job":"stats","event":"end","host":"web1","pid":4242,"status":"success","exit_code":0,"duration_seconds":40.4}`,
+		"\x00\x01binary\xff garbage",
+		`{"time":"2026-11-30T11:00:00.010Z","job":"stats","event":"skip","host":"web1","pid":4300,"reason":"locked","holder_pid":4242}`,
+		`{"time":"2026-11-30T11:00:00.010Z","job":"stats","event":"explode"}`,
+		`{"time":"2036-11-30T11:00:00Z","job":"stats","event":"start","host":"web1","pid":1}`, // the future
+		`{"time":"2026-11-30T11:00:00Z","job":"other","event":"start","host":"web1","pid":1}`,
+		`{"time":"2026-11-30T12:00:00Z","job":"stats","event":"end","host":"web1","pid":9,"status":"failure"}`,
+	)
+	// A line of 10 MB is one parse error, not a crash, and does not stop
+	// the tail.
+	appendLines(t, path, `{"time":"2026-11-30T12:00:00Z","job":"`+strings.Repeat("x", 10<<20)+`"}`,
+		`{"time":"2026-11-30T13:00:00Z","job":"stats","event":"end","host":"web1","pid":10,"status":"success"}`)
+	sink := newSink("stats")
+	src := newRunLog(t, path, "json")
+	_, stop := runStepped(t, src, sink)
+	stop()
+	j, s := view(t, sink.Tracker, "stats")
+	if j.RunCounts != [4]uint64{2, 1, 0, 0} || j.Skips != 1 || j.LastDuration != 40.4 {
+		t.Errorf("runs %v skips %d last duration %v", j.RunCounts, j.Skips, j.LastDuration)
+	}
+	if s.ParseErrors != 4 || s.Records != 6 || s.UnknownJob != 1 {
+		t.Errorf("parse errors %d records %d unknown %d; want 4, 6, 1", s.ParseErrors, s.Records, s.UnknownJob)
+	}
+}
+
+func TestRunLogRegexReadsAnApplicationLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.log")
+	appendLines(t, path,
+		"2026-11-30 18:00:00.001 INFO [stats] starting",
+		"2026-11-30 18:00:00.002 INFO [stats] previous run still running, skipping",
+		"2026-11-30 18:00:05.000 DEBUG unrelated chatter",
+		"2026-11-30 19:00:00.002 WARN [stats] previous run still running, skipping",
+	)
+	src := newRunLog(t, path, "regex", record.Pattern{
+		Regex:  `^(?P<time>\S+ \S+) .*\[(?P<job>[\w.-]+)\] previous run still running, skipping`,
+		Event:  "skip",
+		Reason: "locked",
+	})
+	sink := newSink("stats")
+	_, stop := runStepped(t, src, sink)
+	stop()
+	j, s := view(t, sink.Tracker, "stats")
+	if j.Skips != 2 || j.ConsecutiveSkips != 2 || s.ParseErrors != 0 || s.Records != 2 {
+		t.Errorf("skips %d consecutive %d parse errors %d records %d; want 2 2 0 2", j.Skips, j.ConsecutiveSkips, s.ParseErrors, s.Records)
+	}
+}
+
+// A source restarted from the position its tracker stored reads only what
+// came after it.
+func TestRunLogResumesFromTheStoredPosition(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.log")
+	appendLines(t, path, `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"end","host":"a","pid":1,"status":"success"}`)
+	sink := newSink("stats")
+	step, stop := runStepped(t, newRunLog(t, path, "json"), sink)
+	appendLines(t, path, `{"time":"2026-11-30T11:00:00Z","job":"stats","event":"end","host":"a","pid":2,"status":"success"}`)
+	step()
+	stop()
+	appendLines(t, path, `{"time":"2026-11-30T12:00:00Z","job":"stats","event":"end","host":"a","pid":3,"status":"failure"}`)
+	_, stop = runStepped(t, newRunLog(t, path, "json"), sink)
+	stop()
+	j, _ := view(t, sink.Tracker, "stats")
+	if j.RunCounts != [4]uint64{2, 1, 0, 0} {
+		t.Fatalf("runs %v, want 2 successes and 1 failure", j.RunCounts)
+	}
+}
+
+func TestRunLogHealthFollowsTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.log")
+	sink := newSink("stats")
+	src := newRunLog(t, path, "json")
+	src.healthEvery = 10 * time.Millisecond
+	step, _ := runStepped(t, src, sink)
+	waitHealth := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if up, n := sink.lastHealth(); n > 0 && up == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("health never became %v", want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitHealth(false)
+	appendLines(t, path, `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"end","host":"a","pid":1,"status":"success"}`)
+	step()
+	waitHealth(true)
+	_, n := sink.lastHealth()
+	time.Sleep(50 * time.Millisecond)
+	if _, n2 := sink.lastHealth(); n2 != n {
+		t.Errorf("health reported %d more times without a change", n2-n)
+	}
+}
