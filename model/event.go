@@ -18,6 +18,9 @@ const (
 	End
 	// Skip: a run was due but did not start (for example: the lock was held).
 	Skip
+	// LockLost: a run in progress lost its shared lock (jobwatch run
+	// --lock-redis or --lock-mysql); its end follows.
+	LockLost
 )
 
 func (k Kind) String() string {
@@ -28,6 +31,8 @@ func (k Kind) String() string {
 		return "end"
 	case Skip:
 		return "skip"
+	case LockLost:
+		return "lock_lost"
 	}
 	return "unknown"
 }
@@ -41,6 +46,8 @@ func ParseKind(s string) (Kind, bool) {
 		return End, true
 	case "skip":
 		return Skip, true
+	case "lock_lost":
+		return LockLost, true
 	}
 	return 0, false
 }
@@ -71,6 +78,19 @@ func ParseStatus(s string) (Result, bool) {
 	return "", false
 }
 
+// SkipReasons are the reasons a skip may give, the values of the reason
+// label of jobwatch_job_skips_total besides those a runlog source's regex
+// patterns declare: a reason outside them counts as "other", so that the
+// label stays bounded.
+var SkipReasons = []string{"locked", "lock_unavailable", "disabled", "other"}
+
+// SkipOther is the reason of a skip that gave none, or one not declared.
+const SkipOther = "other"
+
+// LockLayers are the layers a lock can be lost on: the lock label of
+// jobwatch_job_lock_lost_total.
+var LockLayers = []string{"redis", "mysql"}
+
 // Event is one record of a job's life, as a source read it.
 type Event struct {
 	Time  time.Time
@@ -89,8 +109,18 @@ type Event struct {
 	Duration    time.Duration
 	HasDuration bool
 
-	// Skip only.
-	Reason    string
+	// Reason: why a run was skipped, as the record says it; why an end came
+	// early (lock_lost); how a lock was lost (key_gone, ...).
+	Reason string
+	// SkipLabel is the reason a skip counts under in
+	// jobwatch_job_skips_total: Reason when it is one of SkipReasons or a
+	// value the source's config declares, else SkipOther.
+	SkipLabel string
+	// Lock is the lock layer of a skip (file, redis, mysql: the one that
+	// refused) or of a lost lock (redis, mysql).
+	Lock string
+	// Holder names who holds the lock, when known (skip, lock_lost).
+	Holder    string
 	HolderPID int
 
 	// Output is the end of what the run printed, when the source has it

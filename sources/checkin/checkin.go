@@ -230,7 +230,7 @@ func decode(line []byte) (model.Event, error) {
 		}
 	case "skip":
 		ev.Kind = model.Skip
-		ev.Reason = rec.Reason
+		ev.Reason, ev.SkipLabel = rec.Reason, rec.Reason // one of model.SkipReasons
 	default:
 		return model.Event{}, errors.New("check-in event " + rec.Event)
 	}

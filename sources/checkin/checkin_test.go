@@ -337,7 +337,7 @@ func TestSourceAppliesSpool(t *testing.T) {
 	want := []model.Event{
 		{Time: t0, Job: "backup", Kind: model.Start, Host: "192.0.2.7", PID: 9, RunID: rid},
 		{Time: t0, Job: "backup", Kind: model.End, Host: "192.0.2.7", RunID: rid, Result: model.Failure, ExitCode: 2, HasExitCode: true, Output: "boom"},
-		{Time: t0, Job: "sync", Kind: model.Skip, Host: "192.0.2.7", Reason: "locked"},
+		{Time: t0, Job: "sync", Kind: model.Skip, Host: "192.0.2.7", Reason: "locked", SkipLabel: "locked"},
 	}
 	if fmt.Sprintf("%+v", evs) != fmt.Sprintf("%+v", want) {
 		t.Errorf("events\n got %+v\nwant %+v", evs, want)

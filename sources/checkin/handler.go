@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"jobwatch/model"
 )
 
 // Reasons a check-in is refused, the values of the reason label of
@@ -35,7 +37,7 @@ var RejectReasons = []string{RejectUnknownJob, RejectBadExitCode, RejectBodyTooL
 
 // SkipReasons are the reasons a skip check-in may give (?reason=); they
 // become the reason label of jobwatch_job_skips_total, so they are bounded.
-var SkipReasons = []string{"locked", "lock_unavailable", "disabled", "other"}
+var SkipReasons = model.SkipReasons
 
 // OutputExcerpt is how much of a check-in's body is kept as the run's
 // output: its end, where the error usually is.

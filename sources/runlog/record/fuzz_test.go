@@ -157,6 +157,12 @@ func encodeLogfmt(ev model.Event) []byte {
 	if ev.HolderPID != 0 {
 		b.WriteString(" holder_pid=" + strconv.Itoa(ev.HolderPID))
 	}
+	if ev.Lock != "" {
+		b.WriteString(" lock=" + ev.Lock)
+	}
+	if ev.Holder != "" {
+		b.WriteString(" holder=" + q(ev.Holder))
+	}
 	return []byte(b.String())
 }
 

@@ -23,4 +23,4 @@ type Pattern struct {
 }
 
 // PatternGroups are the named groups a pattern may use.
-var PatternGroups = []string{"time", "job", "event", "pid", "host", "status", "exit_code", "run_id", "reason", "duration_seconds", "holder_pid"}
+var PatternGroups = []string{"time", "job", "event", "pid", "host", "status", "exit_code", "run_id", "reason", "duration_seconds", "holder_pid", "lock", "holder"}

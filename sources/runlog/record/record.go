@@ -54,6 +54,7 @@ const (
 	MaxHostLen   = 255
 	MaxRunIDLen  = 128
 	MaxReasonLen = 255
+	MaxHolderLen = 255
 	// maxIntern bounds each intern table; a full table is cleared.
 	maxIntern = 4096
 )
@@ -105,6 +106,8 @@ const (
 	fDuration
 	fReason
 	fHolderPID
+	fLock
+	fHolder
 	nFields
 )
 
@@ -112,6 +115,7 @@ var fieldNames = [nFields]string{
 	fTime: "time", fJob: "job", fEvent: "event", fHost: "host", fPID: "pid",
 	fRunID: "run_id", fStatus: "status", fExitCode: "exit_code",
 	fDuration: "duration_seconds", fReason: "reason", fHolderPID: "holder_pid",
+	fLock: "lock", fHolder: "holder",
 }
 
 func (f field) String() string { return fieldNames[f] }
@@ -141,6 +145,10 @@ func lookupField(k []byte) (field, bool) {
 		return fReason, true
 	case "holder_pid":
 		return fHolderPID, true
+	case "lock":
+		return fLock, true
+	case "holder":
+		return fHolder, true
 	}
 	return 0, false
 }
@@ -174,6 +182,22 @@ type core struct {
 	jobs    interner
 	hosts   interner
 	reasons interner
+	holders interner
+	// skipReasons are the skip reasons kept as they are: model.SkipReasons
+	// and those the config declares; any other counts as model.SkipOther,
+	// so that the reason label of jobwatch_job_skips_total stays bounded.
+	skipReasons map[string]string
+}
+
+// declareSkipReason adds a skip reason the config names.
+func (c *core) declareSkipReason(r string) { c.skipReasons[r] = r }
+
+// skipReason returns the reason a skip counts under.
+func (c *core) skipReason(b []byte) string {
+	if r, ok := c.skipReasons[string(b)]; ok {
+		return r
+	}
+	return model.SkipOther
 }
 
 func newCore(o Options) core {
@@ -184,7 +208,11 @@ func newCore(o Options) core {
 	if c.loc == nil {
 		c.loc = time.UTC
 	}
-	c.jobs.max, c.hosts.max, c.reasons.max = maxIntern, maxIntern, 256
+	c.jobs.max, c.hosts.max, c.reasons.max, c.holders.max = maxIntern, maxIntern, 256, 256
+	c.skipReasons = make(map[string]string, len(model.SkipReasons))
+	for _, r := range model.SkipReasons {
+		c.skipReasons[r] = r
+	}
 	return c
 }
 
@@ -321,7 +349,7 @@ func (c *core) finish(ev *model.Event) error {
 	}
 	var ok bool
 	if ev.Kind, ok = parseKind(b); !ok {
-		return errf(fEvent, "must be start, end or skip, got %s", quote(b))
+		return errf(fEvent, "must be start, end, skip or lock_lost, got %s", quote(b))
 	}
 
 	if b, err = c.str(fHost, MaxHostLen); err != nil {
@@ -376,11 +404,26 @@ func (c *core) finish(ev *model.Event) error {
 	if b, err = c.str(fReason, MaxReasonLen); err != nil {
 		return err
 	}
-	reason := b
+	// Taken now: the scratch space b may lie in is reused below.
+	reason := c.reasons.get(b)
+	skipReason := c.skipReason(b)
 
-	holder, _, err := c.integer(fHolderPID, 0, math.MaxInt32)
+	holderPID, _, err := c.integer(fHolderPID, 0, math.MaxInt32)
 	if err != nil {
 		return err
+	}
+	if b, err = c.str(fHolder, MaxHolderLen); err != nil {
+		return err
+	}
+	holder := b
+	if b, err = c.text(fLock); err != nil {
+		return err
+	}
+	lock := ""
+	if len(b) > 0 {
+		if lock, ok = parseLock(b); !ok {
+			return errf(fLock, "must be file, redis or mysql, got %s", quote(b))
+		}
 	}
 
 	switch ev.Kind {
@@ -391,11 +434,32 @@ func (c *core) finish(ev *model.Event) error {
 		ev.Result = result
 		ev.ExitCode, ev.HasExitCode = exitCode, hasExit
 		ev.Duration, ev.HasDuration = dur, hasDur
+		ev.Reason = reason
 	case model.Skip:
-		ev.Reason = c.reasons.get(reason)
-		ev.HolderPID = holder
+		ev.Reason, ev.SkipLabel = reason, skipReason
+		ev.HolderPID = holderPID
+		ev.Lock, ev.Holder = lock, c.holders.get(holder)
+	case model.LockLost:
+		if lock == "" || lock == "file" {
+			return errors.New("record: lock redis or mysql is required for event lock_lost")
+		}
+		ev.Lock, ev.Holder = lock, c.holders.get(holder)
+		ev.Reason = reason
 	}
 	return nil
+}
+
+// parseLock reads a lock layer.
+func parseLock(b []byte) (string, bool) {
+	switch string(b) {
+	case "file":
+		return "file", true
+	case "redis":
+		return "redis", true
+	case "mysql":
+		return "mysql", true
+	}
+	return "", false
 }
 
 func errRequired(f field) error {
@@ -435,6 +499,8 @@ func parseKind(b []byte) (model.Kind, bool) {
 		return model.End, true
 	case "skip":
 		return model.Skip, true
+	case "lock_lost":
+		return model.LockLost, true
 	}
 	return 0, false
 }

@@ -37,6 +37,15 @@ func formatEvent(ev model.Event) string {
 	if ev.Reason != "" {
 		fmt.Fprintf(&b, " reason=%q", ev.Reason)
 	}
+	if ev.SkipLabel != "" && ev.SkipLabel != ev.Reason {
+		fmt.Fprintf(&b, " counted_as=%s", ev.SkipLabel)
+	}
+	if ev.Lock != "" {
+		fmt.Fprintf(&b, " lock=%s", ev.Lock)
+	}
+	if ev.Holder != "" {
+		fmt.Fprintf(&b, " holder=%q", ev.Holder)
+	}
 	if ev.HolderPID != 0 {
 		fmt.Fprintf(&b, " holder_pid=%d", ev.HolderPID)
 	}
@@ -65,7 +74,7 @@ var (
 	startEv = model.Event{Time: t0, Job: "stats", Kind: model.Start, Host: "web1", PID: 4242, RunID: "optional"}
 	endEv   = model.Event{Time: t1, Job: "stats", Kind: model.End, Host: "web1", PID: 4242, Result: model.Success,
 		ExitCode: 0, HasExitCode: true, Duration: 40400 * time.Millisecond, HasDuration: true}
-	skipEv = model.Event{Time: t2, Job: "stats", Kind: model.Skip, Host: "web1", PID: 4300, Reason: "locked", HolderPID: 4242}
+	skipEv = model.Event{Time: t2, Job: "stats", Kind: model.Skip, Host: "web1", PID: 4300, Reason: "locked", SkipLabel: "locked", HolderPID: 4242}
 	minEv  = model.Event{Time: t0, Job: "stats", Kind: model.Start}
 )
 
@@ -167,9 +176,9 @@ var ruleCases = []ruleCase{
 		logfmt: `time="Mon, 30 Nov 2026 10:00:00 +0000" job=stats event=start`,
 		want:   with(minEv, func(e *model.Event) { e.Time = mustTime("2026-11-30T10:00:00Z") })},
 	{name: "escapes",
-		json:   `{"time":"2026-11-30T11:00:00.01Z","j\u006fb":"st\u0061ts","event":"skip","host":"w\u00e9b\/1","reason":"\"l\\ocked\" \ud83d\ude00 \ud800x"}`,
-		logfmt: `time=2026-11-30T11:00:00.01Z job="st\u0061ts" event=skip host="w\u00e9b\/1" reason="\"l\\ocked\" \ud83d\ude00 \ud800x"`,
-		want:   &model.Event{Time: t2, Job: "stats", Kind: model.Skip, Host: "wéb/1", Reason: "\"l\\ocked\" 😀 \uFFFDx"}},
+		json:   `{"time":"2026-11-30T11:00:00.01Z","j\u006fb":"st\u0061ts","event":"skip","host":"w\u00e9b\/1","reason":"l\u006fcked","holder":"\"l\\ocked\" \ud83d\ude00 \ud800x"}`,
+		logfmt: `time=2026-11-30T11:00:00.01Z job="st\u0061ts" event=skip host="w\u00e9b\/1" reason="l\u006fcked" holder="\"l\\ocked\" \ud83d\ude00 \ud800x"`,
+		want:   &model.Event{Time: t2, Job: "stats", Kind: model.Skip, Host: "wéb/1", Reason: "locked", SkipLabel: "locked", Holder: "\"l\\ocked\" 😀 \uFFFDx"}},
 	{name: "raw UTF-8", json: j(`,"host":"wéb-😀"`), logfmt: l(`host=wéb-😀`),
 		want: with(minEv, func(e *model.Event) { e.Host = "wéb-😀" })},
 	{name: "null and empty are absent", json: j(`,"host":null,"run_id":"","pid":null,"exit_code":""`),
@@ -189,7 +198,7 @@ var ruleCases = []ruleCase{
 	{name: "no job", json: `{"time":"2026-11-30T10:00:00Z","event":"start"}`, logfmt: `time=2026-11-30T10:00:00Z event=start`, err: "job is required"},
 	{name: "no event", json: `{"time":"2026-11-30T10:00:00Z","job":"stats"}`, logfmt: `time=2026-11-30T10:00:00Z job=stats`, err: "event is required"},
 	{name: "null required", json: `{"time":null,"job":"stats","event":"start"}`, logfmt: `time= job=stats event=start`, err: "time is required"},
-	{name: "bad event", json: `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"stop"}`, logfmt: `time=2026-11-30T10:00:00Z job=stats event=stop`, err: `event: must be start, end or skip, got "stop"`},
+	{name: "bad event", json: `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"stop"}`, logfmt: `time=2026-11-30T10:00:00Z job=stats event=stop`, err: `event: must be start, end, skip or lock_lost, got "stop"`},
 	{name: "event case", json: `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"Start"}`, logfmt: `time=2026-11-30T10:00:00Z job=stats event=Start`, err: `event: must be`},
 	{name: "end without status", json: `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"end"}`, logfmt: `time=2026-11-30T10:00:00Z job=stats event=end`, err: "status is required for event end"},
 	{name: "bad status", json: j(`,"status":"ok"`), logfmt: l("status=ok"), err: `status: must be success, failure or timeout, got "ok"`},

@@ -45,6 +45,9 @@ func NewRegex(patterns []Pattern, o Options) (Parser, error) {
 			return nil, fmt.Errorf("record: patterns[%d]: %w", i, err)
 		}
 		p.pats = append(p.pats, pat)
+		if cp.Reason != "" {
+			p.core.declareSkipReason(cp.Reason)
+		}
 	}
 	return p, nil
 }

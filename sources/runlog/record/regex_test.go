@@ -28,7 +28,7 @@ var allGroups = Pattern{
 // fixedAll gives every fixed field; the optional groups override them.
 var fixedAll = Pattern{
 	Regex: `^(?P<time>\S+) backup finished OK(?: job=(?P<job>\S+))?(?: status=(?P<status>\S+))?(?: exit=(?P<exit_code>\S+))?`,
-	Job:   "backup", Event: "end", Status: "success", Host: "db1", ExitCode: intp(0), Reason: "unused",
+	Job:   "backup", Event: "end", Status: "success", Host: "db1", ExitCode: intp(0), Reason: "maintenance",
 }
 
 func TestRegex(t *testing.T) {
@@ -43,7 +43,7 @@ func TestRegex(t *testing.T) {
 	}{
 		{name: "spec example", pats: []Pattern{specPattern}, opts: spec,
 			line: "2026-11-30 19:00:00.010 WARN [scheduler] [stats] previous run still running, skipping",
-			want: &model.Event{Time: t2, Job: "stats", Kind: model.Skip, Reason: "locked"}},
+			want: &model.Event{Time: t2, Job: "stats", Kind: model.Skip, Reason: "locked", SkipLabel: "locked"}},
 		{name: "spec example, unrelated line", pats: []Pattern{specPattern}, opts: spec,
 			line: "2026-11-30 19:00:00.010 INFO [web] GET /index.html 200"},
 		{name: "empty line", pats: []Pattern{specPattern}, opts: spec, line: ""},
@@ -57,10 +57,10 @@ func TestRegex(t *testing.T) {
 			line: "2026-11-30T18:00:00.123 job=stats start", want: &minEv},
 		{name: "fixed fields fill what the line lacks", pats: []Pattern{fixedAll},
 			line: "2026-11-30T10:00:40.5Z backup finished OK",
-			want: &model.Event{Time: t1, Job: "backup", Kind: model.End, Host: "db1", Result: model.Success, HasExitCode: true}},
+			want: &model.Event{Time: t1, Job: "backup", Kind: model.End, Host: "db1", Result: model.Success, HasExitCode: true, Reason: "maintenance"}},
 		{name: "groups win over fixed fields", pats: []Pattern{fixedAll},
 			line: "2026-11-30T10:00:40.5Z backup finished OK job=backup2 status=failure exit=3",
-			want: &model.Event{Time: t1, Job: "backup2", Kind: model.End, Host: "db1", Result: model.Failure, ExitCode: 3, HasExitCode: true}},
+			want: &model.Event{Time: t1, Job: "backup2", Kind: model.End, Host: "db1", Result: model.Failure, ExitCode: 3, HasExitCode: true, Reason: "maintenance"}},
 		{name: "first matching pattern wins", pats: []Pattern{
 			{Regex: `^(?P<time>\S+) (?P<job>\S+) done`, Event: "end", Status: "success"},
 			{Regex: `^(?P<time>\S+) (?P<job>\S+) do`, Event: "end", Status: "failure"}},
@@ -78,7 +78,7 @@ func TestRegex(t *testing.T) {
 		{name: "matched line with bad time", pats: []Pattern{specPattern}, opts: spec,
 			line: "2026/11/30 19:00:00 [stats] previous run still running, skipping", err: "does not match layout"},
 		{name: "matched line with bad event", pats: []Pattern{allGroups},
-			line: "2026-11-30T10:00:00.123Z job=stats begin", err: `event: must be start, end or skip, got "begin"`},
+			line: "2026-11-30T10:00:00.123Z job=stats begin", err: `event: must be start, end, skip or lock_lost, got "begin"`},
 		{name: "matched end without status", pats: []Pattern{allGroups},
 			line: "2026-11-30T10:00:00.123Z job=stats end", err: "status is required"},
 		{name: "matched line with bad pid", pats: []Pattern{allGroups},
