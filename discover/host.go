@@ -164,7 +164,16 @@ func (h *Host) readCron() {
 			if !isRegular(h.Root, p) {
 				continue
 			}
-			if why := cronIgnores(h.Flavour, n); why != "" {
+			why := cronIgnores(h.Flavour, n)
+			if !system {
+				// Spool files are named after their user: only hidden
+				// files (editors' and crontab's temporaries) are skipped.
+				why = ""
+				if strings.HasPrefix(n, ".") || strings.HasPrefix(n, "#") || strings.HasPrefix(n, "tmp.") {
+					continue
+				}
+			}
+			if why != "" {
 				h.Notes = append(h.Notes, Finding{File: p, Kind: KindIgnoredFile, Severity: Info,
 					Message: "cron never reads this file: " + why,
 					Fix:     "rename it (e.g. " + path.Join(dir, fixName(n)) + ") if its jobs should run, or delete it"})
