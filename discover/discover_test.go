@@ -401,10 +401,10 @@ sources:
 
 func TestUnreadableAndEmpty(t *testing.T) {
 	root := writeTree(t, map[string]string{
-		"/etc/crontab/oops":              "not a file but a directory above",
-		"/etc/cron.d/ok":                 "0 5 * * * root timeout 5m flock -n /run/lock/ok /bin/ok\n",
-		"/etc/systemd/system/x.timer":    "[Timer]\nOnCalendar=daily\n",
-		"/etc/systemd/system/x.timer.d/": "",
+		"/etc/crontab/oops":                               "not a file but a directory above",
+		"/etc/cron.d/ok":                                  "0 5 * * * root timeout 5m flock -n /run/lock/ok /bin/ok\n",
+		"/etc/systemd/system/x.timer":                     "[Timer]\nOnCalendar=daily\n",
+		"/etc/systemd/system/x.timer.d/":                  "",
 		"/etc/systemd/system/timers.target.wants/x.timer": "->../x.timer",
 	})
 	h, err := Read(root)
