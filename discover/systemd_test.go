@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -103,4 +104,37 @@ func TestReadUnitDropins(t *testing.T) {
 	if u, masked := sd.readUnit("none.timer"); u != nil || masked {
 		t.Errorf("none.timer: unit %v, masked %v", u, masked)
 	}
+}
+
+// FuzzParseTimespan: any text parses or fails without a panic, never to a
+// negative span.
+func FuzzParseTimespan(f *testing.F) {
+	for _, s := range []string{"30", "1us", "1h 30min", "1.5h", "infinity", "5 fortnights", "9999999999999y", ".", "1e9s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, inf, err := parseTimespan(s)
+		if err == nil && !inf && d < 0 {
+			t.Fatalf("parseTimespan(%q) = %v", s, d)
+		}
+	})
+}
+
+// FuzzParseUnitFile: any unit file text parses without a panic, every
+// setting with a line inside the file.
+func FuzzParseUnitFile(f *testing.F) {
+	f.Add("[Timer]\nOnCalendar=daily\nOnCalendar=\nOnCalendar=Mon \\\n 02:00\n; comment\n# comment\n[Service]\nExecStart=/bin/x\n")
+	f.Add("=\n[\n]\nA=B=C\n\\\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		u := &unit{vals: map[string][]setting{}}
+		parseUnitFile(u, []byte(text), "/f")
+		lines := strings.Count(text, "\n") + 1
+		for k, ss := range u.vals {
+			for _, s := range ss {
+				if s.Line < 1 || s.Line > lines || s.Value == "" {
+					t.Fatalf("%s: setting %+v of %d lines", k, s, lines)
+				}
+			}
+		}
+	})
 }
