@@ -205,7 +205,9 @@ func TestFindings(t *testing.T) {
 		{"debian", "/etc/systemd/system/metrics-push.timer:7", KindAccuracy, Info, "AccuracySec=1us"},
 		{"debian", "/etc/cron.d/backup:3", KindNoTimeout, Warning, "no timeout"},
 		{"debian", "/etc/systemd/system/db-dump.timer:5", KindNoTimeout, Warning, "no timeout"},
-		{"cronie", "/usr/lib/systemd/system/logrotate.timer:5", KindNoTimeout, Warning, "no timeout"},
+		{"cronie", "/usr/lib/systemd/system/logrotate.timer:5", KindNoTimeout, Info, "no timeout"}, // a vendor unit
+		{"debian", "/etc/cron.d/e2scrub_all:1", KindNoOp, Info, "runs only where systemd is not the init system"},
+		{"debian", "/etc/cron.d/e2scrub_all:2", KindNoOp, Info, "runs only where systemd is not the init system"},
 		{"debian", "/etc/crontab:18", KindNoTimeout, Info, "no timeout"}, // run-parts: the scripts' business
 		{"debian", "/etc/cron.d/bad:2", KindNoLock, Info, "no lock"},
 		{"debian", "/etc/cron.d/backup:3", KindDST, Info,

@@ -38,11 +38,12 @@ const (
 	KindReboot          = "reboot"
 	KindTZEnv           = "tz_env"
 	KindTimerLeftOut    = "timer_left_out"
+	KindNoOp            = "no_op_line"
 )
 
 // Kinds lists every kind, sorted, so that a metric can export zeros.
 var Kinds = []string{KindAccuracy, KindCronRejected, KindDST, KindDuplicate, KindFlockBlocking,
-	KindIgnoredFile, KindLockInTmp, KindNoLock, KindNoTimeout, KindPersistentDense, KindReboot,
+	KindIgnoredFile, KindLockInTmp, KindNoLock, KindNoOp, KindNoTimeout, KindPersistentDense, KindReboot,
 	KindSharedLock, KindTZEnv, KindTimerLeftOut, KindUnreadable}
 
 // Finding is one problem, at file:line, with a one-line fix.
@@ -252,7 +253,20 @@ func checkJob(j *Job, o Options) []Finding {
 		}
 	}
 	out = append(out, checkDST(j, o.now())...)
+	for i := range out {
+		if vendor(out[i].File) && out[i].Severity == Warning {
+			// The distribution's units: worth knowing, but fixed with
+			// a drop-in, not a reason to fail.
+			out[i].Severity = Info
+			out[i].Fix = "a drop-in in /etc/systemd/system: " + out[i].Fix
+		}
+	}
 	return out
+}
+
+// vendor reports a file of the distribution's unit directories.
+func vendor(file string) bool {
+	return strings.HasPrefix(file, "/usr/lib/systemd/") || strings.HasPrefix(file, "/lib/systemd/")
 }
 
 // minGap is the smallest interval between the timer's runs over the next

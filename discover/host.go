@@ -13,6 +13,7 @@ package discover
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -164,6 +165,9 @@ func (h *Host) readCron() {
 			if !isRegular(h.Root, p) {
 				continue
 			}
+			if strings.HasPrefix(n, ".") {
+				continue // cron skips hidden files; Debian ships .placeholder
+			}
 			why := cronIgnores(h.Flavour, n)
 			if !system {
 				// Spool files are named after their user: only hidden
@@ -256,6 +260,12 @@ func (h *Host) readCrontab(file string, data []byte, system bool, owner string) 
 				Fix:     "watch it with a job of its own (every: as long as the host stays up) if its runs matter"})
 			continue
 		}
+		if why := h.noOp(l.Command); why != "" {
+			h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindNoOp, Severity: Info,
+				Message: "left out: " + why,
+				Fix:     "none needed; delete the line if the package that shipped it is gone"})
+			continue
+		}
 		user := l.User
 		if !system {
 			user = owner
@@ -270,6 +280,31 @@ func (h *Host) readCrontab(file string, data []byte, system bool, owner string) 
 		j.Timeout = j.Cmd.Timeout
 		h.Jobs = append(h.Jobs, j)
 	}
+}
+
+// guardRE is a cron line that first tests for a program or for systemd and
+// does nothing when the test succeeds: test -x /usr/sbin/anacron || ...,
+// [ -d /run/systemd/system ] || ...
+var guardRE = regexp.MustCompile(`^\s*(?:test\s+-([edx])\s+(\S+)|\[\s+-([edx])\s+(\S+)\s+\])\s*\|\|`)
+
+// noOp says why a cron command does nothing on this host, or "": Debian
+// packages guard their cron lines so that anacron or a systemd timer does
+// the work where present.
+func (h *Host) noOp(cmd string) string {
+	m := guardRE.FindStringSubmatch(cmd)
+	if m == nil {
+		return ""
+	}
+	p := m[2] + m[4]
+	switch {
+	case p == "/run/systemd/system" || p == "/run/systemd/system/":
+		if exists(h.Root, "/run/systemd/system") || exists(h.Root, "/lib/systemd/systemd") || exists(h.Root, "/usr/lib/systemd/systemd") {
+			return "it runs only where systemd is not the init system (a timer does the work here)"
+		}
+	case exists(h.Root, p):
+		return "it runs only when " + p + " is missing, and it is here (e.g. anacron runs cron.daily)"
+	}
+	return ""
 }
 
 // readTimers reads every timer unit with its service.
