@@ -104,6 +104,10 @@ type Options struct {
 	// Now starts the year in which DST changes are looked for; zero means
 	// time.Now().
 	Now time.Time
+	// P99 are the jobs' observed run durations (P99 of jobwatch's state),
+	// by job name; a cron job without a lock whose runs take longer than
+	// its period is then said to overlap.
+	P99 map[string]time.Duration
 }
 
 func (o Options) now() time.Time {
@@ -233,8 +237,15 @@ func checkJob(j *Job, o Options) []Finding {
 		out = append(out, at(j, KindNoTimeout, sev, "no timeout: a hung run blocks or piles up forever", fix))
 	}
 	if j.Origin == "cron" && j.Cmd.Lock == "" {
-		out = append(out, at(j, KindNoLock, Info,
-			"no lock: a run that outlasts the period overlaps the next one",
+		msg := "no lock: a run that outlasts the period overlaps the next one"
+		p99, ok := o.P99[j.Name]
+		if !ok && j.Cmd.RunJob != "" {
+			p99, ok = o.P99[j.Cmd.RunJob]
+		}
+		if period, known := cronPeriod(j.Schedule); ok && known && p99 > period {
+			msg = fmt.Sprintf("no lock, and its runs take up to %s (P99 in jobwatch's state) while it is scheduled every %s: runs overlap", fmtDuration(p99), fmtDuration(period))
+		}
+		out = append(out, at(j, KindNoLock, Info, msg,
 			"wrap the command: flock -n /run/lock/"+j.Name+".lock CMD, or jobwatch run --lock"))
 	}
 	if j.Origin == "timer" {
@@ -269,14 +280,16 @@ func vendor(file string) bool {
 	return strings.HasPrefix(file, "/usr/lib/systemd/") || strings.HasPrefix(file, "/lib/systemd/")
 }
 
-// minGap is the smallest interval between the timer's runs over the next
-// 400 runs.
-func minGap(j *Job, now time.Time) (time.Duration, bool) {
-	s, err := schedule.ParseOnCalendar(j.OnCalendar, time.UTC)
+// cronPeriod is the smallest interval between a cron schedule's runs.
+func cronPeriod(expr string) (time.Duration, bool) {
+	s, err := schedule.ParseCron(expr, time.UTC)
 	if err != nil {
 		return 0, false
 	}
-	runs := schedule.Upcoming(s, now, 400)
+	return smallestGap(schedule.Upcoming(s, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 400))
+}
+
+func smallestGap(runs []time.Time) (time.Duration, bool) {
 	if len(runs) < 2 {
 		return 0, false
 	}
@@ -285,4 +298,14 @@ func minGap(j *Job, now time.Time) (time.Duration, bool) {
 		gap = min(gap, runs[i].Sub(runs[i-1]))
 	}
 	return gap, true
+}
+
+// minGap is the smallest interval between the timer's runs over the next
+// 400 runs.
+func minGap(j *Job, now time.Time) (time.Duration, bool) {
+	s, err := schedule.ParseOnCalendar(j.OnCalendar, time.UTC)
+	if err != nil {
+		return 0, false
+	}
+	return smallestGap(schedule.Upcoming(s, now, 400))
 }
