@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // are those of 2026.
 var now = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 
-var fixtures = []string{"debian", "cronie"}
+var fixtures = []string{"debian", "cronie", "example"}
 
 func readFixture(t *testing.T, name string) (*Host, []Finding) {
 	t.Helper()
@@ -201,7 +201,7 @@ func TestFindings(t *testing.T) {
 		{"cronie", "/var/spool/cron/bob:2", KindLockInTmp, Warning, "/var/tmp/poll.lock is in /var/tmp"},
 		{"debian", "/etc/cron.d/maint:3", KindLockInTmp, Warning, "in /var/lib/app/locks"}, // tmpfiles.d ages it
 		{"debian", "/etc/cron.d/maint:2", KindSharedLock, Info, "shares lock /run/lock/maint.lock with rotate-archives"},
-		{"debian", "/etc/systemd/system/metrics-push.timer:6", KindPersistentDense, Warning, "15m0s apart"},
+		{"debian", "/etc/systemd/system/metrics-push.timer:6", KindPersistentDense, Warning, "15m apart"},
 		{"debian", "/etc/systemd/system/metrics-push.timer:7", KindAccuracy, Info, "AccuracySec=1us"},
 		{"debian", "/etc/cron.d/backup:3", KindNoTimeout, Warning, "no timeout"},
 		{"debian", "/etc/systemd/system/db-dump.timer:5", KindNoTimeout, Warning, "no timeout"},

@@ -253,7 +253,7 @@ func checkJob(j *Job, o Options) []Finding {
 			if gap, ok := minGap(j, o.now()); ok && gap < 24*time.Hour {
 				out = append(out, Finding{File: j.PersistentAt.File, Line: j.PersistentAt.Line, Kind: KindPersistentDense,
 					Severity: Warning, Job: j.Name,
-					Message: fmt.Sprintf("Persistent=true with runs %s apart: after downtime the catch-up run and the next regular one look like a double run", gap),
+					Message: fmt.Sprintf("Persistent=true with runs %s apart: after downtime the catch-up run and the next regular one look like a double run", fmtDuration(gap)),
 					Fix:     "drop Persistent= (a dense timer catches up by itself), or schedule it at most daily"})
 			}
 		}
