@@ -436,3 +436,26 @@ func TestUnreadableAndEmpty(t *testing.T) {
 		t.Error("Generate with no jobs: no error")
 	}
 }
+
+func TestNoSourceForPlainCronWithoutSystemd(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"/etc/cron.d/plain": "0 5 * * * root timeout 5m flock -n /run/lock/p /usr/bin/plain\n",
+	})
+	h, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Systemd {
+		t.Fatal("no unit directories, yet Systemd is set")
+	}
+	out, err := Generate(h, GenerateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte("No source sees this job's runs: wrap the command in jobwatch run.")) {
+		t.Errorf("no hint for the unwatched line:\n%s", out)
+	}
+	if cfg := parseConfig(t, out); len(cfg.Sources) != 0 || len(cfg.Jobs) != 1 {
+		t.Errorf("config %+v", cfg)
+	}
+}
