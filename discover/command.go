@@ -179,7 +179,12 @@ var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 func isAssignment(s string) bool { return assignRE.MatchString(s) }
 
 // ParseCommand reads a job's command line.
-func ParseCommand(line string) Command {
+func ParseCommand(line string) Command { return parseCommand(line, nil) }
+
+// parseCommand reads a command line; resolve, if set, turns each
+// program's name into the path it runs, so that "db-dump" found through
+// PATH and "/usr/local/bin/db-dump" compare equal in Core.
+func parseCommand(line string, resolve func(string) string) Command {
 	var c Command
 	segs := segments(shellWords(line))
 	cores := make([]string, 0, len(segs))
@@ -188,9 +193,12 @@ func ParseCommand(line string) Command {
 		if len(words) == 0 {
 			continue
 		}
-		cores = append(cores, strings.Join(words, " "))
 		c.Name = programName(words)
 		c.RunParts = runPartsDir(words)
+		if resolve != nil {
+			words = append([]string{resolve(words[0])}, words[1:]...)
+		}
+		cores = append(cores, strings.Join(words, " "))
 	}
 	c.Core = strings.Join(cores, " ; ")
 	return c

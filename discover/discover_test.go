@@ -459,3 +459,85 @@ func TestNoSourceForPlainCronWithoutSystemd(t *testing.T) {
 		t.Errorf("config %+v", cfg)
 	}
 }
+
+// FuzzGenerate: whatever a crontab holds, the config generated from it is
+// one jobwatch accepts, as YAML and as JSON.
+func FuzzGenerate(f *testing.F) {
+	for _, name := range []string{"debian/etc/cron.d/maint", "debian/var/spool/cron/crontabs/alice", "cronie/etc/cron.d/app.conf", "debian/etc/crontab"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(data), true)
+	}
+	f.Add("CRON_TZ=Europe/Berlin\n0 2 * * * jobwatch run --job \"x y\" --log /l\xff -- /bin/\xfe\n@hourly a%b\n", false)
+	f.Fuzz(func(t *testing.T, crontab string, systemd bool) {
+		h := &Host{Root: "/nonexistent/discover-fuzz", Flavour: Debian, Zone: "Europe/Berlin", Systemd: systemd}
+		h.readCrontab("/etc/cron.d/f\xff", []byte(crontab), true, "")
+		h.name()
+		_ = Check(h, Options{Now: now})
+		if len(h.Jobs) == 0 {
+			return
+		}
+		for _, asJSON := range []bool{false, true} {
+			out, err := Generate(h, GenerateOptions{JSON: asJSON})
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			cfg, err := config.Parse(bytes.NewReader(out), schedule.Validate)
+			if err != nil {
+				t.Fatalf("generated config rejected: %v\n%s", err, out)
+			}
+			if len(cfg.Jobs) != len(h.Jobs) {
+				t.Fatalf("%d jobs generated, %d found", len(cfg.Jobs), len(h.Jobs))
+			}
+		}
+	})
+}
+
+// TestDuplicateThroughPath: a cron line that names its program through
+// PATH, or through /bin on a merged-/usr host, runs the same file as the
+// timer that names it in full.
+func TestDuplicateThroughPath(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"/bin":                                "->usr/bin",
+		"/usr/bin/rsync":                      "",
+		"/usr/local/bin/db-dump":              "",
+		"/etc/cron.d/old":                     "PATH=/usr/local/bin:/usr/bin:/bin\n0 3 * * * root db-dump --all\n0 4 * * * root /bin/rsync -a /srv /backup\n",
+		"/etc/cron.d/nopath":                  "0 5 * * * root db-dump --all\n", // cron's PATH lacks /usr/local/bin
+		"/etc/systemd/system/db-dump.timer":   "[Timer]\nOnCalendar=03:00\n",
+		"/etc/systemd/system/db-dump.service": "[Service]\nType=oneshot\nExecStart=/usr/local/bin/db-dump --all\nTimeoutStartSec=1h\n",
+		"/etc/systemd/system/sync.timer":      "[Timer]\nOnCalendar=04:00\n",
+		"/etc/systemd/system/sync.service":    "[Service]\nType=oneshot\nExecStart=rsync -a /srv /backup\nTimeoutStartSec=1h\n",
+		"/etc/systemd/system/timers.target.wants/db-dump.timer": "->../db-dump.timer",
+		"/etc/systemd/system/timers.target.wants/sync.timer":    "->../sync.timer",
+	})
+	h, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dups []string
+	for _, f := range Check(h, Options{Now: now}) {
+		if f.Kind == KindDuplicate {
+			dups = append(dups, fmt.Sprintf("%s:%d %s", f.File, f.Line, f.Message))
+		}
+	}
+	want := []string{
+		"/etc/systemd/system/db-dump.timer:2 runs the same command as db-dump-3 (/etc/cron.d/old:2): it runs twice",
+		"/etc/systemd/system/sync.timer:2 runs the same command as rsync (/etc/cron.d/old:3): it runs twice",
+	}
+	if strings.Join(dups, "\n") != strings.Join(want, "\n") {
+		t.Errorf("duplicates:\n%s\nwant:\n%s", strings.Join(dups, "\n"), strings.Join(want, "\n"))
+	}
+	var notInPath []string
+	for _, f := range Check(h, Options{Now: now}) {
+		if f.Kind == KindNotInPath {
+			notInPath = append(notInPath, fmt.Sprintf("%s:%d %s %s; %s", f.File, f.Line, f.Severity, f.Message, f.Fix))
+		}
+	}
+	wantNIP := `/etc/cron.d/nopath:1 warning db-dump is in /usr/local/bin, which cron's PATH=/usr/bin:/bin lacks: the job fails with "not found"; ` +
+		`write /usr/local/bin/db-dump in full, or add PATH=/usr/local/bin:/usr/bin:/bin above the line`
+	if strings.Join(notInPath, "\n") != wantNIP {
+		t.Errorf("not_in_path findings:\n%s\nwant\n%s", strings.Join(notInPath, "\n"), wantNIP)
+	}
+}

@@ -39,11 +39,12 @@ const (
 	KindTZEnv           = "tz_env"
 	KindTimerLeftOut    = "timer_left_out"
 	KindNoOp            = "no_op_line"
+	KindNotInPath       = "not_in_path"
 )
 
 // Kinds lists every kind, sorted, so that a metric can export zeros.
 var Kinds = []string{KindAccuracy, KindCronRejected, KindDST, KindDuplicate, KindFlockBlocking,
-	KindIgnoredFile, KindLockInTmp, KindNoLock, KindNoOp, KindNoTimeout, KindPersistentDense, KindReboot,
+	KindIgnoredFile, KindLockInTmp, KindNoLock, KindNoOp, KindNoTimeout, KindNotInPath, KindPersistentDense, KindReboot,
 	KindSharedLock, KindTZEnv, KindTimerLeftOut, KindUnreadable}
 
 // Finding is one problem, at file:line, with a one-line fix.

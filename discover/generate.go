@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -161,17 +162,23 @@ func jobValue(j *Job) value {
 	if j.User != "" {
 		m.comment = fmt.Sprintf("%s (%s, user %s)", j.Where(), what, j.User)
 	}
+	m.comment = strings.ToValidUTF8(m.comment, "?")
 	return *m
 }
 
 // watchKind says which source sees a job's runs.
 func watchKind(h *Host, j *Job) string {
 	switch {
-	case j.Origin == "timer" && j.Service != "":
-		return "unit"
+	case j.Origin == "timer":
+		// The journal source matches UNIT= of a service exactly.
+		if strings.HasSuffix(j.Service, ".service") && !strings.ContainsAny(j.Service, " /+=") && utf8.ValidString(j.Service) {
+			return "unit"
+		}
 	case j.Cmd.Run:
-		return "runlog"
-	case h.Systemd:
+		if utf8.ValidString(j.Cmd.RunLog) {
+			return "runlog"
+		}
+	case h.Systemd && utf8.ValidString(j.CommandLine):
 		return "cron"
 	}
 	return ""
@@ -264,7 +271,12 @@ func Generate(h *Host, o GenerateOptions) ([]byte, error) {
 		ptrs[i] = j
 		v := jobValue(j)
 		if watchKind(h, j) == "" {
-			v.comment += "\nNo source sees this job's runs: wrap the command in jobwatch run."
+			if j.Origin == "timer" {
+				v.comment += "\nNo source sees this job's runs: " + j.Service + " is not a service unit."
+			} else {
+				v.comment += "\nNo source sees this job's runs: wrap the command in jobwatch run."
+			}
+			v.comment = strings.ToValidUTF8(v.comment, "?")
 		}
 		jobs.list = append(jobs.list, v)
 	}

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"jobwatch/schedule"
 )
 
 // Job is one scheduled job found on the host: a cron line or a timer.
@@ -224,6 +226,7 @@ func fixName(n string) string {
 
 func (h *Host) readCrontab(file string, data []byte, system bool, owner string) {
 	tz := ""
+	pathEnv := cronPath
 	for i, raw := range strings.Split(string(data), "\n") {
 		n := i + 1
 		l, err := ParseCronLine(raw, system)
@@ -245,6 +248,8 @@ func (h *Host) readCrontab(file string, data []byte, system bool, owner string) 
 					continue
 				}
 				tz = l.Value
+			case "PATH":
+				pathEnv = l.Value
 			case "TZ":
 				h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindTZEnv, Severity: Info,
 					Message: "TZ= sets the zone of the commands' environment, not the zone cron reads the schedules in",
@@ -271,7 +276,12 @@ func (h *Host) readCrontab(file string, data []byte, system bool, owner string) 
 			user = owner
 		}
 		j := Job{Origin: "cron", File: file, Line: n, User: user, Schedule: l.Schedule,
-			CommandLine: l.Command, Cmd: ParseCommand(l.Command), Percent: l.Percent}
+			CommandLine: l.Command, Cmd: parseCommand(l.Command, h.resolver(pathEnv)), Percent: l.Percent}
+		if prog, dir := h.missingFromPath(l.Command, pathEnv); dir != "" {
+			h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindNotInPath, Severity: Warning,
+				Message: fmt.Sprintf("%s is in %s, which cron's PATH=%s lacks: the job fails with \"not found\"", prog, dir, pathEnv),
+				Fix:     fmt.Sprintf("write %s in full, or add PATH=%s:%s above the line", path.Join(dir, prog), dir, pathEnv)})
+		}
 		j.Timezone = tz
 		if j.Timezone == "" {
 			j.Timezone = h.Zone
@@ -307,6 +317,65 @@ func (h *Host) noOp(cmd string) string {
 	return ""
 }
 
+// The search paths of programs named without a directory: cron's default
+// PATH (Debian and cronie alike) until a PATH= line, and systemd's fixed
+// one for ExecStart=.
+const (
+	cronPath    = "/usr/bin:/bin"
+	systemdPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+// resolver returns the function that turns a program's name into the file
+// it runs on the host: searched in pathList when it has no '/', and under
+// /usr when /bin, /sbin or /lib link there (merged /usr), so that one
+// program named two ways compares equal. A name not found stays as it is.
+func (h *Host) resolver(pathList string) func(string) string {
+	return func(prog string) string {
+		if !strings.Contains(prog, "/") {
+			for _, dir := range strings.Split(pathList, ":") {
+				if dir == "" || !path.IsAbs(dir) {
+					continue
+				}
+				if p := path.Join(dir, prog); isRegular(h.Root, p) {
+					prog = p
+					break
+				}
+			}
+		}
+		if !path.IsAbs(prog) {
+			return prog
+		}
+		for _, d := range []string{"/bin", "/sbin", "/lib"} {
+			if strings.HasPrefix(prog, d+"/") && linkTarget(h.Root, d) == "/usr"+d {
+				return "/usr" + prog
+			}
+		}
+		return path.Clean(prog)
+	}
+}
+
+// missingFromPath finds the first program of a cron command that cron's
+// PATH does not hold but another usual directory does: a command that
+// works in a login shell and fails under cron.
+func (h *Host) missingFromPath(cmd, pathList string) (prog, dir string) {
+	for _, seg := range segments(shellWords(cmd)) {
+		var c Command
+		words := c.unwrap(seg, 0)
+		if len(words) == 0 || strings.Contains(words[0], "/") || strings.ContainsAny(words[0], "$`") {
+			continue
+		}
+		if r := h.resolver(pathList)(words[0]); r != words[0] {
+			continue // found
+		}
+		for _, d := range strings.Split(systemdPath, ":") {
+			if isRegular(h.Root, path.Join(d, words[0])) {
+				return words[0], d
+			}
+		}
+	}
+	return "", ""
+}
+
 // readTimers reads every timer unit with its service.
 func (h *Host) readTimers() {
 	sd := &systemd{root: h.Root}
@@ -330,6 +399,12 @@ func (h *Host) readTimers() {
 		}
 		j := Job{Origin: "timer", Timer: name, File: t.File}
 		for _, s := range t.vals["Timer.OnCalendar"] {
+			if _, err := schedule.ParseOnCalendar([]string{s.Value}, time.UTC); err != nil {
+				h.Notes = append(h.Notes, Finding{File: s.File, Line: s.Line, Kind: KindTimerLeftOut, Severity: Warning,
+					Message: fmt.Sprintf("OnCalendar=%s left out: %v", s.Value, err),
+					Fix:     "check it with systemd-analyze calendar '" + s.Value + "'"})
+				continue
+			}
 			j.OnCalendar = append(j.OnCalendar, s.Value)
 			if j.Line == 0 {
 				j.File, j.Line = s.File, s.Line
@@ -412,7 +487,7 @@ func (h *Host) readService(sd *systemd, j *Job) {
 		cmds = append(cmds, strings.NewReplacer("%i", instance, "%I", instance, "%%", "%").Replace(c))
 	}
 	j.CommandLine = strings.Join(cmds, " ; ")
-	j.Cmd = ParseCommand(j.CommandLine)
+	j.Cmd = parseCommand(j.CommandLine, h.resolver(systemdPath))
 	limit := func(key string) time.Duration {
 		s, ok := svc.last(key)
 		if !ok {
