@@ -471,6 +471,7 @@ func FuzzGenerate(f *testing.F) {
 		f.Add(string(data), true)
 	}
 	f.Add("CRON_TZ=Europe/Berlin\n0 2 * * * jobwatch run --job \"x y\" --log /l\xff -- /bin/\xfe\n@hourly a%b\n", false)
+	f.Add("0 1 * * * root /bin/true\n0 1 * * * root /opt/null\n0 1 * * * root /opt/1.5\n0 1 * * * root ~\n0 1 * * * root '#x'\n", true)
 	f.Fuzz(func(t *testing.T, crontab string, systemd bool) {
 		h := &Host{Root: "/nonexistent/discover-fuzz", Flavour: Debian, Zone: "Europe/Berlin", Systemd: systemd}
 		h.readCrontab("/etc/cron.d/f\xff", []byte(crontab), true, "")

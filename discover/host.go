@@ -12,6 +12,7 @@ package discover
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"regexp"
 	"sort"
@@ -31,7 +32,7 @@ type Job struct {
 	// timer's first OnCalendar (or period) line.
 	File string
 	Line int
-	User string // cron: the user it runs as ("" for a user crontab's owner)
+	User string // cron: the user it runs as (a user crontab's owner)
 
 	Schedule   string   // cron: five fields or an @-shortcut
 	OnCalendar []string // timer
@@ -39,8 +40,8 @@ type Job struct {
 	// Timezone is the zone the schedule is read in: CRON_TZ, or the host's
 	// zone; "" when neither is known.
 	Timezone string
-	// Zone is Timezone as a location, nil when unknown (then UTC is used
-	// for the DST checks, which then find nothing).
+	// Zone is Timezone as a location, nil when unknown (no DST checks
+	// then).
 	Zone *time.Location
 
 	CommandLine string // as written (cron) or the service's ExecStart
@@ -99,8 +100,10 @@ type Host struct {
 // Read reads the crontabs, timers and tmpfiles.d rules under root. Files it
 // cannot read become notes; only a root that is not a directory is an error.
 func Read(root string) (*Host, error) {
-	if !exists(root, "/") {
-		return nil, fmt.Errorf("root %s: not found", root)
+	if fi, err := os.Stat(root); err != nil {
+		return nil, fmt.Errorf("root: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("root %s: not a directory", root)
 	}
 	h := &Host{Root: root, Flavour: Cronie}
 	if exists(root, "/var/spool/cron/crontabs") || exists(root, "/etc/debian_version") {

@@ -34,7 +34,7 @@ func TestDiscover(t *testing.T) {
 		}
 		return o.String(), e.String(), code
 	}
-	for _, fixture := range []string{"debian", "cronie"} {
+	for _, fixture := range []string{"debian", "cronie", "example"} {
 		root := filepath.Join("..", "..", "discover", "testdata", fixture)
 		t.Run(fixture, func(t *testing.T) {
 			dir := t.TempDir()
