@@ -427,6 +427,21 @@ func TestUnreadableAndEmpty(t *testing.T) {
 	if len(h.Jobs) != 2 {
 		t.Errorf("jobs = %+v, want the cron.d line and the timer", h.Jobs)
 	}
+	writable := writeTree(t, map[string]string{"/etc/cron.d/shared": "0 5 * * * root /bin/x\n"})
+	if err := os.Chmod(filepath.Join(writable, "etc", "cron.d", "shared"), 0o664); err != nil {
+		t.Fatal(err)
+	}
+	if h, err = Read(writable); err != nil || len(h.Jobs) != 1 {
+		t.Fatalf("a tree's modes are not trusted: %v, %+v", err, h)
+	}
+	h, err = read(writable, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs := Check(h, Options{Now: now}); len(h.Jobs) != 0 || len(fs) != 1 || fs[0].Kind != KindIgnoredFile || fs[0].Severity != Warning ||
+		fs[0].Message != "cron never reads this file: it is group- or other-writable (mode 0664)" {
+		t.Errorf("group-writable crontab: jobs %+v, findings %+v", h.Jobs, fs)
+	}
 	empty := t.TempDir()
 	h, err = Read(empty)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -95,17 +96,25 @@ type Host struct {
 	Notes []Finding
 	// Tmpfiles are the directories tmpfiles.d rules clean by age.
 	Tmpfiles []string
+
+	checkModes bool // report crontabs cron skips for their mode
 }
 
 // Read reads the crontabs, timers and tmpfiles.d rules under root. Files it
 // cannot read become notes; only a root that is not a directory is an error.
 func Read(root string) (*Host, error) {
+	// Modes are only trusted on the live host: a checked-out or unpacked
+	// tree takes them from the umask of whoever made it.
+	return read(root, filepath.Clean(root) == "/")
+}
+
+func read(root string, checkModes bool) (*Host, error) {
 	if fi, err := os.Stat(root); err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("root %s: not a directory", root)
 	}
-	h := &Host{Root: root, Flavour: Cronie}
+	h := &Host{Root: root, Flavour: Cronie, checkModes: checkModes}
 	if exists(root, "/var/spool/cron/crontabs") || exists(root, "/etc/debian_version") {
 		h.Flavour = Debian
 	}
@@ -207,6 +216,14 @@ func (h *Host) readCron() {
 			if !(f.path == "/etc/crontab" && isNotExist(err)) {
 				h.Notes = append(h.Notes, unreadable(f.path, err))
 			}
+			continue
+		}
+		if fi, err := os.Stat(hostPath(h.Root, f.path)); h.checkModes && err == nil && fi.Mode().Perm()&0o022 != 0 {
+			// Debian's cron ("INSECURE MODE") and cronie ("BAD FILE
+			// MODE") skip a crontab others could write to.
+			h.Notes = append(h.Notes, Finding{File: f.path, Kind: KindIgnoredFile, Severity: Warning,
+				Message: fmt.Sprintf("cron never reads this file: it is group- or other-writable (mode %04o)", fi.Mode().Perm()),
+				Fix:     "chmod go-w " + f.path})
 			continue
 		}
 		h.readCrontab(f.path, data, f.system, f.user)
