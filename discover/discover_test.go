@@ -557,3 +557,29 @@ func TestDuplicateThroughPath(t *testing.T) {
 		t.Errorf("not_in_path findings:\n%s\nwant\n%s", strings.Join(notInPath, "\n"), wantNIP)
 	}
 }
+
+// TestSharedLockThroughLink: /var/lock/x and /run/lock/x are one file where
+// /var/lock links to /run/lock.
+func TestSharedLockThroughLink(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"/var/lock":   "->../run/lock",
+		"/run/lock/x": "",
+		"/etc/cron.d/a": "0 1 * * * root timeout 1h flock -n /var/lock/app.lock /bin/a\n" +
+			"0 2 * * * root timeout 1h flock -n /run/lock/app.lock /bin/b\n" +
+			"0 3 * * * root timeout 1h flock -n /run/lock/other.lock /bin/c\n",
+	})
+	h, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range Check(h, Options{Now: now}) {
+		if f.Kind == KindSharedLock {
+			got = append(got, fmt.Sprintf("%s:%d %s", f.File, f.Line, f.Message))
+		}
+	}
+	want := "/etc/cron.d/a:2 shares lock /run/lock/app.lock with a (/etc/cron.d/a:1): one job's run makes the other skip"
+	if strings.Join(got, "\n") != want {
+		t.Errorf("shared locks:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+}

@@ -169,7 +169,7 @@ func checkLocks(h *Host) []Finding {
 	var order []string
 	for i := range h.Jobs {
 		j := &h.Jobs[i]
-		l := j.Cmd.Lock
+		l := h.canonicalLock(j.Cmd.Lock)
 		if l == "" {
 			continue
 		}
@@ -200,6 +200,23 @@ func checkLocks(h *Host) []Finding {
 		}
 	}
 	return out
+}
+
+// canonicalLock names a lock file by the path it has on the host: /var/lock
+// and /var/run are links to /run/lock and /run on most systems.
+func (h *Host) canonicalLock(p string) string {
+	if p == "" || !path.IsAbs(p) {
+		return p
+	}
+	p = path.Clean(p)
+	for _, d := range []string{"/var/lock", "/var/run"} {
+		if strings.HasPrefix(p, d+"/") {
+			if t := linkTarget(h.Root, d); t != "" {
+				return path.Join(t, strings.TrimPrefix(p, d+"/"))
+			}
+		}
+	}
+	return p
 }
 
 // cleanedDir returns the cleaned directory that holds the lock path, or "".
