@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"jobwatch/schedule"
 )
 
 // LineKind says what a crontab line is.
@@ -80,8 +78,8 @@ func ParseCronLine(line string, system bool) (CronLine, error) {
 	l.Schedule = strings.Join(fields, " ")
 	if strings.EqualFold(fields[0], "@reboot") {
 		l.Reboot = true
-	} else if _, err := schedule.ParseCron(l.Schedule, time.UTC); err != nil {
-		return l, fmt.Errorf("schedule %q: %w", l.Schedule, err)
+	} else if _, err := cronSchedule(l.Schedule, time.UTC); err != nil {
+		return l, err // names the schedule: schedule: "61 * * * *": ...
 	}
 	if system {
 		u, r := nextField(rest)

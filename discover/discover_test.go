@@ -129,8 +129,9 @@ func TestGeneratedJobs(t *testing.T) {
 		name string
 		want config.Job
 	}{
-		// CRON_TZ of alice's crontab; jobwatch run's --job names it.
-		{"sync", config.Job{Name: "sync", Schedule: "*/10 * * * *", Timezone: "America/New_York", Timeout: config.Duration(5 * time.Minute)}},
+		// Debian's cron ignores the CRON_TZ of alice's crontab; jobwatch
+		// run's --job names it.
+		{"sync", config.Job{Name: "sync", Schedule: "*/10 * * * *", Timezone: "Europe/Berlin", Timeout: config.Duration(5 * time.Minute)}},
 		// The host's zone from /etc/timezone.
 		{"backup", config.Job{Name: "backup", Schedule: "30 2 * * *", Timezone: "Europe/Berlin"}},
 		// RandomizedDelaySec=100min + AccuracySec=1h; the drop-in's TimeoutStartSec.
@@ -158,6 +159,12 @@ func TestGeneratedJobs(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", a, b)
 			}
 		})
+	}
+	cronie, _ := readFixture(t, "cronie")
+	for _, j := range cronie.Jobs {
+		if j.Name == "digest" && j.Timezone != "Asia/Tokyo" {
+			t.Errorf("cronie honours CRON_TZ: digest's zone is %q", j.Timezone)
+		}
 	}
 	for _, left := range []string{"old-report", "start-agent", "weekly-report", "every-minute-and-one"} {
 		if _, ok := jobs[left]; ok {
@@ -217,7 +224,8 @@ func TestFindings(t *testing.T) {
 		{"cronie", "/etc/cron.d/app.conf:2", KindDST, Info, "02:00 does not exist in America/New_York on 2026-03-08"},
 		{"cronie", "/usr/lib/systemd/system/backup@.timer:2", KindDST, Info,
 			"01:30 happens twice in America/New_York on 2026-11-01 (clocks go back from 02:00 to 01:00): systemd runs it once, at 01:30 EDT"},
-		{"debian", "/etc/cron.d/bad:1", KindCronRejected, Warning, "minute: 61 out of range"},
+		{"debian", "/etc/cron.d/bad:1", KindCronRejected, Warning, `schedule: "61 * * * *": `},
+		{"debian", "/var/spool/cron/crontabs/alice:3", KindCronTZIgnored, Warning, "Debian's cron ignores CRON_TZ: the lines below run on the host's clock (Europe/Berlin), not in America/New_York"},
 		{"debian", "/etc/cron.d/bad:2", KindCronRejected, Warning, "unescaped %"},
 		{"debian", "/etc/cron.d/report.dpkg-old", KindIgnoredFile, Info, "Debian cron reads only"},
 		{"cronie", "/etc/cron.d/app.conf.rpmnew", KindIgnoredFile, Info, ".rpmnew"},

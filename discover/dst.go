@@ -107,9 +107,9 @@ func wallTimeIn(j *Job, expr []string, lo, hi time.Time) (time.Time, bool) {
 	var s schedule.Schedule
 	var err error
 	if j.Schedule != "" {
-		s, err = schedule.ParseCron(expr[0], time.UTC)
+		s, err = cronSchedule(expr[0], time.UTC)
 	} else {
-		s, err = schedule.ParseOnCalendar(expr, time.UTC)
+		s, err = calendarSchedule(expr, time.UTC)
 	}
 	if err != nil {
 		return time.Time{}, false
@@ -142,8 +142,8 @@ func dstFinding(j *Job, tr transition, gap bool, wall, cw0, cw1 time.Time) Findi
 		clock = wall.Format("15:04:05")
 	}
 	// The same wall-clock time on that date, as each scheduler reads it.
-	cron, cerr := schedule.ParseCron(fmt.Sprintf("%d %d %d %d *", wall.Minute(), wall.Hour(), wall.Day(), int(wall.Month())), zone)
-	sysd, serr := schedule.ParseOnCalendar([]string{wall.Format("2006-01-02 15:04:05")}, zone)
+	cron, cerr := cronSchedule(fmt.Sprintf("%d %d %d %d *", wall.Minute(), wall.Hour(), wall.Day(), int(wall.Month())), zone)
+	sysd, serr := calendarSchedule([]string{wall.Format("2006-01-02 15:04:05")}, zone)
 	window := func(s schedule.Schedule, err error) []time.Time {
 		if err != nil {
 			return nil

@@ -40,10 +40,11 @@ const (
 	KindTimerLeftOut    = "timer_left_out"
 	KindNoOp            = "no_op_line"
 	KindNotInPath       = "not_in_path"
+	KindCronTZIgnored   = "cron_tz_ignored"
 )
 
 // Kinds lists every kind, sorted, so that a metric can export zeros.
-var Kinds = []string{KindAccuracy, KindCronRejected, KindDST, KindDuplicate, KindFlockBlocking,
+var Kinds = []string{KindAccuracy, KindCronRejected, KindCronTZIgnored, KindDST, KindDuplicate, KindFlockBlocking,
 	KindIgnoredFile, KindLockInTmp, KindNoLock, KindNoOp, KindNoTimeout, KindNotInPath, KindPersistentDense, KindReboot,
 	KindSharedLock, KindTZEnv, KindTimerLeftOut, KindUnreadable}
 
@@ -300,7 +301,7 @@ func vendor(file string) bool {
 
 // cronPeriod is the smallest interval between a cron schedule's runs.
 func cronPeriod(expr string) (time.Duration, bool) {
-	s, err := schedule.ParseCron(expr, time.UTC)
+	s, err := cronSchedule(expr, time.UTC)
 	if err != nil {
 		return 0, false
 	}
@@ -321,7 +322,7 @@ func smallestGap(runs []time.Time) (time.Duration, bool) {
 // minGap is the smallest interval between the timer's runs over the next
 // 400 runs.
 func minGap(j *Job, now time.Time) (time.Duration, bool) {
-	s, err := schedule.ParseOnCalendar(j.OnCalendar, time.UTC)
+	s, err := calendarSchedule(j.OnCalendar, time.UTC)
 	if err != nil {
 		return 0, false
 	}

@@ -19,8 +19,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"jobwatch/schedule"
 )
 
 // Job is one scheduled job found on the host: a cron line or a timer.
@@ -149,6 +147,13 @@ func hostZone(root string) string {
 	return ""
 }
 
+func orUnknown(zone string) string {
+	if zone == "" {
+		return "zone unknown"
+	}
+	return zone
+}
+
 func loadZone(name string) *time.Location {
 	loc, err := time.LoadLocation(name)
 	if err != nil {
@@ -260,6 +265,12 @@ func (h *Host) readCrontab(file string, data []byte, system bool, owner string) 
 		case LineEnv:
 			switch l.Name {
 			case "CRON_TZ":
+				if h.Flavour == Debian {
+					h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindCronTZIgnored, Severity: Warning,
+						Message: fmt.Sprintf("Debian's cron ignores CRON_TZ: the lines below run on the host's clock (%s), not in %s", orUnknown(h.Zone), l.Value),
+						Fix:     "write the times in the host's zone, or move the jobs to a systemd timer with OnCalendar=... " + l.Value})
+					continue
+				}
 				if loadZone(l.Value) == nil {
 					h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindCronRejected, Severity: Warning,
 						Message: fmt.Sprintf("CRON_TZ=%s is not a known time zone: cron reads the lines below in UTC", l.Value),
@@ -271,9 +282,13 @@ func (h *Host) readCrontab(file string, data []byte, system bool, owner string) 
 			case "PATH":
 				pathEnv = l.Value
 			case "TZ":
+				fix := "use CRON_TZ=" + l.Value + " if the times below are meant in that zone"
+				if h.Flavour == Debian {
+					fix = "Debian's cron reads every schedule on the host's clock: write the times in " + orUnknown(h.Zone) + ", or use a systemd timer"
+				}
 				h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindTZEnv, Severity: Info,
 					Message: "TZ= sets the zone of the commands' environment, not the zone cron reads the schedules in",
-					Fix:     "use CRON_TZ=" + l.Value + " if the times below are meant in that zone"})
+					Fix:     fix})
 			}
 			continue
 		case LineBlank:
@@ -419,7 +434,7 @@ func (h *Host) readTimers() {
 		}
 		j := Job{Origin: "timer", Timer: name, File: t.File}
 		for _, s := range t.vals["Timer.OnCalendar"] {
-			if _, err := schedule.ParseOnCalendar([]string{s.Value}, time.UTC); err != nil {
+			if _, err := calendarSchedule([]string{s.Value}, time.UTC); err != nil {
 				h.Notes = append(h.Notes, Finding{File: s.File, Line: s.Line, Kind: KindTimerLeftOut, Severity: Warning,
 					Message: fmt.Sprintf("OnCalendar=%s left out: %v", s.Value, err),
 					Fix:     "check it with systemd-analyze calendar '" + s.Value + "'"})
