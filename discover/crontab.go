@@ -76,7 +76,7 @@ func ParseCronLine(line string, system bool) (CronLine, error) {
 		rest = r
 	}
 	l.Schedule = strings.Join(fields, " ")
-	if strings.EqualFold(fields[0], "@reboot") {
+	if fields[0] == "@reboot" { // cron knows its shortcuts in lower case only
 		l.Reboot = true
 	} else if _, err := cronSchedule(l.Schedule, time.UTC); err != nil {
 		return l, err // names the schedule: schedule: "61 * * * *": ...

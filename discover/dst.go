@@ -46,7 +46,7 @@ func transitions(loc *time.Location, from time.Time) []transition {
 func fixedTime(expr string) bool {
 	f := strings.Fields(expr)
 	if len(f) == 1 {
-		return !strings.EqualFold(f[0], "@hourly")
+		return f[0] != "@hourly"
 	}
 	return len(f) >= 2 && !strings.HasPrefix(f[0], "*") && !strings.HasPrefix(f[1], "*")
 }

@@ -257,8 +257,8 @@ func (h *Host) readCrontab(file string, data []byte, system bool, owner string) 
 		l, err := ParseCronLine(raw, system)
 		if err != nil {
 			h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindCronRejected, Severity: Warning,
-				Message: "cron rejects this line: " + err.Error(),
-				Fix:     "fix the line (crontab(5)); until then the job never runs"})
+				Message: "this line never runs: " + err.Error(),
+				Fix:     "correct the line (see crontab(5))"})
 			continue
 		}
 		switch l.Kind {
