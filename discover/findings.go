@@ -41,11 +41,12 @@ const (
 	KindNoOp            = "no_op_line"
 	KindNotInPath       = "not_in_path"
 	KindCronTZIgnored   = "cron_tz_ignored"
+	KindNoSource        = "no_source"
 )
 
 // Kinds lists every kind, sorted, so that a metric can export zeros.
 var Kinds = []string{KindAccuracy, KindCronRejected, KindCronTZIgnored, KindDST, KindDuplicate, KindFlockBlocking,
-	KindIgnoredFile, KindLockInTmp, KindNoLock, KindNoOp, KindNoTimeout, KindNotInPath, KindPersistentDense, KindReboot,
+	KindIgnoredFile, KindLockInTmp, KindNoLock, KindNoOp, KindNoSource, KindNoTimeout, KindNotInPath, KindPersistentDense, KindReboot,
 	KindSharedLock, KindTZEnv, KindTimerLeftOut, KindUnreadable}
 
 // Finding is one problem, at file:line, with a one-line fix.
@@ -126,7 +127,15 @@ func Check(h *Host, o Options) []Finding {
 	out = append(out, checkDuplicates(h.Jobs)...)
 	out = append(out, checkLocks(h)...)
 	for i := range h.Jobs {
-		out = append(out, checkJob(&h.Jobs[i], o)...)
+		j := &h.Jobs[i]
+		out = append(out, checkJob(j, o)...)
+		if watchKind(h, j) == "" {
+			fix := "wrap the command: jobwatch run --job " + j.Name + " -- CMD"
+			if j.Origin == "timer" {
+				fix = "point Unit= at a service"
+			}
+			out = append(out, at(j, KindNoSource, Info, "no jobwatch source sees this job's runs: it would be reported stale", fix))
+		}
 	}
 	sortFindings(out)
 	return out

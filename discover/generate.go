@@ -178,7 +178,9 @@ func watchKind(h *Host, j *Job) string {
 		if utf8.ValidString(j.Cmd.RunLog) {
 			return "runlog"
 		}
-	case h.Systemd && utf8.ValidString(j.CommandLine):
+	case h.Systemd && h.Flavour == Debian && utf8.ValidString(j.CommandLine):
+		// The journal source reads Debian's cron (SYSLOG_IDENTIFIER=CRON);
+		// cronie logs as CROND.
 		return "cron"
 	}
 	return ""
@@ -273,6 +275,8 @@ func Generate(h *Host, o GenerateOptions) ([]byte, error) {
 		if watchKind(h, j) == "" {
 			if j.Origin == "timer" {
 				v.comment += "\nNo source sees this job's runs: " + j.Service + " is not a service unit."
+			} else if h.Systemd && h.Flavour == Cronie {
+				v.comment += "\nNo source sees this job's runs (jobwatch reads Debian's cron log lines, not cronie's):\nwrap the command in jobwatch run."
 			} else {
 				v.comment += "\nNo source sees this job's runs: wrap the command in jobwatch run."
 			}

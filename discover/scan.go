@@ -112,7 +112,7 @@ var kindSeverity = map[string]Severity{
 	KindDuplicate: Warning, KindFlockBlocking: Warning, KindLockInTmp: Warning, KindSharedLock: Info,
 	KindPersistentDense: Warning, KindAccuracy: Info, KindNoTimeout: Warning, KindNoLock: Info,
 	KindDST: Info, KindCronRejected: Warning, KindUnreadable: Warning, KindIgnoredFile: Info,
-	KindReboot: Info, KindTZEnv: Info, KindTimerLeftOut: Info, KindNoOp: Info, KindNotInPath: Warning, KindCronTZIgnored: Warning,
+	KindReboot: Info, KindTZEnv: Info, KindTimerLeftOut: Info, KindNoOp: Info, KindNotInPath: Warning, KindCronTZIgnored: Warning, KindNoSource: Info,
 }
 
 // Scan reads the host under root, checks it and matches its jobs against
