@@ -107,9 +107,9 @@ type Options struct {
 	// Now starts the year in which DST changes are looked for; zero means
 	// time.Now().
 	Now time.Time
-	// P99 are the jobs' observed run durations (P99 of jobwatch's state),
-	// by job name; a cron job without a lock whose runs take longer than
-	// its period is then said to overlap.
+	// P99 are the jobs' observed run durations (see P99), by job name; a
+	// cron job without a lock whose runs take longer than its period is
+	// then said to overlap.
 	P99 map[string]time.Duration
 }
 
@@ -271,7 +271,7 @@ func checkJob(j *Job, o Options) []Finding {
 			p99, ok = o.P99[j.Cmd.RunJob]
 		}
 		if period, known := cronPeriod(j.Schedule); ok && known && p99 > period {
-			msg = fmt.Sprintf("no lock, and its runs take up to %s (P99 in jobwatch's state) while it is scheduled every %s: runs overlap", fmtDuration(p99), fmtDuration(period))
+			msg = fmt.Sprintf("no lock, and its runs take up to %s (P99 of the runs jobwatch saw) while it is scheduled every %s: runs overlap", fmtDuration(p99), fmtDuration(period))
 		}
 		out = append(out, at(j, KindNoLock, Info, msg,
 			"wrap the command: flock -n /run/lock/"+j.Name+".lock CMD, or jobwatch run --lock"))

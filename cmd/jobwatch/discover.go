@@ -23,16 +23,15 @@ func addDiscoverCommand(app *kingpin.Application) (*kingpin.CmdClause, func(stdo
 	format := cmd.Flag("format", "Output format: yaml (config with comments, findings as text on stderr) or json (config as JSON, findings as JSON lines).").Default("yaml").Enum("yaml", "json")
 	runLog := cmd.Flag("run-log", "Run log of jobwatch run lines that name no --log.").Default("").PlaceHolder("PATH").String()
 	mergeFile := cmd.Flag("merge", "Existing config: keep its jobs and sources, add only the jobs it does not watch.").PlaceHolder("FILE").String()
-	stateDir := cmd.Flag("state.path", "jobwatch's state directory: runs longer than their period are reported for jobs without a lock.").PlaceHolder("DIR").String()
 	return cmd, func(stdout, stderr io.Writer) int {
-		o := discoverOptions{root: *root, output: *output, json: *format == "json", runLog: *runLog, merge: *mergeFile, state: *stateDir}
+		o := discoverOptions{root: *root, output: *output, json: *format == "json", runLog: *runLog, merge: *mergeFile}
 		return runDiscover(o, stdout, stderr)
 	}
 }
 
 type discoverOptions struct {
-	root, output, runLog, merge, state string
-	json                               bool
+	root, output, runLog, merge string
+	json                        bool
 }
 
 func runDiscover(o discoverOptions, stdout, stderr io.Writer) int {
@@ -41,16 +40,7 @@ func runDiscover(o discoverOptions, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "jobwatch discover:", err)
 		return 2
 	}
-	opts := discover.Options{Now: time.Now()}
-	if o.state != "" {
-		snap, err := discover.ReadState(o.state)
-		if err != nil {
-			fmt.Fprintln(stderr, "jobwatch discover: --state.path:", err)
-			return 2
-		}
-		opts.P99 = discover.P99(snap)
-	}
-	findings := discover.Check(h, opts)
+	findings := discover.Check(h, discover.Options{Now: time.Now()})
 	gen := discover.GenerateOptions{RunLog: o.runLog, JSON: o.json}
 	if o.merge != "" {
 		if gen.Merge, err = os.ReadFile(o.merge); err != nil {

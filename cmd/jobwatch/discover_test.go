@@ -9,9 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"jobwatch/model"
-	"jobwatch/state"
 )
 
 // TestDiscover runs the real binary on the fixture trees: the config it
@@ -104,30 +101,6 @@ func TestDiscover(t *testing.T) {
 		stdout, stderr, code := run(t, "discover", "--root", root, "--output", "-")
 		if code != 0 || stderr != "" || !strings.Contains(stdout, "name: ok") {
 			t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
-		}
-	})
-	t.Run("state", func(t *testing.T) {
-		dir := t.TempDir()
-		st, err := state.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var h model.Histogram
-		for range 100 {
-			h.Observe(5000) // 1h23m: bucket 2h, the period of cron.hourly is 1h
-		}
-		err = st.Save(&model.Snapshot{Version: model.SnapshotVersion, Jobs: map[string]model.SavedJob{"cron.hourly": {JobState: model.JobState{Durations: h}}}})
-		st.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		root := filepath.Join("..", "..", "discover", "testdata", "debian")
-		_, stderr, code := run(t, "discover", "--root", root, "--output", "-", "--state.path", dir)
-		if code != 1 || !strings.Contains(stderr, "no_lock (cron.hourly): no lock, and its runs take up to 2h (P99 in jobwatch's state) while it is scheduled every 1h") {
-			t.Errorf("exit %d, stderr:\n%s", code, stderr)
-		}
-		if _, stderr, code := run(t, "discover", "--root", root, "--output", "-", "--state.path", t.TempDir()); code != 2 || !strings.Contains(stderr, "--state.path") {
-			t.Errorf("missing state: exit %d, stderr %q", code, stderr)
 		}
 	})
 	t.Run("bad root", func(t *testing.T) {
