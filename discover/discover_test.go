@@ -93,10 +93,17 @@ func TestGolden(t *testing.T) {
 
 			// The same config either way, and one jobwatch accepts.
 			fromYAML, fromJSON := parseConfig(t, yml), parseConfig(t, js)
-			a, _ := json.Marshal(fromYAML)
-			b, _ := json.Marshal(fromJSON)
+			a, _ := json.Marshal(fromYAML.Jobs)
+			b, _ := json.Marshal(fromJSON.Jobs)
 			if !bytes.Equal(a, b) {
-				t.Errorf("YAML and JSON configs differ:\n%s\n%s", a, b)
+				t.Errorf("YAML and JSON configs' jobs differ:\n%s\n%s", a, b)
+			}
+			sa, _ := readShape(yml)
+			sb, _ := readShape(js)
+			a, _ = json.Marshal(sa)
+			b, _ = json.Marshal(sb)
+			if !bytes.Equal(a, b) || len(sa.Sources) == 0 {
+				t.Errorf("YAML and JSON configs' sources differ:\n%s\n%s", a, b)
 			}
 			if len(fromYAML.Jobs) != len(h.Jobs) {
 				t.Errorf("%d jobs in the config, %d found", len(fromYAML.Jobs), len(h.Jobs))
@@ -171,25 +178,33 @@ func TestGeneratedJobs(t *testing.T) {
 			t.Errorf("job %q must be left out (disabled timer, @reboot, ignored file, rejected line)", left)
 		}
 	}
-	var runlog, journal *config.Source
-	for i := range cfg.Sources {
-		switch cfg.Sources[i].Type {
-		case config.TypeRunLog:
-			runlog = &cfg.Sources[i]
-		case config.TypeJournal:
-			journal = &cfg.Sources[i]
+	// Sources in the documented YAML shape (config decodes each type its
+	// own way).
+	sh, err := readShape(yml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, src := range sh.Sources {
+		types = append(types, src.Name+":"+src.Type)
+		switch src.Type {
+		case "runlog":
+			if src.Path != "/var/log/jw/runs.log" || src.Format != "json" {
+				t.Errorf("runlog source = %+v, want the path of --run-log, format json", src)
+			}
+		case "journal":
+			if src.Units["fstrim.service"] != "fstrim" || len(src.Units) != 4 || len(src.Cron) != 8 {
+				t.Errorf("journal source = %+v", src)
+			}
+			for _, m := range src.Cron {
+				if m.Job == "sync" {
+					t.Errorf("sync runs under jobwatch run: the run log watches it, not the journal")
+				}
+			}
 		}
 	}
-	if runlog == nil || runlog.Path != "/var/log/jw/runs.log" || runlog.Format != "json" {
-		t.Errorf("runlog source = %+v, want path from --run-log, format json", runlog)
-	}
-	if journal == nil || journal.Units["fstrim.service"] != "fstrim" || len(journal.Cron) != 8 {
-		t.Fatalf("journal source = %+v", journal)
-	}
-	for _, m := range journal.Cron {
-		if m.Job == "sync" {
-			t.Errorf("sync runs under jobwatch run: the run log watches it, not the journal")
-		}
+	if got := strings.Join(types, " "); got != "journal:journal runs:runlog" {
+		t.Errorf("sources = %s", got)
 	}
 }
 
@@ -351,7 +366,7 @@ sources:
 }
 
 func TestScan(t *testing.T) {
-	cfg, err := config.Parse(strings.NewReader(`
+	w, err := WatchedFromYAML([]byte(`
 jobs:
   - name: backup
     schedule: "30 2 * * *"
@@ -368,10 +383,6 @@ sources:
       - match: "rotate-archives$"
         job: other
 `))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := WatchedFromConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,6 +414,9 @@ sources:
 	}
 	if len(r.Counts()) < len(Kinds) {
 		t.Errorf("%d counts, want one per kind at least", len(r.Counts()))
+	}
+	if _, err := WatchedFromYAML([]byte("sources:\n  - name: j\n    type: journal\n    cron:\n      - match: \"(\"\n        job: x\n")); err == nil {
+		t.Error("a bad cron match: no error")
 	}
 	if _, err := Scan(filepath.Join(t.TempDir(), "missing"), w, Options{}); err == nil {
 		t.Error("Scan of a missing root: no error")

@@ -30,6 +30,12 @@ type GenerateOptions struct {
 	JSON bool
 }
 
+// The source types discover writes, as jobwatch.yml spells them.
+const (
+	typeJournal = "journal"
+	typeRunLog  = "runlog"
+)
+
 // Source names discover gives the sources it adds.
 const (
 	JournalSource = "journal"
@@ -227,7 +233,7 @@ func sourcesFor(h *Host, jobs []*Job, o GenerateOptions, taken map[string]bool) 
 	if len(units.keys) > 0 || len(cron.list) > 0 {
 		s := newMap()
 		s.set("name", str(name(JournalSource)))
-		s.set("type", str(config.TypeJournal))
+		s.set("type", str(typeJournal))
 		if h.Root != "/" && h.Root != "" && exists(h.Root, "/var/log/journal") {
 			s.set("directory", str(hostPath(h.Root, "/var/log/journal")))
 		}
@@ -248,7 +254,7 @@ func sourcesFor(h *Host, jobs []*Job, o GenerateOptions, taken map[string]bool) 
 	for _, p := range paths {
 		s := newMap()
 		s.set("name", str(name(RunLogSource)))
-		s.set("type", str(config.TypeRunLog))
+		s.set("type", str(typeRunLog))
 		s.set("path", str(p))
 		s.set("format", str("json"))
 		s.comment = "Written by jobwatch run for: " + strings.Join(logs[p], ", ")
@@ -318,11 +324,14 @@ func encodeYAML(n *yaml.Node) ([]byte, error) {
 // merge adds the jobs an existing config does not watch to it, with the
 // sources that see them; everything already in it stays as written.
 func merge(h *Host, o GenerateOptions) ([]byte, error) {
-	cfg, err := config.Parse(bytes.NewReader(o.Merge))
+	if _, err := config.Parse(bytes.NewReader(o.Merge)); err != nil {
+		return nil, fmt.Errorf("--merge: %w", err)
+	}
+	cfg, err := readShape(o.Merge)
 	if err != nil {
 		return nil, fmt.Errorf("--merge: %w", err)
 	}
-	w, err := WatchedFromConfig(cfg)
+	w, err := WatchedFromYAML(o.Merge)
 	if err != nil {
 		return nil, fmt.Errorf("--merge: %w", err)
 	}
@@ -333,7 +342,10 @@ func merge(h *Host, o GenerateOptions) ([]byte, error) {
 	root := doc.Content[0]
 	jobsNode := mapValue(root, "jobs", yaml.SequenceNode)
 	srcNode := mapValue(root, "sources", yaml.SequenceNode)
-	names := cfg.JobNames()
+	names := map[string]bool{}
+	for _, j := range cfg.Jobs {
+		names[j.Name] = true
+	}
 	taken := map[string]bool{}
 	for _, s := range cfg.Sources {
 		taken[s.Name] = true
@@ -358,7 +370,7 @@ func merge(h *Host, o GenerateOptions) ([]byte, error) {
 	// new source.
 	read := map[string]bool{}
 	for _, s := range cfg.Sources {
-		if s.Type == config.TypeRunLog {
+		if s.Type == typeRunLog {
 			read[s.Path] = true
 		}
 	}

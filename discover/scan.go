@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"sort"
 
-	"jobwatch/config"
+	"go.yaml.in/yaml/v3"
 )
 
 // Watched is what a config watches, as discover matches it against the
@@ -23,20 +23,57 @@ type CronWatch struct {
 	Job   string
 }
 
-// WatchedFromConfig collects what cfg watches.
-func WatchedFromConfig(cfg *config.Config) (Watched, error) {
-	w := Watched{Jobs: cfg.JobNames(), Units: map[string]string{}}
-	for _, s := range cfg.Sources {
-		if s.Type != config.TypeJournal {
+// shape is the part of jobwatch.yml that says what is watched, in the
+// documented YAML shape; other keys are ignored (config validates them).
+type shape struct {
+	Jobs []struct {
+		Name string `yaml:"name"`
+	} `yaml:"jobs"`
+	Sources []struct {
+		Name   string            `yaml:"name"`
+		Type   string            `yaml:"type"`
+		Path   string            `yaml:"path"`
+		Format string            `yaml:"format"`
+		Units  map[string]string `yaml:"units"`
+		Cron   []struct {
+			Match string `yaml:"match"`
+			Job   string `yaml:"job"`
+		} `yaml:"cron"`
+	} `yaml:"sources"`
+}
+
+func readShape(data []byte) (*shape, error) {
+	var s shape
+	if err := yaml.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("parsing YAML: %w", err)
+	}
+	return &s, nil
+}
+
+// WatchedFromYAML collects what a jobwatch.yml watches: its job names, its
+// journal sources' units and cron matches. It reads the file's YAML, not a
+// decoded config, so that it does not depend on how config represents
+// each source type.
+func WatchedFromYAML(data []byte) (Watched, error) {
+	s, err := readShape(data)
+	if err != nil {
+		return Watched{}, err
+	}
+	w := Watched{Jobs: map[string]bool{}, Units: map[string]string{}}
+	for _, j := range s.Jobs {
+		w.Jobs[j.Name] = true
+	}
+	for _, src := range s.Sources {
+		if src.Type != typeJournal {
 			continue
 		}
-		for u, j := range s.Units {
+		for u, j := range src.Units {
 			w.Units[u] = j
 		}
-		for i, m := range s.Cron {
+		for i, m := range src.Cron {
 			re, err := regexp.Compile(m.Match)
 			if err != nil {
-				return Watched{}, fmt.Errorf("source %q: cron[%d].match: %w", s.Name, i, err)
+				return Watched{}, fmt.Errorf("source %q: cron[%d].match: %w", src.Name, i, err)
 			}
 			w.Cron = append(w.Cron, CronWatch{Match: re, Job: m.Job})
 		}
