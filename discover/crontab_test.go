@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/schedule"
 )
 
 func TestParseCronLine(t *testing.T) {
