@@ -605,3 +605,29 @@ func TestSharedLockThroughLink(t *testing.T) {
 		t.Errorf("shared locks:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
 	}
 }
+
+func TestMergeJSON(t *testing.T) {
+	h, _ := readFixture(t, "cronie")
+	user := []byte("jobs:\n  - name: logrotate\n    on_calendar: daily\n")
+	out, err := Generate(h, GenerateOptions{Merge: user, JSON: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	cfg := parseConfig(t, out)
+	if len(cfg.Jobs) != len(h.Jobs) {
+		t.Errorf("%d jobs, want %d (logrotate kept, the others added)", len(cfg.Jobs), len(h.Jobs))
+	}
+}
+
+func BenchmarkScan(b *testing.B) {
+	w := Watched{Jobs: map[string]bool{"backup": true}}
+	for b.Loop() {
+		if _, err := Scan(filepath.Join("testdata", "debian"), w, Options{Now: now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
