@@ -54,6 +54,7 @@ func run(args []string) int {
 
 	runCmd, runJob := addRunCommand(app)
 	schedCmd, schedJob := addScheduleCommand(app)
+	discoverCmd, discoverRun := addDiscoverCommand(app)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
@@ -63,6 +64,8 @@ func run(args []string) int {
 	logger := promslog.New(logConfig)
 
 	switch cmd {
+	case discoverCmd.FullCommand():
+		return discoverRun(os.Stdout, os.Stderr)
 	case schedCmd.FullCommand():
 		return schedJob(os.Stdout, os.Stderr)
 	case runCmd.FullCommand():
