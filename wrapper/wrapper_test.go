@@ -127,9 +127,11 @@ func TestLockConcurrent(t *testing.T) {
 	start := make(chan struct{})
 	for i := range n {
 		// The job holds the lock until the seven others have skipped (at most
-		// 30 s), however slowly a loaded machine starts them.
+		// 60 s), however slowly a loaded machine starts them. The run log may
+		// not exist yet when the job starts (its start record is written
+		// after it is born): a missing log counts as no skip.
 		cmd := wrapCmd(t, "--log", log, "--lock", lock, "--job", "j", "--", "sh", "-c",
-			`echo run >> "$1"; i=0; while [ "$(grep -c '"skip"' "$2")" -lt 7 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`,
+			`echo run >> "$1"; i=0; while n=$(grep -c '"skip"' "$2" 2>/dev/null); [ "${n:-0}" -lt 7 ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`,
 			"sh", count, log)
 		wg.Add(1)
 		go func() {
