@@ -20,8 +20,21 @@ import (
 // cmd/jobwatch/run.go does), and Run re-executes the binary for the job.
 const testEnv = "JOBWATCH_WRAPPER_TEST_RUN"
 
+// testAfterLockEnv names a file the wrapper creates once it holds the local
+// lock; it then waits slowStart before starting its job, as a wrapper
+// starved of CPU would.
+const testAfterLockEnv = "JOBWATCH_WRAPPER_TEST_AFTER_LOCK"
+
+const slowStart = 1500 * time.Millisecond
+
 func TestMain(m *testing.M) {
 	if os.Getenv(testEnv) == "1" {
+		if marker := os.Getenv(testAfterLockEnv); marker != "" {
+			afterLockHook = func() {
+				os.WriteFile(marker, nil, 0o600)
+				time.Sleep(slowStart)
+			}
+		}
 		os.Exit(runFromArgs(os.Args[1:]))
 	}
 	os.Exit(m.Run())

@@ -33,6 +33,11 @@ const (
 	ExitNotFound      = 127 // the command does not exist
 )
 
+// afterLockHook, when set (by tests only), runs once the local lock is taken
+// and before the job starts: a wrapper slowed down there is what a loaded
+// machine looks like to a run that skips.
+var afterLockHook func()
+
 // JobNameRE is what a job name may look like (the same as in jobwatch.yml).
 var JobNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]*$`)
 
@@ -133,6 +138,9 @@ func (r *runner) run() int {
 		}
 		if err != nil {
 			return r.fail(ExitWrapper, fmt.Errorf("locking %s: %w", o.Lock, err))
+		}
+		if afterLockHook != nil {
+			afterLockHook()
 		}
 	}
 

@@ -479,3 +479,40 @@ func TestJobFileDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// A skipping run names the job as the holder even when the wrapper holding
+// the lock is slow to start it (a loaded machine): it looks again until the
+// job exists, instead of naming the wrapper.
+func TestLockHolderSlowWrapper(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	lock := filepath.Join(dir, "j.lock")
+	locked := filepath.Join(dir, "locked")
+	first := wrapCmd(t, "--log", log, "--lock", lock, "--job", "j", "--", "sleep", "60")
+	first.Env = append(first.Env, testAfterLockEnv+"="+locked)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if recs := readRecords(t, log); len(recs) > 0 && recs[0].Event == "start" {
+			unix.Kill(-recs[0].PID, unix.SIGKILL)
+		}
+		first.Process.Kill()
+		first.Wait()
+	})
+	waitFor(t, "the first wrapper to hold the lock", 10*time.Second, func() bool {
+		_, err := os.Stat(locked)
+		return err == nil
+	})
+	code, stderr := wrap(t, "--log", log, "--lock", lock, "--skip-exit-code", "75", "--job", "j", "--", "true")
+	if code != 75 {
+		t.Fatalf("second wrapper exited %d (%s), want 75 (skip)", code, stderr)
+	}
+	recs := readRecords(t, log)
+	if events(recs) != "start,skip" {
+		t.Fatalf("records %s, want start,skip", events(recs))
+	}
+	if recs[1].HolderPID != recs[0].PID || recs[1].HolderPID == first.Process.Pid {
+		t.Errorf("skip names holder %d; the job is %d, its wrapper %d", recs[1].HolderPID, recs[0].PID, first.Process.Pid)
+	}
+}
