@@ -4,10 +4,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // timeLayout is RFC 3339 with milliseconds; times are written in UTC, so the
@@ -89,10 +92,9 @@ func (l *runLog) write(rec any) error {
 		return l.fail(fmt.Errorf("encoding run record: %w", err))
 	}
 	line = append(line, '\n')
-	// os.OpenFile adds O_CLOEXEC: the job never inherits the log.
-	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640)
+	f, err := openLog(l.path)
 	if err != nil {
-		return l.fail(fmt.Errorf("run log: %w", err))
+		return l.fail(err)
 	}
 	n, err := f.Write(line)
 	if cerr := f.Close(); err == nil {
@@ -105,6 +107,36 @@ func (l *runLog) write(rec any) error {
 		return l.fail(fmt.Errorf("run log %s: %w", l.path, err))
 	}
 	return nil
+}
+
+// openLog opens the run log for appending, creating it (mode 0640 less the
+// umask) if missing. As for the lock file, a symlink is refused (O_NOFOLLOW):
+// in a group-writable log directory another user could otherwise point the
+// log at any file the job's user may write, or create one through a dangling
+// link. Anything but a regular file (a FIFO, a socket, a device) is refused
+// too; O_NONBLOCK keeps a FIFO from blocking the open. os.OpenFile adds
+// O_CLOEXEC: the job never inherits the log.
+func openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o640)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("run log %s is a symlink; refusing to follow it", path)
+		}
+		if errors.Is(err, unix.ENXIO) {
+			return nil, fmt.Errorf("run log %s is not a regular file", path) // a FIFO nobody reads
+		}
+		return nil, fmt.Errorf("run log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("run log: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("run log %s is not a regular file", path)
+	}
+	return f, nil
 }
 
 func (l *runLog) fail(err error) error {

@@ -516,3 +516,92 @@ func TestLockHolderSlowWrapper(t *testing.T) {
 		t.Errorf("skip names holder %d; the job is %d, its wrapper %d", recs[1].HolderPID, recs[0].PID, first.Process.Pid)
 	}
 }
+
+// The run log is never reached through a symlink (dangling or not) and must
+// be a regular file: the job still runs, the wrapper says why on stderr and
+// exits 125, and nothing is written or created elsewhere.
+func TestLogRefusesSymlinkAndNonRegular(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, dir, log string) (check func(t *testing.T))
+		want  string
+	}{
+		{"dangling symlink", func(t *testing.T, dir, log string) func(*testing.T) {
+			target := filepath.Join(dir, "elsewhere")
+			if err := os.Symlink(target, log); err != nil {
+				t.Fatal(err)
+			}
+			return func(t *testing.T) {
+				if _, err := os.Lstat(target); !os.IsNotExist(err) {
+					t.Errorf("the symlink's target was created")
+				}
+			}
+		}, "is a symlink"},
+		{"symlink to a file", func(t *testing.T, dir, log string) func(*testing.T) {
+			target := writeScript(t, dir, "precious", "keep\n", 0o644)
+			if err := os.Symlink(target, log); err != nil {
+				t.Fatal(err)
+			}
+			return func(t *testing.T) {
+				if b, _ := os.ReadFile(target); string(b) != "keep\n" {
+					t.Errorf("the symlink's target was written: %q", b)
+				}
+			}
+		}, "is a symlink"},
+		{"fifo nobody reads", func(t *testing.T, dir, log string) func(*testing.T) {
+			if err := unix.Mkfifo(log, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return func(*testing.T) {}
+		}, "is not a regular file"},
+		{"fifo with a reader", func(t *testing.T, dir, log string) func(*testing.T) {
+			if err := unix.Mkfifo(log, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r, err := os.OpenFile(log, os.O_RDONLY|unix.O_NONBLOCK, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return func(t *testing.T) {
+				buf := make([]byte, 100)
+				if n, _ := r.Read(buf); n > 0 {
+					t.Errorf("a record went into the fifo: %q", buf[:n])
+				}
+			}
+		}, "is not a regular file"},
+		{"directory", func(t *testing.T, dir, log string) func(*testing.T) {
+			if err := os.Mkdir(log, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return func(*testing.T) {}
+		}, "run log: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "runs.log")
+			check := tc.setup(t, dir, log)
+			marker := filepath.Join(dir, "ran")
+			done := make(chan struct{})
+			var code int
+			var stderr string
+			go func() {
+				defer close(done)
+				code, stderr = wrap(t, "--log", log, "--job", "j", "--", "touch", marker)
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the wrapper hangs on the run log")
+			}
+			if code != ExitWrapper || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d stderr %q, want %d and %q", code, stderr, ExitWrapper, tc.want)
+			}
+			if _, err := os.Stat(marker); err != nil {
+				t.Errorf("the command did not run")
+			}
+			check(t)
+		})
+	}
+}
