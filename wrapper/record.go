@@ -17,7 +17,7 @@ import (
 // zone is always "Z".
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// The three record shapes. Field order is the order the keys are written in;
+// The record shapes. Field order is the order the keys are written in;
 // the exporter's runlog source reads them.
 type startRecord struct {
 	Time  string `json:"time"`
@@ -38,6 +38,7 @@ type endRecord struct {
 	Status   string  `json:"status"`
 	ExitCode int     `json:"exit_code"`
 	Duration float64 `json:"duration_seconds"`
+	Reason   string  `json:"reason,omitempty"` // lock_lost, lock_unavailable
 }
 
 type skipRecord struct {
@@ -46,8 +47,24 @@ type skipRecord struct {
 	Event     string `json:"event"`
 	Host      string `json:"host"`
 	PID       int    `json:"pid"`
-	Reason    string `json:"reason"`
-	HolderPID int    `json:"holder_pid,omitempty"`
+	Reason    string `json:"reason"`               // locked, lock_unavailable
+	Lock      string `json:"lock"`                 // the layer that refused: file, redis, mysql
+	HolderPID int    `json:"holder_pid,omitempty"` // file: the process holding the lock
+	Holder    string `json:"holder,omitempty"`     // who holds it, when known
+}
+
+// lockLostRecord is written the moment a shared lock is found lost while
+// the job runs.
+type lockLostRecord struct {
+	Time   string `json:"time"`
+	Job    string `json:"job"`
+	Event  string `json:"event"`
+	Host   string `json:"host"`
+	PID    int    `json:"pid"`
+	RunID  string `json:"run_id"`
+	Lock   string `json:"lock"`             // redis, mysql
+	Reason string `json:"reason"`           // key_gone, key_taken, unreachable, connection_lost, not_owner
+	Holder string `json:"holder,omitempty"` // the new holder, when known
 }
 
 // Statuses of an end record.
@@ -55,6 +72,7 @@ const (
 	statusSuccess = "success"
 	statusFailure = "failure"
 	statusTimeout = "timeout"
+	statusSkipped = "skipped" // in the job_runs table only
 )
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
@@ -77,6 +95,9 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// NoLog as --log writes no run log (with --record-mysql: the table only).
+const NoLog = "-"
+
 // runLog appends records to one file. The file is opened for each record, so
 // a log rotated while a job runs receives the end record in its new file.
 type runLog struct {
@@ -87,6 +108,9 @@ type runLog struct {
 // write appends rec as one line with a single write(2) on an O_APPEND file:
 // records of concurrent wrappers never interleave.
 func (l *runLog) write(rec any) error {
+	if l.path == NoLog {
+		return nil
+	}
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return l.fail(fmt.Errorf("encoding run record: %w", err))
