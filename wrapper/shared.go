@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Layers of a lock, as records name them.
@@ -104,4 +107,28 @@ func sharedLockName(name, job, layer string) (string, error) {
 		return "", fmt.Errorf("--lock-name %q: may only contain letters, digits and _ . : / -", name)
 	}
 	return name, nil
+}
+
+// maxHolder bounds a holder in a record: a Redis value is anyone's input.
+const maxHolder = 255
+
+// cleanHolder makes a holder safe for a record the runlog source accepts:
+// valid UTF-8, no control characters (each becomes '?'), at most maxHolder
+// bytes, cut at a character boundary.
+func cleanHolder(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > maxHolder {
+		cut := maxHolder
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
 }

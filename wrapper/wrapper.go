@@ -435,7 +435,7 @@ wait:
 			lostC = nil
 			r.endReason = reasonLockLost
 			r.record(lockLostRecord{Time: formatTime(o.Now()), Job: o.Job, Event: "lock_lost", Host: r.host, PID: pid, RunID: r.runID,
-				Lock: shared.layer(), Reason: l.reason, Holder: r.red.string(l.holder)})
+				Lock: shared.layer(), Reason: l.reason, Holder: cleanHolder(r.red.string(l.holder))})
 			if o.OnLockLost == LostWarn || timedOut {
 				r.say("%s lock lost (%s); the job goes on (--on-lock-lost=warn)", shared.layer(), l.reason)
 				continue
@@ -517,7 +517,7 @@ func (r *runner) skip(layer, reason string, holderPID int, holder string) int {
 	}
 	now := r.o.Now()
 	r.record(skipRecord{Time: formatTime(now), Job: r.o.Job, Event: "skip", Host: r.host, PID: os.Getpid(),
-		Reason: reason, Lock: layer, HolderPID: holderPID, Holder: r.red.string(holder)})
+		Reason: reason, Lock: layer, HolderPID: holderPID, Holder: cleanHolder(r.red.string(holder))})
 	if r.table != nil {
 		r.tableErr(r.table.finished("skip", r.o.Job, r.host, os.Getpid(), now, statusSkipped, r.o.SkipExitCode))
 	}
