@@ -123,7 +123,9 @@ func TestRedisRenewal(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "runs.log")
 	release := filepath.Join(dir, "release")
-	const ttl = time.Second
+	// Renewed every 667 ms: a wrapper starved for over a second on a loaded
+	// machine would still keep it.
+	const ttl = 2 * time.Second
 	wait := startWrapper(t, "h", nil, "--job", "j", "--log", log, "--lock-redis", srv.URL(), "--lock-ttl", ttl.String(),
 		"--", "sh", "-c", waitJob, "sh", release)
 	start := waitRecord(t, log, "start", 20*time.Second)
@@ -188,7 +190,10 @@ func TestRedisKilledWrapperKeyExpires(t *testing.T) {
 		n, _ := rc.Exists(ctx, "jobwatch:j").Result()
 		return n == 0
 	})
-	if took := time.Since(killed); took > ttl+500*time.Millisecond {
+	// The TTL read right after the kill already bounds the expiry; this
+	// catches anything renewing the key after it (with room for a slow
+	// test process).
+	if took := time.Since(killed); took > ttl+3*time.Second {
 		t.Errorf("key expired %s after the kill, want within the TTL (%s)", took, ttl)
 	}
 	if code, stderr := wrap(t, "--job", "j", "--log", log, "--lock-redis", srv.URL(), "--lock-ttl", "1s", "--", "true"); code != 0 {
@@ -343,22 +348,41 @@ func TestRedisUnavailable(t *testing.T) {
 }
 
 // Redis restarted (without persistence) while a job runs: every key is
-// gone, and the next renewal finds the lock lost.
+// gone, and the next renewal finds the lock lost. Redis stopped for good:
+// after a whole TTL without a renewal the lock counts as lost.
 func TestRedisRestartLosesLock(t *testing.T) {
-	srv := redistest.Start(t, "")
-	dir := t.TempDir()
-	log := filepath.Join(dir, "runs.log")
-	wait := startWrapper(t, "h", nil, "--job", "j", "--log", log, "--lock-redis", srv.URL(), "--lock-ttl", "3s", "--", "sleep", "60")
-	start := waitRecord(t, log, "start", 20*time.Second)
-	killGroupAtEnd(t, start.PID)
-	srv.Stop()
-	srv.Restart()
-	lost := waitRecord(t, log, "lock_lost", 20*time.Second)
-	if lost.Reason != "key_gone" && lost.Reason != "unreachable" {
-		t.Errorf("lock_lost %+v, want reason key_gone (or unreachable)", lost)
-	}
-	if code, _ := wait(); code != ExitWrapper {
-		t.Errorf("exit %d, want %d", code, ExitWrapper)
+	for _, tc := range []struct {
+		name    string
+		restart bool
+		reasons string
+	}{
+		{"restarted", true, "key_gone unreachable"},
+		{"stopped", false, "unreachable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t, "")
+			dir := t.TempDir()
+			log := filepath.Join(dir, "runs.log")
+			const ttl = 3 * time.Second
+			wait := startWrapper(t, "h", nil, "--job", "j", "--log", log, "--lock-redis", srv.URL(), "--lock-ttl", ttl.String(), "--", "sleep", "60")
+			start := waitRecord(t, log, "start", 20*time.Second)
+			killGroupAtEnd(t, start.PID)
+			srv.Stop()
+			stopped := time.Now()
+			if tc.restart {
+				srv.Restart()
+			}
+			lost := waitRecord(t, log, "lock_lost", 20*time.Second)
+			if !strings.Contains(tc.reasons, lost.Reason) {
+				t.Errorf("lock_lost %+v, want reason in %q", lost, tc.reasons)
+			}
+			if !tc.restart && time.Since(stopped) < ttl-ttl/3 {
+				t.Errorf("lost after %s: before the lease could have expired", time.Since(stopped))
+			}
+			if code, _ := wait(); code != ExitWrapper {
+				t.Errorf("exit %d, want %d", code, ExitWrapper)
+			}
+		})
 	}
 }
 

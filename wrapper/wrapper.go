@@ -436,7 +436,11 @@ wait:
 			r.endReason = reasonLockLost
 			r.record(lockLostRecord{Time: formatTime(o.Now()), Job: o.Job, Event: "lock_lost", Host: r.host, PID: pid, RunID: r.runID,
 				Lock: shared.layer(), Reason: l.reason, Holder: cleanHolder(r.red.string(l.holder))})
-			if o.OnLockLost == LostWarn || timedOut {
+			switch {
+			case timedOut:
+				r.say("%s lock lost (%s) while the job is being stopped for its timeout", shared.layer(), l.reason)
+				continue
+			case o.OnLockLost == LostWarn:
 				r.say("%s lock lost (%s); the job goes on (--on-lock-lost=warn)", shared.layer(), l.reason)
 				continue
 			}

@@ -175,8 +175,8 @@ func TestLockConcurrent(t *testing.T) {
 		t.Errorf("end record is not last: %s", events(recs))
 	}
 	for _, s := range skips {
-		if s.Reason != "locked" || s.HolderPID != starts[0].PID {
-			t.Errorf("skip %+v, want reason locked, holder_pid %d", s, starts[0].PID)
+		if s.Reason != "locked" || s.Lock != "file" || s.HolderPID != starts[0].PID || s.Holder != strconv.Itoa(starts[0].PID) {
+			t.Errorf("skip %+v, want reason locked, lock file, holder_pid and holder %d", s, starts[0].PID)
 		}
 		if s.PID == starts[0].PID {
 			t.Errorf("skip record pid is the job's")
