@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,31 @@ func TestMySQL(t *testing.T) {
 		admin.QueryRow("SELECT IS_FREE_LOCK('jobwatch.nightly')").Scan(&free)
 		if free.Int64 != 1 {
 			t.Errorf("the lock is still held after the run")
+		}
+	})
+
+	t.Run("eight wrappers, two layers", func(t *testing.T) {
+		dir := t.TempDir()
+		log := filepath.Join(dir, "runs.log")
+		count := filepath.Join(dir, "count")
+		script := `echo run >> "$1"; i=0; while n=$(grep -c '"skip"' "$2" 2>/dev/null); [ "${n:-0}" -lt 7 ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`
+		var waits []func() (int, string)
+		for i := range 8 {
+			host := "host" + strconv.Itoa(i/2)
+			waits = append(waits, startWrapper(t, host, nil, "--job", "eight", "--log", log, "--lock", filepath.Join(dir, host+".lock"),
+				"--lock-mysql", dsn, "--", "sh", "-c", script, "sh", count, log))
+		}
+		for i, w := range waits {
+			if code, stderr := w(); code != 0 {
+				t.Errorf("wrapper %d exited %d: %s", i, code, stderr)
+			}
+		}
+		if b, _ := os.ReadFile(count); string(b) != "run\n" {
+			t.Errorf("command ran %d times, want once", strings.Count(string(b), "run"))
+		}
+		recs := readRecords(t, log)
+		if ev := events(recs); strings.Count(ev, "skip") != 7 || strings.Count(ev, "start") != 1 || strings.Count(ev, "end") != 1 {
+			t.Errorf("records %s, want one start and seven skips", events(recs))
 		}
 	})
 
