@@ -515,3 +515,19 @@ func TestRedisPasswordNeverShown(t *testing.T) {
 		t.Errorf("no skip naming the holder in:\n%s", all.String())
 	}
 }
+
+// A key holding anyone's value makes a skip record the runlog source
+// accepts: control characters replaced, the holder cut to 255 bytes.
+func TestRedisHostileHolder(t *testing.T) {
+	srv := redistest.Start(t, "")
+	rc := srv.Client(t)
+	rc.Set(context.Background(), "jobwatch:j", "evil\nline\x00"+strings.Repeat("x", 400), time.Minute)
+	log := filepath.Join(t.TempDir(), "runs.log")
+	if code, stderr := wrap(t, "--job", "j", "--log", log, "--lock-redis", srv.URL(), "--lock-ttl", "5s", "--", "true"); code != 0 || stderr != "" {
+		t.Fatalf("exit %d stderr %q, want a quiet skip", code, stderr)
+	}
+	recs := readRecords(t, log)
+	if events(recs) != "skip" || !strings.HasPrefix(recs[0].Holder, "evil?line?xxx") || len(recs[0].Holder) != maxHolder {
+		t.Errorf("records %+v, want one skip with the holder cleaned and cut", recs)
+	}
+}
