@@ -82,12 +82,12 @@ func (l *redisLock) acquire(ctx context.Context) (bool, string, error) {
 	// A SET retried after a lost reply finds our own token: GET tells.
 	for range 3 {
 		l.got = time.Now()
-		ok, err := l.client.SetNX(ctx, l.key, l.token, l.ttl).Result()
-		if err != nil {
-			return false, "", l.error("SET", err)
-		}
-		if ok {
+		err := l.client.Do(ctx, "SET", l.key, l.token, "NX", "PX", l.ttl.Milliseconds()).Err()
+		if err == nil {
 			return true, "", nil
+		}
+		if !errors.Is(err, redis.Nil) {
+			return false, "", l.error("SET", err)
 		}
 		v, err := l.client.Get(ctx, l.key).Result()
 		if errors.Is(err, redis.Nil) {
