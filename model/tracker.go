@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"jobwatch/internal/ratelog"
 	"jobwatch/schedule"
 )
 
@@ -380,7 +381,7 @@ func (t *Tracker) closeOldest(j *job, name string) {
 			oldest = r
 		}
 	}
-	t.opts.Logger.Warn("too many runs in progress; closing the oldest as lost", "job", name, "limit", MaxOpenRuns, "host", oldest.Host, "pid", oldest.PID, "started", oldest.Start)
+	t.opts.Logger.Warn("too many runs in progress; closing the oldest as lost", ratelog.Per("job"), "job", name, "limit", MaxOpenRuns, "host", oldest.Host, "pid", oldest.PID, "started", oldest.Start)
 	t.lose(j, oldest, t.opts.Now())
 }
 
