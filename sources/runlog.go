@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -121,6 +122,8 @@ func (r *RunLog) reportHealth(ctx context.Context, t *tail.Tailer, sink Sink) {
 			continue
 		}
 		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			r.logger.Info("run log does not exist yet; waiting for it", "err", err)
 		case err != nil:
 			r.logger.Warn("run log cannot be read", "err", err)
 		case reported:
