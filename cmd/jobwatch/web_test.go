@@ -462,7 +462,14 @@ func TestMissingRunLogIsInfo(t *testing.T) {
 	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, log))
 	in := startIn(t, bin, dir, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"))
 	in.waitFor(10*time.Second, map[string]float64{`jobwatch_source_up{source="runs",type="runlog"}`: 0})
-	logs := in.logs.String()
+	// The source reports its health, and logs it, within a few seconds.
+	var logs string
+	for deadline := time.Now().Add(15 * time.Second); !regexp.MustCompile(`msg="run log `).MatchString(logs); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the source did not log its health within 15s:\n%s", logs)
+		}
+		logs = in.logs.String()
+	}
 	if strings.Contains(logs, "level=WARN") {
 		t.Errorf("a run log that does not exist yet gave a warning:\n%s", logs)
 	}
