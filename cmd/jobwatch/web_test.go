@@ -3,10 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"debug/buildinfo"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +28,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"golang.org/x/crypto/bcrypt"
 
 	"jobwatch/internal/testproc"
 	"jobwatch/model"
@@ -558,5 +567,83 @@ func TestQuickStart(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data")); err != nil {
 		t.Errorf("state not in data/ beside the config: %v", err)
+	}
+}
+
+// TestTLSAndBasicAuth runs the binary with the web configuration that
+// docs/web.md shows: TLS with a certificate made here, a bcrypt password.
+func TestTLSAndBasicAuth(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "jobwatch test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	must(t, err)
+	testproc.WriteFile(t, filepath.Join(dir, "jobwatch.crt"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	testproc.WriteFile(t, filepath.Join(dir, "jobwatch.key"), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})))
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret-for-test"), bcrypt.MinCost)
+	must(t, err)
+	webCfg := filepath.Join(dir, "web.yml")
+	testproc.WriteFile(t, webCfg, fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: '%s'\n",
+		filepath.Join(dir, "jobwatch.crt"), filepath.Join(dir, "jobwatch.key"), hash))
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, filepath.Join(dir, "runs.log")))
+
+	addr := freePort(t)
+	cmd := exec.Command(bin, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--web.config.file="+webCfg)
+	logs := &testproc.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+
+	pool := x509.NewCertPool()
+	cert, err := x509.ParseCertificate(der)
+	must(t, err)
+	pool.AddCert(cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	do := func(user, pass string) int {
+		req, _ := http.NewRequest("GET", "https://"+addr+"/metrics", nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return -1
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for deadline := time.Now().Add(20 * time.Second); do("prometheus", "s3cret-for-test") != 200; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no authenticated scrape over TLS within 20s:\n%s", logs.String())
+		}
+	}
+	if code := do("", ""); code != http.StatusUnauthorized {
+		t.Errorf("no password: %d, want 401", code)
+	}
+	if code := do("prometheus", "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("wrong password: %d, want 401", code)
+	}
+	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(body, []byte("jobwatch_")) {
+			t.Errorf("plain HTTP served metrics: %s", resp.Status)
+		}
+	}
+	if strings.Contains(logs.String(), "s3cret-for-test") {
+		t.Errorf("the password is in the log:\n%s", logs.String())
 	}
 }
