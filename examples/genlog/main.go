@@ -83,21 +83,22 @@ func (r run) records() []record {
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
-// lastBackupSlot is the latest 02:30 UTC at least 15 minutes before now,
-// so that the run there has ended by now.
-func lastBackupSlot(now time.Time) time.Time {
+// backupRun is the last 02:30 UTC slot at least a second before now and
+// how long its run took: 667 s, or less when the slot is more recent, so
+// that the run has ended by now and no slot since has been missed.
+func backupRun(now time.Time) (time.Time, time.Duration) {
 	u := now.UTC()
 	slot := time.Date(u.Year(), u.Month(), u.Day(), 2, 30, 0, 0, time.UTC)
-	for now.Sub(slot) < 15*time.Minute {
+	for now.Sub(slot) < time.Second {
 		slot = slot.AddDate(0, 0, -1)
 	}
-	return slot
+	return slot, min(667309*time.Millisecond, now.Sub(slot)/2)
 }
 
 func write(w io.Writer, now time.Time) error {
 	now = now.Truncate(time.Second)
 	hour := func(h float64) time.Time { return now.Add(-time.Duration(h * float64(time.Hour))) }
-	slot := lastBackupSlot(now)
+	slot, backupDur := backupRun(now)
 
 	var lines []any
 	add := func(rs ...record) {
@@ -124,7 +125,7 @@ func write(w io.Writer, now time.Time) error {
 	add(run{job: "stats", host: "web1", pid: 6230, runID: "c3d5e7f9a1b2c4d6", status: "success", start: hour(1).Add(-10 * time.Minute), dur: 38885 * time.Millisecond}.records()...)
 	// backup: succeeded a day before its last slot, failed at that slot.
 	add(run{job: "backup", host: "db1", pid: 790, runID: "e5f7a9b1c3d5e7f9", status: "success", start: slot.AddDate(0, 0, -1), dur: 641 * time.Second}.records()...)
-	add(run{job: "backup", host: "db1", pid: 812, runID: "d4c6e8a0b2d4f6a8", status: "failure", exit: 2, start: slot, dur: 667309 * time.Millisecond}.records()...)
+	add(run{job: "backup", host: "db1", pid: 812, runID: "d4c6e8a0b2d4f6a8", status: "failure", exit: 2, start: slot, dur: backupDur}.records()...)
 	add(run{job: "stats", host: "web1", pid: 6301, runID: "f6a8c0e2b4d6f8a0", status: "success", start: now.Add(-10 * time.Minute), dur: 39120 * time.Millisecond}.records()...)
 	// reindex: started five minutes ago, still running.
 	add(record{Time: stamp(now.Add(-5 * time.Minute)), Job: "reindex", Event: "start", Host: "web1", PID: 9999})
