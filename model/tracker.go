@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"jobwatch/internal/ratelog"
 	"jobwatch/schedule"
 )
 
@@ -378,7 +379,7 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 // closeOldest closes as lost a job's oldest open run, which the runs in
 // progress let go to make room (see MaxOpenRuns).
 func (t *Tracker) closeOldest(j *job, name string, oldest *Run) {
-	t.opts.Logger.Warn("too many runs in progress; closing the oldest as lost", "job", name, "limit", MaxOpenRuns, "host", oldest.Host, "pid", oldest.PID, "started", oldest.Start)
+	t.opts.Logger.Warn("too many runs in progress; closing the oldest as lost", ratelog.Per("job"), "job", name, "limit", MaxOpenRuns, "host", oldest.Host, "pid", oldest.PID, "started", oldest.Start)
 	t.lose(j, oldest, t.opts.Now())
 }
 
