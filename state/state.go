@@ -3,7 +3,7 @@
 // a snapshot of everything, and a log of what changed since, one checksummed
 // entry per save. A save appends the jobs and sources that changed, in one
 // entry, so it costs what changed and is atomic across events and
-// positions; when the log has grown to about the snapshot's size, a save
+// positions; when the log has grown to twice the snapshot's size, a save
 // writes a new snapshot instead and starts a new log.
 package state
 
@@ -313,7 +313,7 @@ func (s *Store) Save(c *model.Changes, all *model.Saved) error {
 	if c.Empty() {
 		return nil
 	}
-	if s.log == nil || c.Full || s.logSize > max(s.snapSize, compactMin) {
+	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) {
 		return s.compact(all)
 	}
 	payload, err := json.Marshal(changesEntry(c))
