@@ -424,7 +424,7 @@ func TestStateDiskFull(t *testing.T) {
 	// come until a save fails.
 	fill(t, filepath.Join(stateDir, "filler"))
 	time.Sleep(1500 * time.Millisecond) // a save begun before the disk was full is over
-	total := 1 // successes written to the run log
+	total := 1                          // successes written to the run log
 	for total < 40 {
 		log.append(success(base.Add(time.Duration(total)*time.Minute), "stats", 100+total)...)
 		total++
