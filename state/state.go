@@ -232,30 +232,39 @@ func (s *Store) loadLog(st *model.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("reading state %s: %w", path, err)
 	}
+	if err := readLog(data, s.gen, st); err != nil {
+		return corrupt(path, err)
+	}
+	// Appending goes on after a compaction, not after what Load read, so a
+	// torn tail is never followed by new entries.
+	return nil
+}
+
+// readLog applies the entries of a log of generation gen to st; a log of
+// another generation is ignored, and so is a torn last entry.
+func readLog(data []byte, gen uint64, st *model.Snapshot) error {
 	h, off, err := readHeader(data, "log")
 	if err != nil {
-		return corrupt(path, err) // written whole and renamed: never torn
+		return err // written whole and renamed: never torn
 	}
-	if h.Generation != s.gen {
+	if h.Generation != gen {
 		return nil
 	}
 	for off < len(data) {
 		payload, next, err := nextFrame(data, off)
 		if err != nil {
 			if tornTail(data, off) {
-				break // a save cut short: it did not happen
+				return nil // a save cut short: it did not happen
 			}
-			return corrupt(path, fmt.Errorf("entry at byte %d: %w", off, err))
+			return fmt.Errorf("entry at byte %d: %w", off, err)
 		}
 		var e entry
 		if err := json.Unmarshal(payload, &e); err != nil {
-			return corrupt(path, fmt.Errorf("entry at byte %d: %w", off, err))
+			return fmt.Errorf("entry at byte %d: %w", off, err)
 		}
 		apply(st, &e)
 		off = next
 	}
-	// Appending goes on after a compaction, not after what Load read, so a
-	// torn tail is never followed by new entries.
 	return nil
 }
 
