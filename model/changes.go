@@ -277,19 +277,26 @@ func (j *job) view() *JobView {
 	for i, k := range DuplicateKinds {
 		v.DupCounts[i] = j.Duplicates[k]
 	}
-	if len(j.open) > 0 {
-		v.Open = make([]Run, 0, len(j.open))
-		for _, r := range j.open {
-			v.Open = append(v.Open, *r)
-		}
-		sort.Slice(v.Open, func(a, b int) bool {
-			if !v.Open[a].Start.Equal(v.Open[b].Start) {
-				return v.Open[a].Start.Before(v.Open[b].Start)
-			}
-			return v.Open[a].Key.less(v.Open[b].Key)
-		})
-	}
+	v.Open = j.sortedOpen()
 	return v
+}
+
+// sortedOpen copies the runs in progress, sorted by start time.
+func (j *job) sortedOpen() []Run {
+	if len(j.open) == 0 {
+		return nil
+	}
+	open := make([]Run, 0, len(j.open))
+	for _, r := range j.open {
+		open = append(open, *r)
+	}
+	sort.Slice(open, func(a, b int) bool {
+		if !open[a].Start.Equal(open[b].Start) {
+			return open[a].Start.Before(open[b].Start)
+		}
+		return open[a].Key.less(open[b].Key)
+	})
+	return open
 }
 
 func (t *Tracker) sourceView(name string) *SourceView {

@@ -513,7 +513,19 @@ func (t *Tracker) View() ([]JobView, []SourceView) {
 func (t *Tracker) view() ([]JobView, []SourceView) {
 	jobs := make([]JobView, 0, len(t.jobs))
 	for _, j := range t.jobs {
-		jobs = append(jobs, *j.view())
+		v := JobView{Spec: j.spec, JobState: j.JobState}
+		// Only what the collector renders is copied; maps and slices it
+		// does not render are left out.
+		v.Runs, v.Duplicates, v.LostRuns, v.Sources, v.RecentSlots = nil, nil, nil, nil, nil
+		v.Durations.Counts = slices.Clone(j.Durations.Counts)
+		for i, r := range Results {
+			v.RunCounts[i] = j.Runs[r]
+		}
+		for i, k := range DuplicateKinds {
+			v.DupCounts[i] = j.Duplicates[k]
+		}
+		v.Open = j.sortedOpen()
+		jobs = append(jobs, v)
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Spec.Name < jobs[b].Spec.Name })
 	srcs := make([]SourceView, 0, len(t.sources))

@@ -67,12 +67,9 @@ func ev(kind model.Kind, job string, pid int, at time.Duration) model.Event {
 	return e
 }
 
+// views is the tracker's whole state, to compare.
 func views(tr *model.Tracker) string {
-	jobs, srcs := tr.View()
-	for i := range srcs {
-		srcs[i].Up = false
-	}
-	b, _ := json.Marshal([]any{jobs, srcs, tr.Snapshot().Retired})
+	b, _ := json.Marshal(tr.Snapshot())
 	return string(b)
 }
 
