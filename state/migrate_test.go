@@ -3,7 +3,6 @@ package state_test
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -88,8 +87,8 @@ func fixtureTracker(t *testing.T) *model.Tracker {
 
 func copyDir(t *testing.T, from, to string) {
 	t.Helper()
-	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v\n%s", err, out)
+	if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+		t.Fatal(err)
 	}
 }
 
