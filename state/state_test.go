@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -336,4 +337,52 @@ func TestDirectoryIsLocked(t *testing.T) {
 		t.Fatalf("Open after Close: %v", err)
 	}
 	s2.Close()
+}
+
+// A kill during a compaction, between the rename of the new snapshot and
+// that of the new log, leaves the log of the generation before: it is
+// ignored (the new snapshot holds all of it, and its older job records
+// would take counts back). A format-1 state.json left beside a snapshot by
+// a kill during the migration is ignored too, and removed by the next save.
+func TestKillDuringCompaction(t *testing.T) {
+	dir := t.TempDir()
+	m := newTestModel(t, dir)
+	for i := range 3 {
+		m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, i+1)), Events: []model.Event{ev(model.End, "stats", i+1, time.Duration(i)*time.Minute)}})
+		m.save(t)
+	}
+	oldLog, err := os.ReadFile(filepath.Join(dir, LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reload makes the next save a compaction.
+	m.tr.Configure([]model.JobSpec{
+		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2},
+	}, []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}})
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":9}`), Events: []model.Event{ev(model.End, "stats", 9, time.Hour)}})
+	m.save(t)
+	want := views(m.tr)
+	m.store.Close()
+	if err := os.WriteFile(filepath.Join(dir, LogFile), oldLog, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, LegacyFile), []byte(`{"version":1,"jobs":{},"sources":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	m2 := newTestModel(t, dir)
+	if got := views(m2.tr); got != want {
+		t.Fatalf("state after a kill during a compaction:\n got %s\nwant %s", got, want)
+	}
+	m2.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":10}`), Events: []model.Event{ev(model.Skip, "backup", 10, time.Hour)}})
+	m2.save(t)
+	if _, err := os.Stat(filepath.Join(dir, LegacyFile)); !os.IsNotExist(err) {
+		t.Errorf("state.json beside a snapshot survives a save: %v", err)
+	}
+	want2 := views(m2.tr)
+	m2.store.Close()
+	if got := views(newTestModel(t, dir).tr); got != want2 {
+		t.Fatalf("state after the next save:\n got %s\nwant %s", got, want2)
+	}
 }
