@@ -71,13 +71,22 @@ type Tracker struct {
 	jobs    map[string]*job
 	sources map[string]*source
 	retired map[string]SourceState // of sources no longer configured
-	version uint64                 // bumped by every change, so the state saver knows when to write
+
+	// What changed since the last Changes, for the saver (see changes.go).
+	dirty          []*job
+	dirtySources   map[string]bool
+	removedJobs    map[string]bool
+	removedSources map[string]bool
+	full           bool // everything changed
+	retiredChanged bool
+	notify         chan struct{}
 }
 
 type job struct {
 	spec JobSpec
 	JobState
-	open InFlight[RunKey, *Run] // runs in progress
+	open  InFlight[RunKey, *Run] // runs in progress
+	dirty bool                   // in Tracker.dirty
 }
 
 type source struct {
@@ -102,7 +111,7 @@ func New(o Options) *Tracker {
 	if o.LostAfter == 0 {
 		o.LostAfter = DefaultLostAfter
 	}
-	return &Tracker{opts: o, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}}
+	return &Tracker{opts: o, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, notify: make(chan struct{}, 1)}
 }
 
 func processAlive(pid int) bool {
@@ -126,6 +135,14 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		j.spec = s
 		next[s.Name] = j
 	}
+	for name := range t.jobs {
+		if next[name] == nil {
+			t.removed(&t.removedJobs, name)
+		}
+	}
+	for name := range next {
+		delete(t.removedJobs, name)
+	}
 	t.jobs = next
 	nextSrc := make(map[string]*source, len(sources))
 	for _, s := range sources {
@@ -141,11 +158,24 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		if nextSrc[name] != src {
 			t.retire(name, src.SourceState)
 		}
+		if nextSrc[name] == nil {
+			t.removed(&t.removedSources, name)
+		}
+	}
+	for name := range nextSrc {
+		delete(t.removedSources, name)
 	}
 	t.sources = nextSrc
 	t.adoptRetired()
 	t.started = now
-	t.version++
+	t.changedAll() // specs changed: every job's view does
+}
+
+func (t *Tracker) removed(set *map[string]bool, name string) {
+	if *set == nil {
+		*set = map[string]bool{}
+	}
+	(*set)[name] = true
 }
 
 // retire keeps the state of a source that is no longer configured, so that
@@ -157,6 +187,7 @@ func (t *Tracker) retire(name string, s SourceState) {
 	}
 	s.Retired = t.opts.Now()
 	t.retired[name] = s
+	t.retiredChanged = true
 	for len(t.retired) > maxRetired {
 		oldest := ""
 		for n, r := range t.retired {
@@ -194,6 +225,8 @@ func (t *Tracker) adoptRetired() {
 			src.Retired = time.Time{}
 			src.up = up
 			delete(t.retired, from)
+			t.retiredChanged = true
+			t.markSource(name)
 			t.opts.Logger.Info("source takes over a position read before", "source", name, "from", from)
 		}
 	}
@@ -231,6 +264,7 @@ func (t *Tracker) Apply(b Batch) {
 			j.Sources = append(j.Sources, b.Source)
 		}
 		t.apply(j, ev, b.Source)
+		t.markJob(j)
 	}
 	src.ParseErrors += uint64(b.ParseErrors)
 	src.PositionResets += uint64(b.PositionResets)
@@ -238,7 +272,7 @@ func (t *Tracker) Apply(b Batch) {
 		src.Position = append(json.RawMessage(nil), b.Position...)
 	}
 	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil {
-		t.version++ // an empty poll leaves nothing new to save
+		t.markSource(b.Source) // an empty poll leaves nothing new to save
 	}
 }
 
@@ -294,9 +328,9 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 // by host and PID. A struct, not a string, so applying a record allocates
 // nothing for it.
 type RunKey struct {
-	RunID string `json:"run_id,omitempty"`
-	Host  string `json:"host,omitempty"`
-	PID   int    `json:"pid,omitempty"`
+	RunID string
+	Host  string
+	PID   int
 }
 
 func runKey(runID, host string, pid int) RunKey {
@@ -425,7 +459,7 @@ func (t *Tracker) Reap() {
 			}
 			t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", why)
 			t.lose(j, r, now)
-			t.version++
+			t.markJob(j)
 		}
 	}
 }
@@ -436,14 +470,8 @@ func (t *Tracker) SetHealth(name string, up bool, err error) {
 	defer t.mu.Unlock()
 	if src := t.sources[name]; src != nil && src.up != up {
 		src.up = up
+		t.markSource(name)
 	}
-}
-
-// Version changes whenever the state changes.
-func (t *Tracker) Version() uint64 {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.version
 }
 
 // Position returns the stored position of a source (nil: none yet).
@@ -472,59 +500,36 @@ type SourceView struct {
 	SourceState
 }
 
-// View copies what the collector renders, jobs and sources sorted by name.
+// View copies the live state, jobs and sources sorted by name. Scrapes
+// render the saved state instead (Saved.View), which never shows a counter
+// a crash could take back.
 func (t *Tracker) View() ([]JobView, []SourceView) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.view()
 }
 
-// ViewSaving is View for an exporter that saves every state it shows: when
-// the state changed since version saved, it also returns a snapshot of the
-// very state the view shows, and its version. A caller that saves the
-// snapshot before it shows the view never shows a counter that a crash could
-// take back.
-func (t *Tracker) ViewSaving(saved uint64) (*Snapshot, uint64, []JobView, []SourceView) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	jobs, srcs := t.view()
-	if t.version == saved {
-		return nil, saved, jobs, srcs
-	}
-	return t.snapshot(), t.version, jobs, srcs
-}
-
 func (t *Tracker) view() ([]JobView, []SourceView) {
 	jobs := make([]JobView, 0, len(t.jobs))
 	for _, j := range t.jobs {
 		v := JobView{Spec: j.spec, JobState: j.JobState}
-		v.Runs = nil // the map is shared; copy its values
+		// Only what the collector renders is copied; maps and slices it
+		// does not render are left out.
+		v.Runs, v.Duplicates, v.LostRuns, v.Sources, v.RecentSlots = nil, nil, nil, nil, nil
+		v.Durations.Counts = slices.Clone(j.Durations.Counts)
 		for i, r := range Results {
 			v.RunCounts[i] = j.Runs[r]
 		}
-		v.Durations.Counts = append([]uint64(nil), j.Durations.Counts...)
-		v.LostRuns, v.Sources, v.RecentSlots, v.Duplicates = nil, nil, nil, nil
 		for i, k := range DuplicateKinds {
 			v.DupCounts[i] = j.Duplicates[k]
 		}
-		if len(j.open) > 0 {
-			v.Open = make([]Run, 0, len(j.open))
-			for _, r := range j.open {
-				v.Open = append(v.Open, *r)
-			}
-			sort.Slice(v.Open, func(a, b int) bool {
-				if !v.Open[a].Start.Equal(v.Open[b].Start) {
-					return v.Open[a].Start.Before(v.Open[b].Start)
-				}
-				return v.Open[a].Key.less(v.Open[b].Key)
-			})
-		}
+		v.Open = j.sortedOpen()
 		jobs = append(jobs, v)
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Spec.Name < jobs[b].Spec.Name })
 	srcs := make([]SourceView, 0, len(t.sources))
-	for name, s := range t.sources {
-		srcs = append(srcs, SourceView{Name: name, Type: s.typ, Up: s.up, SourceState: s.SourceState})
+	for name := range t.sources {
+		srcs = append(srcs, *t.sourceView(name))
 	}
 	sort.Slice(srcs, func(a, b int) bool { return srcs[a].Name < srcs[b].Name })
 	return jobs, srcs
