@@ -3,6 +3,7 @@
 package collector
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -36,7 +37,8 @@ var (
 	lastExitCodeDesc     = desc("job_last_exit_code", "Exit code of the job's last finished run that reported one.", jobLabels...)
 	consecFailuresDesc   = desc("job_consecutive_failures", "Finished runs since the last success that did not succeed.", jobLabels...)
 	runsDesc             = desc("job_runs_total", "Finished runs of the job by result: success, failure, timeout, lost.", "job_name", "result")
-	skipsDesc            = desc("job_skips_total", "Runs of the job that were skipped, for example because the previous run held the lock.", jobLabels...)
+	skipsDesc            = desc("job_skips_total", "Runs of the job that were skipped, by reason: locked (a lock was held), lock_unavailable (the shared lock's server could not be reached), disabled, other, or a reason a regex source declares.", "job_name", "reason")
+	lockLostDesc         = desc("job_lock_lost_total", "Shared locks (redis, mysql) that runs of the job lost while they ran.", "job_name", "lock")
 	consecSkipsDesc      = desc("job_consecutive_skips", "Skips since the job's last run that actually started.", jobLabels...)
 	runningDesc          = desc("job_running", "Runs of the job in progress now.", jobLabels...)
 	overlapsDesc         = desc("job_overlaps_total", "Runs that started while another run of the same job was still in progress.", jobLabels...)
@@ -78,7 +80,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
 		timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
-		runsDesc, skipsDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
+		runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
 		sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc,
 	} {
 		ch <- d
@@ -155,7 +157,17 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	for i, r := range model.Results {
 		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.CounterValue, float64(j.RunCounts[i]), name, string(r))
 	}
-	counter(skipsDesc, j.Skips)
+	for _, r := range model.SkipReasons {
+		ch <- prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r)
+	}
+	for _, r := range sortedKeys(j.SkipsByReason) {
+		if !slices.Contains(model.SkipReasons, r) {
+			ch <- prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r)
+		}
+	}
+	for _, l := range model.LockLayers {
+		ch <- prometheus.MustNewConstMetric(lockLostDesc, prometheus.CounterValue, float64(j.LockLost[l]), name, l)
+	}
 	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
 	gauge(runningDesc, float64(len(j.Open)))
 	counter(overlapsDesc, j.Overlaps)
@@ -172,6 +184,15 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 		}
 		ch <- prometheus.MustNewConstMetric(runStartDesc, prometheus.GaugeValue, unix(r.Start), name, r.Host, strconv.Itoa(r.PID))
 	}
+}
+
+func sortedKeys(m map[string]uint64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

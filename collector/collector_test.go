@@ -37,11 +37,26 @@ func populated(now time.Time) *model.Tracker {
 		e.Result, e.ExitCode, e.HasExitCode = r, exit, true
 		return e
 	}
+	skipEv := func(job, host string, pid int, t time.Time, reason string) model.Event {
+		e := ev(model.Skip, job, host, pid, t)
+		e.Reason, e.SkipLabel = reason, reason
+		if reason != "locked" {
+			e.SkipLabel = model.SkipOther // as a source counts a reason it does not know
+		}
+		return e
+	}
+	lostEv := func(job, host string, pid int, t time.Time, lock string) model.Event {
+		e := ev(model.LockLost, job, host, pid, t)
+		e.Lock, e.Reason = lock, "key_gone"
+		return e
+	}
 	tr.Apply(model.Batch{Source: "app-runs", ParseErrors: 1, Events: []model.Event{
 		ev(model.Start, "stats", "web1", 4242, t0),
 		endEv("stats", "web1", 4242, t0.Add(40*time.Second), model.Success, 0),
 		ev(model.Start, "stats", "web1", 4300, t0.Add(time.Hour)),
-		ev(model.Skip, "stats", "web1", 4301, t0.Add(2*time.Hour)),
+		skipEv("stats", "web1", 4301, t0.Add(2*time.Hour), "locked"),
+		skipEv("backup", "db1", 10, t0.Add(-24*time.Hour), "maintenance window"),
+		lostEv("stats", "web1", 4300, t0.Add(90*time.Minute), "redis"),
 		ev(model.Start, "stats", "web2", 77, t0.Add(2*time.Hour+time.Second)),
 		ev(model.Start, "backup", "db1", 9, t0.Add(-26*time.Hour)),
 		endEv("backup", "db1", 9, t0.Add(-25*time.Hour), model.Failure, 2),

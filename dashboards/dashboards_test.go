@@ -194,11 +194,12 @@ func TestCoverage(t *testing.T) {
 			"jobwatch_job_running", "jobwatch_job_consecutive_skips", "jobwatch_job_skips_total", "jobwatch_job_consecutive_failures",
 			"jobwatch_job_runs_total", "jobwatch_job_stale", "jobwatch_job_missed_runs_total", "jobwatch_job_next_run_timestamp_seconds"}},
 		{"Duration against period and timeout", []string{"jobwatch_job_last_duration_seconds", "jobwatch_job_period_seconds", "jobwatch_job_timeout_seconds"}},
-		{"Skips, overlaps, duplicate, missed and unexpected runs", []string{"jobwatch_job_skips_total", "jobwatch_job_overlaps_total",
+		{"Skips by reason, lost locks, overlaps, duplicate, missed and unexpected runs", []string{"jobwatch_job_skips_total", "jobwatch_job_lock_lost_total", "jobwatch_job_overlaps_total",
 			"jobwatch_job_duplicate_runs_total", "jobwatch_job_missed_runs_total", "jobwatch_job_unexpected_runs_total"}},
 		{"Time since last success against stale deadline", []string{"jobwatch_job_seconds_since_last_success", "jobwatch_job_deadline_timestamp_seconds"}},
 		{"Runs in progress now, by host and PID", []string{"jobwatch_job_run_start_timestamp_seconds"}},
 		{"Source health", []string{"jobwatch_source_up"}},
+		{"Locks", []string{"jobwatch_lock_held", "jobwatch_lock_holder_alive", "jobwatch_lock_held_seconds", "jobwatch_lock_ttl_seconds", "jobwatch_lock_holder_info"}},
 	} {
 		got, ok := panelMetrics[want.title]
 		if !ok {

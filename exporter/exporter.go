@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,7 +31,9 @@ type Options struct {
 	// Host is this machine's name (runs reported from it are checked for a
 	// live process); default os.Hostname.
 	Host string
-	// SaveInterval: how often changed state is written (default 1s).
+	// SaveInterval: changed state is written at most this often (default
+	// 1s), and as soon as it changes after a quiet spell. Scrapes show the
+	// state as last written, so this bounds how long a record takes to show.
 	SaveInterval time.Duration
 	// ReapInterval: how often runs whose process is gone are looked for
 	// (default 2s, so a killed run is closed within 10s).
@@ -46,22 +49,31 @@ type Options struct {
 type Exporter struct {
 	opts    Options
 	tracker *model.Tracker
-	store   *state.Store
+	store   store
 
 	reloadMu sync.Mutex // one reload at a time
 	mu       sync.Mutex // guards running and runCtx
 	running  *generation
 	runCtx   context.Context
 
-	saveMu sync.Mutex // serialises saves; guards saved and closed
-	saved  uint64     // tracker version of the saved state
-	closed bool
+	saveMu  sync.Mutex     // serialises saves; guards pending and closed
+	pending *model.Changes // taken from the tracker, not saved yet (a save failed)
+	closed  bool
+	// saved is the state as last written: what scrapes render. It is
+	// replaced after each successful save, never changed in place.
+	saved atomic.Pointer[model.Saved]
 
 	reloadOK      prometheus.Gauge
 	reloadTime    prometheus.Gauge
 	saveFailures  prometheus.Counter
 	lastSaveTime  prometheus.Gauge
 	registerables []prometheus.Collector
+}
+
+// store is where the state is written; *state.Store is one.
+type store interface {
+	Save(c *model.Changes, all *model.Saved) error
+	Close() error
 }
 
 // generation is one config's jobs and sources, and the sources' goroutines
@@ -108,7 +120,7 @@ func New(o Options) (*Exporter, error) {
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "jobwatch_config_last_reload_success_timestamp_seconds", Help: "Time of the last successful config load."}),
 		saveFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "jobwatch_state_save_failures_total", Help: "State saves that failed (the previous state file is kept)."}),
+			Name: "jobwatch_state_save_failures_total", Help: "State saves that failed (the state saved before is kept, and shown, until a save succeeds)."}),
 		lastSaveTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "jobwatch_state_last_save_timestamp_seconds", Help: "Time of the last successful state save."}),
 	}
@@ -133,6 +145,10 @@ func New(o Options) (*Exporter, error) {
 			return nil, fmt.Errorf("state %s: %w", store.Path(), err)
 		}
 	}
+	// Scrapes show the loaded state (and jobs new to it, with nothing
+	// counted yet) until the first save, which writes it all.
+	e.pending = e.tracker.Changes()
+	e.saved.Store((*model.Saved)(nil).With(e.pending))
 	e.store = store
 	e.running = gen
 	e.reloadOK.Set(1)
@@ -238,17 +254,28 @@ func (e *Exporter) Run(ctx context.Context) error {
 	e.start(ctx, e.running)
 	e.mu.Unlock()
 
-	save := time.NewTicker(e.opts.SaveInterval)
-	defer save.Stop()
 	reap := time.NewTicker(e.opts.ReapInterval)
 	defer reap.Stop()
+	// The saver: a change is saved at once after a quiet spell, else one
+	// SaveInterval after the previous save began; a failed save is retried
+	// one SaveInterval later.
+	timer := time.NewTimer(0) // the state loaded, written once in this format
+	defer timer.Stop()
+	armed := true
+	var last time.Time
+	arm := func() {
+		if !armed {
+			timer.Reset(max(e.opts.SaveInterval-time.Since(last), 0))
+			armed = true
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			e.mu.Lock()
 			e.stop(e.running)
 			e.mu.Unlock()
-			err := e.persist(e.tracker.Snapshot())
+			err := e.save()
 			e.saveMu.Lock()
 			defer e.saveMu.Unlock()
 			e.closed = true
@@ -256,45 +283,54 @@ func (e *Exporter) Run(ctx context.Context) error {
 				err = fmt.Errorf("final state save (the next start reads again from the last saved position): %w", err)
 			}
 			return errors.Join(err, e.store.Close())
-		case <-save.C:
-			_ = e.persist(e.tracker.Snapshot()) // logged and counted
+		case <-e.tracker.Changed():
+			arm()
+		case <-timer.C:
+			armed = false
+			last = time.Now()
+			if err := e.save(); err != nil {
+				arm() // logged and counted; retried
+			}
 		case <-reap.C:
 			e.tracker.Reap()
 		}
 	}
 }
 
-// persist saves a snapshot of state version v, unless a state as new is
-// saved already.
-func (e *Exporter) persist(snap *model.Snapshot, v uint64) error {
+// save writes what changed since the last successful save and, once it is
+// written, publishes the state it belongs to for scrapes to render.
+func (e *Exporter) save() error {
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
-	if snap == nil || v == e.saved || e.closed {
+	if e.closed {
 		return nil
 	}
-	if err := e.store.Save(snap); err != nil {
+	c := e.pending.Merge(e.tracker.Changes())
+	if c.Empty() {
+		return nil
+	}
+	all := e.saved.Load().With(c)
+	if err := e.store.Save(c, all); err != nil {
+		e.pending = c
 		e.saveFailures.Inc()
-		e.opts.Logger.Error("saving state", "err", err)
+		e.opts.Logger.Error("saving state; scrapes show the state saved before until a save succeeds", "err", err)
 		return err
 	}
-	e.saved = v
+	e.pending = nil
+	e.saved.Store(all)
 	e.lastSaveTime.Set(float64(e.opts.Now().Unix()))
 	return nil
 }
 
-// savedView is what a scrape shows: the model's state, saved first. Counters
-// shown are then never ahead of the state a restart after kill -9 resumes
-// from, so Prometheus never sees them go back. When the save fails (disk
-// full) the state is shown all the same, and the failure counted.
+// savedView is what a scrape shows: the state as last saved. A scrape
+// reads; it never writes or fsyncs. Counters shown are never ahead of the
+// state a restart after kill -9 resumes from, so Prometheus never sees them
+// go back, even when saves fail (disk full): the scrape then goes on
+// showing the last state saved, and the failures are counted.
 type savedView struct{ e *Exporter }
 
 func (v savedView) View() ([]model.JobView, []model.SourceView) {
-	v.e.saveMu.Lock()
-	saved := v.e.saved
-	v.e.saveMu.Unlock()
-	snap, version, jobs, srcs := v.e.tracker.ViewSaving(saved)
-	_ = v.e.persist(snap, version)
-	return jobs, srcs
+	return v.e.saved.Load().View()
 }
 
 // sourceDeps is what every source of cfg is built with.

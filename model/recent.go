@@ -24,7 +24,10 @@ type RecentRun struct {
 	PID         int
 	ExitCode    int
 	HasExitCode bool
-	SkipReason  string
+	// Reason: why it was skipped, or why it ended early (lock_lost).
+	Reason string
+	// Lock and Holder: the lock layer that refused a skip and who held it.
+	Lock, Holder string
 	// Output is the end of what the run printed, when a source had it.
 	Output string
 	// Overlapped: it started while another run of the job was in progress.

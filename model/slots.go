@@ -38,8 +38,8 @@ const (
 
 // SlotRuns is an expected run time and the hosts whose runs belong to it.
 type SlotRuns struct {
-	Slot  time.Time `json:"slot"`
-	Hosts []string  `json:"hosts"`
+	Slot  time.Time
+	Hosts []string
 }
 
 // calendar returns the job's schedule when it has a grid of expected runs
@@ -144,9 +144,9 @@ func (t *Tracker) accountMissedByClock(j *job, now time.Time) {
 	if j.SlotsCheckedUntil.IsZero() {
 		j.SlotsCheckedUntil = j.FirstWatched
 	}
-	before := j.Missed
+	before := j.SlotsCheckedUntil
 	j.accountMissed(sched, now.Add(-j.spec.Grace))
-	if j.Missed != before {
-		t.version++
+	if !j.SlotsCheckedUntil.Equal(before) {
+		t.markJob(j)
 	}
 }

@@ -2,66 +2,92 @@ package model
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"time"
 )
 
-// JobState is what jobwatch knows of one job; it is saved with the state.
+// JobState is what jobwatch knows of one job. package state saves it in a
+// format of its own (docs/state.md); the model's types carry no file format.
 type JobState struct {
 	// FirstWatched is when jobwatch started watching the job: the reference
 	// for staleness until a success is seen.
-	FirstWatched        time.Time         `json:"first_watched"`
-	LastStart           time.Time         `json:"last_start,omitzero"`
-	LastSuccess         time.Time         `json:"last_success,omitzero"`
-	LastSuccessStart    time.Time         `json:"last_success_start,omitzero"`
-	LastFailure         time.Time         `json:"last_failure,omitzero"`
-	LastDuration        float64           `json:"last_duration,omitempty"`
-	HasLastDuration     bool              `json:"has_last_duration,omitempty"`
-	LastExitCode        int               `json:"last_exit_code,omitempty"`
-	HasLastExitCode     bool              `json:"has_last_exit_code,omitempty"`
-	ConsecutiveFailures uint64            `json:"consecutive_failures,omitempty"`
-	ConsecutiveSkips    uint64            `json:"consecutive_skips,omitempty"`
-	Runs                map[Result]uint64 `json:"runs,omitempty"`
-	Skips               uint64            `json:"skips,omitempty"`
-	Overlaps            uint64            `json:"overlaps,omitempty"`
-	Durations           Histogram         `json:"durations"`
+	FirstWatched        time.Time
+	LastStart           time.Time
+	LastSuccess         time.Time
+	LastSuccessStart    time.Time
+	LastFailure         time.Time
+	LastDuration        float64
+	HasLastDuration     bool
+	LastExitCode        int
+	HasLastExitCode     bool
+	ConsecutiveFailures uint64
+	ConsecutiveSkips    uint64
+	Runs                map[Result]uint64
+	Skips               uint64
+	// SkipsByReason counts the skips by their SkipLabel; its values add up
+	// to Skips (a state saved before reasons were counted holds the
+	// difference under SkipOther).
+	SkipsByReason map[string]uint64
+	// LockLost counts the shared locks runs lost, by layer (LockLayers).
+	LockLost  map[string]uint64
+	Overlaps  uint64
+	Durations Histogram
 	// LostRuns are the keys of the latest runs closed as lost.
-	LostRuns []RunKey `json:"lost_runs,omitempty"`
+	LostRuns []RunKey
 
 	// Slot accounting, for calendar schedules.
-	Missed     uint64            `json:"missed,omitempty"`
-	Unexpected uint64            `json:"unexpected,omitempty"`
-	Duplicates map[string]uint64 `json:"duplicates,omitempty"`
+	Missed     uint64
+	Unexpected uint64
+	Duplicates map[string]uint64
 	// SlotsCheckedUntil: every expected run up to here has been counted as
 	// run or missed.
-	SlotsCheckedUntil time.Time  `json:"slots_checked_until,omitzero"`
-	RecentSlots       []SlotRuns `json:"recent_slots,omitempty"`
+	SlotsCheckedUntil time.Time
+	RecentSlots       []SlotRuns
 	// Sources that reported the job: missed runs are not counted from the
 	// clock while one of them cannot be read.
-	Sources []string `json:"sources,omitempty"`
+	Sources []string
 	// Recent are the latest finished and skipped runs, oldest first, at
-	// most MaxRecentRuns.
-	Recent []RecentRun `json:"recent,omitempty"`
+	// most MaxRecentRuns. Never written in place (see remember), so copies
+	// may share it.
+	Recent []RecentRun
 	// DurationHistory are the latest finished runs' durations in seconds,
-	// oldest first, at most MaxDurationHistory.
-	DurationHistory []float64 `json:"duration_history,omitempty"`
+	// oldest first, at most MaxDurationHistory; never written in place.
+	DurationHistory []float64
+}
+
+// clone is a deep copy: nothing it holds is shared with j.
+func (j *JobState) clone() JobState {
+	c := *j
+	c.Runs = maps.Clone(j.Runs)
+	c.Durations.Counts = slices.Clone(j.Durations.Counts)
+	c.LostRuns = slices.Clone(j.LostRuns)
+	c.Duplicates = maps.Clone(j.Duplicates)
+	c.SkipsByReason = maps.Clone(j.SkipsByReason)
+	c.LockLost = maps.Clone(j.LockLost)
+	c.Sources = slices.Clone(j.Sources)
+	if j.RecentSlots != nil {
+		c.RecentSlots = make([]SlotRuns, len(j.RecentSlots))
+		for i, rs := range j.RecentSlots {
+			c.RecentSlots[i] = SlotRuns{Slot: rs.Slot, Hosts: slices.Clone(rs.Hosts)}
+		}
+	}
+	return c
 }
 
 // Run is a run in progress.
 type Run struct {
-	Key    RunKey    `json:"key"`
-	RunID  string    `json:"run_id,omitempty"`
-	Host   string    `json:"host,omitempty"`
-	PID    int       `json:"pid,omitempty"`
-	Start  time.Time `json:"start"`
-	Source string    `json:"source"`
+	Key    RunKey
+	RunID  string
+	Host   string
+	PID    int
+	Start  time.Time
+	Source string
 	// Slot is the expected run it belongs to (calendar schedules).
-	Slot time.Time `json:"slot,omitzero"`
+	Slot time.Time
 	// Overlapped: it started while another run was in progress.
-	Overlapped bool `json:"overlapped,omitempty"`
+	Overlapped bool
 
 	goneSince time.Time // when its process was first seen gone
 }
@@ -69,17 +95,24 @@ type Run struct {
 // SourceState is what jobwatch knows of one source; it is saved with the
 // state, the position together with the job state it produced.
 type SourceState struct {
-	Records        uint64          `json:"records"`
-	ParseErrors    uint64          `json:"parse_errors"`
-	UnknownJob     uint64          `json:"unknown_job"`
-	PositionResets uint64          `json:"position_resets"`
-	Position       json.RawMessage `json:"position,omitempty"`
+	Records        uint64
+	ParseErrors    uint64
+	UnknownJob     uint64
+	PositionResets uint64
+	// Position is the source's own, opaque to the model and to the state
+	// file (which holds it as the source wrote it).
+	Position json.RawMessage
 	// Identity names what the source reads (its type and file, table or
 	// journal), so that its position can follow it to a new name.
-	Identity string `json:"identity,omitempty"`
+	Identity string
 	// Retired is when the source was removed from the config.
-	Retired time.Time `json:"retired,omitzero"`
+	Retired time.Time
 	up      bool
+}
+
+func (s SourceState) clone() SourceState {
+	s.Position = slices.Clone(s.Position)
+	return s
 }
 
 // DurationBuckets are the upper bounds of jobwatch_job_duration_seconds:
@@ -89,9 +122,9 @@ var DurationBuckets = []float64{0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1200,
 // Histogram counts durations in DurationBuckets (not cumulative; the last
 // count is above the largest bound).
 type Histogram struct {
-	Counts []uint64 `json:"counts,omitempty"`
-	Sum    float64  `json:"sum"`
-	Count  uint64   `json:"count"`
+	Counts []uint64
+	Sum    float64
+	Count  uint64
 }
 
 // Observe adds one duration in seconds.
@@ -117,65 +150,38 @@ func (h *Histogram) Cumulative() map[float64]uint64 {
 	return m
 }
 
-// Snapshot is the whole saved state.
+// Snapshot is a whole state as package state loads it, for Restore.
 type Snapshot struct {
-	Version int                     `json:"version"`
-	Saved   time.Time               `json:"saved"`
-	Jobs    map[string]SavedJob     `json:"jobs"`
-	Sources map[string]*SourceState `json:"sources"`
+	Jobs    map[string]SavedJob
+	Sources map[string]*SourceState
 	// Retired are the states of sources removed from the config.
-	Retired map[string]*SourceState `json:"retired,omitempty"`
+	Retired map[string]*SourceState
 }
 
 // SavedJob is a job's state with its runs in progress.
 type SavedJob struct {
 	JobState
-	Open []Run `json:"open,omitempty"`
+	Open []Run
 }
 
-// SnapshotVersion is the format version of Snapshot.
-const SnapshotVersion = 1
-
-// Snapshot copies the whole state for saving, with its version (see
-// Version).
-func (t *Tracker) Snapshot() (*Snapshot, uint64) {
+// Snapshot copies the whole state (for tests and tools; the saver takes
+// only what changed, with Changes).
+func (t *Tracker) Snapshot() *Snapshot {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.snapshot(), t.version
-}
-
-func (t *Tracker) snapshot() *Snapshot {
-	s := &Snapshot{Version: SnapshotVersion, Saved: t.opts.Now(), Jobs: make(map[string]SavedJob, len(t.jobs)), Sources: make(map[string]*SourceState, len(t.sources))}
+	s := &Snapshot{Jobs: make(map[string]SavedJob, len(t.jobs)), Sources: make(map[string]*SourceState, len(t.sources))}
 	for name, j := range t.jobs {
-		sj := SavedJob{JobState: j.JobState}
-		sj.Runs = make(map[Result]uint64, len(j.Runs))
-		for r, n := range j.Runs {
-			sj.Runs[r] = n
-		}
-		sj.Durations.Counts = append([]uint64(nil), j.Durations.Counts...)
-		sj.LostRuns = append([]RunKey(nil), j.LostRuns...)
-		sj.Duplicates = maps.Clone(j.Duplicates)
-		sj.Sources = slices.Clone(j.Sources)
-		sj.RecentSlots = make([]SlotRuns, len(j.RecentSlots))
-		for i, rs := range j.RecentSlots {
-			sj.RecentSlots[i] = SlotRuns{Slot: rs.Slot, Hosts: slices.Clone(rs.Hosts)}
-		}
-		for _, r := range j.open {
-			sj.Open = append(sj.Open, *r)
-		}
-		sort.Slice(sj.Open, func(a, b int) bool { return sj.Open[a].Key.less(sj.Open[b].Key) })
-		s.Jobs[name] = sj
+		v := j.view()
+		s.Jobs[name] = SavedJob{JobState: v.JobState, Open: v.Open}
 	}
 	for name, src := range t.sources {
-		c := src.SourceState
-		c.Position = append(json.RawMessage(nil), src.Position...)
+		c := src.SourceState.clone()
 		s.Sources[name] = &c
 	}
 	if len(t.retired) > 0 {
 		s.Retired = make(map[string]*SourceState, len(t.retired))
 		for name, r := range t.retired {
-			c := r
-			c.Position = append(json.RawMessage(nil), r.Position...)
+			c := r.clone()
 			s.Retired[name] = &c
 		}
 	}
@@ -185,11 +191,9 @@ func (t *Tracker) snapshot() *Snapshot {
 // Restore loads a saved state. Call it after Configure and before any source
 // runs: saved jobs and sources that are configured take their saved state;
 // other jobs are dropped; other sources are kept as retired, for a source
-// configured again (or renamed) to take over.
+// configured again (or renamed) to take over. Everything counts as changed
+// afterwards (see Changes).
 func (t *Tracker) Restore(s *Snapshot) error {
-	if s.Version != SnapshotVersion {
-		return fmt.Errorf("state format version %d, this jobwatch reads %d", s.Version, SnapshotVersion)
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for name, sj := range s.Jobs {
@@ -230,6 +234,6 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		src.up = up
 	}
 	t.adoptRetired()
-	t.version++
+	t.changedAll()
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"jobwatch/internal/ratelog"
 	"jobwatch/schedule"
 )
 
@@ -70,13 +71,22 @@ type Tracker struct {
 	jobs    map[string]*job
 	sources map[string]*source
 	retired map[string]SourceState // of sources no longer configured
-	version uint64                 // bumped by every change, so the state saver knows when to write
+
+	// What changed since the last Changes, for the saver (see changes.go).
+	dirty          []*job
+	dirtySources   map[string]bool
+	removedJobs    map[string]bool
+	removedSources map[string]bool
+	full           bool // everything changed
+	retiredChanged bool
+	notify         chan struct{}
 }
 
 type job struct {
 	spec JobSpec
 	JobState
-	open InFlight[RunKey, *Run] // runs in progress
+	open  InFlight[RunKey, *Run] // runs in progress
+	dirty bool                   // in Tracker.dirty
 }
 
 type source struct {
@@ -102,7 +112,7 @@ func New(o Options) *Tracker {
 	if o.LostAfter == 0 {
 		o.LostAfter = DefaultLostAfter
 	}
-	return &Tracker{opts: o, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}}
+	return &Tracker{opts: o, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, notify: make(chan struct{}, 1)}
 }
 
 func processAlive(pid int) bool {
@@ -126,6 +136,14 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		j.spec = s
 		next[s.Name] = j
 	}
+	for name := range t.jobs {
+		if next[name] == nil {
+			t.removed(&t.removedJobs, name)
+		}
+	}
+	for name := range next {
+		delete(t.removedJobs, name)
+	}
 	t.jobs = next
 	nextSrc := make(map[string]*source, len(sources))
 	for _, s := range sources {
@@ -141,11 +159,24 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		if nextSrc[name] != src {
 			t.retire(name, src.SourceState)
 		}
+		if nextSrc[name] == nil {
+			t.removed(&t.removedSources, name)
+		}
+	}
+	for name := range nextSrc {
+		delete(t.removedSources, name)
 	}
 	t.sources = nextSrc
 	t.adoptRetired()
 	t.started = now
-	t.version++
+	t.changedAll() // specs changed: every job's view does
+}
+
+func (t *Tracker) removed(set *map[string]bool, name string) {
+	if *set == nil {
+		*set = map[string]bool{}
+	}
+	(*set)[name] = true
 }
 
 // retire keeps the state of a source that is no longer configured, so that
@@ -157,6 +188,7 @@ func (t *Tracker) retire(name string, s SourceState) {
 	}
 	s.Retired = t.opts.Now()
 	t.retired[name] = s
+	t.retiredChanged = true
 	for len(t.retired) > maxRetired {
 		oldest := ""
 		for n, r := range t.retired {
@@ -194,6 +226,8 @@ func (t *Tracker) adoptRetired() {
 			src.Retired = time.Time{}
 			src.up = up
 			delete(t.retired, from)
+			t.retiredChanged = true
+			t.markSource(name)
 			t.opts.Logger.Info("source takes over a position read before", "source", name, "from", from)
 		}
 	}
@@ -231,17 +265,19 @@ func (t *Tracker) Apply(b Batch) {
 			j.Sources = append(j.Sources, b.Source)
 		}
 		t.apply(j, ev, b.Source)
+		t.markJob(j)
 	}
 	src.ParseErrors += uint64(b.ParseErrors)
 	src.PositionResets += uint64(b.PositionResets)
 	if b.Position != nil {
 		src.Position = append(json.RawMessage(nil), b.Position...)
 	}
-	if b.Locks != nil {
-		src.locks = slices.Clone(b.Locks)
+	locksChanged := false
+	if b.Locks != nil && !slices.Equal(b.Locks, src.locks) {
+		src.locks, locksChanged = slices.Clone(b.Locks), true
 	}
-	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil {
-		t.version++ // an empty poll leaves nothing new to save
+	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil || locksChanged {
+		t.markSource(b.Source) // an empty poll leaves nothing new to save
 	}
 }
 
@@ -274,7 +310,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		}
 		dur, hasDur := ev.Duration, ev.HasDuration
 		start := ev.Time.Add(-dur)
-		rr := RecentRun{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output}
+		rr := RecentRun{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, Reason: ev.Reason}
 		if hasDur {
 			rr.Start = start
 		}
@@ -297,8 +333,23 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 			delete(j.open, runKey(ev.RunID, "", 0))
 		}
 		j.Skips++
+		label := ev.SkipLabel
+		if label == "" {
+			label = SkipOther
+		}
+		if j.SkipsByReason == nil {
+			j.SkipsByReason = map[string]uint64{}
+		}
+		j.SkipsByReason[label]++
 		j.ConsecutiveSkips++
-		j.remember(RecentRun{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, SkipReason: ev.Reason})
+		j.remember(RecentRun{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
+	case LockLost:
+		// The run goes on (--on-lock-lost=warn) or is killed; its end
+		// record follows and finishes it.
+		if j.LockLost == nil {
+			j.LockLost = map[string]uint64{}
+		}
+		j.LockLost[ev.Lock]++
 	}
 }
 
@@ -306,9 +357,9 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 // by host and PID. A struct, not a string, so applying a record allocates
 // nothing for it.
 type RunKey struct {
-	RunID string `json:"run_id,omitempty"`
-	Host  string `json:"host,omitempty"`
-	PID   int    `json:"pid,omitempty"`
+	RunID string
+	Host  string
+	PID   int
 }
 
 func runKey(runID, host string, pid int) RunKey {
@@ -392,7 +443,7 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 // closeOldest closes as lost a job's oldest open run, which the runs in
 // progress let go to make room (see MaxOpenRuns).
 func (t *Tracker) closeOldest(j *job, name string, oldest *Run) {
-	t.opts.Logger.Warn("too many runs in progress; closing the oldest as lost", "job", name, "limit", MaxOpenRuns, "host", oldest.Host, "pid", oldest.PID, "started", oldest.Start)
+	t.opts.Logger.Warn("too many runs in progress; closing the oldest as lost", ratelog.Per("job"), "job", name, "limit", MaxOpenRuns, "host", oldest.Host, "pid", oldest.PID, "started", oldest.Start)
 	t.lose(j, oldest, t.opts.Now())
 }
 
@@ -439,7 +490,7 @@ func (t *Tracker) Reap() {
 			}
 			t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", why)
 			t.lose(j, r, now)
-			t.version++
+			t.markJob(j)
 		}
 	}
 }
@@ -450,14 +501,8 @@ func (t *Tracker) SetHealth(name string, up bool, err error) {
 	defer t.mu.Unlock()
 	if src := t.sources[name]; src != nil && src.up != up {
 		src.up = up
+		t.markSource(name)
 	}
-}
-
-// Version changes whenever the state changes.
-func (t *Tracker) Version() uint64 {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.version
 }
 
 // Position returns the stored position of a source (nil: none yet).
@@ -487,59 +532,36 @@ type SourceView struct {
 	Locks []LockState // of a lock probe
 }
 
-// View copies what the collector renders, jobs and sources sorted by name.
+// View copies the live state, jobs and sources sorted by name. Scrapes
+// render the saved state instead (Saved.View), which never shows a counter
+// a crash could take back.
 func (t *Tracker) View() ([]JobView, []SourceView) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.view()
 }
 
-// ViewSaving is View for an exporter that saves every state it shows: when
-// the state changed since version saved, it also returns a snapshot of the
-// very state the view shows, and its version. A caller that saves the
-// snapshot before it shows the view never shows a counter that a crash could
-// take back.
-func (t *Tracker) ViewSaving(saved uint64) (*Snapshot, uint64, []JobView, []SourceView) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	jobs, srcs := t.view()
-	if t.version == saved {
-		return nil, saved, jobs, srcs
-	}
-	return t.snapshot(), t.version, jobs, srcs
-}
-
 func (t *Tracker) view() ([]JobView, []SourceView) {
 	jobs := make([]JobView, 0, len(t.jobs))
 	for _, j := range t.jobs {
 		v := JobView{Spec: j.spec, JobState: j.JobState}
-		v.Runs = nil // the map is shared; copy its values
+		// Only what the collector renders is copied; maps and slices it
+		// does not render are left out.
+		v.Runs, v.Duplicates, v.LostRuns, v.Sources, v.RecentSlots = nil, nil, nil, nil, nil
+		v.Durations.Counts = slices.Clone(j.Durations.Counts)
 		for i, r := range Results {
 			v.RunCounts[i] = j.Runs[r]
 		}
-		v.Durations.Counts = append([]uint64(nil), j.Durations.Counts...)
-		v.LostRuns, v.Sources, v.RecentSlots, v.Duplicates = nil, nil, nil, nil
 		for i, k := range DuplicateKinds {
 			v.DupCounts[i] = j.Duplicates[k]
 		}
-		if len(j.open) > 0 {
-			v.Open = make([]Run, 0, len(j.open))
-			for _, r := range j.open {
-				v.Open = append(v.Open, *r)
-			}
-			sort.Slice(v.Open, func(a, b int) bool {
-				if !v.Open[a].Start.Equal(v.Open[b].Start) {
-					return v.Open[a].Start.Before(v.Open[b].Start)
-				}
-				return v.Open[a].Key.less(v.Open[b].Key)
-			})
-		}
+		v.Open = j.sortedOpen()
 		jobs = append(jobs, v)
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Spec.Name < jobs[b].Spec.Name })
 	srcs := make([]SourceView, 0, len(t.sources))
-	for name, s := range t.sources {
-		srcs = append(srcs, SourceView{Name: name, Type: s.typ, Up: s.up, SourceState: s.SourceState, Locks: s.locks})
+	for name := range t.sources {
+		srcs = append(srcs, *t.sourceView(name))
 	}
 	sort.Slice(srcs, func(a, b int) bool { return srcs[a].Name < srcs[b].Name })
 	return jobs, srcs

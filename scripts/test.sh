@@ -15,6 +15,7 @@ declare -A need=(
   [journalctl]=systemd
   [systemd-analyze]=systemd
   [/lib/systemd/systemd-journal-remote]=systemd-journal-remote
+  [redis-server]=redis-server
 )
 missing=()
 for cmd in "${!need[@]}"; do

@@ -1,5 +1,10 @@
 // Package state saves and loads jobwatch's state directory: the job model
-// and every source's read position, in one file written atomically.
+// and every source's read position, in a format of its own (docs/state.md):
+// a snapshot of everything, and a log of what changed since, one checksummed
+// entry per save. A save appends the jobs and sources that changed, in one
+// entry, so it costs what changed and is atomic across events and
+// positions; when the log has grown to twice the snapshot's size, a save
+// writes a new snapshot instead and starts a new log.
 package state
 
 import (
@@ -10,28 +15,57 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"jobwatch/model"
 )
 
-// FileName is the state file inside the state directory.
-const FileName = "state.json"
+// Files of the state directory.
+const (
+	// SnapshotFile holds the whole state as of its generation.
+	SnapshotFile = "state.snap"
+	// LogFile holds the saves since the snapshot of the same generation.
+	LogFile = "state.log"
+	// LegacyFile is format 1's state file (jobwatch before format 2): read
+	// once, and removed by the first save after it.
+	LegacyFile = "state.json"
+	lockFile   = "lock"
+)
+
+// Version is the format written; Load reads it and every earlier one.
+const Version = 2
+
+const formatName = "jobwatch-state"
+
+// jobsPerFrame is how many jobs one snapshot entry holds.
+const jobsPerFrame = 512
+
+// compactMin: the log is not compacted before it holds this many bytes.
+const compactMin = 1 << 20
 
 // Store is an open state directory. It holds an exclusive lock on it, so two
 // jobwatch processes never share one.
 type Store struct {
 	dir  string
 	lock *os.File
+
+	gen      uint64   // generation of the snapshot on disk
+	log      *os.File // open for appending; nil: the next save compacts
+	logSize  int64    // bytes of valid entries in the log
+	snapSize int64
+	legacy   bool // LegacyFile is present
 }
 
-// Open creates the state directory if needed (mode 0700) and locks it.
+// Open creates the state directory if needed (mode 0700), locks it, and
+// removes the temporary files a save interrupted by a crash left behind.
 func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
-	lockPath := filepath.Join(dir, "lock")
+	lockPath := filepath.Join(dir, lockFile)
 	fd, err := unix.Open(lockPath, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("state lock %s: %w", lockPath, err)
@@ -44,35 +78,232 @@ func Open(dir string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("state lock %s: %w", lockPath, err)
 	}
-	return &Store{dir: dir, lock: f}, nil
+	s := &Store{dir: dir, lock: f}
+	if err := s.removeTemporaries(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
-// Path is the state file's path.
-func (s *Store) Path() string { return filepath.Join(s.dir, FileName) }
+// isTemporary: the names os.CreateTemp gives a save's files before their
+// rename (format 1 wrote state.json.tmp*).
+func isTemporary(name string) bool {
+	for _, f := range []string{SnapshotFile, LogFile, LegacyFile} {
+		if strings.HasPrefix(name, f+".tmp") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Store) removeTemporaries() error {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("state directory %s: %w", s.dir, err)
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() && isTemporary(e.Name()) {
+			if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil {
+				return fmt.Errorf("removing a save's leftover: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Path is the state directory.
+func (s *Store) Path() string { return s.dir }
+
+func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
+
+// header is the first entry of the snapshot and of the log.
+type header struct {
+	Format     string    `json:"format"`
+	Version    int       `json:"version"`
+	Kind       string    `json:"kind"` // "snapshot" or "log"
+	Generation uint64    `json:"generation"`
+	Written    time.Time `json:"written"`
+}
+
+// entry is every other entry: the jobs and sources of one save (in the
+// log), or a part of the whole state (in the snapshot).
+type entry struct {
+	Jobs           map[string]*jobRecord    `json:"jobs,omitempty"`
+	RemovedJobs    []string                 `json:"removed_jobs,omitempty"`
+	Sources        map[string]*sourceRecord `json:"sources,omitempty"`
+	RemovedSources []string                 `json:"removed_sources,omitempty"`
+	// Retired, when present, replaces the set of retired sources.
+	Retired map[string]*sourceRecord `json:"retired,omitempty"`
+	// RetiredNone: there are no retired sources any more.
+	RetiredNone bool `json:"retired_none,omitempty"`
+	// End marks the last entry of a complete snapshot.
+	End bool `json:"end,omitempty"`
+}
 
 // Load reads the saved state; it returns nil and no error when there is none
-// yet. A state file that cannot be read is an error naming it: jobwatch never
-// silently starts over, which would count every record again.
+// yet. A state that cannot be read is an error naming its file: jobwatch
+// never silently starts over, which would count every record again. A log
+// entry cut short by a crash during a save is not an error: that save did
+// not happen, and the next save writes a new snapshot without it.
 func (s *Store) Load() (*model.Snapshot, error) {
-	data, err := readNoFollow(s.Path())
+	snapData, err := readNoFollow(s.path(SnapshotFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, err := os.Lstat(s.path(LogFile)); err == nil {
+			return nil, fmt.Errorf("state %s has no snapshot %s beside it: the state directory is damaged (move it away to start over, which reads every source again)", s.path(LogFile), SnapshotFile)
+		}
+		snap, err := s.loadLegacy()
+		if snap != nil {
+			s.legacy = true
+		}
+		return snap, err
+	case err != nil:
+		return nil, fmt.Errorf("reading state %s: %w", s.path(SnapshotFile), err)
+	}
+	if _, err := os.Lstat(s.path(LegacyFile)); err == nil {
+		s.legacy = true // left by a crash right after the migration
+	}
+	st := &model.Snapshot{Jobs: map[string]model.SavedJob{}, Sources: map[string]*model.SourceState{}}
+	gen, err := readSnapshot(snapData, st)
+	if err != nil {
+		return nil, corrupt(s.path(SnapshotFile), err)
+	}
+	s.gen, s.snapSize = gen, int64(len(snapData))
+	if err := s.loadLog(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func corrupt(path string, err error) error {
+	return fmt.Errorf("state %s is corrupt (move the state directory away to start over, which reads every source again): %w", path, err)
+}
+
+func readHeader(data []byte, kind string) (header, int, error) {
+	payload, off, err := nextFrame(data, 0)
+	if err != nil {
+		return header{}, 0, fmt.Errorf("header: %w", err)
+	}
+	var h header
+	if err := json.Unmarshal(payload, &h); err != nil || h.Format != formatName || h.Kind != kind {
+		return header{}, 0, fmt.Errorf("not a jobwatch %s", kind)
+	}
+	if h.Version > Version || h.Version < 2 {
+		return header{}, 0, fmt.Errorf("state format version %d, this jobwatch reads 1 to %d", h.Version, Version)
+	}
+	return h, off, nil
+}
+
+func readSnapshot(data []byte, st *model.Snapshot) (uint64, error) {
+	h, off, err := readHeader(data, "snapshot")
+	if err != nil {
+		return 0, err
+	}
+	for {
+		payload, next, err := nextFrame(data, off)
+		if err != nil {
+			return 0, fmt.Errorf("entry at byte %d: %w", off, err)
+		}
+		var e entry
+		if err := json.Unmarshal(payload, &e); err != nil {
+			return 0, fmt.Errorf("entry at byte %d: %w", off, err)
+		}
+		apply(st, &e)
+		off = next
+		if e.End {
+			break
+		}
+	}
+	if off != len(data) {
+		return 0, fmt.Errorf("%d bytes after the end", len(data)-off)
+	}
+	return h.Generation, nil
+}
+
+// loadLog applies the log's entries to st. A log of another generation is
+// what a crash during a compaction leaves: the snapshot holds all of it.
+func (s *Store) loadLog(st *model.Snapshot) error {
+	path := s.path(LogFile)
+	data, err := readNoFollow(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil // crash between the snapshot's rename and the log's
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading state %s: %w", s.Path(), err)
+		return fmt.Errorf("reading state %s: %w", path, err)
 	}
-	var snap model.Snapshot
-	// Unmarshal, unlike a Decoder, also rejects anything after the first
-	// JSON value: Save never writes that, so it means the file is damaged.
-	if err := json.Unmarshal(data, &snap); err != nil {
-		return nil, fmt.Errorf("state %s is corrupt (move it away to start over, which reads every source again): %w", s.Path(), err)
+	if err := readLog(data, s.gen, st); err != nil {
+		return corrupt(path, err)
 	}
-	return &snap, nil
+	// Appending goes on after a compaction, not after what Load read, so a
+	// torn tail is never followed by new entries.
+	return nil
+}
+
+// readLog applies the entries of a log of generation gen to st; a log of
+// another generation is ignored, and so is a torn last entry.
+func readLog(data []byte, gen uint64, st *model.Snapshot) error {
+	h, off, err := readHeader(data, "log")
+	if err != nil {
+		return err // written whole and renamed: never torn
+	}
+	if h.Generation != gen {
+		return nil
+	}
+	for off < len(data) {
+		payload, next, err := nextFrame(data, off)
+		if err != nil {
+			if tornTail(data, off) {
+				return nil // a save cut short: it did not happen
+			}
+			return fmt.Errorf("entry at byte %d: %w", off, err)
+		}
+		var e entry
+		if err := json.Unmarshal(payload, &e); err != nil {
+			return fmt.Errorf("entry at byte %d: %w", off, err)
+		}
+		apply(st, &e)
+		off = next
+	}
+	return nil
+}
+
+func apply(st *model.Snapshot, e *entry) {
+	for _, n := range e.RemovedJobs {
+		delete(st.Jobs, n)
+	}
+	for _, n := range e.RemovedSources {
+		delete(st.Sources, n)
+	}
+	for n, r := range e.Jobs {
+		if r != nil {
+			st.Jobs[n] = r.toModel()
+		}
+	}
+	for n, r := range e.Sources {
+		if r != nil {
+			st.Sources[n] = r.toModel()
+		}
+	}
+	if e.RetiredNone {
+		st.Retired = nil
+	}
+	if e.Retired != nil {
+		st.Retired = map[string]*model.SourceState{}
+		for n, r := range e.Retired {
+			if r != nil {
+				st.Retired[n] = r.toModel()
+			}
+		}
+	}
 }
 
 func readNoFollow(path string) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: errors.New("is a symbolic link, which jobwatch does not follow")}
+		}
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), path)
@@ -82,15 +313,157 @@ func readNoFollow(path string) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// Save writes the state atomically: a temporary file in the same directory,
-// fsynced, renamed over the old one, and the directory fsynced. A crash at
-// any point leaves either the old state or the new one.
-func (s *Store) Save(snap *model.Snapshot) error {
-	data, err := json.Marshal(snap)
+// Save writes changes c, after which the saved state is all (which already
+// holds c). It appends c to the log, as one entry, and fsyncs the log;
+// every so often (when the log has outgrown the snapshot, after a reload,
+// after a failed save) it writes all as a new snapshot instead. A crash at
+// any point leaves the state of before the save or the state after it.
+func (s *Store) Save(c *model.Changes, all *model.Saved) error {
+	if c.Empty() {
+		return nil
+	}
+	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) {
+		return s.compact(all)
+	}
+	payload, err := json.Marshal(changesEntry(c))
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
 	}
-	tmp, err := os.CreateTemp(s.dir, FileName+".tmp*")
+	frame := appendFrame(nil, payload)
+	if _, err := s.log.WriteAt(frame, s.logSize); err != nil {
+		return s.appendFailed(fmt.Errorf("saving state %s: %w", s.log.Name(), err))
+	}
+	if err := unix.Fdatasync(int(s.log.Fd())); err != nil {
+		return s.appendFailed(fmt.Errorf("saving state %s: %w", s.log.Name(), err))
+	}
+	s.logSize += int64(len(frame))
+	return nil
+}
+
+// appendFailed drops what a failed append may have left at the log's end,
+// so the next entry follows the last complete one; if even that fails, the
+// next save writes a new snapshot.
+func (s *Store) appendFailed(err error) error {
+	if terr := s.log.Truncate(s.logSize); terr != nil || unix.Fdatasync(int(s.log.Fd())) != nil {
+		s.log.Close()
+		s.log = nil
+	}
+	return err
+}
+
+func changesEntry(c *model.Changes) *entry {
+	e := &entry{RemovedJobs: c.RemovedJobs, RemovedSources: c.RemovedSources}
+	if len(c.Jobs) > 0 {
+		e.Jobs = make(map[string]*jobRecord, len(c.Jobs))
+		for n, v := range c.Jobs {
+			e.Jobs[n] = jobToRecord(v)
+		}
+	}
+	if len(c.Sources) > 0 {
+		e.Sources = make(map[string]*sourceRecord, len(c.Sources))
+		for n, v := range c.Sources {
+			e.Sources[n] = sourceToRecord(&v.SourceState)
+		}
+	}
+	setRetired(e, c.Retired, c.Retired != nil)
+	return e
+}
+
+func setRetired(e *entry, retired map[string]model.SourceState, changed bool) {
+	if !changed {
+		return
+	}
+	if len(retired) == 0 {
+		e.RetiredNone = true
+		return
+	}
+	e.Retired = make(map[string]*sourceRecord, len(retired))
+	for n, r := range retired {
+		e.Retired[n] = sourceToRecord(&r)
+	}
+}
+
+// compact writes all as the snapshot of the next generation, then an empty
+// log of that generation, each through a temporary file renamed into place.
+func (s *Store) compact(all *model.Saved) error {
+	if s.log != nil {
+		s.log.Close()
+		s.log = nil
+	}
+	gen := s.gen + 1
+	now := time.Now().UTC()
+	var buf []byte
+	add := func(v any) error {
+		payload, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encoding state: %w", err)
+		}
+		buf = appendFrame(buf, payload)
+		return nil
+	}
+	if err := add(header{Format: formatName, Version: Version, Kind: "snapshot", Generation: gen, Written: now}); err != nil {
+		return err
+	}
+	first := &entry{Sources: map[string]*sourceRecord{}}
+	for _, v := range all.Sources() {
+		first.Sources[v.Name] = sourceToRecord(&v.SourceState)
+	}
+	setRetired(first, all.Retired(), true)
+	names := all.JobNames()
+	e := first
+	for i := 0; ; i += jobsPerFrame {
+		chunk := names[min(i, len(names)):min(i+jobsPerFrame, len(names))]
+		if len(chunk) > 0 {
+			e.Jobs = make(map[string]*jobRecord, len(chunk))
+			for _, n := range chunk {
+				e.Jobs[n] = jobToRecord(all.Job(n))
+			}
+		}
+		e.End = i+jobsPerFrame >= len(names)
+		if err := add(e); err != nil {
+			return err
+		}
+		if e.End {
+			break
+		}
+		e = &entry{}
+	}
+	if err := s.writeFile(SnapshotFile, buf); err != nil {
+		return err
+	}
+	s.gen, s.snapSize = gen, int64(len(buf))
+	buf = nil
+	if err := add(header{Format: formatName, Version: Version, Kind: "log", Generation: gen, Written: now}); err != nil {
+		return err
+	}
+	if err := s.writeFile(LogFile, buf); err != nil {
+		return err
+	}
+	if err := s.syncDir(); err != nil {
+		return err
+	}
+	if s.legacy {
+		if err := os.Remove(s.path(LegacyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing the format-1 state: %w", err)
+		}
+		s.legacy = false
+		if err := s.syncDir(); err != nil {
+			return err
+		}
+	}
+	fd, err := unix.Open(s.path(LogFile), unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("saving state: %w", &fs.PathError{Op: "open", Path: s.path(LogFile), Err: err})
+	}
+	s.log = os.NewFile(uintptr(fd), s.path(LogFile))
+	s.logSize = int64(len(buf))
+	return nil
+}
+
+// writeFile writes name atomically: a temporary file in the directory,
+// fsynced, renamed over name. The caller fsyncs the directory.
+func (s *Store) writeFile(name string, data []byte) error {
+	tmp, err := os.CreateTemp(s.dir, name+".tmp*")
 	if err != nil {
 		return fmt.Errorf("saving state: %w", err)
 	}
@@ -106,9 +479,13 @@ func (s *Store) Save(snap *model.Snapshot) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("saving state %s: %w", tmp.Name(), err)
 	}
-	if err := os.Rename(tmp.Name(), s.Path()); err != nil {
+	if err := os.Rename(tmp.Name(), s.path(name)); err != nil {
 		return fmt.Errorf("saving state: %w", err)
 	}
+	return nil
+}
+
+func (s *Store) syncDir() error {
 	d, err := os.Open(s.dir)
 	if err != nil {
 		return fmt.Errorf("saving state: %w", err)
@@ -121,4 +498,9 @@ func (s *Store) Save(snap *model.Snapshot) error {
 }
 
 // Close releases the directory lock.
-func (s *Store) Close() error { return s.lock.Close() }
+func (s *Store) Close() error {
+	if s.log != nil {
+		s.log.Close()
+	}
+	return s.lock.Close()
+}

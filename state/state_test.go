@@ -2,41 +2,141 @@ package state
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"jobwatch/model"
+	"jobwatch/schedule"
 )
 
-func TestSaveLoadRoundTrip(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+// testModel is a tracker with two jobs and a source, and the saver's side:
+// the saved state it keeps, and a store.
+type testModel struct {
+	tr    *model.Tracker
+	saved *model.Saved
+	store *Store
+}
+
+func newTestModel(t *testing.T, dir string) *testModel {
+	t.Helper()
+	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }})
+	tr.Configure([]model.JobSpec{
+		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2},
+	}, []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}})
 	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if snap, err := s.Load(); err != nil || snap != nil {
-		t.Fatalf("empty directory: %v, %v; want nil, nil", snap, err)
-	}
-	want := &model.Snapshot{Version: model.SnapshotVersion, Saved: time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC),
-		Jobs:    map[string]model.SavedJob{"stats": {JobState: model.JobState{Skips: 3}}},
-		Sources: map[string]*model.SourceState{"runs": {Records: 7, Position: json.RawMessage(`{"offset":9}`)}}}
-	if err := s.Save(want); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Load()
+	t.Cleanup(func() { s.Close() })
+	m := &testModel{tr: tr, store: s}
+	snap, err := s.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := json.Marshal(want)
-	b, _ := json.Marshal(got)
-	if string(a) != string(b) {
-		t.Fatalf("got %s\nwant %s", b, a)
+	if snap != nil {
+		if err := tr.Restore(snap); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for _, p := range []string{dir, s.Path()} {
+	return m
+}
+
+// save saves what changed, as the exporter's saver does.
+func (m *testModel) save(t *testing.T) {
+	t.Helper()
+	c := m.tr.Changes()
+	all := m.saved.With(c)
+	if err := m.store.Save(c, all); err != nil {
+		t.Fatal(err)
+	}
+	m.saved = all
+}
+
+func ev(kind model.Kind, job string, pid int, at time.Duration) model.Event {
+	e := model.Event{Kind: kind, Job: job, Host: "web1", PID: pid, Time: t0.Add(at)}
+	if kind == model.End {
+		e.Result, e.HasExitCode = model.Success, true
+	}
+	return e
+}
+
+// views is the tracker's whole state, to compare.
+func views(tr *model.Tracker) string {
+	b, _ := json.Marshal(tr.Snapshot())
+	return string(b)
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	m := newTestModel(t, dir)
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":1}`), Events: []model.Event{
+		ev(model.Start, "stats", 1, 0), ev(model.End, "stats", 1, time.Minute), ev(model.Start, "stats", 2, 2*time.Minute),
+	}})
+	m.save(t) // the first save writes a snapshot
+	snapSize := fileSize(t, filepath.Join(dir, SnapshotFile))
+	logSize := fileSize(t, filepath.Join(dir, LogFile))
+
+	// Later saves append what changed: backup only, and the position.
+	skip := ev(model.Skip, "backup", 3, 3*time.Minute)
+	skip.Reason, skip.SkipLabel, skip.Lock, skip.Holder = "locked", "locked", "redis", "web2:77:r1"
+	lost := ev(model.LockLost, "backup", 5, 4*time.Minute)
+	lost.Lock, lost.Reason = "redis", "key_gone"
+	end := ev(model.End, "backup", 5, 5*time.Minute)
+	end.Reason, end.Output = "lock_lost", "killed: lock lost"
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":2}`), ParseErrors: 1, Events: []model.Event{
+		skip, ev(model.Start, "backup", 5, 3*time.Minute+time.Second), ev(model.Start, "backup", 6, 3*time.Minute+2*time.Second),
+		lost, end,
+	}})
+	c := m.tr.Changes()
+	if len(c.Jobs) != 1 || c.Jobs["backup"] == nil || len(c.Sources) != 1 || c.Full {
+		t.Fatalf("changes: %d jobs, %d sources, full %v; want backup and runs", len(c.Jobs), len(c.Sources), c.Full)
+	}
+	all := m.saved.With(c)
+	if err := m.store.Save(c, all); err != nil {
+		t.Fatal(err)
+	}
+	m.saved = all
+	if got := fileSize(t, filepath.Join(dir, SnapshotFile)); got != snapSize {
+		t.Errorf("an append rewrote the snapshot (%d bytes, was %d)", got, snapSize)
+	}
+	if got := fileSize(t, filepath.Join(dir, LogFile)); got <= logSize || got > logSize+2000 {
+		t.Errorf("log grew from %d to %d bytes for one job and one source", logSize, got)
+	}
+	m.save(t) // nothing changed: nothing written
+	want := views(m.tr)
+	m.store.Close()
+
+	m2 := newTestModel(t, dir)
+	if got := views(m2.tr); got != want {
+		t.Fatalf("loaded state differs:\n got %s\nwant %s", got, want)
+	}
+	backup := m2.tr.Snapshot().Jobs["backup"]
+	if backup.SkipsByReason["locked"] != 1 || backup.LockLost["redis"] != 1 || len(backup.Recent) != 2 ||
+		backup.Recent[0].Holder != "web2:77:r1" || backup.Recent[1].Reason != "lock_lost" || len(backup.DurationHistory) != 1 ||
+		len(backup.Open) != 1 || !backup.Open[0].Overlapped {
+		t.Errorf("new fields not saved: %+v", backup)
+	}
+	if got := string(m2.tr.Position("runs")); got != `{"offset":2}` {
+		t.Errorf("position %s", got)
+	}
+	for _, p := range []string{dir, filepath.Join(dir, SnapshotFile), filepath.Join(dir, LogFile)} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
@@ -45,67 +145,193 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 			t.Errorf("%s has mode %v: readable by others", p, fi.Mode().Perm())
 		}
 	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if strings.Contains(e.Name(), ".tmp") {
-			t.Errorf("temporary file left behind: %s", e.Name())
-		}
+}
+
+// A kill during an append leaves a torn entry at the log's end: it is
+// ignored (that save did not happen), and the next save starts a new
+// snapshot, so nothing is ever appended after it.
+func TestTornLogTailIsIgnored(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(good []byte, lastEntry int) []byte
+	}{
+		{"cut in the entry", func(b []byte, last int) []byte { return b[:last+(len(b)-last)/2] }},
+		{"cut in the length", func(b []byte, last int) []byte { return b[:last+2] }},
+		{"zeros instead of the entry", func(b []byte, last int) []byte {
+			return append(b[:last:last], make([]byte, len(b)-last)...)
+		}},
+		{"flipped bit in the entry", func(b []byte, last int) []byte {
+			c := append([]byte(nil), b...)
+			c[len(c)-3] ^= 1
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := newTestModel(t, dir)
+			m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":1}`), Events: []model.Event{ev(model.End, "stats", 1, 0)}})
+			m.save(t)
+			m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":2}`), Events: []model.Event{ev(model.End, "stats", 2, time.Minute)}})
+			m.save(t)
+			want := views(m.tr)
+			logPath := filepath.Join(dir, LogFile)
+			last := int(fileSize(t, logPath))
+			m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":3}`), Events: []model.Event{ev(model.End, "stats", 3, 2*time.Minute)}})
+			m.save(t)
+			m.store.Close()
+			good, _ := os.ReadFile(logPath)
+			if err := os.WriteFile(logPath, tc.spoil(good, last), 0o600); err != nil {
+				t.Fatal(err)
+			}
+
+			m2 := newTestModel(t, dir)
+			if got := views(m2.tr); got != want {
+				t.Fatalf("state after a torn save:\n got %s\nwant the state before it %s", got, want)
+			}
+			if got := string(m2.tr.Position("runs")); got != `{"offset":2}` {
+				t.Fatalf("position %s, want the one saved with the events", got)
+			}
+			// The next save writes a snapshot and a new log; a restart then
+			// finds it all.
+			m2.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":4}`), Events: []model.Event{ev(model.End, "stats", 4, 3*time.Minute)}})
+			m2.save(t)
+			want2 := views(m2.tr)
+			m2.store.Close()
+			if got := views(newTestModel(t, dir).tr); got != want2 {
+				t.Fatalf("state after the next save:\n got %s\nwant %s", got, want2)
+			}
+		})
 	}
 }
 
-func TestCorruptStateIsAnErrorNamingTheFile(t *testing.T) {
+func TestDamageIsAnErrorNamingTheFile(t *testing.T) {
 	dir := t.TempDir()
+	m := newTestModel(t, dir)
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":1}`), Events: []model.Event{ev(model.End, "stats", 1, 0)}})
+	m.save(t)
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":2}`), Events: []model.Event{ev(model.End, "stats", 2, 0)}})
+	m.save(t)
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":3}`), Events: []model.Event{ev(model.End, "stats", 3, 0)}})
+	m.save(t)
+	m.store.Close()
+	snapPath, logPath := filepath.Join(dir, SnapshotFile), filepath.Join(dir, LogFile)
+	snap, _ := os.ReadFile(snapPath)
+	log, _ := os.ReadFile(logPath)
+	hdr, _, _ := nextFrame(log, 0)
+	_, firstEnd, _ := nextFrame(log, frameHeader+len(hdr))
+
+	for _, tc := range []struct {
+		name, file string
+		data       []byte
+		want       string
+	}{
+		{"snapshot truncated", snapPath, snap[:len(snap)/2], "corrupt"},
+		{"snapshot empty", snapPath, nil, "corrupt"},
+		{"snapshot zeros", snapPath, make([]byte, len(snap)), "corrupt"},
+		{"snapshot with garbage after it", snapPath, append(append([]byte(nil), snap...), "garbage"...), "corrupt"},
+		{"snapshot twice", snapPath, append(append([]byte(nil), snap...), snap...), "corrupt"},
+		{"log entry damaged before the last", logPath, func() []byte {
+			c := append([]byte(nil), log...)
+			c[firstEnd-2] ^= 1
+			return c
+		}(), "corrupt"},
+		{"log header damaged", logPath, log[:4], "corrupt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(snapPath, snap, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(logPath, log, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(tc.file, tc.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, err = s.Load()
+			if err == nil || !strings.Contains(err.Error(), tc.file) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load: %v; want an error naming %s and saying %q", err, tc.file, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewerFormatIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	var buf []byte
+	h, _ := json.Marshal(header{Format: formatName, Version: Version + 1, Kind: "snapshot", Generation: 1})
+	buf = appendFrame(buf, h)
+	buf = appendFrame(buf, []byte(`{"end":true}`))
+	if err := os.WriteFile(filepath.Join(dir, SnapshotFile), buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for _, bad := range []string{
-		`{"version":1,"jobs":{`,                // truncated
-		``,                                     // empty
-		"\x00\x00\x00\x00",                     // zeros
-		`{"version":1,"jobs":{}}}garbage`,      // something after the state
-		`{"version":1,"jobs":{}}{"version":1}`, // two states
-		`{"version":1,"jobs":{}}` + "\n" + `{}` + "\n", // likewise
-	} {
-		if err := os.WriteFile(s.Path(), []byte(bad), 0o600); err != nil {
+	if _, err := s.Load(); err == nil || !strings.Contains(err.Error(), "version 3") {
+		t.Fatalf("Load of format 3: %v", err)
+	}
+}
+
+func TestSymlinksAreRefused(t *testing.T) {
+	for _, name := range []string{SnapshotFile, LogFile, LegacyFile} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := newTestModel(t, dir)
+			m.save(t)
+			m.store.Close()
+			path := filepath.Join(dir, name)
+			target := filepath.Join(t.TempDir(), "elsewhere")
+			data, _ := os.ReadFile(path)
+			os.WriteFile(target, data, 0o600)
+			os.Remove(path)
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+			if name == LegacyFile {
+				os.Remove(filepath.Join(dir, SnapshotFile))
+				os.Remove(filepath.Join(dir, LogFile))
+			}
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Load(); err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), path) {
+				t.Fatalf("Load through a symlink at %s: %v", path, err)
+			}
+		})
+	}
+}
+
+// A kill during a save leaves the temporary file it was writing: the next
+// start removes it (format 1's state.json.tmp* as well), and nothing else.
+func TestOpenRemovesLeftoverTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	leftovers := []string{"state.json.tmp123", "state.snap.tmp456", "state.log.tmp789"}
+	for _, n := range append(leftovers, "keep.tmp1", "notes") {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.Load()
-		if err == nil || !strings.Contains(err.Error(), s.Path()) || !strings.Contains(err.Error(), "corrupt") {
-			t.Errorf("Load of %q: %v; want an error naming %s", bad, err, s.Path())
-		}
 	}
-	// Whitespace after the state is not damage.
-	if err := os.WriteFile(s.Path(), []byte(`{"version":1,"jobs":{}}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Load(); err != nil {
-		t.Errorf("Load of a state ending in a newline: %v", err)
-	}
-}
-
-func TestStateFileSymlinkIsRefused(t *testing.T) {
-	dir := t.TempDir()
 	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	target := filepath.Join(t.TempDir(), "elsewhere.json")
-	os.WriteFile(target, []byte(`{"version":1}`), 0o600)
-	if err := os.Symlink(target, s.Path()); err != nil {
-		t.Fatal(err)
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
 	}
-	if _, err := s.Load(); err == nil {
-		t.Fatal("Load followed a symlink")
-	}
-	// Save replaces the link itself, never writes through it.
-	if err := s.Save(&model.Snapshot{Version: model.SnapshotVersion}); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(target); string(b) != `{"version":1}` {
-		t.Fatalf("Save wrote through the symlink: %s", b)
+	if want := []string{"keep.tmp1", "lock", "notes"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("directory holds %v after Open, want %v", names, want)
 	}
 }
 
@@ -124,4 +350,52 @@ func TestDirectoryIsLocked(t *testing.T) {
 		t.Fatalf("Open after Close: %v", err)
 	}
 	s2.Close()
+}
+
+// A kill during a compaction, between the rename of the new snapshot and
+// that of the new log, leaves the log of the generation before: it is
+// ignored (the new snapshot holds all of it, and its older job records
+// would take counts back). A format-1 state.json left beside a snapshot by
+// a kill during the migration is ignored too, and removed by the next save.
+func TestKillDuringCompaction(t *testing.T) {
+	dir := t.TempDir()
+	m := newTestModel(t, dir)
+	for i := range 3 {
+		m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, i+1)), Events: []model.Event{ev(model.End, "stats", i+1, time.Duration(i)*time.Minute)}})
+		m.save(t)
+	}
+	oldLog, err := os.ReadFile(filepath.Join(dir, LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reload makes the next save a compaction.
+	m.tr.Configure([]model.JobSpec{
+		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2},
+	}, []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}})
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":9}`), Events: []model.Event{ev(model.End, "stats", 9, time.Hour)}})
+	m.save(t)
+	want := views(m.tr)
+	m.store.Close()
+	if err := os.WriteFile(filepath.Join(dir, LogFile), oldLog, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, LegacyFile), []byte(`{"version":1,"jobs":{},"sources":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	m2 := newTestModel(t, dir)
+	if got := views(m2.tr); got != want {
+		t.Fatalf("state after a kill during a compaction:\n got %s\nwant %s", got, want)
+	}
+	m2.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":10}`), Events: []model.Event{ev(model.Skip, "backup", 10, time.Hour)}})
+	m2.save(t)
+	if _, err := os.Stat(filepath.Join(dir, LegacyFile)); !os.IsNotExist(err) {
+		t.Errorf("state.json beside a snapshot survives a save: %v", err)
+	}
+	want2 := views(m2.tr)
+	m2.store.Close()
+	if got := views(newTestModel(t, dir).tr); got != want2 {
+		t.Fatalf("state after the next save:\n got %s\nwant %s", got, want2)
+	}
 }

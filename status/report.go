@@ -59,6 +59,8 @@ type Job struct {
 	ConsecutiveSkips    uint64            `json:"consecutive_skips"`
 	Runs                map[string]uint64 `json:"runs_total"`
 	Skips               uint64            `json:"skips_total"`
+	SkipsByReason       map[string]uint64 `json:"skips_by_reason"`
+	LockLost            map[string]uint64 `json:"lock_lost_total"`
 	Overlaps            uint64            `json:"overlaps_total"`
 	Missed              uint64            `json:"missed_runs_total"`
 	Unexpected          uint64            `json:"unexpected_runs_total"`
@@ -92,12 +94,17 @@ type Run struct {
 	End             time.Time  `json:"end"`
 	DurationSeconds *float64   `json:"duration_seconds"`
 	// Result is success, failure, timeout, lost or skipped.
-	Result     string `json:"result"`
-	Host       string `json:"host,omitempty"`
-	PID        int    `json:"pid,omitempty"`
-	ExitCode   *int   `json:"exit_code,omitempty"`
-	SkipReason string `json:"skip_reason,omitempty"`
-	Output     string `json:"output,omitempty"`
+	Result   string `json:"result"`
+	Host     string `json:"host,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	// Reason: why it was skipped, or why it ended early (lock_lost).
+	Reason string `json:"reason,omitempty"`
+	// Lock and Holder: for a skip, the lock layer that refused (file,
+	// redis, mysql) and who held it.
+	Lock   string `json:"lock,omitempty"`
+	Holder string `json:"holder,omitempty"`
+	Output string `json:"output,omitempty"`
 	// Overlapped: it started while another run of the job was in progress.
 	Overlapped bool `json:"overlapped,omitempty"`
 }
@@ -189,6 +196,8 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		ConsecutiveSkips:        v.ConsecutiveSkips,
 		Runs:                    map[string]uint64{},
 		Skips:                   v.Skips,
+		SkipsByReason:           nonNilMap(v.SkipsByReason),
+		LockLost:                nonNilMap(v.LockLost),
 		Overlaps:                v.Overlaps,
 		Missed:                  v.Missed,
 		Unexpected:              v.Unexpected,
@@ -291,7 +300,7 @@ func recentRuns(v *model.JobView) []Run {
 	for i := len(v.Recent) - 1; i >= 0; i-- {
 		r := v.Recent[i]
 		run := Run{Start: timePtr(r.Start), End: r.End.UTC(), Result: string(r.Result), Host: r.Host, PID: r.PID,
-			SkipReason: r.SkipReason, Output: r.Output, Overlapped: r.Overlapped}
+			Reason: r.Reason, Lock: r.Lock, Holder: r.Holder, Output: r.Output, Overlapped: r.Overlapped}
 		if r.HasDuration {
 			run.DurationSeconds = ptr(r.Duration.Seconds())
 		}
@@ -305,3 +314,10 @@ func recentRuns(v *model.JobView) []Run {
 
 // promDuration writes a duration as Prometheus does: 1d, 1h30m, 90s.
 func promDuration(d time.Duration) string { return prommodel.Duration(d).String() }
+
+func nonNilMap(m map[string]uint64) map[string]uint64 {
+	if m == nil {
+		return map[string]uint64{}
+	}
+	return m
+}

@@ -16,12 +16,28 @@ type Flags struct {
 	Job, Log, Lock     string
 	Timeout, KillAfter string // durations; see ParseDuration
 	SkipExitCode       string
-	Command            []string
+	// The shared lock and the table, as the flags of the same names.
+	LockRedis, LockRedisPasswordFile             string
+	LockMySQL, LockMySQLDSNFile                  string
+	LockName, LockTTL                            string // LockTTL: a duration
+	LockUnavailable, OnLockLost                  string
+	RecordMySQL, RecordMySQLDSNFile, RecordTable string
+	Command                                      []string
+
+	// Not flags: the host recorded and the MySQL lock's check interval,
+	// when the defaults do not suit (tests).
+	Host              string
+	LockCheckInterval time.Duration
 }
 
 // RunFlags parses f and runs the command as Run does.
 func RunFlags(f Flags) int {
-	o := Options{Job: f.Job, Log: f.Log, Lock: f.Lock, Command: f.Command, KillAfter: DefaultKillAfter}
+	o := Options{Job: f.Job, Log: f.Log, Lock: f.Lock, Command: f.Command, KillAfter: DefaultKillAfter,
+		LockRedis: f.LockRedis, LockRedisPasswordFile: f.LockRedisPasswordFile,
+		LockMySQL: f.LockMySQL, LockMySQLDSNFile: f.LockMySQLDSNFile,
+		LockName: f.LockName, LockUnavailable: f.LockUnavailable, OnLockLost: f.OnLockLost,
+		RecordMySQL: f.RecordMySQL, RecordMySQLDSNFile: f.RecordMySQLDSNFile, RecordTable: f.RecordTable,
+		Host: f.Host, LockCheckInterval: f.LockCheckInterval}
 	var errs []error
 	var err error
 	if f.Timeout != "" {
@@ -32,6 +48,11 @@ func RunFlags(f Flags) int {
 	if f.KillAfter != "" {
 		if o.KillAfter, err = ParseDuration(f.KillAfter); err != nil {
 			errs = append(errs, fmt.Errorf("--kill-after: %w", err))
+		}
+	}
+	if f.LockTTL != "" {
+		if o.LockTTL, err = ParseDuration(f.LockTTL); err != nil {
+			errs = append(errs, fmt.Errorf("--lock-ttl: %w", err))
 		}
 	}
 	if f.SkipExitCode != "" {

@@ -43,7 +43,8 @@ func openLock(path string) (*os.File, error) {
 // its job. So:
 //   - a live locker with a child that leads its own process group and has
 //     the lock file open is a wrapper and its job: the job is the holder
-//     (a wrapper that has not started its job yet gets a moment to do so);
+//     (a wrapper that has not started its job yet is waited for, up to
+//     holderWait, looking again at its children until then);
 //   - a live locker otherwise (any other program) is the holder;
 //   - a dead locker (a wrapper killed by SIGKILL) left the lock to its job,
 //     which is found among group leaders holding the lock file open, other
@@ -56,45 +57,125 @@ func lockHolder(f *os.File) int {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return 0
 	}
-	locks, err := os.Open("/proc/locks")
-	if err != nil {
-		return 0
-	}
-	locker := findFlockHolder(locks, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	locks.Close()
+	return findHolder(procView{
+		locker: func() int {
+			locks, err := os.Open("/proc/locks")
+			if err != nil {
+				return 0
+			}
+			defer locks.Close()
+			return findFlockHolder(locks, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+		},
+		children:  children,
+		pids:      pids,
+		stat:      readStat,
+		holds:     func(pid int) bool { return holdsFile(pid, st.Dev, st.Ino) },
+		isWrapper: sameExecutable,
+		now:       time.Now,
+		sleep:     time.Sleep,
+	}, os.Getpid())
+}
+
+// holderWait bounds how long a skipping run waits for a wrapper that holds
+// the lock to start its job; holderPoll is how often it looks meanwhile.
+// The wait ends as soon as the job exists, or the wrapper exits or lets the
+// lock go, so it is only ever reached by a wrapper stopped or starved
+// between taking the lock and starting its job.
+const (
+	holderWait = 5 * time.Second
+	holderPoll = 10 * time.Millisecond
+)
+
+// procView is what the holder lookup reads of the process table; tests
+// give it a process table of their own and a fake clock.
+type procView struct {
+	locker    func() int                     // the lock's holder in /proc/locks, 0: none
+	children  func(pid int) ([]int, bool)    // pid's children; false: not known this way
+	pids      func() []int                   // every process
+	stat      func(pid int) (procStat, bool) // /proc/PID/stat
+	holds     func(pid int) bool             // pid has the lock file open
+	isWrapper func(pid int) bool             // pid runs this binary
+	now       func() time.Time
+	sleep     func(time.Duration)
+}
+
+func findHolder(v procView, self int) int {
+	locker := v.locker()
 	if locker == 0 {
 		return 0
 	}
-	holds := func(pid int) bool { return holdsFile(pid, st.Dev, st.Ino) }
-	if ls, ok := readStat(locker); ok && ls.live() {
-		// Another jobwatch run may have taken the lock and not started its
-		// job yet: give it a moment.
-		deadline := time.Now().Add(holderWait)
-		wrapper := sameExecutable(locker)
+	if ls, ok := v.stat(locker); ok && ls.live() {
+		if !v.isWrapper(locker) {
+			return locker
+		}
+		// Another jobwatch run holds the lock: its job is the holder, once
+		// it exists. Every pass reads the process table afresh, so a job
+		// born during a pass is found by the next one, and the deadline is
+		// looked at only between passes that could not find it.
+		deadline := v.now().Add(holderWait)
 		for {
-			for _, pid := range pids() {
-				if ps, ok := readStat(pid); ok && ps.ppid == locker && ps.pgrp == pid && ps.live() && holds(pid) {
-					return pid
-				}
+			if job := jobOf(v, locker); job != 0 {
+				return job
 			}
-			if !wrapper || time.Now().After(deadline) {
+			if v.now().After(deadline) {
 				return locker
 			}
-			time.Sleep(5 * time.Millisecond)
+			v.sleep(holderPoll)
+			if l := v.locker(); l != locker {
+				return l // released (0) or passed on: what /proc/locks says now
+			}
+			if ls, ok := v.stat(locker); !ok || !ls.live() {
+				break // the wrapper died: its job holds the lock, if anyone
+			}
 		}
 	}
-	self := os.Getpid()
-	for _, pid := range pids() {
-		if ps, ok := readStat(pid); ok && pid != self && ps.pgrp == pid && ps.live() && holds(pid) && !sameExecutable(pid) {
+	for _, pid := range v.pids() {
+		if ps, ok := v.stat(pid); ok && pid != self && ps.pgrp == pid && ps.live() && v.holds(pid) && !v.isWrapper(pid) {
 			return pid
 		}
 	}
 	return 0
 }
 
-// holderWait bounds how long a skipping run waits for a wrapper that holds
-// the lock to start its job.
-const holderWait = 500 * time.Millisecond
+// jobOf returns the child of wrapper that leads its own process group and
+// holds the lock file open (its job), or 0. It reads the wrapper's children
+// from /proc/PID/task/TID/children when the kernel has them, else scans
+// every process.
+func jobOf(v procView, wrapper int) int {
+	candidates, ok := v.children(wrapper)
+	if !ok {
+		candidates = v.pids()
+	}
+	for _, pid := range candidates {
+		if ps, ok := v.stat(pid); ok && ps.ppid == wrapper && ps.pgrp == pid && ps.live() && v.holds(pid) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// children lists pid's children from /proc/PID/task/*/children (kernels with
+// CONFIG_PROC_CHILDREN); false when the kernel does not provide them.
+func children(pid int) ([]int, bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false
+	}
+	var out []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + task.Name() + "/children")
+		if err != nil {
+			return nil, false
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil && c > 0 {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, true
+}
 
 // holdsFile reports whether process pid has the file dev:ino open.
 func holdsFile(pid int, dev, ino uint64) bool {

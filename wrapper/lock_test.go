@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFindFlockHolder(t *testing.T) {
@@ -79,4 +80,97 @@ func FuzzParseStat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		parseStat(b)
 	})
+}
+
+// fakeProcs is a process table with a fake clock for findHolder: the
+// wrapper 100 holds the lock; its job 200 is born at jobBorn.
+type fakeProcs struct {
+	now              time.Time
+	jobBorn          time.Time
+	released         time.Time // the lock is let go then (zero: never)
+	wrapperDies      time.Time // the wrapper dies then (zero: never)
+	childrenReadable bool
+	passes           int
+}
+
+func (p *fakeProcs) view() procView {
+	jobAlive := func() bool { return !p.jobBorn.IsZero() && !p.now.Before(p.jobBorn) }
+	return procView{
+		locker: func() int {
+			if !p.released.IsZero() && !p.now.Before(p.released) {
+				return 0
+			}
+			return 100
+		},
+		children: func(pid int) ([]int, bool) {
+			if !p.childrenReadable {
+				return nil, false
+			}
+			p.passes++
+			if pid == 100 && jobAlive() {
+				return []int{200}, true
+			}
+			return nil, true
+		},
+		pids: func() []int {
+			p.passes++
+			out := []int{1, 100, 150}
+			if jobAlive() {
+				out = append(out, 200)
+			}
+			// A pass over a loaded machine's /proc takes a while.
+			p.now = p.now.Add(300 * time.Millisecond)
+			return out
+		},
+		stat: func(pid int) (procStat, bool) {
+			switch pid {
+			case 1:
+				return procStat{'S', 0, 1}, true
+			case 100:
+				if !p.wrapperDies.IsZero() && !p.now.Before(p.wrapperDies) {
+					return procStat{}, false
+				}
+				return procStat{'S', 1, 100}, true
+			case 150: // another skipping wrapper
+				return procStat{'R', 1, 150}, true
+			case 200:
+				if jobAlive() {
+					return procStat{'S', 100, 200}, true
+				}
+			}
+			return procStat{}, false
+		},
+		holds:     func(pid int) bool { return pid == 100 || pid == 200 || pid == 150 },
+		isWrapper: func(pid int) bool { return pid == 100 || pid == 150 },
+		now:       func() time.Time { return p.now },
+		sleep:     func(d time.Duration) { p.now = p.now.Add(d) },
+	}
+}
+
+func TestFindHolder(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name  string
+		procs fakeProcs
+		want  int
+	}{
+		{"job already running", fakeProcs{jobBorn: t0}, 200},
+		{"job born 2 s later, on a loaded machine", fakeProcs{jobBorn: t0.Add(2 * time.Second)}, 200},
+		{"job born 2 s later, children read directly", fakeProcs{jobBorn: t0.Add(2 * time.Second), childrenReadable: true}, 200},
+		{"wrapper never starts its job", fakeProcs{}, 100},
+		{"wrapper lets the lock go", fakeProcs{released: t0.Add(time.Second)}, 0},
+		{"wrapper dies, its job holds the lock", fakeProcs{jobBorn: t0.Add(-time.Second), wrapperDies: t0}, 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.procs
+			p.now = t0
+			if got := findHolder(p.view(), 150); got != tc.want {
+				t.Errorf("holder %d, want %d", got, tc.want)
+			}
+			if waited := p.now.Sub(t0); waited > holderWait+time.Second {
+				t.Errorf("looked for %s, beyond the %s bound", waited, holderWait)
+			}
+		})
+	}
 }

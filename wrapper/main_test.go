@@ -20,8 +20,28 @@ import (
 // cmd/jobwatch/run.go does), and Run re-executes the binary for the job.
 const testEnv = "JOBWATCH_WRAPPER_TEST_RUN"
 
+// testAfterLockEnv names a file the wrapper creates once it holds the local
+// lock; it then waits slowStart before starting its job, as a wrapper
+// starved of CPU would.
+const testAfterLockEnv = "JOBWATCH_WRAPPER_TEST_AFTER_LOCK"
+
+const slowStart = 1500 * time.Millisecond
+
+// testHostEnv sets the host the wrapper records (two wrappers as two
+// hosts); testCheckEnv the MySQL lock's check interval.
+const (
+	testHostEnv  = "JOBWATCH_WRAPPER_TEST_HOST"
+	testCheckEnv = "JOBWATCH_WRAPPER_TEST_CHECK_INTERVAL"
+)
+
 func TestMain(m *testing.M) {
 	if os.Getenv(testEnv) == "1" {
+		if marker := os.Getenv(testAfterLockEnv); marker != "" {
+			afterLockHook = func() {
+				os.WriteFile(marker, nil, 0o600)
+				time.Sleep(slowStart)
+			}
+		}
 		os.Exit(runFromArgs(os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -37,6 +57,21 @@ func runFromArgs(args []string) int {
 	fs.StringVar(&f.Timeout, "timeout", "", "")
 	fs.StringVar(&f.KillAfter, "kill-after", "", "")
 	fs.StringVar(&f.SkipExitCode, "skip-exit-code", "", "")
+	fs.StringVar(&f.LockRedis, "lock-redis", "", "")
+	fs.StringVar(&f.LockRedisPasswordFile, "lock-redis-password-file", "", "")
+	fs.StringVar(&f.LockMySQL, "lock-mysql", "", "")
+	fs.StringVar(&f.LockMySQLDSNFile, "lock-mysql-dsn-file", "", "")
+	fs.StringVar(&f.LockName, "lock-name", "", "")
+	fs.StringVar(&f.LockTTL, "lock-ttl", "", "")
+	fs.StringVar(&f.LockUnavailable, "lock-unavailable", "", "")
+	fs.StringVar(&f.OnLockLost, "on-lock-lost", "", "")
+	fs.StringVar(&f.RecordMySQL, "record-mysql", "", "")
+	fs.StringVar(&f.RecordMySQLDSNFile, "record-mysql-dsn-file", "", "")
+	fs.StringVar(&f.RecordTable, "record-table", "", "")
+	f.Host = os.Getenv(testHostEnv)
+	if d := os.Getenv(testCheckEnv); d != "" {
+		f.LockCheckInterval, _ = time.ParseDuration(d)
+	}
 	if err := fs.Parse(args); err != nil {
 		return ExitWrapper
 	}
@@ -81,7 +116,9 @@ type record struct {
 	ExitCode  *int     `json:"exit_code"`
 	Duration  *float64 `json:"duration_seconds"`
 	Reason    string   `json:"reason"`
+	Lock      string   `json:"lock"`
 	HolderPID int      `json:"holder_pid"`
+	Holder    string   `json:"holder"`
 }
 
 // The exact shapes of the three records: keys, their order, value formats.
@@ -89,8 +126,11 @@ var (
 	prefixRE = `^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z","job":"[a-zA-Z_][a-zA-Z0-9_.:-]*",`
 	startRE  = regexp.MustCompile(prefixRE + `"event":"start","host":"[^"]+","pid":[1-9]\d*,"run_id":"[0-9a-f]{16}"\}$`)
 	endRE    = regexp.MustCompile(prefixRE + `"event":"end","host":"[^"]+","pid":[1-9]\d*,"run_id":"[0-9a-f]{16}",` +
-		`"status":"(success|failure|timeout)","exit_code":\d+,"duration_seconds":\d+(\.\d{1,3})?\}$`)
-	skipRE = regexp.MustCompile(prefixRE + `"event":"skip","host":"[^"]+","pid":[1-9]\d*,"reason":"locked"(,"holder_pid":[1-9]\d*)?\}$`)
+		`"status":"(success|failure|timeout)","exit_code":\d+,"duration_seconds":\d+(\.\d{1,3})?(,"reason":"(lock_lost|lock_unavailable)")?\}$`)
+	skipRE = regexp.MustCompile(prefixRE + `"event":"skip","host":"[^"]+","pid":[1-9]\d*,"reason":"(locked|lock_unavailable)",` +
+		`("lock":"file"(,"holder_pid":([1-9]\d*),"holder":"[1-9]\d*")?|"lock":"(redis|mysql)"(,"holder":"[^"]+")?)\}$`)
+	lostRE = regexp.MustCompile(prefixRE + `"event":"lock_lost","host":"[^"]+","pid":[1-9]\d*,"run_id":"[0-9a-f]{16}",` +
+		`"lock":"(redis|mysql)","reason":"(key_gone|key_taken|unreachable|connection_lost|not_owner)"(,"holder":"[^"]+")?\}$`)
 )
 
 // readRecords reads the run log, failing the test on any line that is not
@@ -108,7 +148,7 @@ func readRecords(t testing.TB, path string) []record {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := sc.Text()
-		if !startRE.MatchString(line) && !endRE.MatchString(line) && !skipRE.MatchString(line) {
+		if !startRE.MatchString(line) && !endRE.MatchString(line) && !skipRE.MatchString(line) && !lostRE.MatchString(line) {
 			t.Fatalf("malformed record: %s", line)
 		}
 		var r record

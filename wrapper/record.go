@@ -4,17 +4,20 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // timeLayout is RFC 3339 with milliseconds; times are written in UTC, so the
 // zone is always "Z".
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// The three record shapes. Field order is the order the keys are written in;
+// The record shapes. Field order is the order the keys are written in;
 // the exporter's runlog source reads them.
 type startRecord struct {
 	Time  string `json:"time"`
@@ -35,6 +38,7 @@ type endRecord struct {
 	Status   string  `json:"status"`
 	ExitCode int     `json:"exit_code"`
 	Duration float64 `json:"duration_seconds"`
+	Reason   string  `json:"reason,omitempty"` // lock_lost, lock_unavailable
 }
 
 type skipRecord struct {
@@ -43,8 +47,24 @@ type skipRecord struct {
 	Event     string `json:"event"`
 	Host      string `json:"host"`
 	PID       int    `json:"pid"`
-	Reason    string `json:"reason"`
-	HolderPID int    `json:"holder_pid,omitempty"`
+	Reason    string `json:"reason"`               // locked, lock_unavailable
+	Lock      string `json:"lock"`                 // the layer that refused: file, redis, mysql
+	HolderPID int    `json:"holder_pid,omitempty"` // file: the process holding the lock
+	Holder    string `json:"holder,omitempty"`     // who holds it, when known
+}
+
+// lockLostRecord is written the moment a shared lock is found lost while
+// the job runs.
+type lockLostRecord struct {
+	Time   string `json:"time"`
+	Job    string `json:"job"`
+	Event  string `json:"event"`
+	Host   string `json:"host"`
+	PID    int    `json:"pid"`
+	RunID  string `json:"run_id"`
+	Lock   string `json:"lock"`             // redis, mysql
+	Reason string `json:"reason"`           // key_gone, key_taken, unreachable, connection_lost, not_owner
+	Holder string `json:"holder,omitempty"` // the new holder, when known
 }
 
 // Statuses of an end record.
@@ -52,6 +72,7 @@ const (
 	statusSuccess = "success"
 	statusFailure = "failure"
 	statusTimeout = "timeout"
+	statusSkipped = "skipped" // in the job_runs table only
 )
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
@@ -74,6 +95,9 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// NoLog as --log writes no run log (with --record-mysql: the table only).
+const NoLog = "-"
+
 // runLog appends records to one file. The file is opened for each record, so
 // a log rotated while a job runs receives the end record in its new file.
 type runLog struct {
@@ -84,15 +108,17 @@ type runLog struct {
 // write appends rec as one line with a single write(2) on an O_APPEND file:
 // records of concurrent wrappers never interleave.
 func (l *runLog) write(rec any) error {
+	if l.path == NoLog {
+		return nil
+	}
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return l.fail(fmt.Errorf("encoding run record: %w", err))
 	}
 	line = append(line, '\n')
-	// os.OpenFile adds O_CLOEXEC: the job never inherits the log.
-	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640)
+	f, err := openLog(l.path)
 	if err != nil {
-		return l.fail(fmt.Errorf("run log: %w", err))
+		return l.fail(err)
 	}
 	n, err := f.Write(line)
 	if cerr := f.Close(); err == nil {
@@ -105,6 +131,36 @@ func (l *runLog) write(rec any) error {
 		return l.fail(fmt.Errorf("run log %s: %w", l.path, err))
 	}
 	return nil
+}
+
+// openLog opens the run log for appending, creating it (mode 0640 less the
+// umask) if missing. As for the lock file, a symlink is refused (O_NOFOLLOW):
+// in a group-writable log directory another user could otherwise point the
+// log at any file the job's user may write, or create one through a dangling
+// link. Anything but a regular file (a FIFO, a socket, a device) is refused
+// too; O_NONBLOCK keeps a FIFO from blocking the open. os.OpenFile adds
+// O_CLOEXEC: the job never inherits the log.
+func openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o640)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("run log %s is a symlink; refusing to follow it", path)
+		}
+		if errors.Is(err, unix.ENXIO) {
+			return nil, fmt.Errorf("run log %s is not a regular file", path) // a FIFO nobody reads
+		}
+		return nil, fmt.Errorf("run log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("run log: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("run log %s is not a regular file", path)
+	}
+	return f, nil
 }
 
 func (l *runLog) fail(err error) error {

@@ -25,10 +25,19 @@ func TestRecordFormat(t *testing.T) {
 		{"end, zero duration", endRecord{Time: formatTime(t0), Job: "j", Event: "end", Host: "h", PID: 1, RunID: "0123456789abcdef",
 			Status: "failure", ExitCode: 127, Duration: seconds(0)},
 			`{"time":"2026-11-30T10:00:00.123Z","job":"j","event":"end","host":"h","pid":1,"run_id":"0123456789abcdef","status":"failure","exit_code":127,"duration_seconds":0}`},
-		{"skip", skipRecord{Time: formatTime(t0), Job: "stats", Event: "skip", Host: "web1", PID: 4300, Reason: "locked", HolderPID: 4242},
-			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"skip","host":"web1","pid":4300,"reason":"locked","holder_pid":4242}`},
-		{"skip, holder unknown", skipRecord{Time: formatTime(t0), Job: "stats", Event: "skip", Host: "web1", PID: 4300, Reason: "locked"},
-			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"skip","host":"web1","pid":4300,"reason":"locked"}`},
+		{"end, lock lost", endRecord{Time: formatTime(t1), Job: "stats", Event: "end", Host: "web1", PID: 4242, RunID: "0123456789abcdef",
+			Status: "failure", ExitCode: 125, Duration: 40.377, Reason: "lock_lost"},
+			`{"time":"2026-11-30T10:00:40.500Z","job":"stats","event":"end","host":"web1","pid":4242,"run_id":"0123456789abcdef","status":"failure","exit_code":125,"duration_seconds":40.377,"reason":"lock_lost"}`},
+		{"skip", skipRecord{Time: formatTime(t0), Job: "stats", Event: "skip", Host: "web1", PID: 4300, Reason: "locked", Lock: "file", HolderPID: 4242, Holder: "4242"},
+			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"skip","host":"web1","pid":4300,"reason":"locked","lock":"file","holder_pid":4242,"holder":"4242"}`},
+		{"skip, holder unknown", skipRecord{Time: formatTime(t0), Job: "stats", Event: "skip", Host: "web1", PID: 4300, Reason: "locked", Lock: "file"},
+			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"skip","host":"web1","pid":4300,"reason":"locked","lock":"file"}`},
+		{"skip, redis", skipRecord{Time: formatTime(t0), Job: "stats", Event: "skip", Host: "web2", PID: 4300, Reason: "locked", Lock: "redis", Holder: "web1:4100:0123456789abcdef"},
+			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"skip","host":"web2","pid":4300,"reason":"locked","lock":"redis","holder":"web1:4100:0123456789abcdef"}`},
+		{"skip, mysql unavailable", skipRecord{Time: formatTime(t0), Job: "stats", Event: "skip", Host: "web2", PID: 4300, Reason: "lock_unavailable", Lock: "mysql"},
+			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"skip","host":"web2","pid":4300,"reason":"lock_unavailable","lock":"mysql"}`},
+		{"lock lost", lockLostRecord{Time: formatTime(t0), Job: "stats", Event: "lock_lost", Host: "web1", PID: 4242, RunID: "0123456789abcdef", Lock: "redis", Reason: "key_taken", Holder: "web2:4300:fedcba9876543210"},
+			`{"time":"2026-11-30T10:00:00.123Z","job":"stats","event":"lock_lost","host":"web1","pid":4242,"run_id":"0123456789abcdef","lock":"redis","reason":"key_taken","holder":"web2:4300:fedcba9876543210"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

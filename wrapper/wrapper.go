@@ -4,6 +4,7 @@
 package wrapper
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -34,6 +36,11 @@ const (
 	ExitNotFound      = 127 // the command does not exist
 )
 
+// afterLockHook, when set (by tests only), runs once the local lock is taken
+// and before the job starts: a wrapper slowed down there is what a loaded
+// machine looks like to a run that skips.
+var afterLockHook func()
+
 // Options of one run.
 type Options struct {
 	Job  string
@@ -46,10 +53,37 @@ type Options struct {
 	// SkipExitCode is the exit code when the lock is held.
 	SkipExitCode int
 	Command      []string
+
+	// The shared lock, taken after Lock (the local one) and released before
+	// it: at most one of LockRedis (a URL) and LockMySQL (a go-sql-driver
+	// DSN with ${VAR} expanded, or LockMySQLDSNFile).
+	LockRedis, LockRedisPasswordFile string
+	LockMySQL, LockMySQLDSNFile      string
+	// LockName is the Redis key or GET_LOCK name; "jobwatch:JOB" or
+	// "jobwatch.JOB" when empty.
+	LockName string
+	// LockTTL is the Redis lease, renewed every third of it; 2 x Timeout
+	// when 0 and a Timeout is set.
+	LockTTL time.Duration
+	// LockUnavailable (skip, run, fail; skip when empty) is what to do when
+	// the shared lock's server cannot be reached; OnLockLost (kill, warn;
+	// kill when empty) when the lock is lost while the job runs.
+	LockUnavailable, OnLockLost string
+	// LockCheckInterval is how often a MySQL lock's connection is checked;
+	// DefaultLockCheckInterval when 0.
+	LockCheckInterval time.Duration
+
+	// RecordMySQL (a DSN, ${VAR} expanded) or RecordMySQLDSNFile: the run
+	// is also written into RecordTable (DefaultRecordTable when empty).
+	RecordMySQL, RecordMySQLDSNFile, RecordTable string
+
+	// Host is the host name recorded; the machine's hostname when empty.
+	Host string
 	// Stdout and Stderr are the job's; the wrapper's own messages go to
 	// Stderr. os.Stdout and os.Stderr when nil.
 	Stdout, Stderr io.Writer
 	Now            func() time.Time
+	Getenv         func(string) (string, bool) // os.LookupEnv when nil
 }
 
 // Run runs the command as o describes and returns the exit code for the
@@ -75,8 +109,17 @@ func newRunner(o Options) (*runner, int) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Getenv == nil {
+		o.Getenv = os.LookupEnv
+	}
 	if o.Log == "" {
 		o.Log = DefaultLog
+	}
+	if o.RecordTable == "" {
+		o.RecordTable = DefaultRecordTable
+	}
+	if o.LockCheckInterval <= 0 {
+		o.LockCheckInterval = DefaultLockCheckInterval
 	}
 	if o.Job == "" {
 		fmt.Fprintln(o.Stderr, "jobwatch run: --job is required")
@@ -86,19 +129,136 @@ func newRunner(o Options) (*runner, int) {
 		fmt.Fprintf(o.Stderr, "jobwatch run: invalid job name %q: must match %s\n", o.Job, jobname.Pattern)
 		return nil, ExitWrapper
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown"
+	host := o.Host
+	if host == "" {
+		var err error
+		if host, err = os.Hostname(); err != nil {
+			host = "unknown"
+		}
 	}
-	return &runner{o: o, log: &runLog{path: o.Log}, host: host, runID: newRunID(), begin: o.Now()}, 0
+	return &runner{o: o, log: &runLog{path: o.Log}, host: host, runID: newRunID(), begin: o.Now(), red: &redactor{}}, 0
 }
 
 type runner struct {
 	o     Options
 	log   *runLog
+	table *runTable // --record-mysql, or nil
 	host  string
 	runID string
 	begin time.Time
+	red   *redactor
+	// endReason is the end record's reason: lock_lost, or lock_unavailable
+	// for a run that went ahead without its shared lock.
+	endReason string
+}
+
+// acquireTimeout bounds taking the shared lock, connecting included.
+const acquireTimeout = 10 * time.Second
+
+// openTable sets up --record-mysql; nothing is dialled yet.
+func (r *runner) openTable() error {
+	o := r.o
+	if o.RecordMySQL == "" && o.RecordMySQLDSNFile == "" {
+		if o.Log == NoLog {
+			return errors.New("--log - (no run log) needs --record-mysql")
+		}
+		return nil
+	}
+	cfg, err := loadMySQLDSN("record-mysql", o.RecordMySQL, o.RecordMySQLDSNFile, o.Getenv, r.red)
+	if err != nil {
+		return err
+	}
+	r.table, err = newRunTable(cfg, o.RecordTable, r.red)
+	return err
+}
+
+// sharedLock sets up the second layer from the options; nil without one.
+func (r *runner) sharedLock() (sharedLock, error) {
+	o := r.o
+	redis := o.LockRedis != ""
+	mysql := o.LockMySQL != "" || o.LockMySQLDSNFile != ""
+	switch {
+	case redis && mysql:
+		return nil, errors.New("--lock-redis and --lock-mysql: give one of them")
+	case !redis && o.LockRedisPasswordFile != "":
+		return nil, errors.New("--lock-redis-password-file needs --lock-redis")
+	case !redis && o.LockTTL != 0:
+		return nil, errors.New("--lock-ttl applies to --lock-redis only")
+	case !redis && !mysql:
+		if o.LockName != "" {
+			return nil, errors.New("--lock-name needs --lock-redis or --lock-mysql")
+		}
+		return nil, nil
+	}
+	switch o.LockUnavailable {
+	case "", UnavailableSkip, UnavailableRun, UnavailableFail:
+	default:
+		return nil, fmt.Errorf("--lock-unavailable must be skip, run or fail, got %q", o.LockUnavailable)
+	}
+	switch o.OnLockLost {
+	case "", LostKill, LostWarn:
+	default:
+		return nil, fmt.Errorf("--on-lock-lost must be kill or warn, got %q", o.OnLockLost)
+	}
+	if mysql {
+		name, err := sharedLockName(o.LockName, o.Job, layerMySQL)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := loadMySQLDSN("lock-mysql", o.LockMySQL, o.LockMySQLDSNFile, o.Getenv, r.red)
+		if err != nil {
+			return nil, err
+		}
+		return newMySQLLock(cfg, name, o.LockCheckInterval, r.red)
+	}
+	name, err := sharedLockName(o.LockName, o.Job, layerRedis)
+	if err != nil {
+		return nil, err
+	}
+	ttl := o.LockTTL
+	switch {
+	case ttl == 0 && o.Timeout > 0:
+		ttl = 2 * o.Timeout
+	case ttl == 0:
+		return nil, errors.New("--lock-ttl is required with --lock-redis when no --timeout is set")
+	}
+	if ttl < minLockTTL {
+		return nil, fmt.Errorf("--lock-ttl must be at least %s, got %s", minLockTTL, ttl)
+	}
+	token := r.host + ":" + strconv.Itoa(os.Getpid()) + ":" + r.runID
+	return newRedisLock(o.LockRedis, o.LockRedisPasswordFile, name, token, ttl, r.red)
+}
+
+// takeShared takes the shared lock. It returns the lock held (nil when the
+// run goes ahead without one), or done and the wrapper's exit code when the
+// run ends here (skipped or failed).
+func (r *runner) takeShared(shared sharedLock) (held sharedLock, code int, done bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
+	ok, holder, err := shared.acquire(ctx)
+	cancel()
+	switch {
+	case err != nil && isConfigError(err):
+		return nil, r.fail(ExitWrapper, err), true
+	case err != nil:
+		switch r.o.LockUnavailable {
+		case UnavailableFail:
+			return nil, r.fail(ExitWrapper, fmt.Errorf("%w (--lock-unavailable=fail)", err)), true
+		case UnavailableRun:
+			r.say("%v; running without the %s lock (--lock-unavailable=run)", err, shared.layer())
+			r.endReason = reasonUnavailable
+			return nil, 0, false
+		}
+		r.say("%v; run skipped (--lock-unavailable=skip)", err)
+		return nil, r.skip(shared.layer(), reasonUnavailable, 0, ""), true
+	case !ok:
+		return nil, r.skip(shared.layer(), reasonLocked, 0, holder), true
+	}
+	return shared, 0, false
+}
+
+// say writes one line of the wrapper's own on stderr, without secrets.
+func (r *runner) say(format string, args ...any) {
+	fmt.Fprintf(r.o.Stderr, "jobwatch run: job %s: %s\n", r.o.Job, r.red.string(fmt.Sprintf(format, args...)))
 }
 
 func (r *runner) run() int {
@@ -114,6 +274,23 @@ func (r *runner) run() int {
 		return r.fail(ExitWrapper, fmt.Errorf("--skip-exit-code must be 0-255, got %d", o.SkipExitCode))
 	}
 
+	if err := r.openTable(); err != nil {
+		return r.fail(ExitWrapper, err)
+	}
+	if r.table != nil {
+		defer r.table.close()
+	}
+	shared, err := r.sharedLock()
+	if err != nil {
+		return r.fail(ExitWrapper, err)
+	}
+	if shared != nil {
+		defer shared.close()
+	}
+
+	// Layer 1, the local lock: refused at once, without a network round
+	// trip, and still protecting the host when the shared lock's server is
+	// down.
 	var lock *os.File
 	if o.Lock != "" {
 		var err error
@@ -127,11 +304,33 @@ func (r *runner) run() int {
 		defer lock.Close()
 		err = retryEINTR(func() error { return unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return r.skip(lockHolder(lock))
+			return r.skip(layerFile, reasonLocked, lockHolder(lock), "")
 		}
 		if err != nil {
 			return r.fail(ExitWrapper, fmt.Errorf("locking %s: %w", o.Lock, err))
 		}
+		if afterLockHook != nil {
+			afterLockHook()
+		}
+	}
+	// Layer 2, the shared lock: excludes the other hosts. Released before
+	// the local one (deferred calls run in reverse), so a next run on this
+	// host is never refused by a shared lock this run still holds.
+	if shared != nil {
+		var code int
+		var done bool
+		if shared, code, done = r.takeShared(shared); done {
+			return code
+		}
+	}
+	if shared != nil {
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
+			defer cancel()
+			if err := shared.release(ctx); err != nil && r.endReason != reasonLockLost {
+				r.say("releasing the %s lock: %v", shared.layer(), err)
+			}
+		}()
 	}
 
 	path, err := exec.LookPath(o.Command[0])
@@ -176,20 +375,46 @@ func (r *runner) run() int {
 	pid := cmd.Process.Pid
 	r.begin = o.Now()
 	r.record(startRecord{Time: formatTime(r.begin), Job: o.Job, Event: "start", Host: r.host, PID: pid, RunID: r.runID})
+	if r.table != nil {
+		r.tableErr(r.table.start(o.Job, r.host, pid, r.begin))
+	}
 
 	exited := make(chan struct{})
 	go func() {
 		waitExited(pid)
 		close(exited)
 	}()
+	// The shared lock is kept (renewed, checked) while the job runs; lostC
+	// says when it is lost.
+	var lostC chan lockLoss
+	stopWatch := func() {}
+	if shared != nil {
+		lostC = make(chan lockLoss, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			if l, lost := shared.watch(ctx); lost {
+				lostC <- l
+			}
+		}()
+		stopWatch = func() { cancel(); <-watched }
+	}
 	var timeoutC, killC <-chan time.Time
 	if o.Timeout > 0 {
 		t := time.NewTimer(o.Timeout)
 		defer t.Stop()
 		timeoutC = t.C
 	}
-	timedOut := false
+	timedOut, lockLost := false, false
 	var killDeadline time.Time
+	terminate := func() {
+		signalGroup(pid, unix.SIGTERM)
+		signalGroup(pid, unix.SIGCONT) // a stopped process must see the SIGTERM
+		killDeadline = time.Now().Add(o.KillAfter)
+		t := time.NewTimer(o.KillAfter)
+		killC = t.C
+	}
 wait:
 	for {
 		select {
@@ -198,24 +423,39 @@ wait:
 		case s := <-sigs:
 			signalGroup(pid, s.(syscall.Signal))
 		case <-timeoutC:
+			if lockLost {
+				continue // already being killed
+			}
 			timedOut = true
 			fmt.Fprintf(o.Stderr, "jobwatch run: job %s: timed out after %s, sending SIGTERM to process group %d\n", o.Job, o.Timeout, pid)
-			signalGroup(pid, unix.SIGTERM)
-			signalGroup(pid, unix.SIGCONT) // a stopped process must see the SIGTERM
-			killDeadline = time.Now().Add(o.KillAfter)
-			t := time.NewTimer(o.KillAfter)
-			defer t.Stop()
-			killC = t.C
+			terminate()
+		case l := <-lostC:
+			lostC = nil
+			r.endReason = reasonLockLost
+			r.record(lockLostRecord{Time: formatTime(o.Now()), Job: o.Job, Event: "lock_lost", Host: r.host, PID: pid, RunID: r.runID,
+				Lock: shared.layer(), Reason: l.reason, Holder: cleanHolder(r.red.string(l.holder))})
+			switch {
+			case timedOut:
+				r.say("%s lock lost (%s) while the job is being stopped for its timeout", shared.layer(), l.reason)
+				continue
+			case o.OnLockLost == LostWarn:
+				r.say("%s lock lost (%s); the job goes on (--on-lock-lost=warn)", shared.layer(), l.reason)
+				continue
+			}
+			lockLost = true
+			r.say("%s lock lost (%s), sending SIGTERM to process group %d", shared.layer(), l.reason, pid)
+			terminate()
 		case <-killC:
 			signalGroup(pid, unix.SIGKILL)
 		}
 	}
-	if timedOut {
+	if timedOut || lockLost {
 		// The leader is a zombie until reaped below, so pgid cannot be reused.
 		reapGroup(pid, killDeadline)
 	}
 	code := r.waitCode(cmd)
-	return r.end(pid, code, timedOut)
+	stopWatch()
+	return r.end(pid, code, timedOut, lockLost)
 }
 
 // waitCode reaps the job's process and returns its exit code, 128+N if it
@@ -237,17 +477,22 @@ func (r *runner) waitCode(cmd *exec.Cmd) int {
 
 // end writes the end record of a run that started, and returns the wrapper's
 // exit code.
-func (r *runner) end(pid, code int, timedOut bool) int {
+func (r *runner) end(pid, code int, timedOut, lockLost bool) int {
 	now := r.o.Now()
 	status := statusSuccess
 	switch {
 	case timedOut:
 		status, code = statusTimeout, ExitTimeout
+	case lockLost:
+		status, code = statusFailure, ExitWrapper
 	case code != 0:
 		status = statusFailure
 	}
 	r.record(endRecord{Time: formatTime(now), Job: r.o.Job, Event: "end", Host: r.host, PID: pid, RunID: r.runID,
-		Status: status, ExitCode: code, Duration: seconds(now.Sub(r.begin))})
+		Status: status, ExitCode: code, Duration: seconds(now.Sub(r.begin)), Reason: r.endReason})
+	if r.table != nil {
+		r.tableErr(r.table.end(r.o.Job, r.host, pid, r.begin, now, status, code))
+	}
 	return r.exit(code)
 }
 
@@ -255,25 +500,50 @@ func (r *runner) end(pid, code int, timedOut bool) int {
 // that the failure shows in metrics. No job process exists: the record's pid
 // is the wrapper's.
 func (r *runner) fail(code int, err error) int {
-	fmt.Fprintf(r.o.Stderr, "jobwatch run: job %s: %v\n", r.o.Job, err)
+	r.say("%v", err)
 	pid := os.Getpid()
 	now := r.o.Now()
 	r.record(endRecord{Time: formatTime(now), Job: r.o.Job, Event: "end", Host: r.host, PID: pid, RunID: r.runID,
 		Status: statusFailure, ExitCode: code, Duration: seconds(now.Sub(r.begin))})
+	if r.table != nil {
+		r.tableErr(r.table.finished("end", r.o.Job, r.host, pid, now, statusFailure, code))
+	}
 	return r.exit(code)
 }
 
-// skip records that the lock was held.
-func (r *runner) skip(holder int) int {
-	r.record(skipRecord{Time: formatTime(r.o.Now()), Job: r.o.Job, Event: "skip", Host: r.host, PID: os.Getpid(),
-		Reason: "locked", HolderPID: holder})
+// skip records that a lock layer refused the run: reason locked (holder:
+// who has it, when known) or lock_unavailable.
+func (r *runner) skip(layer, reason string, holderPID int, holder string) int {
+	if holderPID > 0 {
+		holder = strconv.Itoa(holderPID)
+	}
+	now := r.o.Now()
+	r.record(skipRecord{Time: formatTime(now), Job: r.o.Job, Event: "skip", Host: r.host, PID: os.Getpid(),
+		Reason: reason, Lock: layer, HolderPID: holderPID, Holder: cleanHolder(r.red.string(holder))})
+	if r.table != nil {
+		r.tableErr(r.table.finished("skip", r.o.Job, r.host, os.Getpid(), now, statusSkipped, r.o.SkipExitCode))
+	}
 	return r.exit(r.o.SkipExitCode)
 }
 
 func (r *runner) record(rec any) {
 	if err := r.log.write(rec); err != nil {
-		fmt.Fprintf(r.o.Stderr, "jobwatch run: job %s: %v\n", r.o.Job, err)
+		r.say("%v", err)
 	}
+}
+
+// tableErr reports a record the table missed. The run log still has it;
+// without a run log (--log -) the record is lost, as a failed log write is.
+func (r *runner) tableErr(err error) {
+	if err == nil {
+		return
+	}
+	if r.log.path == NoLog {
+		r.log.fail(err)
+		r.say("%v", err)
+		return
+	}
+	r.say("%v (the run log has it)", err)
 }
 
 // exit turns a would-be success into ExitWrapper when a record was lost: a

@@ -127,9 +127,11 @@ func TestLockConcurrent(t *testing.T) {
 	start := make(chan struct{})
 	for i := range n {
 		// The job holds the lock until the seven others have skipped (at most
-		// 30 s), however slowly a loaded machine starts them.
+		// 60 s), however slowly a loaded machine starts them. The run log may
+		// not exist yet when the job starts (its start record is written
+		// after it is born): a missing log counts as no skip.
 		cmd := wrapCmd(t, "--log", log, "--lock", lock, "--job", "j", "--", "sh", "-c",
-			`echo run >> "$1"; i=0; while [ "$(grep -c '"skip"' "$2")" -lt 7 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`,
+			`echo run >> "$1"; i=0; while n=$(grep -c '"skip"' "$2" 2>/dev/null); [ "${n:-0}" -lt 7 ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`,
 			"sh", count, log)
 		wg.Add(1)
 		go func() {
@@ -173,8 +175,8 @@ func TestLockConcurrent(t *testing.T) {
 		t.Errorf("end record is not last: %s", events(recs))
 	}
 	for _, s := range skips {
-		if s.Reason != "locked" || s.HolderPID != starts[0].PID {
-			t.Errorf("skip %+v, want reason locked, holder_pid %d", s, starts[0].PID)
+		if s.Reason != "locked" || s.Lock != "file" || s.HolderPID != starts[0].PID || s.Holder != strconv.Itoa(starts[0].PID) {
+			t.Errorf("skip %+v, want reason locked, lock file, holder_pid and holder %d", s, starts[0].PID)
 		}
 		if s.PID == starts[0].PID {
 			t.Errorf("skip record pid is the job's")
@@ -475,5 +477,131 @@ func TestJobFileDescriptors(t *testing.T) {
 		if out.String() != tc.want {
 			t.Errorf("with %q the job's fds 3-5 are %q, want %q", tc.args, out.String(), tc.want)
 		}
+	}
+}
+
+// A skipping run names the job as the holder even when the wrapper holding
+// the lock is slow to start it (a loaded machine): it looks again until the
+// job exists, instead of naming the wrapper.
+func TestLockHolderSlowWrapper(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "runs.log")
+	lock := filepath.Join(dir, "j.lock")
+	locked := filepath.Join(dir, "locked")
+	first := wrapCmd(t, "--log", log, "--lock", lock, "--job", "j", "--", "sleep", "60")
+	first.Env = append(first.Env, testAfterLockEnv+"="+locked)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if recs := readRecords(t, log); len(recs) > 0 && recs[0].Event == "start" {
+			unix.Kill(-recs[0].PID, unix.SIGKILL)
+		}
+		first.Process.Kill()
+		first.Wait()
+	})
+	waitFor(t, "the first wrapper to hold the lock", 10*time.Second, func() bool {
+		_, err := os.Stat(locked)
+		return err == nil
+	})
+	code, stderr := wrap(t, "--log", log, "--lock", lock, "--skip-exit-code", "75", "--job", "j", "--", "true")
+	if code != 75 {
+		t.Fatalf("second wrapper exited %d (%s), want 75 (skip)", code, stderr)
+	}
+	recs := readRecords(t, log)
+	if events(recs) != "start,skip" {
+		t.Fatalf("records %s, want start,skip", events(recs))
+	}
+	if recs[1].HolderPID != recs[0].PID || recs[1].HolderPID == first.Process.Pid {
+		t.Errorf("skip names holder %d; the job is %d, its wrapper %d", recs[1].HolderPID, recs[0].PID, first.Process.Pid)
+	}
+}
+
+// The run log is never reached through a symlink (dangling or not) and must
+// be a regular file: the job still runs, the wrapper says why on stderr and
+// exits 125, and nothing is written or created elsewhere.
+func TestLogRefusesSymlinkAndNonRegular(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, dir, log string) (check func(t *testing.T))
+		want  string
+	}{
+		{"dangling symlink", func(t *testing.T, dir, log string) func(*testing.T) {
+			target := filepath.Join(dir, "elsewhere")
+			if err := os.Symlink(target, log); err != nil {
+				t.Fatal(err)
+			}
+			return func(t *testing.T) {
+				if _, err := os.Lstat(target); !os.IsNotExist(err) {
+					t.Errorf("the symlink's target was created")
+				}
+			}
+		}, "is a symlink"},
+		{"symlink to a file", func(t *testing.T, dir, log string) func(*testing.T) {
+			target := writeScript(t, dir, "precious", "keep\n", 0o644)
+			if err := os.Symlink(target, log); err != nil {
+				t.Fatal(err)
+			}
+			return func(t *testing.T) {
+				if b, _ := os.ReadFile(target); string(b) != "keep\n" {
+					t.Errorf("the symlink's target was written: %q", b)
+				}
+			}
+		}, "is a symlink"},
+		{"fifo nobody reads", func(t *testing.T, dir, log string) func(*testing.T) {
+			if err := unix.Mkfifo(log, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return func(*testing.T) {}
+		}, "is not a regular file"},
+		{"fifo with a reader", func(t *testing.T, dir, log string) func(*testing.T) {
+			if err := unix.Mkfifo(log, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r, err := os.OpenFile(log, os.O_RDONLY|unix.O_NONBLOCK, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return func(t *testing.T) {
+				buf := make([]byte, 100)
+				if n, _ := r.Read(buf); n > 0 {
+					t.Errorf("a record went into the fifo: %q", buf[:n])
+				}
+			}
+		}, "is not a regular file"},
+		{"directory", func(t *testing.T, dir, log string) func(*testing.T) {
+			if err := os.Mkdir(log, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return func(*testing.T) {}
+		}, "run log: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "runs.log")
+			check := tc.setup(t, dir, log)
+			marker := filepath.Join(dir, "ran")
+			done := make(chan struct{})
+			var code int
+			var stderr string
+			go func() {
+				defer close(done)
+				code, stderr = wrap(t, "--log", log, "--job", "j", "--", "touch", marker)
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the wrapper hangs on the run log")
+			}
+			if code != ExitWrapper || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d stderr %q, want %d and %q", code, stderr, ExitWrapper, tc.want)
+			}
+			if _, err := os.Stat(marker); err != nil {
+				t.Errorf("the command did not run")
+			}
+			check(t)
+		})
 	}
 }

@@ -9,14 +9,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,17 +66,26 @@ func runToExit(t *testing.T, bin string, args ...string) (int, string) {
 	return exitCode(err), stderr.String()
 }
 
-// loadStateCopy loads a state file with the real loader, from a copy (the
-// running jobwatch holds the lock of its own directory).
-func loadStateCopy(t *testing.T, path string) (*model.Snapshot, error) {
+// stateFiles are the files of a state directory (format 2, and format 1's
+// state.json).
+var stateFiles = []string{state.SnapshotFile, state.LogFile, state.LegacyFile}
+
+// loadStateCopy loads a state directory with the real loader, from a copy
+// (the running jobwatch holds the lock of its own directory).
+func loadStateCopy(t *testing.T, stateDir string) (*model.Snapshot, error) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, state.FileName), data, 0o600); err != nil {
-		t.Fatal(err)
+	for _, name := range stateFiles {
+		data, err := os.ReadFile(filepath.Join(stateDir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	st, err := state.Open(dir)
 	if err != nil {
@@ -372,8 +385,9 @@ func fill(t *testing.T, path string) {
 
 // TestStateDiskFull puts the state directory on a tiny tmpfs and fills it:
 // jobwatch keeps reading and serving, counts the failed saves, keeps the old
-// state file intact, and saves again once there is space; a SIGKILL after
-// that loses nothing and counts nothing twice.
+// state files intact and goes on showing the state they hold (so that a
+// SIGKILL then makes no shown counter go back), and saves again once there
+// is space; a SIGKILL after that loses nothing and counts nothing twice.
 func TestStateDiskFull(t *testing.T) {
 	stateDir := mountTmpfs(t, "64k")
 	bin := buildBinary(t)
@@ -381,7 +395,6 @@ func TestStateDiskFull(t *testing.T) {
 	log := runLog{t, filepath.Join(dir, "runs.log")}
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	writeConfig(t, cfg, fmt.Sprintf(e2eConfig, log.path))
-	statePath := filepath.Join(stateDir, state.FileName)
 	base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
 	const successes = `jobwatch_job_runs_total{job_name="stats",result="success"}`
 	const records = `jobwatch_source_records_total{source="runs"}`
@@ -394,7 +407,7 @@ func TestStateDiskFull(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			snap, err := loadStateCopy(t, statePath)
+			snap, err := loadStateCopy(t, stateDir)
 			if err == nil && snap != nil && snap.Sources["runs"] != nil && snap.Sources["runs"].Records == records {
 				return
 			}
@@ -406,60 +419,75 @@ func TestStateDiskFull(t *testing.T) {
 	}
 	waitSaved(2)
 
-	// The disk fills up; records keep coming.
+	// The disk fills up; records keep coming. Appends to the log succeed as
+	// long as they fit in the space its last block already has, so records
+	// come until a save fails.
 	fill(t, filepath.Join(stateDir, "filler"))
 	time.Sleep(1500 * time.Millisecond) // a save begun before the disk was full is over
-	old, err := os.ReadFile(statePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		log.append(success(base.Add(time.Duration(i+1)*time.Minute), "stats", 101+i)...)
+	total := 1                          // successes written to the run log
+	for total < 40 {
+		log.append(success(base.Add(time.Duration(total)*time.Minute), "stats", 100+total)...)
+		total++
 		time.Sleep(1100 * time.Millisecond)
+		if m, _ := in.scrape(); m[failures] >= 1 {
+			break
+		}
 	}
-	got := in.waitUntil(5*time.Second, "two failed saves", func(m map[string]float64) bool { return m[failures] >= 2 })
-	if got[successes] != 4 || got[records] != 8 {
-		t.Errorf("while the disk is full: %v successes, %v records; want 4, 8", got[successes], got[records])
+	first := in.waitUntil(5*time.Second, "a failed save", func(m map[string]float64) bool { return m[failures] >= 1 })
+	old := readStateFiles(t, stateDir)
+	for range 2 {
+		log.append(success(base.Add(time.Duration(total)*time.Minute), "stats", 100+total)...)
+		total++
 	}
-	now, err := os.ReadFile(statePath)
-	if err != nil {
-		t.Fatal(err)
+	got := in.waitUntil(5*time.Second, "two more failed saves", func(m map[string]float64) bool { return m[failures] >= first[failures]+2 })
+	// Shown: the state saved last, which a restart resumes from.
+	if got[successes] != first[successes] || got[records] != first[records] || got[successes] >= float64(total) {
+		t.Errorf("while the disk is full: %v successes, %v records shown (%v, %v at the first failure, %d written)", got[successes], got[records], first[successes], first[records], total)
 	}
-	if !bytes.Equal(old, now) {
-		t.Errorf("the state file changed while the disk was full")
+	if now := readStateFiles(t, stateDir); now != old {
+		t.Errorf("the state files changed while the disk was full:\n%s\n%s", old, now)
 	}
-	if snap, err := loadStateCopy(t, statePath); err != nil || snap.Sources["runs"].Records != 2 {
-		t.Errorf("the old state file does not load: %v", err)
+	if snap, err := loadStateCopy(t, stateDir); err != nil || float64(snap.Sources["runs"].Records) != got[records] {
+		t.Errorf("the saved state does not load, or differs from the state shown (%v records): %v", got[records], err)
 	}
 	ents, _ := os.ReadDir(stateDir)
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), state.FileName+".tmp") {
+		if strings.Contains(e.Name(), ".tmp") {
 			t.Errorf("failed save left %s behind", e.Name())
 		}
 	}
 	if !strings.Contains(in.logs.String(), "no space left on device") {
 		t.Errorf("the failed save is not logged with its cause:\n%s", in.logs.String())
 	}
+	// A SIGKILL now: the restart shows what was shown before, never less
+	// (issue: counters went back here when scrapes showed unsaved state).
+	in.kill(syscall.SIGKILL)
+	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
+	if m, _ := in.scrape(); m[successes] < got[successes] || m[records] < got[records] {
+		t.Errorf("after a SIGKILL while the disk is full: %v successes, %v records; shown before: %v, %v", m[successes], m[records], got[successes], got[records])
+	}
 
 	// Space is freed: the next save writes everything read meanwhile.
 	if err := os.Remove(filepath.Join(stateDir, "filler")); err != nil {
 		t.Fatal(err)
 	}
-	waitSaved(8)
-	stuck := in.waitUntil(3*time.Second, "saves resuming", func(m map[string]float64) bool { return m[failures] >= 2 })[failures]
-	log.append(success(base.Add(time.Hour), "stats", 110)...)
-	waitSaved(10)
+	waitSaved(uint64(2 * total))
+	stuck := in.waitUntil(3*time.Second, "saves resuming", func(m map[string]float64) bool { return m[successes] == float64(total) })[failures]
+	log.append(success(base.Add(time.Hour), "stats", 300)...)
+	total++
+	waitSaved(uint64(2 * total))
 	if got, _ := in.scrape(); got[failures] != stuck {
 		t.Errorf("saves still fail after space was freed: %v failures, then %v", stuck, got[failures])
 	}
 
 	// kill -9 and restart: nothing lost, nothing counted twice.
 	in.kill(syscall.SIGKILL)
-	log.append(success(base.Add(2*time.Hour), "stats", 111)...)
+	log.append(success(base.Add(2*time.Hour), "stats", 301)...)
+	total++
 	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
-	in.waitFor(3*time.Second, map[string]float64{successes: 6, records: 12, failures: 0})
+	in.waitFor(3*time.Second, map[string]float64{successes: float64(total), records: float64(2 * total), failures: 0})
 	time.Sleep(1500 * time.Millisecond)
-	in.waitFor(time.Second, map[string]float64{successes: 6, records: 12})
+	in.waitFor(time.Second, map[string]float64{successes: float64(total), records: float64(2 * total)})
 }
 
 // TestBadStateRefusesToStart: a state file that cannot be trusted stops
@@ -479,39 +507,75 @@ func TestBadStateRefusesToStart(t *testing.T) {
 	in := startJobwatch(t, bin, cfg, goodDir, freePort(t))
 	in.waitFor(3*time.Second, map[string]float64{`jobwatch_source_records_total{source="runs"}`: 2})
 	in.kill(syscall.SIGTERM)
-	good, err := os.ReadFile(filepath.Join(goodDir, state.FileName))
+	good, err := os.ReadFile(filepath.Join(goodDir, state.SnapshotFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadStateCopy(t, filepath.Join(goodDir, state.FileName)); err != nil {
+	goodLog, err := os.ReadFile(filepath.Join(goodDir, state.LogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadStateCopy(t, goodDir); err != nil {
 		t.Fatalf("the good state does not load: %v", err)
+	}
+	// A format-1 state.json, as jobwatch wrote before format 2.
+	legacy, err := os.ReadFile("../../state/testdata/v1/data/state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// frame is one entry of the format-2 files (docs/state.md): length,
+	// CRC-32C, JSON.
+	frame := func(payload string) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
+		b = binary.BigEndian.AppendUint32(b, crc32.Checksum([]byte(payload), crc32.MakeTable(crc32.Castagnoli)))
+		return append(b, payload...)
 	}
 
 	for _, tc := range []struct {
 		name string
-		// spoil makes the state directory's state file (or lock) bad.
+		// file is the state file spoilt (with the good log beside a
+		// snapshot; alone for state.json).
+		file string
+		// spoil makes the state directory's file (or lock) bad.
 		spoil func(dir, file string) error
 		want  string
 	}{
-		{"truncated", func(_, file string) error { return os.WriteFile(file, good[:len(good)/2], 0o600) }, "corrupt"},
-		{"empty", func(_, file string) error { return os.WriteFile(file, nil, 0o600) }, "corrupt"},
-		{"zeros", func(_, file string) error { return os.WriteFile(file, make([]byte, len(good)), 0o600) }, "corrupt"},
-		{"trailing garbage", func(_, file string) error { return os.WriteFile(file, append(bytes.Clone(good), "}garbage"...), 0o600) }, "corrupt"},
-		{"two documents", func(_, file string) error { return os.WriteFile(file, append(bytes.Clone(good), good...), 0o600) }, "corrupt"},
-		{"null", func(_, file string) error { return os.WriteFile(file, []byte("null"), 0o600) }, "version 0"},
-		{"newer format", func(_, file string) error {
-			return os.WriteFile(file, bytes.Replace(good, []byte(`"version":1`), []byte(`"version":2`), 1), 0o600)
+		{"truncated", state.SnapshotFile, func(_, file string) error { return os.WriteFile(file, good[:len(good)/2], 0o600) }, "corrupt"},
+		{"empty", state.SnapshotFile, func(_, file string) error { return os.WriteFile(file, nil, 0o600) }, "corrupt"},
+		{"zeros", state.SnapshotFile, func(_, file string) error { return os.WriteFile(file, make([]byte, len(good)), 0o600) }, "corrupt"},
+		{"trailing garbage", state.SnapshotFile, func(_, file string) error { return os.WriteFile(file, append(bytes.Clone(good), "}garbage"...), 0o600) }, "corrupt"},
+		{"two snapshots", state.SnapshotFile, func(_, file string) error { return os.WriteFile(file, append(bytes.Clone(good), good...), 0o600) }, "corrupt"},
+		{"newer format", state.SnapshotFile, func(_, file string) error {
+			return os.WriteFile(file, append(frame(`{"format":"jobwatch-state","version":3,"kind":"snapshot","generation":1}`), frame(`{"end":true}`)...), 0o600)
+		}, "version 3"},
+		{"log damaged before its end", state.LogFile, func(_, file string) error {
+			entry := frame(`{"sources":{"runs":{"records":1}}}`)
+			damaged := bytes.Clone(entry)
+			damaged[len(damaged)-2] ^= 1
+			return os.WriteFile(file, slices.Concat(goodLog, damaged, entry), 0o600)
+		}, "corrupt"},
+		{"log symlink", state.LogFile, func(dir, file string) error {
+			target := filepath.Join(dir, "elsewhere.log")
+			if err := os.WriteFile(target, goodLog, 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(target, file)
+		}, "symbolic link"},
+		{"format 1 null", state.LegacyFile, func(_, file string) error { return os.WriteFile(file, []byte("null"), 0o600) }, "version 0"},
+		{"format 1 truncated", state.LegacyFile, func(_, file string) error { return os.WriteFile(file, legacy[:len(legacy)/2], 0o600) }, "corrupt"},
+		{"format 1 of another version", state.LegacyFile, func(_, file string) error {
+			return os.WriteFile(file, bytes.Replace(legacy, []byte(`"version":1`), []byte(`"version":2`), 1), 0o600)
 		}, "version 2"},
-		{"symlink", func(dir, file string) error {
-			target := filepath.Join(dir, "elsewhere.json")
+		{"symlink", state.SnapshotFile, func(dir, file string) error {
+			target := filepath.Join(dir, "elsewhere.snap")
 			if err := os.WriteFile(target, good, 0o600); err != nil {
 				return err
 			}
 			return os.Symlink(target, file)
 		}, "symbolic link"},
-		{"dangling symlink", func(dir, file string) error { return os.Symlink(filepath.Join(dir, "nowhere.json"), file) }, "symbolic link"},
-		{"directory", func(_, file string) error { return os.Mkdir(file, 0o700) }, "is a directory"},
-		{"lock symlink", func(dir, file string) error {
+		{"dangling symlink", state.SnapshotFile, func(dir, file string) error { return os.Symlink(filepath.Join(dir, "nowhere.snap"), file) }, "symbolic link"},
+		{"directory", state.SnapshotFile, func(_, file string) error { return os.Mkdir(file, 0o700) }, "is a directory"},
+		{"lock symlink", state.SnapshotFile, func(dir, file string) error {
 			if err := os.WriteFile(file, good, 0o600); err != nil {
 				return err
 			}
@@ -523,7 +587,16 @@ func TestBadStateRefusesToStart(t *testing.T) {
 			if err := os.Mkdir(stateDir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			file := filepath.Join(stateDir, state.FileName)
+			file := filepath.Join(stateDir, tc.file)
+			if tc.file == state.LogFile {
+				if err := os.WriteFile(filepath.Join(stateDir, state.SnapshotFile), good, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else if tc.file == state.SnapshotFile {
+				if err := os.WriteFile(filepath.Join(stateDir, state.LogFile), goodLog, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := tc.spoil(stateDir, file); err != nil {
 				t.Fatal(err)
 			}
@@ -561,6 +634,24 @@ func TestBadStateRefusesToStart(t *testing.T) {
 			t.Errorf("first jobwatch: exit %d after SIGTERM", code)
 		}
 	})
+}
+
+// readStateFiles describes the state files of a directory: names, sizes
+// and contents' hashes.
+func readStateFiles(t *testing.T, dir string) string {
+	t.Helper()
+	var parts []string
+	for _, name := range stateFiles {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, fmt.Sprintf("%s %d sha256:%x", name, len(data), sha256.Sum256(data)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // snapshotDir describes a directory's entries but the lock file (created

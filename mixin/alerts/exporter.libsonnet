@@ -46,7 +46,7 @@ local promql = import '../lib/promql.libsonnet';
         labels: { severity: 'warning' },
         annotations: {
           summary: 'jobwatch on {{ $labels.instance }} cannot save its state',
-          description: 'jobwatch on {{ $labels.instance }} failed to save its state {{ $value | printf "%%.0f" }} times in the last 5 minutes (disk full, permissions). It keeps counting, but a restart would read again everything since its last good save at {{ with printf "jobwatch_state_last_save_timestamp_seconds{%sinstance=%%q}" $labels.instance | query }}{{ . | first | value | humanizeTimestamp }}{{ end }}.' % [ts],
+          description: 'jobwatch on {{ $labels.instance }} failed to save its state {{ $value | printf "%%.0f" }} times in the last 5 minutes (disk full, permissions). It keeps reading its sources, but its metrics stay at the state it last saved, at {{ with printf "jobwatch_state_last_save_timestamp_seconds{%sinstance=%%q}" $labels.instance | query }}{{ . | first | value | humanizeTimestamp }}{{ end }}, until a save succeeds: no counter moves meanwhile, so none can go back if it is restarted or killed (it then reads again everything since that save).' % [ts],
         },
       },
     ],

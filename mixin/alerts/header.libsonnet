@@ -53,6 +53,7 @@ function(c)
     #   JobwatchJobFailing             consecutive failures >= 2, for: 0m
     #   JobwatchJobRunningTooLong      run age > period, for: 1m
     #   JobwatchJobDuplicateRuns       as the counted overlaps, for: 0m
+    #   JobwatchJobLockLost            a shared lock lost in the last hour, for: 0m
     #   JobwatchLockStale              holder known dead, for: 5m
     #   JobwatchLockWithoutExpiry      Redis key without TTL, for: 2m
     #   JobwatchLockExpiringWhileRunning  lease under 60s while a run is in

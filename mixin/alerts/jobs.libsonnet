@@ -16,6 +16,7 @@ local promql = import '../lib/promql.libsonnet';
       'jobwatch_job_last_failure_timestamp_seconds',
       'jobwatch_job_run_start_timestamp_seconds',
       'jobwatch_job_duplicate_runs_total',
+      'jobwatch_job_lock_lost_total',
     ]) + {
       cluster_info: promql.metric(c, 'jobwatch_job_info', ['scope="cluster"']),
       // by (...) and on(...) of a job across its instances.
@@ -177,6 +178,25 @@ local promql = import '../lib/promql.libsonnet';
         annotations: {
           summary: 'Job {{ $labels.job_name }} ran more than once for one slot on {{ $labels.instance }} ({{ $labels.kind }})',
           description: 'Job {{ $labels.job_name }} on {{ $labels.instance }} had {{ with printf "sum(' + countedDay('jobwatch_job_duplicate_runs_total{' + ts + 'job_name=%[1]q,instance=%[2]q,kind=%[3]q}') + ')" $labels.job_name $labels.instance $labels.kind | query }}{{ . | first | value | printf "%.0f" }}{{ end }} duplicate runs of kind {{ $labels.kind }} in the last day: more than one run for one expected slot.',
+        },
+      },
+      {
+        alert: 'JobwatchJobLockLost',
+        comment:: 'Value: shared locks lost in the last hour (or the count of a series\nfirst seen with a value: its first loss).',
+        expr: |||
+          (
+            increase(%(jobwatch_job_lock_lost_total)s[1h]) > 0
+          )
+          or
+          (
+            %(firstSeen)s
+          )
+        ||| % (s { firstSeen: firstSeen(s.jobwatch_job_lock_lost_total) }),
+        'for': '0m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary: 'Job {{ $labels.job_name }} lost its {{ $labels.lock }} lock while running ({{ $labels.instance }})',
+          description: 'A run of job {{ $labels.job_name }} seen by {{ $labels.instance }} lost its shared {{ $labels.lock }} lock while it ran ({{ $value | printf "%.0f" }} in the last hour): another host may have run the job at the same time. With --on-lock-lost=kill the run was killed and recorded as failed (reason lock_lost); with warn it went on.',
         },
       },
     ],

@@ -557,7 +557,7 @@ local promql = import '../lib/promql.libsonnet';
             {
               refId: 'G',
               datasource: ds,
-              expr: 'sum without () (%s)' % inRange('jobwatch_job_skips_total{%(job)s}' % sel),
+              expr: 'sum without (reason) (%s)' % inRange('jobwatch_job_skips_total{%(job)s}' % sel),
               format: 'table',
               instant: true,
               range: false,
@@ -1132,8 +1132,8 @@ local promql = import '../lib/promql.libsonnet';
         },
         {
           type: 'timeseries',
-          title: 'Skips, overlaps, duplicate, missed and unexpected runs',
-          description: 'Runs skipped (the previous run still held the lock), runs that overlapped another, and duplicate runs for one slot, per interval.',
+          title: 'Skips by reason, lost locks, overlaps, duplicate, missed and unexpected runs',
+          description: 'Runs skipped, by reason (locked: the previous run or another host still held the lock; lock_unavailable: the shared lock could not be reached), shared locks lost while a run went on, runs that overlapped another, and duplicate runs for one slot, per interval.',
           id: 12,
           datasource: ds,
           gridPos: {
@@ -1146,8 +1146,16 @@ local promql = import '../lib/promql.libsonnet';
             {
               refId: 'A',
               datasource: ds,
-              expr: 'sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_skips_total{%(job)s}[$__rate_interval]))' % sel,
-              legendFormat: '{{job_name}} skips ({{instance}})',
+              expr: 'sum by (%(cp)sjob_name, instance, reason) (increase(jobwatch_job_skips_total{%(job)s}[$__rate_interval]))' % sel,
+              legendFormat: '{{job_name}} skips: {{reason}} ({{instance}})',
+              range: true,
+              instant: false,
+            },
+            {
+              refId: 'L',
+              datasource: ds,
+              expr: 'sum by (%(cp)sjob_name, instance, lock) (increase(jobwatch_job_lock_lost_total{%(job)s}[$__rate_interval]))' % sel,
+              legendFormat: '{{job_name}} lost its {{lock}} lock ({{instance}})',
               range: true,
               instant: false,
             },

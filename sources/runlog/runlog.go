@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"time"
 
@@ -122,6 +123,13 @@ func (r *Source) reportHealth(ctx context.Context, t *tail.Tailer, sink sources.
 		}
 		timer.Reset(time.Until(time.Now().Truncate(d).Add(d)))
 		if err := t.Err(); err != nil {
+			// A run log not written yet is the normal state of a fresh
+			// install: info, with the path it waits for; any other error
+			// is a warning.
+			h.DownMsg, h.DownLevel = "run log cannot be read", slog.LevelWarn
+			if errors.Is(err, fs.ErrNotExist) {
+				h.DownMsg, h.DownLevel = "run log does not exist yet; waiting for it", slog.LevelInfo
+			}
 			h.Down("", err)
 		} else {
 			h.Up()

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"jobwatch/discover"
+)
+
+// addDiscoverCommand defines `jobwatch discover`, which reads a host's
+// crontabs and timers, writes the jobwatch.yml that watches them and prints
+// what it found wrong. It exits 1 when a finding is a warning, 2 when it
+// could not write the config.
+func addDiscoverCommand(app *kingpin.Application) (*kingpin.CmdClause, func(stdout, stderr io.Writer) int) {
+	cmd := app.Command("discover", "Find the host's cron jobs and systemd timers, write a jobwatch.yml for them and report scheduling mistakes.")
+	root := cmd.Flag("root", "Read the host's files under this directory.").Default("/").String()
+	output := cmd.Flag("output", "Where to write the config; - for stdout.").Default("jobwatch.yml").String()
+	format := cmd.Flag("format", "Output format: yaml (config with comments, findings as text on stderr) or json (config as JSON, findings as JSON lines).").Default("yaml").Enum("yaml", "json")
+	runLog := cmd.Flag("run-log", "Run log of jobwatch run lines that name no --log.").Default("").PlaceHolder("PATH").String()
+	mergeFile := cmd.Flag("merge", "Existing config: keep its jobs and sources, add only the jobs it does not watch.").PlaceHolder("FILE").String()
+	return cmd, func(stdout, stderr io.Writer) int {
+		o := discoverOptions{root: *root, output: *output, json: *format == "json", runLog: *runLog, merge: *mergeFile}
+		return runDiscover(o, stdout, stderr)
+	}
+}
+
+type discoverOptions struct {
+	root, output, runLog, merge string
+	json                        bool
+}
+
+func runDiscover(o discoverOptions, stdout, stderr io.Writer) int {
+	h, err := discover.Read(o.root)
+	if err != nil {
+		fmt.Fprintln(stderr, "jobwatch discover:", err)
+		return 2
+	}
+	findings := discover.Check(h, discover.Options{Now: time.Now()})
+	gen := discover.GenerateOptions{RunLog: o.runLog, JSON: o.json}
+	if o.merge != "" {
+		if gen.Merge, err = os.ReadFile(o.merge); err != nil {
+			fmt.Fprintln(stderr, "jobwatch discover: --merge:", err)
+			return 2
+		}
+	}
+	data, err := discover.Generate(h, gen)
+	if err == nil {
+		err = writeOutput(o.output, data, stdout)
+	}
+	if werr := discover.WriteFindings(stderr, findings, o.json); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "jobwatch discover:", err)
+		return 2
+	}
+	if o.output != "-" && o.output != "" && !o.json {
+		fmt.Fprintf(stderr, "%s: %d jobs, %d findings\n", o.output, len(h.Jobs), len(findings))
+	}
+	if discover.HasWarnings(findings) {
+		return 1
+	}
+	return 0
+}
+
+// writeOutput writes data to path atomically (a new file renamed over the
+// old one, never through a symbolic link), or to stdout for "-". The file
+// may hold commands of cron lines: it is not world-readable.
+func writeOutput(path string, data []byte, stdout io.Writer) error {
+	if path == "-" || path == "" { // kingpin reads "--output -" as ""
+		_, err := stdout.Write(data)
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after the rename, a no-op
+	if err := f.Chmod(0o640); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,171 @@
+package discover
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Watched is what a config watches, as discover matches it against the
+// jobs it finds: job names, the services of journal sources' units and the
+// commands of their cron matches.
+type Watched struct {
+	Jobs  map[string]bool   // configured job names
+	Units map[string]string // service unit -> configured job
+	Cron  []CronWatch
+}
+
+// CronWatch is a journal source's cron match.
+type CronWatch struct {
+	Match *regexp.Regexp
+	Job   string
+}
+
+// shape is the part of jobwatch.yml that says what is watched, in the
+// documented YAML shape; other keys are ignored (config validates them).
+type shape struct {
+	Jobs []struct {
+		Name string `yaml:"name"`
+	} `yaml:"jobs"`
+	Sources []struct {
+		Name   string            `yaml:"name"`
+		Type   string            `yaml:"type"`
+		Path   string            `yaml:"path"`
+		Format string            `yaml:"format"`
+		Units  map[string]string `yaml:"units"`
+		Cron   []struct {
+			Match string `yaml:"match"`
+			Job   string `yaml:"job"`
+		} `yaml:"cron"`
+	} `yaml:"sources"`
+}
+
+func readShape(data []byte) (*shape, error) {
+	var s shape
+	if err := yaml.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("parsing YAML: %w", err)
+	}
+	return &s, nil
+}
+
+// WatchedFromYAML collects what a jobwatch.yml watches: its job names, its
+// journal sources' units and cron matches. It reads the file's YAML, not a
+// decoded config, so that it does not depend on how config represents
+// each source type.
+func WatchedFromYAML(data []byte) (Watched, error) {
+	s, err := readShape(data)
+	if err != nil {
+		return Watched{}, err
+	}
+	w := Watched{Jobs: map[string]bool{}, Units: map[string]string{}}
+	for _, j := range s.Jobs {
+		w.Jobs[j.Name] = true
+	}
+	for _, src := range s.Sources {
+		if src.Type != typeJournal {
+			continue
+		}
+		for u, j := range src.Units {
+			w.Units[u] = j
+		}
+		for i, m := range src.Cron {
+			re, err := regexp.Compile(m.Match)
+			if err != nil {
+				return Watched{}, fmt.Errorf("source %q: cron[%d].match: %w", src.Name, i, err)
+			}
+			w.Cron = append(w.Cron, CronWatch{Match: re, Job: m.Job})
+		}
+	}
+	return w, nil
+}
+
+// Watches reports whether a configured job watches j: one of the same
+// name (or of its jobwatch run --job), a journal unit naming its service,
+// or a journal cron match on its command.
+func (w Watched) Watches(j *Job) bool {
+	if w.Jobs[j.Name] || j.Cmd.RunJob != "" && w.Jobs[j.Cmd.RunJob] {
+		return true
+	}
+	if j.Service != "" && w.Jobs[w.Units[j.Service]] {
+		return true
+	}
+	if j.Origin == "cron" {
+		for _, c := range w.Cron {
+			if w.Jobs[c.Job] && c.Match.MatchString(j.CommandLine) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Report is one run of discovery over a host.
+type Report struct {
+	Host     *Host
+	Findings []Finding
+	// Unwatched are the host's scheduled jobs no configured job watches.
+	Unwatched []Job
+}
+
+// Count is the number of findings of one kind and severity.
+type Count struct {
+	Kind     string
+	Severity Severity
+	N        int
+}
+
+// Counts returns the findings counted by kind and severity: every kind
+// with each severity it has been seen with, plus every kind at zero for the
+// severity it is usually raised with, sorted.
+func (r Report) Counts() []Count {
+	type key struct {
+		kind string
+		sev  Severity
+	}
+	m := map[key]int{}
+	for _, k := range Kinds {
+		m[key{k, kindSeverity[k]}] = 0
+	}
+	for _, f := range r.Findings {
+		m[key{f.Kind, f.Severity}]++
+	}
+	out := make([]Count, 0, len(m))
+	for k, n := range m {
+		out = append(out, Count{Kind: k.kind, Severity: k.sev, N: n})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Kind != out[b].Kind {
+			return out[a].Kind < out[b].Kind
+		}
+		return out[a].Severity < out[b].Severity
+	})
+	return out
+}
+
+// kindSeverity is the severity each kind is usually raised with.
+var kindSeverity = map[string]Severity{
+	KindDuplicate: Warning, KindFlockBlocking: Warning, KindLockInTmp: Warning, KindSharedLock: Info,
+	KindPersistentDense: Warning, KindAccuracy: Info, KindNoTimeout: Warning, KindNoLock: Info,
+	KindDST: Info, KindCronRejected: Warning, KindUnreadable: Warning, KindIgnoredFile: Info,
+	KindReboot: Info, KindTZEnv: Info, KindTimerLeftOut: Info, KindNoOp: Info, KindNotInPath: Warning, KindCronTZIgnored: Warning, KindNoSource: Info,
+}
+
+// Scan reads the host under root, checks it and matches its jobs against
+// what the running config watches: what jobwatch serve exports as
+// jobwatch_discovery_findings{kind,severity} and
+// jobwatch_discovery_unwatched_jobs.
+func Scan(root string, w Watched, o Options) (Report, error) {
+	h, err := Read(root)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Host: h, Findings: Check(h, o)}
+	for i := range h.Jobs {
+		if !w.Watches(&h.Jobs[i]) {
+			r.Unwatched = append(r.Unwatched, h.Jobs[i])
+		}
+	}
+	return r, nil
+}

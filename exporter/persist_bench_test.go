@@ -1,0 +1,237 @@
+package exporter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+)
+
+// benchWindow is how long each persistence benchmark streams records;
+// JOBWATCH_BENCH_SECONDS overrides it.
+func benchWindow() time.Duration {
+	if s, err := strconv.Atoi(os.Getenv("JOBWATCH_BENCH_SECONDS")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 20 * time.Second
+}
+
+// streamBench is a running jobwatch watching n jobs in one run log, every
+// job with a finished run already, and a writer that appends records at a
+// steady rate.
+type streamBench struct {
+	e      *Exporter
+	log    *os.File
+	cancel context.CancelFunc
+	done   chan error
+	n      int
+	next   int // the job of the next record pair
+	pid    int
+	when   time.Time
+}
+
+func startStreamBench(b *testing.B, n int) *streamBench {
+	b.Helper()
+	dir := b.TempDir()
+	var cfg strings.Builder
+	cfg.WriteString("jobs:\n")
+	for i := range n {
+		fmt.Fprintf(&cfg, "  - name: job_%05d\n    every: 1h\n", i)
+	}
+	cfg.WriteString("sources:\n  - name: runs\n    type: runlog\n    path: runs.log\n    format: json\n")
+	if err := os.WriteFile(filepath.Join(dir, "jobwatch.yml"), []byte(cfg.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	log, err := os.Create(filepath.Join(dir, "runs.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &streamBench{log: log, n: n, when: time.Now().Add(-time.Hour)}
+	s.write(b, 2*n) // a finished run of every job
+	s.e, err = New(Options{ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan error, 1)
+	go func() { s.done <- s.e.Run(ctx) }()
+	s.waitRecords(b, uint64(2*n))
+	// The saves of the catch-up are not part of what is measured: a few
+	// save intervals for them to be over.
+	time.Sleep(3 * time.Second)
+	return s
+}
+
+// write appends records: start and end pairs, each pair on the next job.
+func (s *streamBench) write(b *testing.B, records int) {
+	w := bufio.NewWriter(s.log)
+	for range records / 2 {
+		job := fmt.Sprintf("job_%05d", s.next%s.n)
+		s.next++
+		s.pid++
+		s.when = s.when.Add(time.Millisecond)
+		t := s.when.UTC().Format(time.RFC3339Nano)
+		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", t, job, s.pid)
+		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"end","host":"web1","pid":%d,"status":"success","exit_code":0,"duration_seconds":0.2}`+"\n", t, job, s.pid)
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func (s *streamBench) records() uint64 {
+	_, srcs := s.e.Tracker().View()
+	if len(srcs) == 0 {
+		return 0
+	}
+	return srcs[0].Records
+}
+
+func (s *streamBench) waitRecords(b *testing.B, n uint64) {
+	b.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for s.records() < n {
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out waiting for %d records (read %d)", n, s.records())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stream writes rate records a second, in 20 writes a second, for d.
+func (s *streamBench) stream(b *testing.B, rate int, d time.Duration, during func()) {
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				s.write(b, rate/20)
+			}
+		}
+	}()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if during != nil {
+			during()
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	close(stop)
+	<-finished
+}
+
+func (s *streamBench) close(b *testing.B) {
+	s.cancel()
+	if err := <-s.done; err != nil {
+		b.Error(err)
+	}
+	s.log.Close()
+}
+
+// procIO returns this process's write_bytes (bytes sent to storage) from
+// /proc/self/io.
+func procIO(b *testing.B) (writeBytes uint64) {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Skip("no /proc/self/io:", err)
+	}
+	for line := range bytes.Lines(data) {
+		k, v, _ := strings.Cut(strings.TrimSpace(string(line)), ": ")
+		if k == "write_bytes" {
+			writeBytes, _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return writeBytes
+}
+
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPersistence is the cost of keeping the state on disk with 10,000
+// jobs while a writer appends 200 records a second (start and end pairs, so
+// 100 jobs change a second) and nothing scrapes: bytes the process sends to
+// storage a minute (/proc/self/io write_bytes, less the run log the writer
+// appends) and the share of one core the whole process uses (reading and
+// applying the records as well, which is small: see the ingest figures).
+//
+//	go test -run '^$' -bench Persistence -benchtime 1x ./exporter
+func BenchmarkPersistence(b *testing.B) {
+	s := startStreamBench(b, 10000)
+	defer s.close(b)
+	d := benchWindow()
+	for b.Loop() {
+		logBefore, _ := s.log.Seek(0, io.SeekCurrent)
+		w0, c0, t0 := procIO(b), cpuTime(b), time.Now()
+		s.stream(b, 200, d, nil)
+		logAfter, _ := s.log.Seek(0, io.SeekCurrent)
+		w1, c1, el := procIO(b), cpuTime(b), time.Since(t0)
+		written := float64(w1-w0) - float64(logAfter-logBefore)
+		b.ReportMetric(max(written, 0)/1e6/el.Minutes(), "MB-written/min")
+		b.ReportMetric(100*float64(c1-c0)/float64(el), "%-of-a-core")
+		b.ReportMetric((c1-c0).Seconds()/el.Minutes(), "CPU-s/min")
+	}
+	ents, _ := os.ReadDir(s.e.opts.StateDir)
+	for _, ent := range ents {
+		if fi, err := ent.Info(); err == nil {
+			b.Logf("state file %s: %d bytes", ent.Name(), fi.Size())
+		}
+	}
+}
+
+// BenchmarkScrapeWhileStreaming is a scrape of 10,000 jobs (Gather and text
+// encoding, back to back) while a writer appends 1,000 records a second.
+//
+//	go test -run '^$' -bench ScrapeWhileStreaming -benchtime 1x ./exporter
+func BenchmarkScrapeWhileStreaming(b *testing.B) {
+	s := startStreamBench(b, 10000)
+	defer s.close(b)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.e.Collectors()...)
+	d := benchWindow()
+	for b.Loop() {
+		var lat []time.Duration
+		s.stream(b, 1000, d, func() {
+			t0 := time.Now()
+			mfs, err := reg.Gather()
+			if err != nil {
+				b.Fatal(err)
+			}
+			enc := expfmt.NewEncoder(io.Discard, expfmt.NewFormat(expfmt.TypeTextPlain))
+			for _, mf := range mfs {
+				if err := enc.Encode(mf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat = append(lat, time.Since(t0))
+		})
+		slices.Sort(lat)
+		b.ReportMetric(float64(len(lat)), "scrapes")
+		b.ReportMetric(lat[len(lat)/2].Seconds()*1000, "ms-p50")
+		b.ReportMetric(lat[len(lat)*9/10].Seconds()*1000, "ms-p90")
+		b.ReportMetric(lat[len(lat)-1].Seconds()*1000, "ms-max")
+	}
+}

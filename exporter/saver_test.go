@@ -1,0 +1,205 @@
+package exporter
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"jobwatch/model"
+)
+
+// countingStore counts saves and fails them on demand.
+type countingStore struct {
+	store
+	saves atomic.Int64
+	fail  atomic.Bool
+}
+
+func (s *countingStore) Save(c *model.Changes, all *model.Saved) error {
+	if s.fail.Load() {
+		return syscall.ENOSPC
+	}
+	defer s.saves.Add(1) // once written
+	return s.store.Save(c, all)
+}
+
+// startSaverTest runs an exporter on testConfig whose store counts saves.
+func startSaverTest(t *testing.T, interval time.Duration) (*Exporter, *countingStore, *prometheus.Registry, *os.File) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeFile(t, cfg, testConfig)
+	writeFile(t, filepath.Join(dir, "runs.log"), "")
+	e, err := New(Options{ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), SaveInterval: interval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStore{store: e.store}
+	e.store = cs
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cs.fail.Store(false)
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e.Collectors()...)
+	log, err := os.OpenFile(filepath.Join(dir, "runs.log"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	return e, cs, reg, log
+}
+
+// shown is what a scrape shows of stats' successful runs.
+func shown(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "jobwatch_job_runs_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == "stats" && m.GetLabel()[1].GetValue() == "success" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatal("no jobwatch_job_runs_total for stats")
+	return 0
+}
+
+func appendSuccess(t *testing.T, log *os.File, pid int) {
+	t.Helper()
+	line := `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"end","host":"a","pid":` + strconv.Itoa(pid) + `,"status":"success"}` + "\n"
+	if _, err := log.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// procWrites is the bytes this process sent to storage (write_bytes of
+// /proc/self/io). Not wchar or syscw: the Go runtime wakes its network
+// poller by writing 8 bytes to an eventfd, which they count.
+func procWrites(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skip("no /proc/self/io:", err)
+	}
+	var out []string
+	for line := range bytes.Lines(data) {
+		if k, _, _ := strings.Cut(string(line), ":"); k == "write_bytes" {
+			out = append(out, strings.TrimSpace(string(line)))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// A scrape reads the state last saved: it writes nothing to storage and
+// makes no save (the only place that writes or fsyncs), however many
+// scrapes come.
+func TestScrapesDoNotWrite(t *testing.T) {
+	_, cs, reg, log := startSaverTest(t, 10*time.Millisecond)
+	appendSuccess(t, log, 1)
+	waitUntil(t, "the record shown", func() bool { return shown(t, reg) == 1 })
+	// Nothing new arrives: the saver is idle once the last change is saved.
+	saves := cs.saves.Load()
+	waitUntil(t, "the saver to be idle", func() bool {
+		time.Sleep(50 * time.Millisecond) // 5 save intervals without a save
+		n := cs.saves.Load()
+		idle := n == saves
+		saves = n
+		return idle
+	})
+	before := procWrites(t)
+	scrape100(t, reg)
+	if after := procWrites(t); after != before {
+		t.Errorf("100 scrapes wrote: %s before, %s after", before, after)
+	}
+	if n := cs.saves.Load(); n != saves {
+		t.Errorf("100 scrapes made %d saves", n-saves)
+	}
+}
+
+// A scrape does not save what is not saved yet either: it shows the state
+// last saved, and the saver, not the scrape, writes the rest.
+func TestScrapesDoNotSave(t *testing.T) {
+	e, cs, reg, log := startSaverTest(t, time.Hour)
+	waitUntil(t, "the first save", func() bool { return cs.saves.Load() == 1 })
+	appendSuccess(t, log, 1)
+	waitUntil(t, "the record read", func() bool { return runs(t, e, "stats")[0] == 1 })
+	before := procWrites(t)
+	scrape100(t, reg)
+	if after := procWrites(t); after != before {
+		t.Errorf("100 scrapes wrote: %s before, %s after", before, after)
+	}
+	if n := cs.saves.Load(); n != 1 {
+		t.Errorf("100 scrapes made %d saves", n-1)
+	}
+	if got := shown(t, reg); got != 0 {
+		t.Errorf("a scrape shows %v successes not saved yet", got)
+	}
+}
+
+func scrape100(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	for range 100 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc := expfmt.NewEncoder(io.Discard, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, mf := range mfs {
+			if err := enc.Encode(mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// When saves fail (disk full) scrapes go on showing the state last saved,
+// so no counter shown can go back after a kill -9; the failures are
+// counted; once a save succeeds again, everything read meanwhile shows.
+func TestFailedSavesKeepTheShownState(t *testing.T) {
+	e, cs, reg, log := startSaverTest(t, 10*time.Millisecond)
+	appendSuccess(t, log, 1)
+	waitUntil(t, "the record shown", func() bool { return shown(t, reg) == 1 })
+
+	cs.fail.Store(true)
+	appendSuccess(t, log, 2)
+	appendSuccess(t, log, 3)
+	waitUntil(t, "the records read", func() bool { return runs(t, e, "stats")[0] == 3 })
+	waitUntil(t, "two failed saves", func() bool { return testutil.ToFloat64(e.saveFailures) >= 2 })
+	if got := shown(t, reg); got != 1 {
+		t.Fatalf("while saves fail a scrape shows %v successes, want the 1 saved", got)
+	}
+
+	cs.fail.Store(false)
+	waitUntil(t, "the records shown once saved", func() bool { return shown(t, reg) == 3 })
+	failures := testutil.ToFloat64(e.saveFailures)
+	appendSuccess(t, log, 4)
+	waitUntil(t, "the next record shown", func() bool { return shown(t, reg) == 4 })
+	if got := testutil.ToFloat64(e.saveFailures); got != failures {
+		t.Errorf("saves still fail: %v failures, then %v", failures, got)
+	}
+}

@@ -1,0 +1,305 @@
+package model
+
+import (
+	"maps"
+	"slices"
+	"sort"
+)
+
+// Changes are the jobs and sources whose state changed since the last call
+// of Tracker.Changes, taken at one instant (under the lock that applies a
+// batch with its position), so that a save of them is atomic across events
+// and positions. Every value is a copy made when it was taken and never
+// changed afterwards: the saver writes it and scrapes render it.
+type Changes struct {
+	// Full: Jobs and Sources hold every job and source (after Configure or
+	// Restore); those not in them are gone.
+	Full    bool
+	Jobs    map[string]*JobView
+	Sources map[string]*SourceView
+	// RemovedJobs and RemovedSources are no longer configured.
+	RemovedJobs    []string
+	RemovedSources []string
+	// Retired, when not nil, is the new set of retired sources (all of them).
+	Retired map[string]SourceState
+}
+
+// Empty reports whether c holds no change.
+func (c *Changes) Empty() bool {
+	return c == nil || !c.Full && len(c.Jobs) == 0 && len(c.Sources) == 0 && len(c.RemovedJobs) == 0 &&
+		len(c.RemovedSources) == 0 && c.Retired == nil
+}
+
+// Merge returns the changes of c followed by newer: what a saver must write
+// when saving c failed and newer changes came since. c and newer are left as
+// they are.
+func (c *Changes) Merge(newer *Changes) *Changes {
+	switch {
+	case c.Empty():
+		return newer
+	case newer.Empty():
+		return c
+	case newer.Full:
+		return newer
+	}
+	m := &Changes{Full: c.Full, Jobs: maps.Clone(c.Jobs), Sources: maps.Clone(c.Sources), Retired: c.Retired}
+	if m.Jobs == nil {
+		m.Jobs = map[string]*JobView{}
+	}
+	if m.Sources == nil {
+		m.Sources = map[string]*SourceView{}
+	}
+	m.RemovedJobs = mergeRemoved(c.RemovedJobs, newer.RemovedJobs, newer.Jobs, m.Jobs, m.Full)
+	m.RemovedSources = mergeRemoved(c.RemovedSources, newer.RemovedSources, newer.Sources, m.Sources, m.Full)
+	maps.Copy(m.Jobs, newer.Jobs)
+	maps.Copy(m.Sources, newer.Sources)
+	if newer.Retired != nil {
+		m.Retired = newer.Retired
+	}
+	return m
+}
+
+// mergeRemoved: names removed by either, but not those present again in
+// newer; the removed ones are deleted from merged.
+func mergeRemoved[V any](older, newer []string, present, merged map[string]V, full bool) []string {
+	var out []string
+	for _, n := range older {
+		if _, back := present[n]; !back && !full {
+			out = append(out, n)
+		}
+	}
+	for _, n := range newer {
+		delete(merged, n)
+		if !full && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// markJob records that j's saved state changed.
+func (t *Tracker) markJob(j *job) {
+	if j.dirty {
+		return
+	}
+	j.dirty = true
+	t.dirty = append(t.dirty, j)
+	t.signal()
+}
+
+// markSource records that a source's saved state (or health) changed.
+func (t *Tracker) markSource(name string) {
+	if t.dirtySources == nil {
+		t.dirtySources = map[string]bool{}
+	}
+	t.dirtySources[name] = true
+	t.signal()
+}
+
+// changedAll marks everything changed: the next Changes are Full.
+func (t *Tracker) changedAll() {
+	t.full = true
+	t.retiredChanged = true
+	t.signal()
+}
+
+func (t *Tracker) signal() {
+	select {
+	case t.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Changed is signalled (at most one pending signal) when something changes
+// after Changes was called.
+func (t *Tracker) Changed() <-chan struct{} { return t.notify }
+
+// Changes returns what changed since the last call (nil when nothing did),
+// as values taken now, and starts a new set. It copies the changed jobs
+// only.
+func (t *Tracker) Changes() *Changes {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := &Changes{Full: t.full, Jobs: map[string]*JobView{}, Sources: map[string]*SourceView{}}
+	if t.full {
+		for _, j := range t.jobs {
+			c.Jobs[j.spec.Name] = j.view()
+		}
+		for name := range t.sources {
+			c.Sources[name] = t.sourceView(name)
+		}
+	} else {
+		for _, j := range t.dirty {
+			if t.jobs[j.spec.Name] == j {
+				c.Jobs[j.spec.Name] = j.view()
+			}
+		}
+		for name := range t.dirtySources {
+			if t.sources[name] != nil {
+				c.Sources[name] = t.sourceView(name)
+			}
+		}
+		c.RemovedJobs = slices.Sorted(maps.Keys(t.removedJobs))
+		c.RemovedSources = slices.Sorted(maps.Keys(t.removedSources))
+	}
+	if t.retiredChanged {
+		c.Retired = make(map[string]SourceState, len(t.retired))
+		for n, r := range t.retired {
+			c.Retired[n] = r.clone()
+		}
+	}
+	for _, j := range t.dirty {
+		j.dirty = false
+	}
+	t.dirty = t.dirty[:0]
+	t.dirtySources, t.removedJobs, t.removedSources = nil, nil, nil
+	t.full, t.retiredChanged = false, false
+	if c.Empty() {
+		return nil
+	}
+	return c
+}
+
+// Saved is a whole state made of values that never change (those of
+// Changes): the saver keeps the last state it saved as one, and scrapes
+// render it. With returns a new one; readers of the old one are undisturbed.
+type Saved struct {
+	jobs     map[string]*JobView
+	names    []string // sorted
+	sources  map[string]*SourceView
+	srcNames []string
+	retired  map[string]SourceState
+}
+
+// With returns s with c applied; s is not changed.
+func (s *Saved) With(c *Changes) *Saved {
+	if c.Empty() {
+		return s
+	}
+	n := &Saved{}
+	if s == nil || c.Full {
+		n.jobs, n.sources, n.retired = maps.Clone(c.Jobs), maps.Clone(c.Sources), c.Retired
+	} else {
+		n.jobs, n.sources, n.retired = maps.Clone(s.jobs), maps.Clone(s.sources), s.retired
+		n.names, n.srcNames = s.names, s.srcNames
+		for _, name := range c.RemovedJobs {
+			delete(n.jobs, name)
+		}
+		for _, name := range c.RemovedSources {
+			delete(n.sources, name)
+		}
+		maps.Copy(n.jobs, c.Jobs)
+		maps.Copy(n.sources, c.Sources)
+		if c.Retired != nil {
+			n.retired = c.Retired
+		}
+	}
+	if n.jobs == nil {
+		n.jobs = map[string]*JobView{}
+	}
+	if n.sources == nil {
+		n.sources = map[string]*SourceView{}
+	}
+	if len(n.names) != len(n.jobs) || len(c.RemovedJobs) > 0 || !allIn(c.Jobs, s.jobsOrNil()) {
+		n.names = slices.Sorted(maps.Keys(n.jobs))
+	}
+	if len(n.srcNames) != len(n.sources) || len(c.RemovedSources) > 0 || !allIn(c.Sources, s.sourcesOrNil()) {
+		n.srcNames = slices.Sorted(maps.Keys(n.sources))
+	}
+	return n
+}
+
+func (s *Saved) jobsOrNil() map[string]*JobView {
+	if s == nil {
+		return nil
+	}
+	return s.jobs
+}
+
+func (s *Saved) sourcesOrNil() map[string]*SourceView {
+	if s == nil {
+		return nil
+	}
+	return s.sources
+}
+
+// allIn reports whether every key of m is a key of in.
+func allIn[V any](m, in map[string]V) bool {
+	for k := range m {
+		if _, ok := in[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// JobNames are the jobs, sorted.
+func (s *Saved) JobNames() []string { return s.names }
+
+// Job is one job's saved state (nil: none).
+func (s *Saved) Job(name string) *JobView { return s.jobs[name] }
+
+// Sources are the sources' saved states, sorted by name.
+func (s *Saved) Sources() []*SourceView {
+	out := make([]*SourceView, len(s.srcNames))
+	for i, n := range s.srcNames {
+		out[i] = s.sources[n]
+	}
+	return out
+}
+
+// Retired are the saved states of sources no longer configured.
+func (s *Saved) Retired() map[string]SourceState { return s.retired }
+
+// View is what the collector renders, jobs and sources sorted by name. The
+// views share maps and slices with s, which nobody changes.
+func (s *Saved) View() ([]JobView, []SourceView) {
+	if s == nil {
+		return nil, nil
+	}
+	jobs := make([]JobView, len(s.names))
+	for i, n := range s.names {
+		jobs[i] = *s.jobs[n]
+	}
+	srcs := make([]SourceView, len(s.srcNames))
+	for i, n := range s.srcNames {
+		srcs[i] = *s.sources[n]
+	}
+	return jobs, srcs
+}
+
+// view is a copy of j's state, for saving and rendering.
+func (j *job) view() *JobView {
+	v := &JobView{Spec: j.spec, JobState: j.JobState.clone()}
+	for i, r := range Results {
+		v.RunCounts[i] = j.Runs[r]
+	}
+	for i, k := range DuplicateKinds {
+		v.DupCounts[i] = j.Duplicates[k]
+	}
+	v.Open = j.sortedOpen()
+	return v
+}
+
+// sortedOpen copies the runs in progress, sorted by start time.
+func (j *job) sortedOpen() []Run {
+	if len(j.open) == 0 {
+		return nil
+	}
+	open := make([]Run, 0, len(j.open))
+	for _, r := range j.open {
+		open = append(open, *r)
+	}
+	sort.Slice(open, func(a, b int) bool {
+		if !open[a].Start.Equal(open[b].Start) {
+			return open[a].Start.Before(open[b].Start)
+		}
+		return open[a].Key.less(open[b].Key)
+	})
+	return open
+}
+
+func (t *Tracker) sourceView(name string) *SourceView {
+	s := t.sources[name]
+	return &SourceView{Name: name, Type: s.typ, Up: s.up, SourceState: s.SourceState.clone(), Locks: s.locks}
+}

@@ -1,0 +1,138 @@
+package model
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"jobwatch/schedule"
+)
+
+func jobNames(c *Changes) []string {
+	var names []string
+	for n := range c.Jobs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func TestChangesHoldWhatChanged(t *testing.T) {
+	clock := &fakeClock{now: t0.Add(time.Hour)}
+	tr := newTestTracker(clock, map[int]bool{})
+	c := tr.Changes()
+	if c == nil || !c.Full || len(c.Jobs) != 2 || len(c.Sources) != 1 {
+		t.Fatalf("after Configure: %+v; want everything", c)
+	}
+	if c := tr.Changes(); c != nil {
+		t.Fatalf("nothing changed, got %+v", c)
+	}
+	select {
+	case <-tr.Changed():
+	default:
+		t.Fatal("no change signalled")
+	}
+
+	tr.Apply(Batch{Source: "runs", Position: json.RawMessage(`{"offset":1}`), Events: []Event{
+		start("stats", "web1", 1, at(0)), end("stats", "web1", 1, at(time.Minute), Success),
+	}})
+	select {
+	case <-tr.Changed():
+	default:
+		t.Fatal("no change signalled")
+	}
+	c = tr.Changes()
+	if c.Full || !slices.Equal(jobNames(c), []string{"stats"}) || c.Sources["runs"] == nil || string(c.Sources["runs"].Position) != `{"offset":1}` {
+		t.Fatalf("changes %v %+v; want stats and the source's position", jobNames(c), c.Sources)
+	}
+	// The values taken are copies: later events do not change them.
+	taken := c.Jobs["stats"]
+	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 2, at(2*time.Minute), Failure)}})
+	if taken.RunCounts != [4]uint64{1, 0, 0, 0} || taken.Runs[Failure] != 0 || taken.Durations.Count != 1 {
+		t.Fatalf("a later event changed a value taken before: %+v", taken)
+	}
+	if c := tr.Changes(); !slices.Equal(jobNames(c), []string{"stats"}) || c.Jobs["stats"].RunCounts != [4]uint64{1, 1, 0, 0} {
+		t.Fatalf("second changes: %+v", c)
+	}
+
+	// A lost run (reaped) is a change of its job; a health change one of its
+	// source.
+	tr.Apply(Batch{Source: "runs", Events: []Event{start("backup", "host", 7, at(0))}})
+	tr.SetHealth("runs", true, nil)
+	tr.Changes()
+	clock.Advance(time.Minute)
+	tr.Reap()
+	clock.Advance(time.Minute)
+	tr.Reap()
+	tr.SetHealth("runs", false, nil)
+	if c := tr.Changes(); !slices.Equal(jobNames(c), []string{"backup"}) || c.Jobs["backup"].RunCounts[3] != 1 || c.Sources["runs"] == nil || c.Sources["runs"].Up {
+		t.Fatalf("after a reap and a health change: %v %+v", jobNames(c), c)
+	}
+}
+
+func TestChangesOfReloads(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	tr := newTestTracker(clock, nil)
+	tr.Changes()
+	every := schedule.Every(time.Hour)
+	tr.Configure([]JobSpec{{Name: "stats", Schedule: every}}, nil)
+	c := tr.Changes()
+	if !c.Full || !slices.Equal(jobNames(c), []string{"stats"}) || len(c.Sources) != 0 {
+		t.Fatalf("after a reload: %+v", c)
+	}
+	// Removed, then configured again before a save: not removed.
+	tr.Configure([]JobSpec{{Name: "stats", Schedule: every}, {Name: "new", Schedule: every}}, nil)
+	tr.Configure([]JobSpec{{Name: "new", Schedule: every}}, nil)
+	tr.Configure([]JobSpec{{Name: "stats", Schedule: every}}, nil)
+	c = tr.Changes()
+	var saved *Saved
+	saved = saved.With(c)
+	if got := saved.JobNames(); !slices.Equal(got, []string{"stats"}) {
+		t.Fatalf("saved jobs %v after reloads", got)
+	}
+}
+
+func TestMergeAndSavedWith(t *testing.T) {
+	v := func(name string, runs uint64) *JobView {
+		return &JobView{Spec: JobSpec{Name: name}, RunCounts: [4]uint64{runs}}
+	}
+	full := &Changes{Full: true, Jobs: map[string]*JobView{"a": v("a", 1), "b": v("b", 1)}, Sources: map[string]*SourceView{"s": {Name: "s"}}}
+	s1 := (*Saved)(nil).With(full)
+	if got := s1.JobNames(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("names %v", got)
+	}
+
+	// A failed save of older, then newer: the merge holds both, the newest
+	// value of each job, and no removed job.
+	older := &Changes{Jobs: map[string]*JobView{"a": v("a", 2), "b": v("b", 2)}}
+	newer := &Changes{Jobs: map[string]*JobView{"a": v("a", 3), "c": v("c", 1)}, RemovedJobs: []string{"b"}}
+	m := older.Merge(newer)
+	if len(m.Jobs) != 2 || m.Jobs["a"].RunCounts[0] != 3 || m.Jobs["c"] == nil || !slices.Equal(m.RemovedJobs, []string{"b"}) {
+		t.Fatalf("merged: %+v", m)
+	}
+	if len(older.Jobs) != 2 || older.Jobs["a"].RunCounts[0] != 2 {
+		t.Fatalf("Merge changed older: %+v", older)
+	}
+	// Removed and back again: present, not removed.
+	back := m.Merge(&Changes{Jobs: map[string]*JobView{"b": v("b", 9)}})
+	if back.Jobs["b"] == nil || len(back.RemovedJobs) != 0 {
+		t.Fatalf("job back after removal: %+v", back)
+	}
+
+	s2 := s1.With(m)
+	if got := s2.JobNames(); !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("names after removal %v", got)
+	}
+	jobs, srcs := s2.View()
+	if len(jobs) != 2 || jobs[0].RunCounts[0] != 3 || len(srcs) != 1 {
+		t.Fatalf("view %+v %+v", jobs, srcs)
+	}
+	// s1 is as it was: scrapes that hold it are undisturbed.
+	if jobs, _ := s1.View(); len(jobs) != 2 || jobs[0].RunCounts[0] != 1 || jobs[1].Spec.Name != "b" {
+		t.Fatalf("With changed the state it was given: %+v", jobs)
+	}
+	if s2.With(nil) != s2 {
+		t.Fatal("With of no changes is not the same state")
+	}
+}

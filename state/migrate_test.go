@@ -1,0 +1,155 @@
+package state_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"jobwatch/collector"
+	"jobwatch/config"
+	"jobwatch/exporter"
+	"jobwatch/model"
+	"jobwatch/state"
+)
+
+// nowDependent are the series whose value depends on the clock at scrape
+// time, not only on the state.
+var nowDependent = []string{
+	"jobwatch_job_seconds_since_last_success", "jobwatch_job_stale{", "jobwatch_job_next_run_timestamp_seconds",
+	"jobwatch_job_period_seconds",
+}
+
+// render is the collector's text exposition of the model's saved view,
+// without the series that depend on the clock.
+func render(t *testing.T, saved *model.Saved) string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(collector.New(saved, time.Now))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		enc.Encode(mf)
+	}
+	return filterSeries(b.String())
+}
+
+func filterSeries(text string) string {
+	var out []string
+lines:
+	for line := range strings.Lines(text) {
+		if !strings.HasPrefix(line, "jobwatch_job_") && !strings.HasPrefix(line, "jobwatch_source_") {
+			continue
+		}
+		for _, p := range nowDependent {
+			if strings.HasPrefix(line, p) {
+				continue lines
+			}
+		}
+		out = append(out, line)
+	}
+	sort.Strings(out)
+	return strings.Join(out, "")
+}
+
+// fixtureTracker is the model configured as the fixture's jobwatch was.
+func fixtureTracker(t *testing.T) *model.Tracker {
+	t.Helper()
+	cfg, err := config.Load("testdata/v1/jobwatch.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := exporter.JobSpecs(cfg, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := model.New(model.Options{Host: "fixture-host"})
+	// The sources as the fixture's jobwatch named them: the state follows
+	// what they read (testdata/v1/make.sh ran in /tmp/jobwatch-v1-fixture).
+	tr.Configure(jobs, []model.SourceSpec{
+		{Name: "a", Type: "runlog", Identity: "runlog:/tmp/jobwatch-v1-fixture/a.log"},
+		{Name: "b", Type: "runlog", Identity: "runlog:/tmp/jobwatch-v1-fixture/b.log"},
+	})
+	tr.SetHealth("a", true, nil)
+	tr.SetHealth("b", true, nil)
+	return tr
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A state directory written by jobwatch before format 2 (format 1, one
+// state.json: testdata/v1, made by testdata/v1/make.sh with that jobwatch)
+// loads into the very state that jobwatch showed, is written in format 2 by
+// the first save, and loads the same from there.
+func TestFormat1Migrates(t *testing.T) {
+	want, err := os.ReadFile("testdata/v1/metrics.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "data")
+	copyDir(t, "testdata/v1/data", dir)
+
+	st, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := fixtureTracker(t)
+	if err := tr.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Retired) != 1 || snap.Retired["old"] == nil || snap.Retired["old"].Records != 2 {
+		t.Errorf("the retired source is not kept: %+v", snap.Retired)
+	}
+	c := tr.Changes()
+	saved := (*model.Saved)(nil).With(c)
+	if got, want := render(t, saved), filterSeries(string(want)); got != want {
+		t.Fatalf("format 1 loads into other metrics than that jobwatch showed:\n got:\n%s\nwant:\n%s", got, want)
+	}
+
+	// The first save writes format 2 and removes state.json.
+	if err := st.Save(c, saved); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if _, err := os.Stat(filepath.Join(dir, state.LegacyFile)); !os.IsNotExist(err) {
+		t.Errorf("state.json is still there after the first save: %v", err)
+	}
+	st2, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	snap2, err := st2.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr2 := fixtureTracker(t)
+	if err := tr2.Restore(snap2); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := render(t, (*model.Saved)(nil).With(tr2.Changes())), filterSeries(string(want)); got != want {
+		t.Fatalf("format 2 written from format 1 loads into other metrics:\n got:\n%s\nwant:\n%s", got, want)
+	}
+	if snap2.Retired["old"] == nil || snap2.Retired["old"].Identity != "runlog:/tmp/jobwatch-v1-fixture/old.log" {
+		t.Errorf("the retired source is lost in format 2: %+v", snap2.Retired)
+	}
+}

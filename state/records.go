@@ -1,0 +1,234 @@
+package state
+
+import (
+	"encoding/json"
+	"time"
+
+	"jobwatch/model"
+)
+
+// The records below are the state file's own types: their JSON is the
+// format described in docs/state.md. They are converted to and from the
+// model's types here, so the model can change without changing the format,
+// and the format can change (with a new version and a migration) without
+// changing the model. Format 1 (state.json) used the same keys.
+
+// jobRecord is one job's saved state with its runs in progress.
+type jobRecord struct {
+	FirstWatched        time.Time         `json:"first_watched"`
+	LastStart           time.Time         `json:"last_start,omitzero"`
+	LastSuccess         time.Time         `json:"last_success,omitzero"`
+	LastSuccessStart    time.Time         `json:"last_success_start,omitzero"`
+	LastFailure         time.Time         `json:"last_failure,omitzero"`
+	LastDuration        float64           `json:"last_duration,omitempty"`
+	HasLastDuration     bool              `json:"has_last_duration,omitempty"`
+	LastExitCode        int               `json:"last_exit_code,omitempty"`
+	HasLastExitCode     bool              `json:"has_last_exit_code,omitempty"`
+	ConsecutiveFailures uint64            `json:"consecutive_failures,omitempty"`
+	ConsecutiveSkips    uint64            `json:"consecutive_skips,omitempty"`
+	Runs                map[string]uint64 `json:"runs,omitempty"`
+	Skips               uint64            `json:"skips,omitempty"`
+	SkipsByReason       map[string]uint64 `json:"skips_by_reason,omitempty"`
+	LockLost            map[string]uint64 `json:"lock_lost,omitempty"`
+	Overlaps            uint64            `json:"overlaps,omitempty"`
+	Durations           histogramRecord   `json:"durations"`
+	LostRuns            []runKeyRecord    `json:"lost_runs,omitempty"`
+	Missed              uint64            `json:"missed,omitempty"`
+	Unexpected          uint64            `json:"unexpected,omitempty"`
+	Duplicates          map[string]uint64 `json:"duplicates,omitempty"`
+	SlotsCheckedUntil   time.Time         `json:"slots_checked_until,omitzero"`
+	RecentSlots         []slotRecord      `json:"recent_slots,omitempty"`
+	Sources             []string          `json:"sources,omitempty"`
+	Open                []runRecord       `json:"open,omitempty"`
+	Recent              []recentRecord    `json:"recent,omitempty"`
+	DurationHistory     []float64         `json:"duration_history,omitempty"`
+}
+
+// recentRecord is one of a job's latest finished or skipped runs.
+type recentRecord struct {
+	Start      time.Time `json:"start,omitzero"`
+	End        time.Time `json:"end"`
+	Duration   *float64  `json:"duration_seconds,omitempty"`
+	Result     string    `json:"result"`
+	Host       string    `json:"host,omitempty"`
+	PID        int       `json:"pid,omitempty"`
+	ExitCode   *int      `json:"exit_code,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Lock       string    `json:"lock,omitempty"`
+	Holder     string    `json:"holder,omitempty"`
+	Output     string    `json:"output,omitempty"`
+	Overlapped bool      `json:"overlapped,omitempty"`
+}
+
+type histogramRecord struct {
+	Counts []uint64 `json:"counts,omitempty"`
+	Sum    float64  `json:"sum"`
+	Count  uint64   `json:"count"`
+}
+
+type runKeyRecord struct {
+	RunID string `json:"run_id,omitempty"`
+	Host  string `json:"host,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+}
+
+type slotRecord struct {
+	Slot  time.Time `json:"slot"`
+	Hosts []string  `json:"hosts"`
+}
+
+type runRecord struct {
+	Key    runKeyRecord `json:"key"`
+	RunID  string       `json:"run_id,omitempty"`
+	Host   string       `json:"host,omitempty"`
+	PID    int          `json:"pid,omitempty"`
+	Start  time.Time    `json:"start"`
+	Source string       `json:"source"`
+	Slot   time.Time    `json:"slot,omitzero"`
+	// Overlapped: it started while another run was in progress.
+	Overlapped bool `json:"overlapped,omitempty"`
+}
+
+// sourceRecord is one source's counters and read position.
+type sourceRecord struct {
+	Records        uint64          `json:"records"`
+	ParseErrors    uint64          `json:"parse_errors"`
+	UnknownJob     uint64          `json:"unknown_job"`
+	PositionResets uint64          `json:"position_resets"`
+	Position       json.RawMessage `json:"position,omitempty"`
+	Identity       string          `json:"identity,omitempty"`
+	Retired        time.Time       `json:"retired,omitzero"`
+}
+
+func jobToRecord(v *model.JobView) *jobRecord {
+	j := &v.JobState
+	r := &jobRecord{
+		FirstWatched: j.FirstWatched, LastStart: j.LastStart, LastSuccess: j.LastSuccess,
+		LastSuccessStart: j.LastSuccessStart, LastFailure: j.LastFailure,
+		LastDuration: j.LastDuration, HasLastDuration: j.HasLastDuration,
+		LastExitCode: j.LastExitCode, HasLastExitCode: j.HasLastExitCode,
+		ConsecutiveFailures: j.ConsecutiveFailures, ConsecutiveSkips: j.ConsecutiveSkips,
+		Skips: j.Skips, Overlaps: j.Overlaps,
+		Durations: histogramRecord{Counts: j.Durations.Counts, Sum: j.Durations.Sum, Count: j.Durations.Count},
+		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
+		Sources: j.Sources, SkipsByReason: nonZero(j.SkipsByReason), LockLost: nonZero(j.LockLost),
+		DurationHistory: j.DurationHistory,
+	}
+	for _, rr := range j.Recent {
+		rec := recentRecord{Start: rr.Start, End: rr.End, Result: string(rr.Result), Host: rr.Host, PID: rr.PID,
+			Reason: rr.Reason, Lock: rr.Lock, Holder: rr.Holder, Output: rr.Output, Overlapped: rr.Overlapped}
+		if rr.HasDuration {
+			d := rr.Duration.Seconds()
+			rec.Duration = &d
+		}
+		if rr.HasExitCode {
+			c := rr.ExitCode
+			rec.ExitCode = &c
+		}
+		r.Recent = append(r.Recent, rec)
+	}
+	for res, n := range j.Runs {
+		if n > 0 {
+			if r.Runs == nil {
+				r.Runs = map[string]uint64{}
+			}
+			r.Runs[string(res)] = n
+		}
+	}
+	for kind, n := range j.Duplicates {
+		if n > 0 {
+			if r.Duplicates == nil {
+				r.Duplicates = map[string]uint64{}
+			}
+			r.Duplicates[kind] = n
+		}
+	}
+	for _, k := range j.LostRuns {
+		r.LostRuns = append(r.LostRuns, runKeyRecord(k))
+	}
+	for _, s := range j.RecentSlots {
+		r.RecentSlots = append(r.RecentSlots, slotRecord{Slot: s.Slot, Hosts: s.Hosts})
+	}
+	for _, o := range v.Open {
+		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
+	}
+	return r
+}
+
+func (r *jobRecord) toModel() model.SavedJob {
+	j := model.SavedJob{JobState: model.JobState{
+		FirstWatched: r.FirstWatched, LastStart: r.LastStart, LastSuccess: r.LastSuccess,
+		LastSuccessStart: r.LastSuccessStart, LastFailure: r.LastFailure,
+		LastDuration: r.LastDuration, HasLastDuration: r.HasLastDuration,
+		LastExitCode: r.LastExitCode, HasLastExitCode: r.HasLastExitCode,
+		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips,
+		Runs: map[model.Result]uint64{}, Skips: r.Skips, Overlaps: r.Overlaps,
+		Durations: model.Histogram{Counts: r.Durations.Counts, Sum: r.Durations.Sum, Count: r.Durations.Count},
+		Missed:    r.Missed, Unexpected: r.Unexpected, Duplicates: map[string]uint64{},
+		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
+		SkipsByReason: r.SkipsByReason, LockLost: r.LockLost, DurationHistory: r.DurationHistory,
+	}}
+	// Skips counted before their reasons were (format 1) count as "other",
+	// so that the skips by reason add up to the total.
+	var byReason uint64
+	for _, n := range r.SkipsByReason {
+		byReason += n
+	}
+	if r.Skips > byReason {
+		if j.SkipsByReason == nil {
+			j.SkipsByReason = map[string]uint64{}
+		}
+		j.SkipsByReason[model.SkipOther] += r.Skips - byReason
+	}
+	for _, rec := range r.Recent {
+		rr := model.RecentRun{Start: rec.Start, End: rec.End, Result: model.Result(rec.Result), Host: rec.Host, PID: rec.PID,
+			Reason: rec.Reason, Lock: rec.Lock, Holder: rec.Holder, Output: rec.Output, Overlapped: rec.Overlapped}
+		if rec.Duration != nil {
+			rr.Duration, rr.HasDuration = time.Duration(*rec.Duration*float64(time.Second)), true
+		}
+		if rec.ExitCode != nil {
+			rr.ExitCode, rr.HasExitCode = *rec.ExitCode, true
+		}
+		j.Recent = append(j.Recent, rr)
+	}
+	for res, n := range r.Runs {
+		j.Runs[model.Result(res)] = n
+	}
+	for kind, n := range r.Duplicates {
+		j.Duplicates[kind] = n
+	}
+	for _, k := range r.LostRuns {
+		j.LostRuns = append(j.LostRuns, model.RunKey(k))
+	}
+	for _, s := range r.RecentSlots {
+		j.RecentSlots = append(j.RecentSlots, model.SlotRuns{Slot: s.Slot, Hosts: s.Hosts})
+	}
+	for _, o := range r.Open {
+		j.Open = append(j.Open, model.Run{Key: model.RunKey(o.Key), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
+	}
+	return j
+}
+
+func sourceToRecord(s *model.SourceState) *sourceRecord {
+	return &sourceRecord{Records: s.Records, ParseErrors: s.ParseErrors, UnknownJob: s.UnknownJob,
+		PositionResets: s.PositionResets, Position: s.Position, Identity: s.Identity, Retired: s.Retired}
+}
+
+func (r *sourceRecord) toModel() *model.SourceState {
+	return &model.SourceState{Records: r.Records, ParseErrors: r.ParseErrors, UnknownJob: r.UnknownJob,
+		PositionResets: r.PositionResets, Position: r.Position, Identity: r.Identity, Retired: r.Retired}
+}
+
+// nonZero is m without its zero counts (nil when none is left).
+func nonZero(m map[string]uint64) map[string]uint64 {
+	var out map[string]uint64
+	for k, n := range m {
+		if n > 0 {
+			if out == nil {
+				out = map[string]uint64{}
+			}
+			out[k] = n
+		}
+	}
+	return out
+}

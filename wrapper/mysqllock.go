@@ -1,0 +1,139 @@
+package wrapper
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// mysqlLock is GET_LOCK(name, 0) on one dedicated connection (a sql.Conn,
+// never a pooled one: the lock belongs to the connection, and a pool could
+// reconnect, or hand the connection to someone else, behind the lock's
+// back). While the job runs the connection is checked every interval; a
+// failed check or another owner means the lock is lost.
+type mysqlLock struct {
+	cfg      *mysql.Config
+	name     string
+	interval time.Duration
+	red      *redactor
+	db       *sql.DB
+	conn     *sql.Conn
+}
+
+// DefaultLockCheckInterval is how often a MySQL lock's connection is
+// checked while the job runs.
+const DefaultLockCheckInterval = 5 * time.Second
+
+func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *redactor) (*mysqlLock, error) {
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, red.err(fmt.Errorf("--lock-mysql: %w", err))
+	}
+	return &mysqlLock{cfg: cfg, name: name, interval: interval, red: red, db: sql.OpenDB(c)}, nil
+}
+
+func (l *mysqlLock) layer() string { return layerMySQL }
+
+func (l *mysqlLock) acquire(ctx context.Context) (bool, string, error) {
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return false, "", l.error("connecting", err)
+	}
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", l.name).Scan(&got); err != nil {
+		conn.Close()
+		return false, "", l.error("GET_LOCK", err)
+	}
+	switch {
+	case !got.Valid:
+		conn.Close()
+		return false, "", configError{fmt.Errorf("mysql %s: GET_LOCK(%q) returned NULL", l.cfg.Addr, l.name)}
+	case got.Int64 == 1:
+		l.conn = conn
+		return true, "", nil
+	}
+	holder := l.holder(ctx, conn)
+	conn.Close()
+	return false, holder, nil
+}
+
+// holder names the connection holding the lock: its client's host:port
+// from the processlist when this user may see it, else its id.
+func (l *mysqlLock) holder(ctx context.Context, conn *sql.Conn) string {
+	var id sql.NullInt64
+	if conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", l.name).Scan(&id) != nil || !id.Valid {
+		return ""
+	}
+	var host sql.NullString
+	if conn.QueryRowContext(ctx, "SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = ?", id.Int64).Scan(&host) == nil && host.String != "" {
+		return fmt.Sprintf("connection %d from %s", id.Int64, host.String)
+	}
+	return fmt.Sprintf("connection %d", id.Int64)
+}
+
+// error classifies err: a server that cannot be reached (refused, timed
+// out, gone away) is unavailable; the server's own refusals (access
+// denied, unknown database) are configuration errors.
+func (l *mysqlLock) error(op string, err error) error {
+	err = l.red.err(fmt.Errorf("mysql %s: %s: %w", l.cfg.Addr, op, err))
+	var merr *mysql.MySQLError
+	var nerr net.Error
+	switch {
+	case errors.As(err, &nerr), errors.Is(err, mysql.ErrInvalidConn), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.As(err, &merr):
+		return configError{err}
+	}
+	return err
+}
+
+func (l *mysqlLock) watch(ctx context.Context) (lockLoss, bool) {
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return lockLoss{}, false
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, l.interval)
+		var mine sql.NullInt64
+		err := l.conn.QueryRowContext(cctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", l.name).Scan(&mine)
+		cancel()
+		if ctx.Err() != nil {
+			return lockLoss{}, false
+		}
+		switch {
+		case err != nil:
+			return lockLoss{reason: lostConnection}, true
+		case !mine.Valid || mine.Int64 != 1:
+			return lockLoss{reason: lostNotOwner}, true
+		}
+	}
+}
+
+func (l *mysqlLock) release(ctx context.Context) error {
+	if l.conn == nil {
+		return nil
+	}
+	var released sql.NullInt64
+	err := l.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.name).Scan(&released)
+	l.conn.Close()
+	l.conn = nil
+	if err != nil {
+		return l.error("RELEASE_LOCK", err)
+	}
+	return nil
+}
+
+func (l *mysqlLock) close() {
+	if l.conn != nil {
+		l.conn.Close()
+	}
+	l.db.Close()
+}

@@ -1,0 +1,174 @@
+package wrapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// go-redis logs some events (a failed dial, a pool message) through its own
+// logger; the wrapper reports what matters itself, on one line.
+func init() { redis.SetLogger(quietLogger{}) }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// redisLock is a lease on a Redis key: SET key token NX PX ttl, renewed
+// every ttl/3 while the job runs and released by compare-and-delete, both in
+// Lua so that only the holder of the token ever extends or deletes it.
+type redisLock struct {
+	client *redis.Client
+	addr   string // for messages; never the URL (it may hold a password)
+	key    string
+	token  string // host:pid:run_id: unique, and names the holder
+	ttl    time.Duration
+	red    *redactor
+	got    time.Time // when the key was set or last renewed
+}
+
+// Scripts. renew returns 1 when extended, 0 when the key is gone, or the
+// value it holds instead of our token.
+var (
+	renewScript = `local v = redis.call('get', KEYS[1])
+if v == ARGV[1] then redis.call('pexpire', KEYS[1], ARGV[2]) return 1 end
+if v then return v end
+return 0`
+	releaseScript = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0`
+)
+
+// minLockTTL is the shortest --lock-ttl: renewal every third of it must
+// survive a slow network and a loaded host.
+const minLockTTL = time.Second
+
+// newRedisLock parses the URL (redis://, rediss://, unix://) and the
+// password file. Nothing is dialled yet.
+func newRedisLock(url, passwordFile, key, token string, ttl time.Duration, red *redactor) (*redisLock, error) {
+	red.add(url)
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, red.err(fmt.Errorf("--lock-redis: %w", err))
+	}
+	red.add(opt.Password)
+	if passwordFile != "" {
+		pw, err := readSecretFile(passwordFile)
+		if err != nil {
+			return nil, fmt.Errorf("--lock-redis-password-file: %w", err)
+		}
+		red.add(pw)
+		opt.Password = pw
+	}
+	opt.Protocol = 2                                                                                 // one round trip fewer than RESP3's HELLO fallback
+	opt.DisableIdentity = true                                                                       // no CLIENT SETINFO on connect
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled} // no handshake a plain server refuses
+	opt.DialTimeout = 2 * time.Second
+	opt.ReadTimeout = 2 * time.Second
+	opt.WriteTimeout = 2 * time.Second
+	opt.MaxRetries = 1
+	opt.PoolSize = 2
+	opt.ContextTimeoutEnabled = true
+	return &redisLock{client: redis.NewClient(opt), addr: opt.Addr, key: key, token: token, ttl: ttl, red: red}, nil
+}
+
+func (l *redisLock) layer() string { return layerRedis }
+
+func (l *redisLock) acquire(ctx context.Context) (bool, string, error) {
+	// A SET retried after a lost reply finds our own token: GET tells.
+	for range 3 {
+		l.got = time.Now()
+		err := l.client.Do(ctx, "SET", l.key, l.token, "NX", "PX", l.ttl.Milliseconds()).Err()
+		if err == nil {
+			return true, "", nil
+		}
+		if !errors.Is(err, redis.Nil) {
+			return false, "", l.error("SET", err)
+		}
+		v, err := l.client.Get(ctx, l.key).Result()
+		if errors.Is(err, redis.Nil) {
+			continue // expired in between: try again
+		}
+		if err != nil {
+			return false, "", l.error("GET", err)
+		}
+		if v == l.token {
+			return true, "", nil
+		}
+		return false, v, nil
+	}
+	return false, "", nil
+}
+
+// error classifies err: the server's own refusals (wrong password, no
+// permission, a wrong type) are configuration errors; the rest (refused,
+// timed out, loading, read-only replica) mean the server is unavailable.
+func (l *redisLock) error(op string, err error) error {
+	err = l.red.err(fmt.Errorf("redis %s: %s: %w", l.addr, op, err))
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		for _, transient := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY"} {
+			if strings.HasPrefix(rerr.Error(), transient) {
+				return err
+			}
+		}
+		return configError{err}
+	}
+	return err
+}
+
+// watch renews the lease every ttl/3. A renewal that fails (the server
+// unreachable) is retried every ttl/10; when none has succeeded for a whole
+// TTL, the key may have expired on the server, and the lock counts as lost.
+func (l *redisLock) watch(ctx context.Context) (lockLoss, bool) {
+	every := l.ttl / 3
+	retry := l.ttl / 10
+	lastOK := l.got
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return lockLoss{}, false
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, every)
+		res, err := l.client.Eval(rctx, renewScript, []string{l.key}, l.token, l.ttl.Milliseconds()).Result()
+		cancel()
+		switch v := res.(type) {
+		case int64:
+			if err == nil && v == 1 {
+				lastOK = time.Now()
+				t.Reset(every)
+				continue
+			}
+			if err == nil {
+				return lockLoss{reason: lostKeyGone}, true
+			}
+		case string:
+			if err == nil {
+				return lockLoss{reason: lostKeyTaken, holder: v}, true
+			}
+		}
+		if ctx.Err() != nil {
+			return lockLoss{}, false
+		}
+		if time.Since(lastOK) >= l.ttl {
+			return lockLoss{reason: lostUnreachable}, true
+		}
+		t.Reset(retry)
+	}
+}
+
+func (l *redisLock) release(ctx context.Context) error {
+	if err := l.client.Eval(ctx, releaseScript, []string{l.key}, l.token).Err(); err != nil {
+		return l.error("release", err)
+	}
+	return nil
+}
+
+func (l *redisLock) close() { l.client.Close() }
