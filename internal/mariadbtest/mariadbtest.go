@@ -68,7 +68,13 @@ func Start(t testing.TB) *Server {
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	out, err := exec.Command(install, "--no-defaults", "--datadir="+data,
+	// A temporary directory of its own: the server's temporary tables must
+	// not share the machine's /tmp with other tests and their cleanups.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(install, "--no-defaults", "--datadir="+data, "--tmpdir="+tmp,
 		"--auth-root-authentication-method=normal", "--skip-test-db",
 		"--skip-name-resolve").CombinedOutput()
 	if err != nil {
@@ -78,6 +84,7 @@ func Start(t testing.TB) *Server {
 	s.args = []string{
 		server, "--no-defaults",
 		"--datadir=" + data,
+		"--tmpdir=" + tmp,
 		"--socket=" + filepath.Join(dir, "sock"),
 		"--pid-file=" + filepath.Join(dir, "pid"),
 		"--port=" + strconv.Itoa(s.port),
