@@ -11,7 +11,7 @@ import (
 )
 
 func TestEveryTypeIsRegistered(t *testing.T) {
-	if got, want := config.SourceTypes(), []string{"journal", "mysql", "runlog"}; !slices.Equal(got, want) {
+	if got, want := config.SourceTypes(), []string{"journal", "locks", "mysql", "runlog"}; !slices.Equal(got, want) {
 		t.Fatalf("types %v, want %v", got, want)
 	}
 	defer func() {
