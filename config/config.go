@@ -27,6 +27,10 @@ type Config struct {
 	StaleMultiple int
 	Jobs          []Job
 	Sources       []Source
+	// Checkins and Discovery are the optional services of jobwatch serve
+	// (zero values: off).
+	Checkins  Checkins
+	Discovery Discovery
 
 	// Dir is the directory of the config file; relative paths are taken from it.
 	Dir string
@@ -38,6 +42,8 @@ type file struct {
 	StaleMultiple int         `yaml:"stale_multiple"`
 	Jobs          []yaml.Node `yaml:"jobs"`
 	Sources       []yaml.Node `yaml:"sources"`
+	Checkins      yaml.Node   `yaml:"checkins"`
+	Discovery     yaml.Node   `yaml:"discovery"`
 }
 
 // Job is one scheduled job that jobwatch watches.
@@ -124,6 +130,20 @@ func parse(r io.Reader, dir string, checks []JobCheck) (*Config, error) {
 	}
 	errs = append(errs, cfg.decodeJobs(f.Jobs, checks)...)
 	errs = append(errs, cfg.decodeSources(f.Sources)...)
+	if f.Checkins.Kind != 0 {
+		e := Decode(&f.Checkins, &cfg.Checkins, "")
+		if len(e) == 0 {
+			e = cfg.Checkins.validate(cfg.JobNames())
+		}
+		errs = append(errs, Prefix("checkins", e)...)
+	}
+	if cfg.Checkins.MaxBody == 0 {
+		cfg.Checkins.MaxBody = DefaultMaxBody
+	}
+	if f.Discovery.Kind != 0 {
+		errs = append(errs, Prefix("discovery", Decode(&f.Discovery, &cfg.Discovery, ""))...)
+	}
+	errs = append(errs, Prefix("discovery", cfg.Discovery.validate(cfg.Path))...)
 	if err := Join(errs...); err != nil {
 		return nil, err
 	}

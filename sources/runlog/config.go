@@ -92,7 +92,7 @@ func (c *Config) validate() []error {
 			errs = append(errs, fmt.Errorf("patterns[%d]: needs an (?P<event>...) group or an event", i))
 		}
 		if p.Event != "" && p.Event != "start" && p.Event != "end" && p.Event != "skip" {
-			errs = append(errs, fmt.Errorf("patterns[%d].event must be start, end or skip, got %q", i, p.Event))
+			errs = append(errs, fmt.Errorf("patterns[%d].event must be start, end, skip or lock_lost, got %q", i, p.Event))
 		}
 		if p.Status != "" && p.Status != "success" && p.Status != "failure" && p.Status != "timeout" {
 			errs = append(errs, fmt.Errorf("patterns[%d].status must be success, failure or timeout, got %q", i, p.Status))

@@ -92,7 +92,7 @@ func compilePattern(cp Pattern) (pattern, error) {
 		return pat, fmt.Errorf("job %q must match %s", cp.Job, jobname.Pattern)
 	}
 	if _, ok := model.ParseKind(cp.Event); cp.Event != "" && !ok {
-		return pat, fmt.Errorf("event must be start, end or skip, got %q", cp.Event)
+		return pat, fmt.Errorf("event must be start, end, skip or lock_lost, got %q", cp.Event)
 	}
 	if _, ok := model.ParseStatus(cp.Status); cp.Status != "" && !ok {
 		return pat, fmt.Errorf("status must be success, failure or timeout, got %q", cp.Status)

@@ -1,0 +1,110 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/units"
+	"go.yaml.in/yaml/v3"
+)
+
+// Checkins turns on HTTP check-ins (docs/checkins.md).
+type Checkins struct {
+	Enabled bool `yaml:"enabled"`
+	// MaxBody bounds a check-in's request body; default DefaultMaxBody.
+	MaxBody ByteSize `yaml:"max_body"`
+	// Jobs, when set, are the only jobs whose check-ins are accepted;
+	// default: every configured job.
+	Jobs []string `yaml:"jobs"`
+}
+
+// Check-in limits.
+const (
+	DefaultMaxBody = 100 << 10
+	maxMaxBody     = 10 << 20
+)
+
+// Discovery makes jobwatch serve look at the host's crontabs and timers
+// every Interval (docs/discover.md).
+type Discovery struct {
+	Enabled  bool     `yaml:"enabled"`
+	Root     string   `yaml:"root"`
+	Interval Duration `yaml:"interval"`
+}
+
+// Discovery defaults and bounds.
+const (
+	DefaultDiscoveryInterval = 5 * time.Minute
+	minDiscoveryInterval     = 10 * time.Second
+)
+
+// ByteSize is a size in bytes, written as a number or with a unit (100KiB,
+// 1MB: units are powers of 1024, as in Prometheus' configs).
+type ByteSize int64
+
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: a size must be a number of bytes or like 100KiB", n.Line)
+	}
+	s = strings.TrimSpace(s)
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		*b = ByteSize(v)
+		return nil
+	}
+	v, err := units.ParseBase2Bytes(strings.Replace(s, "iB", "B", 1))
+	if err != nil {
+		return fmt.Errorf("line %d: bad size %q: want a number of bytes or like 100KiB, 10MiB", n.Line, s)
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+func (c *Checkins) validate(jobs map[string]bool) []error {
+	var errs []error
+	if c.MaxBody < 0 || c.MaxBody > maxMaxBody {
+		errs = append(errs, fmt.Errorf("max_body must be between 0 and %d bytes (10MiB), got %d", maxMaxBody, c.MaxBody))
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	for _, j := range c.Jobs {
+		if !jobs[j] {
+			errs = append(errs, fmt.Errorf("jobs: %q is not a configured job", j))
+		}
+	}
+	return errs
+}
+
+// Accepted are the jobs whose check-ins are accepted.
+func (c *Checkins) Accepted(all []Job) []string {
+	if len(c.Jobs) > 0 {
+		return c.Jobs
+	}
+	out := make([]string, 0, len(all))
+	for _, j := range all {
+		out = append(out, j.Name)
+	}
+	return out
+}
+
+func (d *Discovery) validate(resolve func(string) string) []error {
+	var errs []error
+	if d.Interval == 0 {
+		d.Interval = Duration(DefaultDiscoveryInterval)
+	}
+	if d.Interval.D() < minDiscoveryInterval {
+		errs = append(errs, fmt.Errorf("interval must be at least %s, got %s", minDiscoveryInterval, d.Interval.D()))
+	}
+	if d.Root == "" {
+		d.Root = "/"
+	}
+	d.Root = resolve(d.Root)
+	if d.Root == "" {
+		errs = append(errs, errors.New("root must not be empty"))
+	}
+	return errs
+}

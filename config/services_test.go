@@ -1,0 +1,71 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckinsAndDiscovery(t *testing.T) {
+	cfg, err := Parse(strings.NewReader(`
+jobs:
+  - name: backup
+    every: 1d
+  - name: ci
+    every: 1h
+checkins:
+  enabled: true
+  max_body: 64KiB
+  jobs: [ci]
+discovery:
+  enabled: true
+  interval: 10m
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Checkins.Enabled || cfg.Checkins.MaxBody != 64<<10 || strings.Join(cfg.Checkins.Accepted(cfg.Jobs), ",") != "ci" {
+		t.Errorf("checkins %+v", cfg.Checkins)
+	}
+	if !cfg.Discovery.Enabled || cfg.Discovery.Root != "/" || cfg.Discovery.Interval.D().Minutes() != 10 {
+		t.Errorf("discovery %+v", cfg.Discovery)
+	}
+
+	cfg, err = Parse(strings.NewReader("jobs:\n  - name: a\n    every: 1h\ncheckins: {enabled: true, max_body: 2048}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Checkins.MaxBody != 2048 || strings.Join(cfg.Checkins.Accepted(cfg.Jobs), ",") != "a" || cfg.Discovery.Enabled {
+		t.Errorf("defaults: %+v %+v", cfg.Checkins, cfg.Discovery)
+	}
+
+	_, err = Parse(strings.NewReader(`
+jobs:
+  - name: a
+    every: 1h
+checkins:
+  enabled: true
+  max_body: 1GiB
+  jobs: [nosuch]
+  colour: blue
+discovery:
+  interval: 1s
+`))
+	for _, want := range []string{
+		`checkins: line 9: unknown field "colour"`,
+		`discovery: interval must be at least 10s, got 1s`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nlacks %q", err, want)
+		}
+	}
+	_, err = Parse(strings.NewReader("jobs:\n  - name: a\n    every: 1h\ncheckins:\n  max_body: 1GiB\n  jobs: [nosuch]\n"))
+	for _, want := range []string{"checkins: max_body must be between 0 and 10485760 bytes", `checkins: jobs: "nosuch" is not a configured job`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v\nlacks %q", err, want)
+		}
+	}
+	_, err = Parse(strings.NewReader("jobs:\n  - name: a\n    every: 1h\ncheckins:\n  max_body: lots\n"))
+	if err == nil || !strings.Contains(err.Error(), `bad size "lots"`) {
+		t.Errorf("bad size: %v", err)
+	}
+}
