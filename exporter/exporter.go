@@ -19,6 +19,7 @@ import (
 	"jobwatch/config"
 	"jobwatch/model"
 	"jobwatch/sources"
+	"jobwatch/sources/checkin"
 	"jobwatch/state"
 )
 
@@ -68,6 +69,16 @@ type Exporter struct {
 	saveFailures  prometheus.Counter
 	lastSaveTime  prometheus.Gauge
 	registerables []prometheus.Collector
+
+	// receiver answers check-ins once a config turned them on.
+	receiver       atomic.Pointer[checkin.Receiver]
+	checkinRejects *prometheus.CounterVec
+
+	discoveryOn        atomic.Bool
+	discoveryFindings  *prometheus.GaugeVec
+	discoveryUnwatched prometheus.Gauge
+	discoveryLast      prometheus.Gauge
+	discoveryErrors    prometheus.Counter
 }
 
 // store is where the state is written; *state.Store is one.
@@ -124,7 +135,8 @@ func New(o Options) (*Exporter, error) {
 		lastSaveTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "jobwatch_state_last_save_timestamp_seconds", Help: "Time of the last successful state save."}),
 	}
-	e.registerables = []prometheus.Collector{collector.New(savedView{e}, o.Now), e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}
+	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, o.Now), e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime},
+		e.newServiceMetrics()...)
 	gen, err := e.load()
 	if err != nil {
 		return nil, err
@@ -145,6 +157,11 @@ func New(o Options) (*Exporter, error) {
 			return nil, fmt.Errorf("state %s: %w", store.Path(), err)
 		}
 	}
+	if err := e.attachCheckins(gen); err != nil {
+		store.Close()
+		return nil, err
+	}
+	e.discoveryOn.Store(gen.cfg.Discovery.Enabled)
 	// Scrapes show the loaded state (and jobs new to it, with nothing
 	// counted yet) until the first save, which writes it all.
 	e.pending = e.tracker.Changes()
@@ -184,6 +201,11 @@ func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
 	if err := config.Join(errs...); err != nil {
 		return nil, err
 	}
+	if cfg.Checkins.Enabled {
+		// Its source joins the generation once the receiver is open
+		// (attachCheckins); the model knows it from the start.
+		g.specs = append(g.specs, checkinSpec)
+	}
 	return g, nil
 }
 
@@ -202,6 +224,13 @@ func (e *Exporter) start(ctx context.Context, g *generation) {
 				e.opts.Logger.Error("source stopped", "source", src.Name(), "err", err)
 				e.tracker.SetHealth(src.Name(), false, err)
 			}
+		}()
+	}
+	if g.cfg.Discovery.Enabled {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			e.discoverLoop(ctx, g.cfg)
 		}()
 	}
 }
@@ -224,10 +253,16 @@ func (e *Exporter) Reload() error {
 		e.opts.Logger.Error("config reload failed; keeping the running config", "err", err)
 		return err
 	}
+	if err := e.attachCheckins(g); err != nil {
+		e.reloadOK.Set(0)
+		e.opts.Logger.Error("config reload failed; keeping the running config", "err", err)
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.stop(e.running)
 	e.configure(g)
+	e.discoveryOn.Store(g.cfg.Discovery.Enabled)
 	if e.runCtx != nil {
 		e.start(e.runCtx, g)
 	}
@@ -272,6 +307,12 @@ func (e *Exporter) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			// No check-in is acknowledged from now on; those that were
+			// are in the spool, applied now or at the next start.
+			var closeErr error
+			if r := e.receiver.Load(); r != nil {
+				closeErr = r.Close()
+			}
 			e.mu.Lock()
 			e.stop(e.running)
 			e.mu.Unlock()
@@ -282,7 +323,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 			if err != nil {
 				err = fmt.Errorf("final state save (the next start reads again from the last saved position): %w", err)
 			}
-			return errors.Join(err, e.store.Close())
+			return errors.Join(err, closeErr, e.store.Close())
 		case <-e.tracker.Changed():
 			arm()
 		case <-timer.C:

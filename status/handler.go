@@ -40,7 +40,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	path := strings.TrimPrefix(r.URL.Path, h.Page.Prefix)
+	// Page.Prefix is for links only: a reverse proxy under
+	// --web.external-url strips it before jobwatch sees the request.
+	path := r.URL.Path
 	views, rep := h.report()
 	var buf bytes.Buffer
 	switch {

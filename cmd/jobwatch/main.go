@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"jobwatch/exporter"
+	"jobwatch/status"
 	"jobwatch/internal/ratelog"
 )
 
@@ -55,6 +58,7 @@ const (
 // webOptions are serve's HTTP flags.
 type webOptions struct {
 	metricsPath       string
+	externalURL       string
 	enableLifecycle   bool
 	enablePprof       bool
 	readHeaderTimeout time.Duration
@@ -67,6 +71,7 @@ type webOptions struct {
 func addWebFlags(serve *kingpin.CmdClause) *webOptions {
 	o := &webOptions{}
 	serve.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&o.metricsPath)
+	serve.Flag("web.external-url", "The URL under which jobwatch is reached (behind a reverse proxy, say): links of the status page, and of the alerts to it.").StringVar(&o.externalURL)
 	serve.Flag("web.enable-lifecycle", "Reload the configuration on POST or PUT /-/reload (same-origin requests only). SIGHUP reloads either way.").BoolVar(&o.enableLifecycle)
 	serve.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/ and link them from the landing page.").BoolVar(&o.enablePprof)
 	serve.Flag("web.read-header-timeout", "Close a connection whose request headers take longer than this.").Default(defaultReadHeaderTimeout.String()).DurationVar(&o.readHeaderTimeout)
@@ -97,6 +102,7 @@ func run(args []string) int {
 	runCmd, runJob := addRunCommand(app)
 	schedCmd, schedJob := addScheduleCommand(app)
 	discoverCmd, discoverRun := addDiscoverCommand(app)
+	statusCmds := addStatusCommands(app)
 
 	cmd, err := app.Parse(args)
 	if err != nil {
@@ -109,6 +115,9 @@ func run(args []string) int {
 	defer rated.Flush()
 	logger := slog.New(rated)
 
+	if run, ok := statusCmds[cmd]; ok {
+		return run(os.Stdout, os.Stderr)
+	}
 	switch cmd {
 	case discoverCmd.FullCommand():
 		return discoverRun(os.Stdout, os.Stderr)
@@ -157,6 +166,15 @@ func serveMetrics(logger *slog.Logger, configFile, stateDir string, o *webOption
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	reg.MustRegister(exp.Collectors()...)
+	if o.externalURL != "" {
+		info := prometheus.NewGauge(prometheus.GaugeOpts{
+			Name:        "jobwatch_status_page_info",
+			Help:        "The status page's URL (--web.external-url), for alerts to link a job's page; always 1.",
+			ConstLabels: prometheus.Labels{"url": strings.TrimSuffix(o.externalURL, "/") + "/status"},
+		})
+		info.Set(1)
+		reg.MustRegister(info)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -174,7 +192,7 @@ func serveMetrics(logger *slog.Logger, configFile, stateDir string, o *webOption
 		}
 	}()
 
-	mux, err := newMux(reg, exp.Reload, logger, o)
+	mux, err := newMux(reg, exp, logger, o)
 	if err != nil {
 		return err
 	}
@@ -210,8 +228,18 @@ func newServer(h http.Handler, o *webOptions) *http.Server {
 
 // newMux routes metrics, the lifecycle and health endpoints, profiling when
 // enabled, and the landing page.
-func newMux(reg *prometheus.Registry, reload func() error, logger *slog.Logger, o *webOptions) (*http.ServeMux, error) {
+func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logger, o *webOptions) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
+	prefix, err := externalPath(o.externalURL)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	pages := &status.Handler{View: exp, Page: status.PageOptions{Title: "jobwatch on " + host, Prefix: prefix}}
+	for _, p := range []string{"/status", "/status/", "/api/v1/jobs", "/api/v1/jobs/"} {
+		mux.Handle(p, pages)
+	}
+	mux.Handle("/ping/", exp.CheckinHandler())
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:                            slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		Registry:                            reg,
@@ -219,7 +247,7 @@ func newMux(reg *prometheus.Registry, reload func() error, logger *slog.Logger, 
 		EnableOpenMetricsTextCreatedSamples: true,
 	})
 	mux.Handle(o.metricsPath, promhttp.InstrumentMetricHandler(reg, metrics))
-	mux.Handle("/-/reload", reloadHandler(reload, o.enableLifecycle))
+	mux.Handle("/-/reload", reloadHandler(exp.Reload, o.enableLifecycle))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	if o.enablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -237,7 +265,11 @@ func newMux(reg *prometheus.Registry, reload func() error, logger *slog.Logger, 
 			Name:        "jobwatch",
 			Description: "Prometheus exporter and staleness watchdog for scheduled jobs",
 			Version:     version.Info(),
-			Links:       []web.LandingLinks{{Address: o.metricsPath, Text: "Metrics"}},
+			Links: []web.LandingLinks{
+				{Address: prefix + "/status", Text: "Status of the jobs"},
+				{Address: prefix + "/api/v1/jobs", Text: "Jobs as JSON"},
+				{Address: o.metricsPath, Text: "Metrics"},
+			},
 			Profiling:   profiling,
 		})
 		if err != nil {
@@ -246,6 +278,19 @@ func newMux(reg *prometheus.Registry, reload func() error, logger *slog.Logger, 
 		mux.Handle("/", landing)
 	}
 	return mux, nil
+}
+
+// externalPath is the path of --web.external-url: the status page's links
+// start with it.
+func externalPath(external string) (string, error) {
+	if external == "" {
+		return "", nil
+	}
+	u, err := url.Parse(external)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("--web.external-url %q: want an absolute URL like https://jobwatch.example.org/", external)
+	}
+	return strings.TrimSuffix(u.Path, "/"), nil
 }
 
 // reloadHandler serves /-/reload. Like Prometheus' it is off unless

@@ -52,10 +52,11 @@ type Options struct {
 // Receiver answers check-ins. It lives as long as jobwatch does; reloads
 // change the jobs it accepts.
 type Receiver struct {
-	opts  Options
-	spool *spool
-	dedup *recent
-	jobs  atomic.Pointer[map[string]bool]
+	opts    Options
+	spool   *spool
+	dedup   *recent
+	jobs    atomic.Pointer[map[string]bool]
+	maxBody atomic.Int64
 }
 
 // OpenReceiver opens the spool. It accepts no job until SetJobs.
@@ -81,6 +82,7 @@ func OpenReceiver(o Options) (*Receiver, error) {
 	}
 	r := &Receiver{opts: o, spool: sp, dedup: newRecent()}
 	r.SetJobs(nil)
+	r.SetMaxBody(o.MaxBody)
 	if err := r.rememberSaved(); err != nil {
 		sp.Close()
 		return nil, err
@@ -108,6 +110,14 @@ func (r *Receiver) rememberSaved() error {
 		}
 		pos = next
 	}
+}
+
+// SetMaxBody sets the largest request body accepted (<= 0: the default).
+func (r *Receiver) SetMaxBody(n int64) {
+	if n <= 0 {
+		n = DefaultMaxBody
+	}
+	r.maxBody.Store(n)
 }
 
 // SetJobs sets the jobs whose check-ins are accepted.

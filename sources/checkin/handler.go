@@ -163,11 +163,11 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		rec.Reason = reason
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody.Load()))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			reject(http.StatusRequestEntityTooLarge, RejectBodyTooLarge, "body larger than max_body ("+strconv.FormatInt(s.opts.MaxBody, 10)+" bytes)")
+			reject(http.StatusRequestEntityTooLarge, RejectBodyTooLarge, "body larger than max_body ("+strconv.FormatInt(s.maxBody.Load(), 10)+" bytes)")
 			return
 		}
 		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
