@@ -157,4 +157,3 @@ func (d discoveryCollector) Collect(ch chan<- prometheus.Metric) {
 	d.e.discoveryLast.Collect(ch)
 	d.e.discoveryErrors.Collect(ch)
 }
-

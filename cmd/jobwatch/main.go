@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,8 +30,8 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"jobwatch/exporter"
-	"jobwatch/status"
 	"jobwatch/internal/ratelog"
+	"jobwatch/status"
 )
 
 // defaultPort lies outside 9100-9999, which Prometheus' default port
@@ -270,7 +270,7 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 				{Address: prefix + "/api/v1/jobs", Text: "Jobs as JSON"},
 				{Address: o.metricsPath, Text: "Metrics"},
 			},
-			Profiling:   profiling,
+			Profiling: profiling,
 		})
 		if err != nil {
 			return nil, err
