@@ -42,6 +42,9 @@ type Options struct {
 	// Location is the zone of schedules that name none (default: the zone
 	// jobwatch runs in).
 	Location *time.Location
+	// StatusPageURL is where people reach the status page (from
+	// --web.external-url): exported for alerts to link a job's page.
+	StatusPageURL string
 	// NewSource builds a source from its config; default sources.New.
 	NewSource func(config.Source, sources.Deps) (sources.Source, error)
 }

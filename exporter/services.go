@@ -135,7 +135,13 @@ func (e *Exporter) newServiceMetrics() []prometheus.Collector {
 		Name: "jobwatch_discovery_last_run_timestamp_seconds", Help: "Time of the last discovery that succeeded."})
 	e.discoveryErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "jobwatch_discovery_errors_total", Help: "Discoveries that failed (the config or the host could not be read)."})
-	return []prometheus.Collector{e.checkinRejects, discoveryCollector{e}}
+	statusPage := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "jobwatch_status_page_info", Help: "The status page's URL (--web.external-url), for alerts to link a job's page; always 1, absent without the flag."},
+		[]string{"url"})
+	if e.opts.StatusPageURL != "" {
+		statusPage.WithLabelValues(e.opts.StatusPageURL).Set(1)
+	}
+	return []prometheus.Collector{e.checkinRejects, discoveryCollector{e}, statusPage}
 }
 
 // discoveryCollector shows discovery's metrics only while it is enabled.

@@ -240,6 +240,7 @@ tests:
               summary: Cluster job report is stale on every host
               description: 'Job report has not succeeded on any host for 38m 20s: more than 2 periods of 15m 0s.'
               runbook_url: alerts/runbook.md#jobwatchjobstale
+              status_url: ''
 `
 
 func contains(list []string, s string) bool {

@@ -155,7 +155,11 @@ func checkConfig(path string) int {
 
 func serveMetrics(logger *slog.Logger, configFile, stateDir string, o *webOptions) error {
 	logger.Info("starting jobwatch", "version", version.Info(), "config", configFile, "state", stateDir)
-	exp, err := exporter.New(exporter.Options{ConfigFile: configFile, StateDir: stateDir, Logger: logger})
+	statusPage := ""
+	if o.externalURL != "" {
+		statusPage = strings.TrimSuffix(o.externalURL, "/") + "/status"
+	}
+	exp, err := exporter.New(exporter.Options{ConfigFile: configFile, StateDir: stateDir, Logger: logger, StatusPageURL: statusPage})
 	if err != nil {
 		return err
 	}
@@ -166,15 +170,6 @@ func serveMetrics(logger *slog.Logger, configFile, stateDir string, o *webOption
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	reg.MustRegister(exp.Collectors()...)
-	if o.externalURL != "" {
-		info := prometheus.NewGauge(prometheus.GaugeOpts{
-			Name:        "jobwatch_status_page_info",
-			Help:        "The status page's URL (--web.external-url), for alerts to link a job's page; always 1.",
-			ConstLabels: prometheus.Labels{"url": strings.TrimSuffix(o.externalURL, "/") + "/status"},
-		})
-		info.Set(1)
-		reg.MustRegister(info)
-	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

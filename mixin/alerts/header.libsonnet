@@ -63,6 +63,8 @@ function(c)
     #   JobwatchJobTimeoutTooTight     timeout < 1.5 x P99 of the last 100
     #                                  durations, at least 20 runs, for: 15m
     #   JobwatchSourceDown             for: 5m
+    #   JobwatchScheduledTwice         a command in cron and a timer (or two
+    #                                  crontabs), for: 15m
     #   JobwatchConfigReloadFailed     for: 5m
     #   JobwatchStateSaveFailing       failed saves in every 5m window, for: 10m
     #                                  (a single transient failure does not page)

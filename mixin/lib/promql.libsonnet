@@ -24,6 +24,12 @@
     if c.jobwatchSelector == '' then ''
     else std.strReplace(std.strReplace(c.jobwatchSelector, '%', '%%'), '"', '\\"') + ',',
 
+  // statusURL is a job alert's link to the job's page on the status page of
+  // the jobwatch that reports it (or of any, for a cluster job), empty when
+  // jobwatch was not given --web.external-url.
+  statusURL(c)::
+    '{{ with printf "jobwatch_status_page_info{%s%%s}" (or (and $labels.instance (printf "instance=%%q" $labels.instance)) "") | query }}{{ (. | first).Labels.url }}/job/{{ $labels.job_name }}{{ end }}' % [self.templateSelector(c)],
+
   // runbook is an alert's runbook_url.
   runbook(c, alert):: c.runbookURLPrefix + std.asciiLower(alert),
 }
