@@ -4,13 +4,10 @@ local promql = import '../lib/promql.libsonnet';
 
 {
   rules(c)::
-    local s = promql.selectors(c, [
-      'jobwatch_discovery_findings',
-    ]);
     [
       {
         alert: 'JobwatchScheduledTwice',
-        comment:: 'Value: commands on the host scheduled twice (a cron line and a\ntimer, or two crontabs), as jobwatch\'s discovery counts them.',
+        comment:: "Value: commands on the host scheduled twice (a cron line and a\ntimer, or two crontabs), as jobwatch's discovery counts them.",
         expr: |||
           %(duplicates)s > 0
         ||| % { duplicates: promql.metric(c, 'jobwatch_discovery_findings', ['kind="duplicate_command"']) },
