@@ -11,8 +11,9 @@ import (
 // JobState is what jobwatch knows of one job. package state saves it in a
 // format of its own (docs/state.md); the model's types carry no file format.
 type JobState struct {
-	// FirstWatched is when jobwatch started watching the job: the reference
-	// for staleness until a success is seen.
+	// FirstWatched is when jobwatch started watching the job, or the time of
+	// its earliest record if that is earlier (history read on first start):
+	// the reference for staleness until a success is seen.
 	FirstWatched        time.Time
 	LastStart           time.Time
 	LastSuccess         time.Time

@@ -87,6 +87,13 @@ type job struct {
 	JobState
 	open  InFlight[RunKey, *Run] // runs in progress
 	dirty bool                   // in Tracker.dirty
+	ended []endedRun             // the latest runs that ended, for repeated ends
+}
+
+// endedRun is a run that ended, by key, and when.
+type endedRun struct {
+	key RunKey
+	at  time.Time
 }
 
 type source struct {
@@ -264,7 +271,15 @@ func (t *Tracker) Apply(b Batch) {
 		if !slices.Contains(j.Sources, b.Source) {
 			j.Sources = append(j.Sources, b.Source)
 		}
-		t.apply(j, ev, b.Source)
+		// History read on first start counts: a job whose only runs
+		// failed has gone without success since its earliest record, not
+		// since jobwatch first watched it.
+		if ev.Time.Before(j.FirstWatched) {
+			j.FirstWatched = ev.Time
+		}
+		if !t.apply(j, ev, b.Source) {
+			src.ParseErrors++
+		}
 		t.markJob(j)
 	}
 	src.ParseErrors += uint64(b.ParseErrors)
@@ -281,12 +296,15 @@ func (t *Tracker) Apply(b Batch) {
 	}
 }
 
-func (t *Tracker) apply(j *job, ev *Event, src string) {
+// apply applies one event to its job; false: the record repeats one already
+// applied (a second end of a run that just ended), counted as a source's
+// unreadable record rather than as a run.
+func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 	switch ev.Kind {
 	case Start:
 		key := runKey(ev.RunID, ev.Host, ev.PID)
 		if _, dup := j.open[key]; dup {
-			return // the same start read twice: one run
+			return true // the same start read twice: one run
 		}
 		overlapped := len(j.open) > 0
 		if overlapped {
@@ -303,10 +321,15 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		}
 	case End:
 		r := j.findRun(ev)
-		if r == nil && j.wasLost(runKey(ev.RunID, ev.Host, ev.PID)) {
+		key := runKey(ev.RunID, ev.Host, ev.PID)
+		if r == nil && j.wasLost(key) {
 			// Already counted as lost; the run's real end came late.
 			t.opts.Logger.Debug("end of a run already closed as lost", "job", ev.Job, "host", ev.Host, "pid", ev.PID)
-			return
+			return true
+		}
+		if r == nil && j.endedJustNow(key, ev.Time) {
+			t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
+			return false
 		}
 		dur, hasDur := ev.Duration, ev.HasDuration
 		start := ev.Time.Add(-dur)
@@ -325,6 +348,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		rr.Duration, rr.HasDuration = dur, hasDur
 		j.finish(ev.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
 		j.remember(rr)
+		j.rememberEnd(key, ev.Time)
 	case Skip:
 		// A run recorded as started and then marked skipped (a job_runs
 		// row whose status became "skipped") did not run: it leaves the
@@ -351,6 +375,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) {
 		}
 		j.LockLost[ev.Lock]++
 	}
+	return true
 }
 
 // RunKey identifies a run: by its run id when the records carry one, else
@@ -403,6 +428,38 @@ func (j *job) findRun(ev *Event) *Run {
 		}
 	}
 	return nil
+}
+
+// duplicateEndWindow: an end record of a run that ended this recently (by
+// the records' times), with no run of that key in progress, repeats that
+// end. Only ends that name their run (a run id, or a PID) are compared: two
+// ends of a host's runs that carry neither are two runs.
+const duplicateEndWindow = time.Minute
+
+// endedJustNow reports whether a run of key ended within duplicateEndWindow
+// of t.
+func (j *job) endedJustNow(key RunKey, t time.Time) bool {
+	if key.RunID == "" && key.PID == 0 {
+		return false
+	}
+	for _, e := range j.ended {
+		if e.key == key && t.Sub(e.at).Abs() <= duplicateEndWindow {
+			return true
+		}
+	}
+	return false
+}
+
+// rememberEnd keeps the key of a run that just ended (the latest
+// lostMemory of them; not saved: a restart reads each record once).
+func (j *job) rememberEnd(key RunKey, t time.Time) {
+	if key.RunID == "" && key.PID == 0 {
+		return
+	}
+	j.ended = append(j.ended, endedRun{key, t})
+	if len(j.ended) > lostMemory {
+		j.ended = j.ended[len(j.ended)-lostMemory:]
+	}
 }
 
 func (j *job) wasLost(key RunKey) bool {

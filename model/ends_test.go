@@ -1,0 +1,59 @@
+package model
+
+import (
+	"testing"
+	"time"
+)
+
+// History read on first start counts: a job whose only run, 49 hours ago,
+// failed has gone that long without success, not since jobwatch started.
+func TestEarliestRecordCountsForStaleness(t *testing.T) {
+	clock := &fakeClock{now: at(49 * time.Hour)}
+	tr := newTestTracker(clock, nil)
+	tr.Apply(Batch{Source: "runs", Events: []Event{
+		start("backup", "db1", 9, at(0)), end("backup", "db1", 9, at(time.Minute), Failure),
+	}})
+	v := jobView(t, tr, "backup")
+	w := v.Watch(clock.now)
+	if w.SinceSuccess != 49*time.Hour || !v.FirstWatched.Equal(at(0)) {
+		t.Errorf("since success %v (first watched %v), want 49h from the earliest record", w.SinceSuccess, v.FirstWatched)
+	}
+	if !w.Stale {
+		t.Error("a daily job without a success for two days is not stale")
+	}
+	// A later record does not move it forward.
+	tr.Apply(Batch{Source: "runs", Events: []Event{start("backup", "db1", 10, at(47*time.Hour))}})
+	if v := jobView(t, tr, "backup"); !v.FirstWatched.Equal(at(0)) {
+		t.Errorf("first watched moved to %v", v.FirstWatched)
+	}
+}
+
+// A second end of a run that just ended is not a second run: it counts as
+// an unreadable record of its source. Ends that name no run are runs.
+func TestRepeatedEndIsNotASecondRun(t *testing.T) {
+	clock := &fakeClock{now: at(time.Hour)}
+	tr := newTestTracker(clock, nil)
+	withID := func(e Event, id string) Event { e.RunID = id; return e }
+	tr.Apply(Batch{Source: "runs", Events: []Event{
+		start("stats", "web1", 42, at(0)),
+		end("stats", "web1", 42, at(40*time.Second), Success),
+		end("stats", "web1", 42, at(41*time.Second), Success), // repeated: same host and pid
+		withID(start("stats", "web1", 0, at(10*time.Minute)), "r1"),
+		withID(end("stats", "web1", 0, at(11*time.Minute), Success), "r1"),
+		withID(end("stats", "web1", 0, at(11*time.Minute+time.Second), Failure), "r1"), // repeated: same run id
+		end("stats", "web2", 0, at(20*time.Minute), Success),                            // no pid, no id: a run
+		end("stats", "web2", 0, at(20*time.Minute+time.Second), Success),                // and another
+		end("stats", "web1", 42, at(30*time.Minute), Success),                           // pid 42 again, much later: a run
+	}})
+	v := jobView(t, tr, "stats")
+	if got := v.RunCounts[0] + v.RunCounts[1]; got != 5 {
+		t.Errorf("%d finished runs, want 5 (two repeated ends not counted)", got)
+	}
+	if v.RunCounts[1] != 0 {
+		t.Errorf("the repeated failure counted: %v", v.RunCounts)
+	}
+	_, srcs := tr.View()
+	if srcs[0].ParseErrors != 2 || srcs[0].Records != 9 {
+		t.Errorf("source counted %d records, %d unreadable; want 9 and 2", srcs[0].Records, srcs[0].ParseErrors)
+	}
+}
