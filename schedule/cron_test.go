@@ -260,3 +260,103 @@ func TestCronRule(t *testing.T) {
 		}
 	}
 }
+
+// TestCronCatchUpRuns: after a jump forward cron runs a fixed-time job once
+// for each of its skipped times (and the minute it wakes in), at that
+// minute; `jobwatch schedule` shows the count. Checked against Debian's
+// cron under faketime (cronoracle_test.go).
+func TestCronCatchUpRuns(t *testing.T) {
+	cases := []struct {
+		name, zone, expr, after string
+		want                    string
+	}{
+		{"issue example: two skipped times", "Europe/Berlin", "15,45 2 * * *", "2027-03-27T23:50:00Z",
+			"2027-03-28T03:00:00+02:00 x2\n2027-03-29T02:15:00+02:00\n"},
+		{"six skipped times", "Europe/Berlin", "0-59/10 2 * * *", "2027-03-27T23:50:00Z",
+			"2027-03-28T03:00:00+02:00 x6\n2027-03-29T02:00:00+02:00\n"},
+		{"the minute cron wakes in is one of them", "America/New_York", "0,30 2,3 * * *", "2027-03-14T06:00:00Z",
+			"2027-03-14T03:00:00-04:00 x3\n2027-03-14T03:30:00-04:00\n"},
+		{"Lord Howe's half-hour jump", "Australia/Lord_Howe", "5,10,40 2 * * *", "2027-10-02T12:00:00Z",
+			"2027-10-03T02:30:00+11:00 x2\n2027-10-03T02:40:00+11:00\n"},
+		{"one skipped time is one run", "Europe/Berlin", "30 2 * * *", "2027-03-27T23:50:00Z",
+			"2027-03-28T03:00:00+02:00\n2027-03-29T02:30:00+02:00\n"},
+		{"wildcard job after a jump of an hour: no catch-up", "Europe/Berlin", "*/20 * * * *", "2027-03-28T00:50:00Z",
+			"2027-03-28T03:00:00+02:00\n2027-03-28T03:20:00+02:00\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ParseCron(tc.expr, mustLoc(t, tc.zone))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			if err := WriteUpcoming(&b, s, mustTime(t, tc.after), 2, nil); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tc.want {
+				t.Errorf("got\n%swant\n%s", b.String(), tc.want)
+			}
+		})
+	}
+}
+
+// tzif builds a time zone whose offset is off0 (seconds east of UTC) until
+// the instant change and off1 after it.
+func tzif(t *testing.T, name string, change time.Time, off0, off1 int32) *time.Location {
+	t.Helper()
+	var b []byte
+	be32 := func(v int32) { b = append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v)) }
+	b = append(b, "TZif"...)
+	b = append(b, make([]byte, 16)...)
+	for _, n := range []int32{0, 0, 0, 1, 2, 4} { // isut, isstd, leap, time, type, char counts
+		be32(n)
+	}
+	be32(int32(change.Unix()))
+	b = append(b, 1)
+	be32(off0)
+	b = append(b, 0, 0)
+	be32(off1)
+	b = append(b, 0, 0)
+	b = append(b, "XX\x00\x00"...)
+	loc, err := time.LoadLocationFromTZData(name, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// TestCronCatchUpSmallJump: a jump forward of at most 4 minutes is cron's
+// "woke up late" case: every skipped minute is run, by wildcard jobs too.
+func TestCronCatchUpSmallJump(t *testing.T) {
+	change := time.Date(2027, 6, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		jump    int32
+		expr    string
+		want    []string
+		wantRun []int
+	}{
+		{"every minute, 3-minute jump", 180, "* * * * *",
+			[]string{"2027-06-01T11:59:00Z", "2027-06-01T12:00:00Z", "2027-06-01T12:01:00Z"}, []int{1, 4, 1}},
+		{"every minute, 4-minute jump", 240, "* * * * *",
+			[]string{"2027-06-01T11:59:00Z", "2027-06-01T12:00:00Z", "2027-06-01T12:01:00Z"}, []int{1, 5, 1}},
+		{"every minute, 5-minute jump is not made up", 300, "* * * * *",
+			[]string{"2027-06-01T11:59:00Z", "2027-06-01T12:00:00Z", "2027-06-01T12:01:00Z"}, []int{1, 1, 1}},
+		{"wildcard hour, skipped minute made up", 180, "1 * * * *",
+			[]string{"2027-06-01T11:01:00Z", "2027-06-01T12:00:00Z", "2027-06-01T12:58:00Z"}, []int{1, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			loc := tzif(t, "Jump", change, 0, tc.jump)
+			s, err := ParseCron(tc.expr, loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs := UpcomingRuns(s, mustTime(t, tc.want[0]).Add(-time.Second), len(tc.want))
+			for i, r := range runs {
+				if got := r.At.UTC().Format(time.RFC3339); got != tc.want[i] || r.Count != tc.wantRun[i] {
+					t.Errorf("run %d: %s x%d, want %s x%d", i, got, r.Count, tc.want[i], tc.wantRun[i])
+				}
+			}
+		})
+	}
+}

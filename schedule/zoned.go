@@ -209,6 +209,42 @@ func (z *zoned) gapRun(p period) (int64, bool) {
 	return g, true
 }
 
+// maxCatchUp bounds the count of catch-up runs: a 3-hour jump of a
+// minutely fixed-time job.
+const maxCatchUp = cronLarge + 1
+
+// Runs returns how many runs cron starts at t. At the make-up run after a
+// jump forward, cron's main loop (cron.c, "case 1" and "case 2") calls
+// find_jobs once for every wall-clock minute from the one after the last it
+// handled up to the one it woke in, so the job runs once for each of its
+// times among them; everywhere else a run is one run.
+func (z *zoned) Runs(t time.Time) int {
+	if z.rule == ruleSystemd {
+		return 1
+	}
+	u := t.Unix()
+	p := periodAt(z.loc, u)
+	g, ok := z.gapRun(p)
+	if !ok || g != u {
+		return 1
+	}
+	lo := p.start + p.prevOff
+	if r := floorMod(lo, 60); r != 0 {
+		lo += 60 - r
+	}
+	hi := g + p.off + 1 // the minute cron woke in is included
+	n := 0
+	for n < maxCatchUp {
+		c, ok := z.cal.next(lo, hi)
+		if !ok {
+			break
+		}
+		n++
+		lo = c + 1
+	}
+	return max(n, 1)
+}
+
 // Next returns the first expected run strictly after t, or the zero Time if
 // there is none within about five years.
 func (z *zoned) Next(t time.Time) time.Time {
