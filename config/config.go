@@ -35,6 +35,9 @@ type Job struct {
 	Schedule   string    `yaml:"schedule"`
 	OnCalendar StringSet `yaml:"on_calendar"`
 	Timezone   string    `yaml:"timezone"`
+	// Cron is the cron daemon that runs a schedule: job: "debian" (the
+	// default: Debian's cron, which ignores CRON_TZ) or "cronie".
+	Cron string `yaml:"cron"`
 	Grace      Duration  `yaml:"grace"`
 	Timeout    Duration  `yaml:"timeout"`
 	// Scope is "host" (default: every host that reports the job should run
@@ -179,6 +182,14 @@ func (j *Job) validate() []error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", d.field))
 		}
+	}
+	switch j.Cron {
+	case "", "debian", "cronie":
+		if j.Cron != "" && j.Schedule == "" {
+			errs = append(errs, errors.New("cron: applies only to schedule, not to every or on_calendar"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("cron must be debian or cronie, got %q", j.Cron))
 	}
 	switch j.Scope {
 	case "", "host", "cluster":

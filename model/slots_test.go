@@ -160,7 +160,7 @@ func TestSlotsCatchUp(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := schedule.ParseCron(tc.expr, berlin)
+			s, err := schedule.ParseCron(tc.expr, berlin, schedule.Debian)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,6 +35,30 @@ func Validate(j config.Job) []error {
 	return errs
 }
 
+// Warnings returns what check-config should say about a valid job's
+// schedule: where the scheduler reads it differently from what it seems to
+// say (a CRON_TZ that Debian's cron ignores, parts of a crontab field that
+// cron ignores, ranges that match nothing), each naming its field.
+func Warnings(j config.Job, local *time.Location) []string {
+	if local == nil {
+		local = time.Local
+	}
+	loc := local
+	if j.Timezone != "" {
+		if l, err := loadZone(j.Timezone); err == nil {
+			loc = l
+		}
+	}
+	var out []string
+	if j.Schedule != "" {
+		flavour, _ := ParseFlavour(j.Cron)
+		for _, w := range CronWarnings(j.Schedule, loc, flavour) {
+			out = append(out, fmt.Sprintf("schedule: %q: %s", j.Schedule, w))
+		}
+	}
+	return out
+}
+
 func fromJob(j config.Job, local *time.Location) (Schedule, []error) {
 	var errs []error
 	if local == nil {
@@ -57,7 +81,9 @@ func fromJob(j config.Job, local *time.Location) (Schedule, []error) {
 		s = Every(j.Every)
 	}
 	if j.Schedule != "" {
-		z, err := parseCron(j.Schedule, loc)
+		// config validates the flavour; an unknown one reads as Debian.
+		flavour, _ := ParseFlavour(j.Cron)
+		z, _, err := parseCron(j.Schedule, loc, flavour)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("schedule: %q: %w", j.Schedule, err))
 		} else {
