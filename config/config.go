@@ -35,14 +35,14 @@ type Job struct {
 	Schedule   string    `yaml:"schedule"`
 	OnCalendar StringSet `yaml:"on_calendar"`
 	Timezone   string    `yaml:"timezone"`
-	// Cron is the cron daemon that runs a schedule: job: "debian" (the
-	// default: Debian's cron, which ignores CRON_TZ) or "cronie".
-	Cron    string   `yaml:"cron"`
-	Grace   Duration `yaml:"grace"`
-	Timeout Duration `yaml:"timeout"`
+	Grace      Duration  `yaml:"grace"`
+	Timeout    Duration  `yaml:"timeout"`
 	// Scope is "host" (default: every host that reports the job should run
 	// it) or "cluster" (one run per slot on any one host).
 	Scope string `yaml:"scope"`
+	// Cron is the cron daemon that runs a schedule: job: "debian" (the
+	// default: Debian's cron, which ignores CRON_TZ) or "cronie".
+	Cron string `yaml:"cron"`
 }
 
 // Source is one place records are read from. Type selects which of the
