@@ -127,7 +127,7 @@ type cronNight struct {
 // JOBWATCH_CRON_ORACLE=long. Each costs (stop-start)/speed of real time.
 var cronNights = []cronNight{
 	{zone: "Europe/Berlin", start: "2027-03-28 01:20", stop: "2027-03-28 04:10", speed: 60},
-	{zone: "Europe/Berlin", start: "2027-10-31 01:20", stop: "2027-10-31 03:50", speed: 120},
+	{zone: "Europe/Berlin", start: "2027-10-31 01:40", stop: "2027-10-31 03:20", speed: 60},
 	{zone: "America/New_York", start: "2027-03-14 01:20", stop: "2027-03-14 04:10", speed: 60, long: true},
 	{zone: "America/New_York", start: "2027-11-07 00:20", stop: "2027-11-07 02:50", speed: 60, long: true},
 	{zone: "Australia/Lord_Howe", start: "2027-10-03 01:20", stop: "2027-10-03 03:40", speed: 60, long: true},

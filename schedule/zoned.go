@@ -144,6 +144,10 @@ type zoned struct {
 	loc  *time.Location
 	rule dstRule
 	expr string
+	// sd, for OnCalendar expressions read on a zone with clock changes,
+	// computes elapses as systemd does (systemd.go); cal then only
+	// serves as a first guess for Prev.
+	sd *sdSpec
 }
 
 func (z *zoned) String() string { return z.expr }
@@ -246,8 +250,73 @@ func (z *zoned) Runs(t time.Time) int {
 }
 
 // Next returns the first expected run strictly after t, or the zero Time if
-// there is none within about five years.
+// there is none within about five years (or, for systemd, none it can
+// compute: NextErr says why).
 func (z *zoned) Next(t time.Time) time.Time {
+	if z.sd != nil {
+		n, _ := z.NextErr(t)
+		return n
+	}
+	return z.calNext(t)
+}
+
+// NextErr is Next with the reason there is no next run: systemd's "never"
+// or its failure to compute one.
+func (z *zoned) NextErr(t time.Time) (time.Time, error) {
+	if z.sd == nil {
+		n := z.calNext(t)
+		if n.IsZero() {
+			return n, errNoElapse
+		}
+		return n, nil
+	}
+	n, err := z.sdNext(t)
+	if err == nil && n.Sub(t) > horizon {
+		return time.Time{}, errNoElapse
+	}
+	return n, err
+}
+
+// Prev returns the last expected run at or before t, or the zero Time if
+// there is none within about five years.
+func (z *zoned) Prev(t time.Time) time.Time {
+	p := z.calPrev(t)
+	if z.sd == nil {
+		return p
+	}
+	// systemd's runs are the calendar's except near clock changes:
+	// check the calendar's answer, else walk systemd's runs from two
+	// days before.
+	if !p.IsZero() {
+		if n, err := z.sdNext(p.Add(-time.Second)); err == nil && n.Equal(p) {
+			if n2, err := z.sdNext(p); err != nil || n2.After(t) {
+				return p
+			}
+		}
+	}
+	var last time.Time
+	cur := t.Add(-50 * time.Hour)
+	if a := z.calPrev(cur); !a.IsZero() {
+		cur = a.Add(-time.Second)
+	}
+	for range maxPrevWalk {
+		n, err := z.sdNext(cur)
+		if err != nil || n.After(t) {
+			break
+		}
+		last, cur = n, n
+	}
+	if last.IsZero() && t.Sub(cur) > 50*time.Hour {
+		return p // no run within the walk: as far back as the calendar says
+	}
+	return last
+}
+
+// maxPrevWalk bounds Prev's walk over systemd's runs near a clock change:
+// two days of a timer that elapses every minute, with room.
+const maxPrevWalk = 10000
+
+func (z *zoned) calNext(t time.Time) time.Time {
 	from := t.Unix() + 1
 	limit := from + horizonSec
 	for u := from; u < limit; {
@@ -278,9 +347,7 @@ func (z *zoned) Next(t time.Time) time.Time {
 	return time.Time{}
 }
 
-// Prev returns the last expected run at or before t, or the zero Time if
-// there is none within about five years.
-func (z *zoned) Prev(t time.Time) time.Time {
+func (z *zoned) calPrev(t time.Time) time.Time {
 	to := t.Unix()
 	limit := to - horizonSec
 	for u := to; u >= limit; {
