@@ -25,7 +25,7 @@ func Check(ctx context.Context, path string) (cfg *config.Config, warnings []str
 		return nil, nil, err
 	}
 	for _, j := range cfg.Jobs {
-		for _, w := range schedule.Warnings(j, nil) {
+		for _, w := range schedule.Warnings(j, nil, time.Now()) {
 			warnings = append(warnings, fmt.Sprintf("job %q: %s", j.Name, w))
 		}
 	}

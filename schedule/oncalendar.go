@@ -43,6 +43,7 @@ func ParseOnCalendar(exprs []string, loc *time.Location) (Schedule, error) {
 		}
 		u.parts = append(u.parts, z)
 	}
+	u.loc = u.showIn(loc)
 	return u, nil
 }
 

@@ -251,8 +251,8 @@ func TestOnCalendarOracleZoneSuffix(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%q: %v", expr, err)
 				}
-				if got := s.(Zoned).Location(); got.String() != "UTC" {
-					t.Errorf("%q: union location %s, want the job's UTC", expr, got)
+				if got := s.(Zoned).Location(); got.String() != zone {
+					t.Errorf("%q: union location %s, want the expression's %s", expr, got, zone)
 				}
 				if got, want := Upcoming(s, base, 6), res[expr].runs; !equalTimes(got, want) {
 					t.Errorf("%q after %s:\n got %s\nwant %s", expr, base.UTC(), formatRuns(got), formatRuns(want))

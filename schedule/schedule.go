@@ -114,13 +114,27 @@ func WriteUpcoming(w io.Writer, s Schedule, after time.Time, n int, fallback *ti
 	if loc == nil {
 		loc = time.Local
 	}
-	for _, r := range UpcomingRuns(s, after, n) {
+	runs := UpcomingRuns(s, after, n)
+	for _, r := range runs {
 		line := r.At.In(loc).Format(time.RFC3339)
 		if r.Count > 1 {
 			line += fmt.Sprintf(" x%d", r.Count)
 		}
 		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err
+		}
+	}
+	if e, ok := s.(interface {
+		NextErr(time.Time) (time.Time, error)
+	}); ok && len(runs) < n {
+		last := after
+		if len(runs) > 0 {
+			last = runs[len(runs)-1].At
+		}
+		if _, err := e.NextErr(last); err != nil {
+			if _, err := fmt.Fprintf(w, "# no further run: %v\n", err); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

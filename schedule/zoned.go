@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"math"
 	"time"
 )
@@ -382,6 +383,46 @@ type union struct {
 }
 
 func (u *union) Location() *time.Location { return u.loc }
+
+// showIn returns the zone to show the union's times in: the expressions'
+// own zone when they all name the same one ("daily Europe/Berlin"), else
+// loc, the job's.
+func (u *union) showIn(loc *time.Location) *time.Location {
+	if len(u.parts) == 0 {
+		return loc
+	}
+	first := u.parts[0].loc
+	for _, p := range u.parts[1:] {
+		if p.loc.String() != first.String() {
+			return loc
+		}
+	}
+	return first
+}
+
+// NextErr is Next with the reason there is none. As in systemd's timer.c,
+// a part whose next elapse cannot be computed is left out; when no part
+// has one, a failure wins over "never".
+func (u *union) NextErr(t time.Time) (time.Time, error) {
+	var best time.Time
+	var firstErr error
+	for _, p := range u.parts {
+		n, err := p.NextErr(t)
+		if err != nil {
+			if firstErr == nil || errors.Is(err, errCalendarLoop) {
+				firstErr = err
+			}
+			continue
+		}
+		if best.IsZero() || n.Before(best) {
+			best = n
+		}
+	}
+	if best.IsZero() {
+		return best, firstErr
+	}
+	return best.In(u.loc), nil
+}
 
 func (u *union) String() string {
 	s := ""
