@@ -74,9 +74,10 @@ func parseOnCalendar(expr string, loc *time.Location) (*zoned, error) {
 		return nil, errors.New("leading or trailing white space (systemd rejects it)")
 	}
 	sd := &sdSpec{dst: -1}
+	named := false
 	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], " utc") {
 		loc = time.UTC
-		sd.utc = true
+		sd.utc, named = true, true
 		s = strings.TrimSpace(s[:len(s)-4])
 	} else if dst, rest, ok := localAbbreviation(s, loc); ok {
 		// systemd first compares the end with tzname[0] and tzname[1]
@@ -89,10 +90,10 @@ func parseOnCalendar(expr string, loc *time.Location) (*zoned, error) {
 		if err != nil {
 			return nil, err
 		}
-		loc = l
+		loc, named = l, true
 		s = strings.TrimSpace(s[:i])
 	}
-	z := &zoned{loc: loc, rule: ruleSystemd, expr: expr}
+	z := &zoned{loc: loc, rule: ruleSystemd, expr: expr, named: named}
 	if sh, ok := calendarShorthands[strings.ToLower(s)]; ok {
 		s = sh
 	}

@@ -419,3 +419,34 @@ func lastOr(ts []time.Time, d time.Time) time.Time {
 	}
 	return ts[len(ts)-1]
 }
+
+// TestOnCalendarOracleAbbreviation: a suffix that is an abbreviation of
+// the local zone forces tm_isdst (EST is also an IANA zone name: systemd
+// takes the local reading first).
+func TestOnCalendarOracleAbbreviation(t *testing.T) {
+	bin := needSystemdAnalyze(t)
+	for zone, exprs := range map[string][]string{
+		"Europe/Berlin":    {"12:00 CEST", "12:00 CET", "*-*-* 02:30 CET", "*:0/30 CEST", "Sat 03:00 CET"},
+		// Not modelled: "*-*-* 01:30 EDT" after the repeated hour, where
+		// systemd 252.38 elapses at 01:30 EST the next day.
+		"America/New_York": {"12:00 EST", "12:00 EDT", "*-*-* 03:30 EDT"},
+	} {
+		loc := mustLoc(t, zone)
+		for _, year := range []int{2027} {
+			for _, x := range transitions(loc, year) {
+				for _, base := range []time.Time{x.Add(-50 * time.Hour), x.Add(-3*time.Hour - 17*time.Minute), x.Add(5 * time.Hour)} {
+					res := oracle(t, bin, zone, exprs, base, 6)
+					for _, e := range exprs {
+						s, err := ParseOnCalendar([]string{e}, loc)
+						if err != nil {
+							t.Fatalf("%q: %v", e, err)
+						}
+						if got := Upcoming(s, base, 6); !equalTimes(got, res[e].runs) {
+							t.Errorf("%s %q after %s:\n got %s\nwant %s", zone, e, base.UTC(), formatRuns(got), formatRuns(res[e].runs))
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -471,6 +471,15 @@ func (s *sdSpec) findNext(g *glibc, c sdTm, usec int) (sdTm, int, error) {
 // the gap 02:45 -> 03:45, not at 03:45. This retry is modelled on the
 // traces, not on the source.
 func (z *zoned) sdNext(t time.Time) (time.Time, error) {
+	// Far from clock changes mktime changes nothing and find_next finds
+	// the calendar's next match (unless a zone abbreviation forces
+	// tm_isdst).
+	if n := z.calNext(t); !n.IsZero() && z.sd.dst < 0 {
+		p := periodAt(z.loc, t.Unix()-sdNear)
+		if p.end == noEnd || p.end > n.Unix()+sdNear {
+			return n, nil
+		}
+	}
 	us := t.UnixMicro() + 1
 	sec, usec := floorDiv(us, usecPerSec), int(floorMod(us, usecPerSec))
 	g := &glibc{loc: z.loc}
@@ -494,6 +503,10 @@ func (z *zoned) sdNext(t time.Time) (time.Time, error) {
 	}
 	return time.Time{}, errCalendarLoop
 }
+
+// sdNear: a clock change closer than this (more than any UTC offset change)
+// to a search is followed step by step.
+const sdNear = 27 * 3600
 
 // sdRetries bounds the searches again after a result before the start:
 // the first is read with tm_isdst -1, the next ones with the flag of the

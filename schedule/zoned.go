@@ -145,6 +145,8 @@ type zoned struct {
 	loc  *time.Location
 	rule dstRule
 	expr string
+	// named: the zone comes from the expression (CRON_TZ, a zone suffix).
+	named bool
 	// sd, for OnCalendar expressions read on a zone with clock changes,
 	// computes elapses as systemd does (systemd.go); cal then only
 	// serves as a first guess for Prev.
@@ -392,8 +394,8 @@ func (u *union) showIn(loc *time.Location) *time.Location {
 		return loc
 	}
 	first := u.parts[0].loc
-	for _, p := range u.parts[1:] {
-		if p.loc.String() != first.String() {
+	for _, p := range u.parts {
+		if !p.named || p.loc.String() != first.String() {
 			return loc
 		}
 	}
