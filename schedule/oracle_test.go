@@ -426,7 +426,7 @@ func lastOr(ts []time.Time, d time.Time) time.Time {
 func TestOnCalendarOracleAbbreviation(t *testing.T) {
 	bin := needSystemdAnalyze(t)
 	for zone, exprs := range map[string][]string{
-		"Europe/Berlin":    {"12:00 CEST", "12:00 CET", "*-*-* 02:30 CET", "*:0/30 CEST", "Sat 03:00 CET"},
+		"Europe/Berlin": {"12:00 CEST", "12:00 CET", "*-*-* 02:30 CET", "*:0/30 CEST", "Sat 03:00 CET"},
 		// Not modelled: "*-*-* 01:30 EDT" after the repeated hour, where
 		// systemd 252.38 elapses at 01:30 EST the next day.
 		"America/New_York": {"12:00 EST", "12:00 EDT", "*-*-* 03:30 EDT"},
