@@ -58,6 +58,9 @@ type Job struct {
 	// Scope is "host" (default: every host that reports the job should run
 	// it) or "cluster" (one run per slot on any one host).
 	Scope string `yaml:"scope"`
+	// Cron is the cron daemon that runs a schedule: job: "debian" (the
+	// default: Debian's cron, which ignores CRON_TZ) or "cronie".
+	Cron string `yaml:"cron"`
 }
 
 // Source is one place records are read from: its name, its type, and its
@@ -250,6 +253,14 @@ func (j *Job) validate(decoded bool) []error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", d.field))
 		}
+	}
+	switch j.Cron {
+	case "", "debian", "cronie":
+		if j.Cron != "" && j.Schedule == "" {
+			errs = append(errs, errors.New("cron: applies only to schedule, not to every or on_calendar"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("cron must be debian or cronie, got %q", j.Cron))
 	}
 	switch j.Scope {
 	case "", "host", "cluster":

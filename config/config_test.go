@@ -84,6 +84,15 @@ jobs:
     every: 1h
     scope: planet
   - every: 1h
+  - name: flavour
+    schedule: "0 0 * * *"
+    cron: vixie
+  - name: flavoured-period
+    every: 1h
+    cron: cronie
+  - name: cronie
+    schedule: "0 0 * * *"
+    cron: cronie
 sources:
   - name: a
     type: runlog
@@ -118,6 +127,8 @@ sources:
 		`job "zone": checked by the hook`,
 		`job "scoped": scope must be host or cluster`,
 		"jobs[7]: name is required",
+		`job "flavour": cron must be debian or cronie, got "vixie"`,
+		`job "flavoured-period": cron: applies only to schedule`,
 		`source "a": path is required`,
 		`source "a": format must be json, logfmt or regex, got "xml"`,
 		`source "a": duplicate source name`,
@@ -133,6 +144,9 @@ sources:
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
+	}
+	if strings.Contains(err.Error(), `job "cronie"`) {
+		t.Errorf("cron: cronie rejected:\n%v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"jobwatch/config"
+	"jobwatch/schedule"
 	"jobwatch/sources"
 )
 
@@ -22,6 +23,11 @@ func Check(ctx context.Context, path string) (cfg *config.Config, warnings []str
 	}
 	if _, err := JobSpecs(cfg, nil); err != nil {
 		return nil, nil, err
+	}
+	for _, j := range cfg.Jobs {
+		for _, w := range schedule.Warnings(j, nil, time.Now()) {
+			warnings = append(warnings, fmt.Sprintf("job %q: %s", j.Name, w))
+		}
 	}
 	deps := sourceDeps(cfg, slog.New(slog.DiscardHandler), time.Now)
 	var errs []error

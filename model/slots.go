@@ -36,7 +36,11 @@ const (
 	warmUp = 10 * time.Second
 )
 
-// SlotRuns is an expected run time and the hosts whose runs belong to it.
+// SlotRuns is an expected run time and the hosts whose runs belong to it. A
+// host appears once for each run it had in the slot, up to the slot's
+// multiplicity (schedule.Runs: cron's catch-up after a jump forward starts
+// several runs at one instant); runs beyond that are duplicates and are not
+// listed.
 type SlotRuns struct {
 	Slot  time.Time
 	Hosts []string
@@ -85,8 +89,9 @@ func (j *job) attribute(r *Run) {
 		}
 	}
 	s := &j.RecentSlots[i]
+	mine := countHost(s.Hosts, r.Host)
 	switch {
-	case slices.Contains(s.Hosts, r.Host):
+	case mine >= schedule.Runs(sched, p):
 		kind := DupDoubleTrigger
 		for _, o := range j.open {
 			if o != r && o.Host == r.Host && o.Slot.Equal(p) {
@@ -95,16 +100,28 @@ func (j *job) attribute(r *Run) {
 			}
 		}
 		j.Duplicates[kind]++
-	case len(s.Hosts) > 0 && j.spec.Scope == "cluster":
+		return
+	case len(s.Hosts) > mine && j.spec.Scope == "cluster":
 		j.Duplicates[DupMultiHost]++
 	}
-	if !slices.Contains(s.Hosts, r.Host) {
-		s.Hosts = append(s.Hosts, r.Host)
+	s.Hosts = append(s.Hosts, r.Host)
+}
+
+func countHost(hosts []string, h string) int {
+	n := 0
+	for _, x := range hosts {
+		if x == h {
+			n++
+		}
 	}
+	return n
 }
 
 // accountMissed counts the expected runs after SlotsCheckedUntil and up to
-// until that no run belongs to, and moves SlotsCheckedUntil on.
+// until that no run belongs to, and moves SlotsCheckedUntil on. A slot
+// without any run counts as many missed runs as its multiplicity; a slot
+// with fewer runs than that is not counted (its first run moved
+// SlotsCheckedUntil past it).
 func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
 	t := j.SlotsCheckedUntil
 	for range maxSlotWalk {
@@ -113,7 +130,7 @@ func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
 			return
 		}
 		if !slices.ContainsFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(t) }) {
-			j.Missed++
+			j.Missed += uint64(schedule.Runs(sched, t))
 		}
 		j.SlotsCheckedUntil = t
 	}

@@ -3,6 +3,8 @@ package model
 import (
 	"testing"
 	"time"
+
+	"jobwatch/schedule"
 )
 
 // grid is a test calendar: a run expected at every multiple of step.
@@ -106,5 +108,73 @@ func TestMissedSlotsByTheClock(t *testing.T) {
 	tr.Reap()
 	if m := missed(); m != 4 {
 		t.Fatalf("missed %d, want 4", m)
+	}
+}
+
+// TestSlotsCatchUp: cron runs a fixed-time job once for each of its times a
+// jump forward skipped, right after the jump; those runs share one slot of
+// that multiplicity and are not duplicates.
+func TestSlotsCatchUp(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) time.Time {
+		x, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	type want struct{ missed, unexpected, overlap, double uint64 }
+	cases := []struct {
+		name   string
+		expr   string
+		events []Event
+		want   want
+	}{
+		{"two catch-up runs at 03:00 are the slot's two runs", "15,45 2 * * *", []Event{
+			start("j", "a", 1, at("2027-03-27T02:45:00+01:00")), end("j", "a", 1, at("2027-03-27T02:45:02+01:00"), Success),
+			start("j", "a", 2, at("2027-03-28T03:00:00+02:00")), end("j", "a", 2, at("2027-03-28T03:00:02+02:00"), Success),
+			start("j", "a", 3, at("2027-03-28T03:00:10+02:00")), end("j", "a", 3, at("2027-03-28T03:00:12+02:00"), Success),
+			start("j", "a", 4, at("2027-03-29T02:15:00+02:00")),
+		}, want{}},
+		{"a third run at 03:00 is a double trigger", "15,45 2 * * *", []Event{
+			start("j", "a", 1, at("2027-03-28T03:00:00+02:00")), end("j", "a", 1, at("2027-03-28T03:00:02+02:00"), Success),
+			start("j", "a", 2, at("2027-03-28T03:00:10+02:00")), end("j", "a", 2, at("2027-03-28T03:00:12+02:00"), Success),
+			start("j", "a", 3, at("2027-03-28T03:00:20+02:00")), end("j", "a", 3, at("2027-03-28T03:00:22+02:00"), Success),
+		}, want{double: 1}},
+		{"catch-up runs that overlap are expected", "0-59/10 2 * * *", []Event{
+			start("j", "a", 1, at("2027-03-28T03:00:00+02:00")),
+			start("j", "a", 2, at("2027-03-28T03:00:10+02:00")),
+			start("j", "a", 3, at("2027-03-28T03:00:20+02:00")),
+			start("j", "a", 4, at("2027-03-28T03:00:30+02:00")),
+			start("j", "a", 5, at("2027-03-28T03:00:40+02:00")),
+			start("j", "a", 6, at("2027-03-28T03:00:50+02:00")),
+			start("j", "a", 7, at("2027-03-28T03:00:55+02:00")),
+		}, want{overlap: 1}},
+		{"a catch-up slot without runs is missed as often as it runs", "15,45 2 * * *", []Event{
+			start("j", "a", 1, at("2027-03-27T02:45:00+01:00")),
+			start("j", "a", 2, at("2027-03-29T02:15:00+02:00")),
+		}, want{missed: 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := schedule.ParseCron(tc.expr, berlin, schedule.Debian)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := &fakeClock{now: at("2027-03-29T12:00:00Z")}
+			tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }})
+			tr.Configure([]JobSpec{{Name: "j", Schedule: s, Grace: 5 * time.Minute, Scope: "host", StaleMultiple: 2}},
+				[]SourceSpec{{Name: "runs", Type: "runlog"}})
+			tr.SetHealth("runs", true, nil)
+			tr.Apply(Batch{Source: "runs", Events: tc.events})
+			j := jobView(t, tr, "j")
+			got := want{j.Missed, j.Unexpected, j.DupCounts[0], j.DupCounts[1]}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -29,7 +29,7 @@ func benchJobs(b *testing.B, n, kind int) []Schedule {
 		case 1:
 			jobs[i] = Every(time.Duration(1+i%60) * time.Minute)
 		case 2:
-			jobs[i], err = ParseCron(benchCron[i%len(benchCron)], loc)
+			jobs[i], err = ParseCron(benchCron[i%len(benchCron)], loc, Debian)
 		case 3:
 			jobs[i], err = ParseOnCalendar(benchCalendar[i%len(benchCalendar)], loc)
 		}

@@ -25,8 +25,33 @@ var (
 		names: []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun"}}
 )
 
-// cronMacros are cronie's @-shortcuts (entry.c). @hourly is a wildcard job
-// there (HR_STAR), the others are fixed-time jobs.
+// Flavour is the cron daemon that reads a job's crontab line.
+type Flavour string
+
+const (
+	// Debian is Debian's cron 3.0pl1 (Debian, Ubuntu and their
+	// derivatives; version 3.0pl1-162 checked): CRON_TZ is an ordinary
+	// environment variable there, times are read in cron's own zone.
+	Debian Flavour = "debian"
+	// Cronie is cronie (Fedora, RHEL, Arch, SUSE): CRON_TZ selects the
+	// zone a line is read in.
+	Cronie Flavour = "cronie"
+)
+
+// ParseFlavour returns the flavour of a job's cron field; "" is Debian.
+func ParseFlavour(s string) (Flavour, error) {
+	switch Flavour(s) {
+	case "", Debian:
+		return Debian, nil
+	case Cronie:
+		return Cronie, nil
+	}
+	return "", fmt.Errorf("unknown cron flavour %q (want debian or cronie)", s)
+}
+
+// cronMacros are cron's @-shortcuts (entry.c), matched case-sensitively as
+// cron does. @hourly is a wildcard job there (HR_STAR), the others are
+// fixed-time jobs.
 var cronMacros = map[string]string{
 	"@yearly":   "0 0 1 1 *",
 	"@annually": "0 0 1 1 *",
@@ -37,74 +62,105 @@ var cronMacros = map[string]string{
 	"@hourly":   "0 * * * *",
 }
 
-// ParseCron parses a cron expression as cronie and Debian's cron read the
-// first five fields of a crontab line: minute (0-59), hour (0-23), day of
-// month (1-31), month (1-12 or JAN-DEC), day of week (0-7 or SUN-SAT, 0 and
-// 7 are Sunday), each a list of values, ranges a-b and steps */n or a-b/n;
-// or one of @yearly (@annually), @monthly, @weekly, @daily (@midnight),
-// @hourly. When both day fields are restricted (neither starts with '*'), a
-// day matches if either matches, as in cron. A leading "CRON_TZ=Zone/Name"
-// selects the time zone and wins over loc (nil loc means time.Local).
+// ParseCron parses the time fields of a crontab line exactly as Debian's
+// cron (3.0pl1-162) accepts and reads them: minute (0-59), hour (0-23), day
+// of month (1-31), month (1-12 or JAN-DEC), day of week (0-7 or SUN-SAT, 0
+// and 7 are Sunday), each a list of values, ranges a-b and steps */n or
+// a-b/n; or one of @yearly (@annually), @monthly, @weekly, @daily
+// (@midnight), @hourly, in lower case. When both day fields are restricted
+// (neither starts with '*'), a day matches if either matches, as in cron.
+//
+// cron's reading has surprises, kept here because they are what runs: a
+// range that runs backwards (5-3, 6-0, feb-jan) matches nothing; a list
+// ends at the first character after an element that is not a comma, and
+// the rest of the field is ignored (*/5-10 is */5, 1-5-7,30 is 1-5, **/5
+// is *); leading zeros are allowed (0059). CronWarnings reports each.
+//
+// A leading "CRON_TZ=Zone/Name" selects the zone for the Cronie flavour
+// and wins over loc (nil loc means time.Local); Debian's cron ignores it.
+// A line that never fires (0 0 30 2 *) is accepted by cron but rejected
+// here: no run of it can be expected.
 //
 // Runs follow cron's daylight saving rules (see dstRule): a fixed-time job
-// (minute and hour fields without '*') whose time is skipped by a jump
-// forward of up to 3 hours runs at the first minute after the jump, and runs
-// only once in a repeated hour; a job whose minute or hour field starts
-// with '*' runs on every wall-clock match of the new clock.
-func ParseCron(expr string, loc *time.Location) (Schedule, error) {
-	z, err := parseCron(expr, loc)
+// (minute and hour fields without a leading '*') whose time is skipped by a
+// jump forward of up to 3 hours runs at the first minute after the jump,
+// once for each time skipped (Runs), and runs only once in a repeated hour;
+// a job whose minute or hour field starts with '*' runs on every
+// wall-clock match of the new clock.
+func ParseCron(expr string, loc *time.Location, flavour Flavour) (Schedule, error) {
+	z, _, err := parseCron(expr, loc, flavour)
 	if err != nil {
 		return nil, err
 	}
 	return z, nil
 }
 
-func parseCron(expr string, loc *time.Location) (*zoned, error) {
+// CronWarnings returns what is surprising about how cron reads expr: a
+// CRON_TZ that the flavour ignores, parts of a field cron ignores, ranges
+// that match nothing. It returns nothing for expressions ParseCron rejects.
+func CronWarnings(expr string, loc *time.Location, flavour Flavour) []string {
+	_, warns, err := parseCron(expr, loc, flavour)
+	if err != nil {
+		return nil
+	}
+	return warns
+}
+
+func parseCron(expr string, loc *time.Location, flavour Flavour) (*zoned, []string, error) {
 	if loc == nil {
 		loc = time.Local
 	}
+	if flavour == "" {
+		flavour = Debian
+	}
+	var warns []string
 	fields := strings.Fields(expr)
 	if len(fields) > 0 && strings.HasPrefix(fields[0], "CRON_TZ=") {
 		name := strings.TrimPrefix(fields[0], "CRON_TZ=")
-		l, err := loadZone(name)
-		if err != nil {
-			return nil, fmt.Errorf("CRON_TZ: %w", err)
+		if flavour == Cronie {
+			l, err := loadZone(name)
+			if err != nil {
+				return nil, nil, fmt.Errorf("CRON_TZ: %w", err)
+			}
+			loc = l
+		} else {
+			warns = append(warns, fmt.Sprintf("CRON_TZ=%s is ignored by Debian's cron (cron: %s): runs are expected in %s, cron's own zone; set cron: cronie if the host runs cronie", name, flavour, loc))
 		}
-		loc = l
 		fields = fields[1:]
 	}
 	if len(fields) == 0 {
-		return nil, errors.New("empty cron expression")
+		return nil, nil, errors.New("empty cron expression")
 	}
 	if strings.HasPrefix(fields[0], "@") {
 		if len(fields) > 1 {
-			return nil, fmt.Errorf("%s takes no fields, got %d more", fields[0], len(fields)-1)
+			return nil, nil, fmt.Errorf("%s takes no fields, got %d more", fields[0], len(fields)-1)
 		}
-		m := strings.ToLower(fields[0])
-		if m == "@reboot" {
-			return nil, errors.New("@reboot has no schedule to watch; use every: instead")
+		if fields[0] == "@reboot" {
+			return nil, nil, errors.New("@reboot has no schedule to watch; use every: instead")
 		}
-		five, ok := cronMacros[m]
+		five, ok := cronMacros[fields[0]]
 		if !ok {
-			return nil, fmt.Errorf("unknown shortcut %s (want @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly)", fields[0])
+			return nil, nil, fmt.Errorf("unknown shortcut %s (cron knows @yearly, @annually, @monthly, @weekly, @daily, @midnight and @hourly, in lower case)", fields[0])
 		}
 		fields = strings.Fields(five)
 	}
 	if len(fields) != 5 {
-		return nil, fmt.Errorf("want 5 fields (minute hour day-of-month month day-of-week), got %d", len(fields))
+		return nil, nil, fmt.Errorf("want 5 fields (minute hour day-of-month month day-of-week), got %d", len(fields))
 	}
 	z := &zoned{loc: loc, expr: strings.Join(strings.Fields(expr), " "), rule: ruleCronFixed}
 	c := &z.cal
 	c.sec = 1
-	var err error
 	specs := []struct {
 		f   cronField
 		dst *uint64
 	}{{cronMinute, &c.min}, {cronHour, &c.hour}, {cronDom, &c.dom}, {cronMonth, &c.month}, {cronDow, &c.dow}}
 	for i, s := range specs {
-		if *s.dst, err = parseCronField(s.f, fields[i]); err != nil {
-			return nil, err
+		bits, w, err := parseCronField(s.f, fields[i])
+		if err != nil {
+			return nil, nil, err
 		}
+		*s.dst = bits
+		warns = append(warns, w...)
 	}
 	if c.dow&(1<<7) != 0 {
 		c.dow = c.dow&^(1<<7) | 1
@@ -116,90 +172,155 @@ func parseCron(expr string, loc *time.Location) (*zoned, error) {
 	// entry.c: DOM_STAR / DOW_STAR; the shortcuts @yearly, @monthly and
 	// @weekly set DOW_STAR, which our expansions get from their '*'.
 	c.dayOr = !star(2) && !star(4)
-	if !c.fires(2000, 2400) {
-		return nil, errors.New("never fires: no date matches its day-of-month, month and day-of-week")
+	for i, bits := range []uint64{c.min, c.hour} {
+		if bits == 0 {
+			return nil, nil, fmt.Errorf("never fires: its %s field matches nothing (cron accepts the line and never runs it)", specs[i].f.name)
+		}
 	}
-	return z, nil
+	if !c.fires(2000, 2400) {
+		return nil, nil, errors.New("never fires: no date matches its day-of-month, month and day-of-week (cron accepts the line and never runs it)")
+	}
+	return z, warns, nil
 }
 
-func parseCronField(f cronField, s string) (uint64, error) {
+// cronScanner reads one field as entry.c's get_list, get_range and
+// get_number do.
+type cronScanner struct {
+	f   cronField
+	s   string
+	i   int
+	err error
+}
+
+func (sc *cronScanner) peek() byte {
+	if sc.i < len(sc.s) {
+		return sc.s[sc.i]
+	}
+	return 0
+}
+
+func (sc *cronScanner) fail(format string, args ...any) {
+	if sc.err == nil {
+		sc.err = fmt.Errorf("%s: "+format, append([]any{sc.f.name}, args...)...)
+	}
+}
+
+// terminates: what may follow a number or name: get_number rejects a
+// letter or digit there, anything else ends the value.
+func terminates(b byte) bool { return !isLetter(b) && (b < '0' || b > '9') }
+
+// number reads a value: digits (any number of them) or a three-letter
+// name, in range.
+func (sc *cronScanner) number(names []string) int {
+	start := sc.i
+	for sc.i < len(sc.s) && sc.s[sc.i] >= '0' && sc.s[sc.i] <= '9' {
+		sc.i++
+	}
+	if sc.i > start {
+		if !terminates(sc.peek()) {
+			sc.fail("unexpected %q after %s in %q", sc.s[sc.i:sc.i+1], sc.s[start:sc.i], sc.s)
+			return 0
+		}
+		digits := strings.TrimLeft(sc.s[start:sc.i], "0")
+		if len(digits) > 9 {
+			sc.fail("%s out of range %d-%d", sc.s[start:sc.i], sc.f.min, sc.f.max)
+			return 0
+		}
+		v, _ := strconv.Atoi("0" + digits)
+		return v
+	}
+	for sc.i < len(sc.s) && isLetter(sc.s[sc.i]) {
+		sc.i++
+	}
+	word := sc.s[start:sc.i]
+	if names != nil && word != "" && terminates(sc.peek()) {
+		for i, n := range names {
+			if strings.EqualFold(word, n) {
+				return sc.f.min + i
+			}
+		}
+	}
+	switch {
+	case sc.i == start && sc.i < len(sc.s):
+		word = sc.s[sc.i:]
+	case sc.i == start:
+		sc.fail("missing value in %q", sc.s)
+		return 0
+	}
+	if sc.f.names != nil {
+		sc.fail("unknown value %q (want %d-%d or a name like %s)", word, sc.f.min, sc.f.max, strings.ToUpper(sc.f.names[1]))
+	} else {
+		sc.fail("unknown value %q (want %d-%d)", word, sc.f.min, sc.f.max)
+	}
+	return 0
+}
+
+func (sc *cronScanner) value() int {
+	v := sc.number(sc.f.names)
+	if sc.err == nil && (v < sc.f.min || v > sc.f.max) {
+		sc.fail("%d out of range %d-%d", v, sc.f.min, sc.f.max)
+	}
+	return v
+}
+
+// parseCronField returns the values of one field and warnings about what
+// cron reads surprisingly in it.
+func parseCronField(f cronField, s string) (uint64, []string, error) {
+	sc := &cronScanner{f: f, s: s}
 	var bits uint64
-	for _, part := range strings.Split(s, ",") {
-		if part == "" {
-			return 0, fmt.Errorf("%s: empty list element in %q", f.name, s)
-		}
-		rng, stepStr, hasStep := strings.Cut(part, "/")
-		var lo, hi int
-		if rng == "*" {
-			lo, hi = f.min, f.max
+	var warns []string
+	for {
+		elem := sc.i
+		lo, hi, step := f.min, f.max, 1
+		if sc.peek() == '*' {
+			sc.i++
 		} else {
-			a, b, isRange := strings.Cut(rng, "-")
-			var err error
-			if lo, err = cronValue(f, a); err != nil {
-				return 0, err
+			lo = sc.value()
+			if sc.err != nil {
+				return 0, nil, sc.err
 			}
-			hi = lo
-			if isRange {
-				if hi, err = cronValue(f, b); err != nil {
-					return 0, err
-				}
-				if lo > hi {
-					return 0, fmt.Errorf("%s: range %q starts after it ends", f.name, rng)
-				}
-			} else if hasStep {
-				return 0, fmt.Errorf("%s: step in %q needs a range or * before it (e.g. %d-%d/%s)", f.name, part, lo, f.max, stepStr)
+			switch sc.peek() {
+			case '/':
+				return 0, nil, fmt.Errorf("%s: step in %q needs a range or * before it (e.g. %d-%d%s)", f.name, s, lo, f.max, s[sc.i:])
+			case '-':
+				sc.i++
+				hi = sc.value()
+			default:
+				hi = lo
 			}
 		}
-		step := 1
-		if hasStep {
-			n, err := strconv.Atoi(stepStr)
-			if err != nil || n < 1 || !isDigits(stepStr) {
-				return 0, fmt.Errorf("%s: bad step %q in %q", f.name, stepStr, part)
+		if sc.err == nil && sc.peek() == '/' {
+			sc.i++
+			at := sc.i
+			step = sc.number(nil)
+			if sc.err == nil && step < 1 {
+				sc.fail("bad step %q in %q", s[at:sc.i], s)
 			}
-			step = n
+			if sc.err != nil {
+				return 0, nil, fmt.Errorf("%s: bad step %q in %q", f.name, s[at:], s)
+			}
+		}
+		if sc.err != nil {
+			return 0, nil, sc.err
+		}
+		if lo > hi {
+			warns = append(warns, fmt.Sprintf("%s: range %q runs backwards: cron accepts it and it matches nothing", f.name, s[elem:sc.i]))
 		}
 		for v := lo; v <= hi; v += step {
 			bits |= 1 << uint(v)
 		}
-	}
-	return bits, nil
-}
-
-func cronValue(f cronField, s string) (int, error) {
-	if s == "" {
-		return 0, fmt.Errorf("%s: missing value", f.name)
-	}
-	if isDigits(s) {
-		if len(s) > 3 {
-			return 0, fmt.Errorf("%s: %s out of range %d-%d", f.name, s, f.min, f.max)
+		if sc.peek() != ',' {
+			break
 		}
-		v, _ := strconv.Atoi(s)
-		if v < f.min || v > f.max {
-			return 0, fmt.Errorf("%s: %d out of range %d-%d", f.name, v, f.min, f.max)
-		}
-		return v, nil
-	}
-	for i, n := range f.names {
-		if strings.EqualFold(s, n) {
-			return f.min + i, nil
+		sc.i++
+		if sc.peek() == 0 || sc.peek() == ',' {
+			return 0, nil, fmt.Errorf("%s: empty list element in %q", f.name, s)
 		}
 	}
-	if f.names != nil {
-		return 0, fmt.Errorf("%s: unknown value %q (want %d-%d or a name like %s)", f.name, s, f.min, f.max, strings.ToUpper(f.names[1]))
+	if sc.i < len(s) {
+		warns = append(warns, fmt.Sprintf("%s: cron ignores %q at the end of %q and reads %q", f.name, s[sc.i:], s, s[:sc.i]))
 	}
-	return 0, fmt.Errorf("%s: unknown value %q (want %d-%d)", f.name, s, f.min, f.max)
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return bits, warns, nil
 }
 
 // loadZone loads an IANA zone by name; "Local" and "" are not zone names.
@@ -212,4 +333,16 @@ func loadZone(name string) (*time.Location, error) {
 		return nil, fmt.Errorf("unknown time zone %q", name)
 	}
 	return l, nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -41,7 +41,7 @@ func FuzzParseCron(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, expr string, offset int64) {
-		s, err := ParseCron(expr, loc)
+		s, err := ParseCron(expr, loc, Debian)
 		if err != nil {
 			return
 		}

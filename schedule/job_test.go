@@ -21,9 +21,12 @@ func TestFromJob(t *testing.T) {
 		{"every", config.Job{Every: config.Duration(time.Hour)}, "", "2027-08-01T01:00:00Z"},
 		{"cron in local zone", config.Job{Schedule: "0 9 * * *"}, "Europe/Berlin", "2027-08-01T09:00:00+02:00"},
 		{"cron in job zone", config.Job{Schedule: "0 9 * * *", Timezone: "America/New_York"}, "America/New_York", "2027-08-01T09:00:00-04:00"},
-		{"CRON_TZ wins", config.Job{Schedule: "CRON_TZ=Asia/Shanghai 0 9 * * *", Timezone: "America/New_York"}, "Asia/Shanghai", "2027-08-01T09:00:00+08:00"},
+		{"cronie: CRON_TZ wins", config.Job{Schedule: "CRON_TZ=Asia/Shanghai 0 9 * * *", Timezone: "America/New_York", Cron: "cronie"}, "Asia/Shanghai", "2027-08-01T09:00:00+08:00"},
+		{"debian: CRON_TZ is ignored", config.Job{Schedule: "CRON_TZ=Asia/Shanghai 0 9 * * *", Timezone: "America/New_York"}, "America/New_York", "2027-08-01T09:00:00-04:00"},
+		{"debian named: CRON_TZ is ignored", config.Job{Schedule: "CRON_TZ=Asia/Shanghai 0 9 * * *", Cron: "debian"}, "Europe/Berlin", "2027-08-01T09:00:00+02:00"},
 		{"on_calendar in job zone", config.Job{OnCalendar: config.StringSet{"09:00"}, Timezone: "UTC"}, "UTC", "2027-08-01T09:00:00Z"},
-		{"on_calendar zone suffix wins", config.Job{OnCalendar: config.StringSet{"09:00 Asia/Shanghai"}, Timezone: "UTC"}, "UTC", "2027-08-01T01:00:00Z"},
+		{"on_calendar zone suffix wins and is shown", config.Job{OnCalendar: config.StringSet{"09:00 Asia/Shanghai"}, Timezone: "UTC"}, "Asia/Shanghai", "2027-08-01T01:00:00Z"},
+		{"on_calendar zones differ: the job's is shown", config.Job{OnCalendar: config.StringSet{"09:00 Asia/Shanghai", "10:00"}, Timezone: "UTC"}, "UTC", "2027-08-01T01:00:00Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := FromJob(tc.job, berlin)

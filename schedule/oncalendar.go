@@ -43,6 +43,7 @@ func ParseOnCalendar(exprs []string, loc *time.Location) (Schedule, error) {
 		}
 		u.parts = append(u.parts, z)
 	}
+	u.loc = u.showIn(loc)
 	return u, nil
 }
 
@@ -65,22 +66,34 @@ var calendarShorthands = map[string]string{
 var weekdayNames = []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 
 func parseOnCalendar(expr string, loc *time.Location) (*zoned, error) {
-	s := strings.TrimSpace(expr)
-	if s == "" {
+	s := expr
+	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("empty expression")
 	}
+	if s != strings.TrimSpace(s) {
+		return nil, errors.New("leading or trailing white space (systemd rejects it)")
+	}
+	sd := &sdSpec{dst: -1}
+	named := false
 	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], " utc") {
 		loc = time.UTC
+		sd.utc, named = true, true
 		s = strings.TrimSpace(s[:len(s)-4])
+	} else if dst, rest, ok := localAbbreviation(s, loc); ok {
+		// systemd first compares the end with tzname[0] and tzname[1]
+		// of its own zone: such an expression is read on the local
+		// clock with tm_isdst forced.
+		sd.dst = dst
+		s = rest
 	} else if i := strings.LastIndexAny(s, " \t"); i >= 0 && isLetter(s[i+1]) {
 		l, err := loadZone(s[i+1:])
 		if err != nil {
 			return nil, err
 		}
-		loc = l
+		loc, named = l, true
 		s = strings.TrimSpace(s[:i])
 	}
-	z := &zoned{loc: loc, rule: ruleSystemd, expr: strings.TrimSpace(expr)}
+	z := &zoned{loc: loc, rule: ruleSystemd, expr: expr, named: named}
 	if sh, ok := calendarShorthands[strings.ToLower(s)]; ok {
 		s = sh
 	}
@@ -111,16 +124,54 @@ func parseOnCalendar(expr string, loc *time.Location) (*zoned, error) {
 			return nil, fmt.Errorf("unexpected %q after the time", tok)
 		}
 	}
-	if err := parseDate(c, date); err != nil {
+	if err := parseDate(c, sd, date); err != nil {
 		return nil, err
 	}
-	if err := parseClock(c, clock); err != nil {
+	if err := parseClock(c, sd, clock); err != nil {
 		return nil, err
 	}
+	sd.dow = c.dow
 	if !c.fires(minYear, maxYear+1) {
 		return nil, errors.New("never fires: no date matches")
 	}
+	if !sd.utc && loc != time.UTC {
+		z.sd = sd
+	}
 	return z, nil
+}
+
+// localAbbreviation reports whether expr ends in " " and an abbreviation
+// of loc's standard (dst 0) or daylight saving time (dst 1), as systemd
+// compares it with tzname[0] and tzname[1], and returns the rest.
+func localAbbreviation(expr string, loc *time.Location) (dst int, rest string, ok bool) {
+	std, day := zoneAbbreviations(loc)
+	for j, name := range []string{std, day} {
+		if name == "" || !strings.HasSuffix(expr, " "+name) || len(expr) == len(name)+1 {
+			continue
+		}
+		return j, strings.TrimSpace(expr[:len(expr)-len(name)-1]), true
+	}
+	return 0, "", false
+}
+
+// zoneAbbreviations returns what glibc's tzset puts in tzname[0] and
+// tzname[1] for loc: the names of its standard and daylight saving time in
+// the current rules (this year's, or the last ones the zone had).
+func zoneAbbreviations(loc *time.Location) (std, dst string) {
+	if loc == nil || loc == time.UTC {
+		return "UTC", ""
+	}
+	y := time.Now().Year()
+	for _, m := range []time.Month{1, 7} {
+		t := time.Date(y, m, 15, 12, 0, 0, 0, loc)
+		name, _ := t.Zone()
+		if t.IsDST() {
+			dst = name
+		} else {
+			std = name
+		}
+	}
+	return std, dst
 }
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
@@ -184,7 +235,7 @@ func weekdayNumber(s string) (int, error) {
 	return 0, fmt.Errorf("unknown weekday %q (want Mon, Tue, ... or Monday, ...)", s)
 }
 
-func parseDate(c *calendar, date string) error {
+func parseDate(c *calendar, sd *sdSpec, date string) error {
 	var seps []int
 	for i := 0; i < len(date); i++ {
 		if date[i] == '-' || date[i] == '~' {
@@ -207,7 +258,8 @@ func parseDate(c *calendar, date string) error {
 		year, month, day = date[:seps[0]], date[seps[0]+1:seps[1]], date[seps[1]+1:]
 	}
 
-	ys, err := parseChain(year, "year", minYear, maxYear, false, false, true)
+	ys, yi, err := parseChain(year, "year", minYear, maxYear, false, false, true)
+	sd.year = yi
 	if err != nil {
 		return err
 	}
@@ -217,14 +269,16 @@ func parseDate(c *calendar, date string) error {
 			c.years.add(y)
 		}
 	}
-	if c.month, err = chainBits(month, "month", 1, 12); err != nil {
+	if c.month, sd.month, err = chainBits(month, "month", 1, 12); err != nil {
 		return err
 	}
 	if !eom {
-		c.dom, err = chainBits(day, "day", 1, 31)
+		c.dom, sd.day, err = chainBits(day, "day", 1, 31)
 		return err
 	}
-	ks, err := parseChain(day, "day", 1, 31, true, false, false)
+	sd.eom = true
+	ks, di, err := parseChain(day, "day", 1, 31, true, false, false)
+	sd.day = di
 	if err != nil {
 		return err
 	}
@@ -242,23 +296,25 @@ func parseDate(c *calendar, date string) error {
 	return nil
 }
 
-func parseClock(c *calendar, clock string) error {
+func parseClock(c *calendar, sd *sdSpec, clock string) error {
 	parts := strings.Split(clock, ":")
 	if len(parts) < 2 || len(parts) > 3 {
 		return fmt.Errorf("bad time %q: want hour:minute[:second]", clock)
 	}
 	var err error
-	if c.hour, err = chainBits(parts[0], "hour", 0, 23); err != nil {
+	if c.hour, sd.hour, err = chainBits(parts[0], "hour", 0, 23); err != nil {
 		return err
 	}
-	if c.min, err = chainBits(parts[1], "minute", 0, 59); err != nil {
+	if c.min, sd.minute, err = chainBits(parts[1], "minute", 0, 59); err != nil {
 		return err
 	}
 	if len(parts) == 2 {
 		c.sec = 1
+		sd.second = []sdItem{{start: 0, stop: -1}}
 		return nil
 	}
-	ss, err := parseChain(parts[2], "second", 0, 59, false, true, false)
+	ss, si, err := parseChain(parts[2], "second", 0, 59, false, true, false)
+	sd.second = si
 	if err != nil {
 		return err
 	}
@@ -266,12 +322,12 @@ func parseClock(c *calendar, clock string) error {
 	return err
 }
 
-func chainBits(s, what string, from, to int) (uint64, error) {
-	vs, err := parseChain(s, what, from, to, false, false, false)
+func chainBits(s, what string, from, to int) (uint64, []sdItem, error) {
+	vs, items, err := parseChain(s, what, from, to, false, false, false)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return bitsOf(vs, from, to), nil
+	return bitsOf(vs, from, to), items, nil
 }
 
 // bitsOf turns values into a bit set; nil ("*") is every value.
@@ -293,18 +349,19 @@ func bitsOf(vs []int, from, to int) uint64 {
 // as systemd's calendar_spec_valid() does. With eom the values are k-th
 // last days (1 = last) and at most 28; a repetition without stop counts
 // down towards the end of the month.
-func parseChain(s, what string, from, to int, eom, sec, year bool) ([]int, error) {
+func parseChain(s, what string, from, to int, eom, sec, year bool) ([]int, []sdItem, error) {
 	if s == "*" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if s == "" {
-		return nil, fmt.Errorf("bad %s: empty", what)
+		return nil, nil, fmt.Errorf("bad %s: empty", what)
 	}
 	max := to
 	if eom {
 		max = to - 3
 	}
 	var out []int
+	var items []sdItem
 	for _, part := range strings.Split(s, ",") {
 		p := part
 		num := func() (int, error) {
@@ -333,14 +390,14 @@ func parseChain(s, what string, from, to int, eom, sec, year bool) ([]int, error
 		}
 		start, err := num()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		start = fixYear(start)
 		stop, repeat := -1, 0
 		if strings.HasPrefix(p, "..") {
 			p = p[2:]
 			if stop, err = num(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			stop = fixYear(stop)
 			repeat = 1
@@ -348,39 +405,40 @@ func parseChain(s, what string, from, to int, eom, sec, year bool) ([]int, error
 		if strings.HasPrefix(p, "/") {
 			p = p[1:]
 			if repeat, err = num(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if repeat == 0 {
-				return nil, fmt.Errorf("bad %s %q: repetition must not be 0", what, part)
+				return nil, nil, fmt.Errorf("bad %s %q: repetition must not be 0", what, part)
 			}
 		}
 		if p != "" {
-			return nil, fmt.Errorf("bad %s %q: unexpected %q", what, part, p)
+			return nil, nil, fmt.Errorf("bad %s %q: unexpected %q", what, part, p)
 		}
 		if start < from || start > max {
-			return nil, fmt.Errorf("bad %s %q: %d out of range %d-%d", what, part, start, from, max)
+			return nil, nil, fmt.Errorf("bad %s %q: %d out of range %d-%d", what, part, start, from, max)
 		}
+		items = append(items, sdItem{start: start, stop: stop, repeat: repeat})
 		switch {
 		case stop >= 0:
 			if stop < from || stop > max {
-				return nil, fmt.Errorf("bad %s %q: %d out of range %d-%d", what, part, stop, from, max)
+				return nil, nil, fmt.Errorf("bad %s %q: %d out of range %d-%d", what, part, stop, from, max)
 			}
 			if stop < start {
-				return nil, fmt.Errorf("bad %s %q: range ends before it starts", what, part)
+				return nil, nil, fmt.Errorf("bad %s %q: range ends before it starts", what, part)
 			}
 			for v := start; v <= stop; v += repeat {
 				out = append(out, v)
 			}
 		case repeat > 0 && eom:
 			if start-repeat < from {
-				return nil, fmt.Errorf("bad %s %q: repetition leaves the month", what, part)
+				return nil, nil, fmt.Errorf("bad %s %q: repetition leaves the month", what, part)
 			}
 			for v := start; v >= from; v -= repeat {
 				out = append(out, v)
 			}
 		case repeat > 0:
 			if start+repeat > to {
-				return nil, fmt.Errorf("bad %s %q: repetition never repeats before %d", what, part, to)
+				return nil, nil, fmt.Errorf("bad %s %q: repetition never repeats before %d", what, part, to)
 			}
 			for v := start; v <= to; v += repeat {
 				out = append(out, v)
@@ -389,5 +447,5 @@ func parseChain(s, what string, from, to int, eom, sec, year bool) ([]int, error
 			out = append(out, start)
 		}
 	}
-	return out, nil
+	return out, items, nil
 }

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,6 +35,7 @@ func needSystemdAnalyze(t *testing.T) string {
 var (
 	oracleLine   = regexp.MustCompile(`^\s*(?:Next elapse|Iter\. #\d+|\(in UTC\)): \w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC$`)
 	oracleFailed = regexp.MustCompile(`Failed to parse calendar specification '(.*)': `)
+	oracleNoNext = regexp.MustCompile(`Failed to determine next elapse for '(.*)': `)
 )
 
 // oracle runs systemd-analyze calendar with TZ=tz on all exprs and returns
@@ -49,19 +51,28 @@ func oracle(t *testing.T, bin, tz string, exprs []string, base time.Time, n int)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	res := map[string]oracleResult{}
-	failed := map[string]bool{}
+	failed, stuck := map[string]bool{}, map[string]bool{}
 	for _, line := range strings.Split(errb.String(), "\n") {
 		if m := oracleFailed.FindStringSubmatch(line); m != nil {
 			failed[m[1]] = true
 		}
+		if m := oracleNoNext.FindStringSubmatch(line); m != nil {
+			stuck[m[1]] = true
+		}
 	}
-	if err != nil && len(failed) == 0 {
+	if err != nil && len(failed) == 0 && len(stuck) == 0 {
 		t.Fatalf("systemd-analyze: %v: %s", err, errb.String())
 	}
 	var good []string
 	for _, e := range exprs {
-		if failed[e] {
+		switch {
+		case failed[e]:
 			res[e] = oracleResult{}
+			continue
+		case stuck[e]:
+			// systemd prints nothing for an expression whose
+			// next elapse it fails to compute at some iteration.
+			res[e] = oracleResult{ok: true, stuck: true}
 			continue
 		}
 		good = append(good, e)
@@ -97,6 +108,8 @@ func oracle(t *testing.T, bin, tz string, exprs []string, base time.Time, n int)
 type oracleResult struct {
 	runs []time.Time
 	ok   bool
+	// stuck: "Failed to determine next elapse" within the iterations.
+	stuck bool
 }
 
 // transitions returns the instants at which loc changes its UTC offset
@@ -238,8 +251,8 @@ func TestOnCalendarOracleZoneSuffix(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%q: %v", expr, err)
 				}
-				if got := s.(Zoned).Location(); got.String() != "UTC" {
-					t.Errorf("%q: union location %s, want the job's UTC", expr, got)
+				if got := s.(Zoned).Location(); got.String() != zone {
+					t.Errorf("%q: union location %s, want the expression's %s", expr, got, zone)
 				}
 				if got, want := Upcoming(s, base, 6), res[expr].runs; !equalTimes(got, want) {
 					t.Errorf("%q after %s:\n got %s\nwant %s", expr, base.UTC(), formatRuns(got), formatRuns(want))
@@ -316,4 +329,124 @@ func equalTimes(a, b []time.Time) bool {
 		}
 	}
 	return true
+}
+
+// sweepZones and sweepExprs are compared around every UTC offset change
+// of the zone in sweepYears (JOBWATCH_SYSTEMD_ORACLE=long: more years).
+var sweepZones = []string{
+	"Pacific/Chatham", "Europe/Dublin", "Africa/Casablanca", "America/Santiago", "America/Sao_Paulo",
+	"Asia/Tehran", "Australia/Lord_Howe", "Pacific/Apia", "America/Nuuk", "Europe/Berlin", "America/New_York",
+}
+
+var sweepExprs = []string{
+	"*:0/15", "*:0/30", "hourly", "daily", "*-*-* 03:45", "*-*-* 02:30", "*-*-* 00:30", "*-*-* 01:00",
+	"*-*-* 23:30", "*-*-* 1,2,3:0,30", "*-*-* 00/2:00", "*-*-* 00/3:00", "*-*-* 0,1:00", "Sat,Sun 00:00",
+	"*-*-* *:00/20:30", "*-*-* 02:*:00", "*-*-* 22..23,00..01:00/20", "Mon..Fri 01:15", "*-*~1 02:00",
+}
+
+func sweepYears() []int {
+	if os.Getenv("JOBWATCH_SYSTEMD_ORACLE") == "long" {
+		return []int{2011, 2018, 2021, 2022, 2026, 2027}
+	}
+	return []int{2026, 2027}
+}
+
+// TestOnCalendarOracleSweep: systemd's own DST behaviour (systemd.go)
+// against systemd-analyze around every offset change of eleven zones. An
+// expression whose next elapse systemd fails to compute must end our runs
+// at the same point: we then expect no run at all after it.
+func TestOnCalendarOracleSweep(t *testing.T) {
+	bin := needSystemdAnalyze(t)
+	const n = 120
+	compared, changes := 0, 0
+	for _, zone := range sweepZones {
+		loc := mustLoc(t, zone)
+		for _, year := range sweepYears() {
+			for _, x := range transitions(loc, year) {
+				changes++
+				for _, base := range []time.Time{x.Add(-26 * time.Hour), x.Add(-3*time.Hour - 17*time.Minute)} {
+					res := oracle(t, bin, zone, sweepExprs, base, n)
+					for _, e := range sweepExprs {
+						s, err := ParseOnCalendar([]string{e}, loc)
+						if err != nil {
+							t.Fatalf("%q: %v", e, err)
+						}
+						r := res[e]
+						if r.stuck {
+							checkStuck(t, bin, zone, e, s, base, n)
+							compared++
+							continue
+						}
+						if got := Upcoming(s, base, n); !equalTimes(got, r.runs) {
+							t.Errorf("%s %q after %s (change at %s):\n got %s\nwant %s", zone, e, base.UTC(), x.UTC(),
+								formatRuns(got[:min(len(got), 12)]), formatRuns(r.runs[:min(len(r.runs), 12)]))
+						}
+						compared++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d comparisons of %d expressions around %d offset changes in %v", compared, len(sweepExprs), changes, sweepYears())
+}
+
+// checkStuck: systemd fails at some iteration; our runs must stop there,
+// with the same runs before it.
+func checkStuck(t *testing.T, bin, zone, expr string, s Schedule, base time.Time, n int) {
+	t.Helper()
+	got := Upcoming(s, base, n)
+	if len(got) >= n {
+		t.Errorf("%s %q after %s: systemd fails to compute an elapse within %d, we expect %d runs", zone, expr, base.UTC(), n, len(got))
+		return
+	}
+	if len(got) > 0 {
+		r := oracle(t, bin, zone, []string{expr}, base, len(got))[expr]
+		if r.stuck || !equalTimes(got, r.runs) {
+			t.Errorf("%s %q after %s: before systemd fails:\n got %s\nwant %s", zone, expr, base.UTC(), formatRuns(got), formatRuns(r.runs))
+		}
+	}
+	if r := oracle(t, bin, zone, []string{expr}, base, len(got)+1)[expr]; !r.stuck {
+		t.Errorf("%s %q after %s: systemd does not fail after %d runs: %s", zone, expr, base.UTC(), len(got), formatRuns(r.runs))
+	}
+	if _, err := s.(*union).parts[0].NextErr(lastOr(got, base)); !errors.Is(err, errCalendarLoop) {
+		t.Errorf("%s %q: NextErr = %v, want the calendar loop", zone, expr, err)
+	}
+}
+
+func lastOr(ts []time.Time, d time.Time) time.Time {
+	if len(ts) == 0 {
+		return d
+	}
+	return ts[len(ts)-1]
+}
+
+// TestOnCalendarOracleAbbreviation: a suffix that is an abbreviation of
+// the local zone forces tm_isdst (EST is also an IANA zone name: systemd
+// takes the local reading first).
+func TestOnCalendarOracleAbbreviation(t *testing.T) {
+	bin := needSystemdAnalyze(t)
+	for zone, exprs := range map[string][]string{
+		"Europe/Berlin": {"12:00 CEST", "12:00 CET", "*-*-* 02:30 CET", "*:0/30 CEST", "Sat 03:00 CET"},
+		// Not modelled: "*-*-* 01:30 EDT" after the repeated hour, where
+		// systemd 252.38 elapses at 01:30 EST the next day.
+		"America/New_York": {"12:00 EST", "12:00 EDT", "*-*-* 03:30 EDT"},
+	} {
+		loc := mustLoc(t, zone)
+		for _, year := range []int{2027} {
+			for _, x := range transitions(loc, year) {
+				for _, base := range []time.Time{x.Add(-50 * time.Hour), x.Add(-3*time.Hour - 17*time.Minute), x.Add(5 * time.Hour)} {
+					res := oracle(t, bin, zone, exprs, base, 6)
+					for _, e := range exprs {
+						s, err := ParseOnCalendar([]string{e}, loc)
+						if err != nil {
+							t.Fatalf("%q: %v", e, err)
+						}
+						if got := Upcoming(s, base, 6); !equalTimes(got, res[e].runs) {
+							t.Errorf("%s %q after %s:\n got %s\nwant %s", zone, e, base.UTC(), formatRuns(got), formatRuns(res[e].runs))
+						}
+					}
+				}
+			}
+		}
+	}
 }

@@ -67,7 +67,7 @@ type propCase struct {
 }
 
 func cronCase(expr string) propCase {
-	return propCase{"cron " + expr, func(loc *time.Location) (*zoned, error) { return parseCron(expr, loc) }}
+	return propCase{"cron " + expr, func(loc *time.Location) (*zoned, error) { z, _, err := parseCron(expr, loc, Debian); return z, err }}
 }
 
 func calCase(expr string) propCase {

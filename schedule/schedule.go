@@ -32,6 +32,33 @@ type Zoned interface {
 	Location() *time.Location
 }
 
+// Counted is implemented by schedules where one expected instant may stand
+// for several runs: cron, waking up after a jump forward of the clock, runs a
+// fixed-time job once for each of its times the jump skipped, one right after
+// the other.
+type Counted interface {
+	// Runs returns how many runs are expected at t, a time Next or Prev
+	// returned; at least 1.
+	Runs(t time.Time) int
+}
+
+// Runs returns the multiplicity of the expected run at t: how many runs the
+// scheduler starts for it (1 unless s is Counted and says more).
+func Runs(s Schedule, t time.Time) int {
+	if c, ok := s.(Counted); ok {
+		if n := c.Runs(t); n > 1 {
+			return n
+		}
+	}
+	return 1
+}
+
+// Run is one expected run: an instant and how many runs start at it.
+type Run struct {
+	At    time.Time
+	Count int
+}
+
 // Every is a fixed period: runs are expected one period apart, counted from
 // whatever run came last.
 type Every time.Duration
@@ -64,9 +91,21 @@ func Upcoming(s Schedule, after time.Time, n int) []time.Time {
 	return out
 }
 
+// UpcomingRuns is Upcoming with the multiplicity of each run.
+func UpcomingRuns(s Schedule, after time.Time, n int) []Run {
+	ts := Upcoming(s, after, n)
+	out := make([]Run, len(ts))
+	for i, t := range ts {
+		out[i] = Run{At: t, Count: Runs(s, t)}
+	}
+	return out
+}
+
 // WriteUpcoming prints Upcoming(s, after, n), one RFC 3339 time a line, with
 // the offset of the schedule's zone (Zoned), or of fallback for schedules
-// without one (Every). This is the output of `jobwatch schedule`.
+// without one (Every). A run that stands for several (cron catching up after
+// a jump forward) is followed by " x" and their number, as in
+// "2027-03-28T03:00:00+02:00 x2". This is the output of `jobwatch schedule`.
 func WriteUpcoming(w io.Writer, s Schedule, after time.Time, n int, fallback *time.Location) error {
 	loc := fallback
 	if z, ok := s.(Zoned); ok && z.Location() != nil {
@@ -75,9 +114,27 @@ func WriteUpcoming(w io.Writer, s Schedule, after time.Time, n int, fallback *ti
 	if loc == nil {
 		loc = time.Local
 	}
-	for _, t := range Upcoming(s, after, n) {
-		if _, err := fmt.Fprintln(w, t.In(loc).Format(time.RFC3339)); err != nil {
+	runs := UpcomingRuns(s, after, n)
+	for _, r := range runs {
+		line := r.At.In(loc).Format(time.RFC3339)
+		if r.Count > 1 {
+			line += fmt.Sprintf(" x%d", r.Count)
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err
+		}
+	}
+	if e, ok := s.(interface {
+		NextErr(time.Time) (time.Time, error)
+	}); ok && len(runs) < n {
+		last := after
+		if len(runs) > 0 {
+			last = runs[len(runs)-1].At
+		}
+		if _, err := e.NextErr(last); err != nil {
+			if _, err := fmt.Fprintf(w, "# no further run: %v\n", err); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

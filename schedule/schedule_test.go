@@ -8,7 +8,7 @@ import (
 
 // The example of the `jobwatch schedule` command in the issue.
 func TestWriteUpcomingIssueExample(t *testing.T) {
-	s, err := ParseCron("30 2 * * *", mustLoc(t, "Europe/Berlin"))
+	s, err := ParseCron("30 2 * * *", mustLoc(t, "Europe/Berlin"), Debian)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestUpcomingStopsAtEnd(t *testing.T) {
 
 func TestHorizon(t *testing.T) {
 	// Feb 29 at midnight that is a Sunday: 2032, then 2060.
-	s, err := ParseCron("0 0 29 2 */7", time.UTC)
+	s, err := ParseCron("0 0 29 2 */7", time.UTC, Debian)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestLeapYearEndBeyondZoneFile(t *testing.T) {
 	for _, zone := range []string{"Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Santiago"} {
 		loc := mustLoc(t, zone)
 		for _, mk := range []func() (*zoned, error){
-			func() (*zoned, error) { return parseCron("15 */6 * * *", loc) },
+			func() (*zoned, error) { z, _, err := parseCron("15 */6 * * *", loc, Debian); return z, err },
 			func() (*zoned, error) { return parseOnCalendar("*-*-* 00/6:15", loc) },
 		} {
 			z, err := mk()

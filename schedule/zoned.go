@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"math"
 	"time"
 )
@@ -144,6 +145,12 @@ type zoned struct {
 	loc  *time.Location
 	rule dstRule
 	expr string
+	// named: the zone comes from the expression (CRON_TZ, a zone suffix).
+	named bool
+	// sd, for OnCalendar expressions read on a zone with clock changes,
+	// computes elapses as systemd does (systemd.go); cal then only
+	// serves as a first guess for Prev.
+	sd *sdSpec
 }
 
 func (z *zoned) String() string { return z.expr }
@@ -209,9 +216,110 @@ func (z *zoned) gapRun(p period) (int64, bool) {
 	return g, true
 }
 
+// maxCatchUp bounds the count of catch-up runs: a 3-hour jump of a
+// minutely fixed-time job.
+const maxCatchUp = cronLarge + 1
+
+// Runs returns how many runs cron starts at t. At the make-up run after a
+// jump forward, cron's main loop (cron.c, "case 1" and "case 2") calls
+// find_jobs once for every wall-clock minute from the one after the last it
+// handled up to the one it woke in, so the job runs once for each of its
+// times among them; everywhere else a run is one run.
+func (z *zoned) Runs(t time.Time) int {
+	if z.rule == ruleSystemd {
+		return 1
+	}
+	u := t.Unix()
+	p := periodAt(z.loc, u)
+	g, ok := z.gapRun(p)
+	if !ok || g != u {
+		return 1
+	}
+	lo := p.start + p.prevOff
+	if r := floorMod(lo, 60); r != 0 {
+		lo += 60 - r
+	}
+	hi := g + p.off + 1 // the minute cron woke in is included
+	n := 0
+	for n < maxCatchUp {
+		c, ok := z.cal.next(lo, hi)
+		if !ok {
+			break
+		}
+		n++
+		lo = c + 1
+	}
+	return max(n, 1)
+}
+
 // Next returns the first expected run strictly after t, or the zero Time if
-// there is none within about five years.
+// there is none within about five years (or, for systemd, none it can
+// compute: NextErr says why).
 func (z *zoned) Next(t time.Time) time.Time {
+	if z.sd != nil {
+		n, _ := z.NextErr(t)
+		return n
+	}
+	return z.calNext(t)
+}
+
+// NextErr is Next with the reason there is no next run: systemd's "never"
+// or its failure to compute one.
+func (z *zoned) NextErr(t time.Time) (time.Time, error) {
+	if z.sd == nil {
+		n := z.calNext(t)
+		if n.IsZero() {
+			return n, errNoElapse
+		}
+		return n, nil
+	}
+	n, err := z.sdNext(t)
+	if err == nil && n.Sub(t) > horizon {
+		return time.Time{}, errNoElapse
+	}
+	return n, err
+}
+
+// Prev returns the last expected run at or before t, or the zero Time if
+// there is none within about five years.
+func (z *zoned) Prev(t time.Time) time.Time {
+	p := z.calPrev(t)
+	if z.sd == nil {
+		return p
+	}
+	// systemd's runs are the calendar's except near clock changes:
+	// check the calendar's answer, else walk systemd's runs from two
+	// days before.
+	if !p.IsZero() {
+		if n, err := z.sdNext(p.Add(-time.Second)); err == nil && n.Equal(p) {
+			if n2, err := z.sdNext(p); err != nil || n2.After(t) {
+				return p
+			}
+		}
+	}
+	var last time.Time
+	cur := t.Add(-50 * time.Hour)
+	if a := z.calPrev(cur); !a.IsZero() {
+		cur = a.Add(-time.Second)
+	}
+	for range maxPrevWalk {
+		n, err := z.sdNext(cur)
+		if err != nil || n.After(t) {
+			break
+		}
+		last, cur = n, n
+	}
+	if last.IsZero() && t.Sub(cur) > 50*time.Hour {
+		return p // no run within the walk: as far back as the calendar says
+	}
+	return last
+}
+
+// maxPrevWalk bounds Prev's walk over systemd's runs near a clock change:
+// two days of a timer that elapses every minute, with room.
+const maxPrevWalk = 10000
+
+func (z *zoned) calNext(t time.Time) time.Time {
 	from := t.Unix() + 1
 	limit := from + horizonSec
 	for u := from; u < limit; {
@@ -242,9 +350,7 @@ func (z *zoned) Next(t time.Time) time.Time {
 	return time.Time{}
 }
 
-// Prev returns the last expected run at or before t, or the zero Time if
-// there is none within about five years.
-func (z *zoned) Prev(t time.Time) time.Time {
+func (z *zoned) calPrev(t time.Time) time.Time {
 	to := t.Unix()
 	limit := to - horizonSec
 	for u := to; u >= limit; {
@@ -279,6 +385,46 @@ type union struct {
 }
 
 func (u *union) Location() *time.Location { return u.loc }
+
+// showIn returns the zone to show the union's times in: the expressions'
+// own zone when they all name the same one ("daily Europe/Berlin"), else
+// loc, the job's.
+func (u *union) showIn(loc *time.Location) *time.Location {
+	if len(u.parts) == 0 {
+		return loc
+	}
+	first := u.parts[0].loc
+	for _, p := range u.parts {
+		if !p.named || p.loc.String() != first.String() {
+			return loc
+		}
+	}
+	return first
+}
+
+// NextErr is Next with the reason there is none. As in systemd's timer.c,
+// a part whose next elapse cannot be computed is left out; when no part
+// has one, a failure wins over "never".
+func (u *union) NextErr(t time.Time) (time.Time, error) {
+	var best time.Time
+	var firstErr error
+	for _, p := range u.parts {
+		n, err := p.NextErr(t)
+		if err != nil {
+			if firstErr == nil || errors.Is(err, errCalendarLoop) {
+				firstErr = err
+			}
+			continue
+		}
+		if best.IsZero() || n.Before(best) {
+			best = n
+		}
+	}
+	if best.IsZero() {
+		return best, firstErr
+	}
+	return best.In(u.loc), nil
+}
 
 func (u *union) String() string {
 	s := ""

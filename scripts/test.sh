@@ -14,6 +14,9 @@ declare -A need=(
   [mariadb-install-db]=mariadb-server
   [journalctl]=systemd
   [systemd-analyze]=systemd
+  [cron]=cron
+  [crontab]=cron
+  [faketime]=faketime
   [/lib/systemd/systemd-journal-remote]=systemd-journal-remote
   [redis-server]=redis-server
 )
