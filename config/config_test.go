@@ -136,7 +136,7 @@ sources:
 		`source "a": patterns[1].regex: unknown group "when"`,
 		`source "a": patterns[1].regex: a (?P<time>...) group is required`,
 		`source "a": patterns[1].event must be start, end, skip or lock_lost, got "begin"`,
-		`source "db": line 35: unknown field "path" for type "mysql"`,
+		`source "db": line 44: unknown field "path" for type "mysql"`,
 		`source "db": exactly one of dsn and dsn_file is required`,
 		`source "j": units[x.service]: job "nosuchjob" is not configured`,
 		`source "t": type must be one of journal, locks, mysql, runlog, got "ftp"`,

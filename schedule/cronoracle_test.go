@@ -23,7 +23,7 @@ import (
 // missing.
 //
 // JOBWATCH_CRON_ORACLE=long runs every DST night in cronNights instead of
-// the two the suite runs by default (docs/schedules-real.md, "Testing").
+// the two the suite runs by default (docs/schedules.md, "Testing").
 
 const (
 	cronBin      = "/usr/sbin/cron"

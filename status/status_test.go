@@ -25,7 +25,7 @@ func fixture(t *testing.T) *model.Tracker {
 	t.Helper()
 	now := t0
 	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
-	hourly, err := schedule.ParseCron("0 * * * *", time.UTC)
+	hourly, err := schedule.ParseCron("0 * * * *", time.UTC, schedule.Debian)
 	if err != nil {
 		t.Fatal(err)
 	}
