@@ -41,9 +41,9 @@ func TestRepeatedEndIsNotASecondRun(t *testing.T) {
 		withID(start("stats", "web1", 0, at(10*time.Minute)), "r1"),
 		withID(end("stats", "web1", 0, at(11*time.Minute), Success), "r1"),
 		withID(end("stats", "web1", 0, at(11*time.Minute+time.Second), Failure), "r1"), // repeated: same run id
-		end("stats", "web2", 0, at(20*time.Minute), Success),                            // no pid, no id: a run
-		end("stats", "web2", 0, at(20*time.Minute+time.Second), Success),                // and another
-		end("stats", "web1", 42, at(30*time.Minute), Success),                           // pid 42 again, much later: a run
+		end("stats", "web2", 0, at(20*time.Minute), Success),                           // no pid, no id: a run
+		end("stats", "web2", 0, at(20*time.Minute+time.Second), Success),               // and another
+		end("stats", "web1", 42, at(30*time.Minute), Success),                          // pid 42 again, much later: a run
 	}})
 	v := jobView(t, tr, "stats")
 	if got := v.RunCounts[0] + v.RunCounts[1]; got != 5 {
