@@ -37,8 +37,8 @@ sources:
 `, pipe, good.path))
 	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
 	in.waitFor(5*time.Second, map[string]float64{
-		`jobwatch_source_up{source="pipe",type="runlog"}`:           0,
-		`jobwatch_source_up{source="runs",type="runlog"}`:           1,
+		`jobwatch_source_up{source="pipe",type="runlog"}`:            0,
+		`jobwatch_source_up{source="runs",type="runlog"}`:            1,
 		`jobwatch_job_runs_total{job_name="stats",result="success"}`: 1,
 	})
 	reloaded := make(chan int, 1)
