@@ -208,7 +208,7 @@ func (t *Tailer) Run(ctx context.Context, fn func(lines []Line, pos Position, re
 	}
 	w := t.opts.Waker
 	if w == nil {
-		ww := newWatchWaker(&defaultHub, t.path, t.opts.PollInterval)
+		ww := newWatchWaker(&defaultHub, t.path, t.opts.PollInterval, t.log)
 		defer ww.close()
 		w = ww
 	}
