@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 # command -> Debian package that provides it
 declare -A need=(
+  [rsyslogd]=rsyslog
   [promtool]=prometheus
   [prometheus]=prometheus
   [prometheus-alertmanager]=prometheus-alertmanager
@@ -14,6 +15,9 @@ declare -A need=(
   [mariadb-install-db]=mariadb-server
   [journalctl]=systemd
   [systemd-analyze]=systemd
+  [cron]=cron
+  [crontab]=cron
+  [faketime]=faketime
   [/lib/systemd/systemd-journal-remote]=systemd-journal-remote
 )
 missing=()
