@@ -58,15 +58,22 @@ type Cron struct {
 	loc      *time.Location
 	now      func() time.Time
 	commands []cronCommand
-	// open: runs started, by the job's pid.
-	open map[int]cronRun
+	// open: runs started, by host and the job's pid.
+	open map[cronKey]cronRun
 	// failed: error lines whose run was not known (started before the log
-	// was read), by the cron child's pid, waiting for the END line that
-	// names the command. ended: cron children whose run an error line
+	// was read), by host and the cron child's pid, waiting for the END line
+	// that names the command. ended: cron children whose run an error line
 	// ended, whose END line is then dropped.
-	failed map[int]cronFailure
-	ended  map[int]bool
+	failed map[cronKey]cronFailure
+	ended  map[cronKey]bool
 	intern interner
+}
+
+// cronKey is a process of a host: a log gathered from many hosts has the
+// same pids on several.
+type cronKey struct {
+	host string
+	pid  int
 }
 
 type cronCommand struct {
@@ -93,7 +100,7 @@ func NewCron(commands []Command, loc *time.Location, now func() time.Time) (*Cro
 	if now == nil {
 		now = time.Now
 	}
-	c := &Cron{loc: loc, now: now, open: map[int]cronRun{}, failed: map[int]cronFailure{}, ended: map[int]bool{},
+	c := &Cron{loc: loc, now: now, open: map[cronKey]cronRun{}, failed: map[cronKey]cronFailure{}, ended: map[cronKey]bool{},
 		intern: interner{max: maxIntern}}
 	for i, m := range commands {
 		re, err := regexp.Compile(m.Match)
@@ -135,6 +142,7 @@ func (c *Cron) Parse(line []byte, ev *model.Event) error {
 	}
 	ev.Time = ts.UTC()
 	ev.Host = c.intern.get(host)
+	child := cronKey{ev.Host, pid}
 	switch {
 	case kind == "CMD":
 		jobPID, cmd := splitJobPID(detail)
@@ -144,47 +152,48 @@ func (c *Cron) Parse(line []byte, ev *model.Event) error {
 		job := c.jobOf(cmd)
 		ev.Kind, ev.Job, ev.PID = model.Start, job, jobPID
 		if job != "" {
-			c.remember(jobPID, cronRun{job: job, cmd: string(cmd), start: ts})
+			c.remember(cronKey{ev.Host, jobPID}, cronRun{job: job, cmd: string(cmd), start: ts})
 		}
 		return nil
 	case kind == "END":
-		if c.ended[pid] {
-			delete(c.ended, pid)
+		if c.ended[child] {
+			delete(c.ended, child)
 			return ErrNoMatch // the error line before it ended the run
 		}
 		jobPID, cmd := splitJobPID(detail)
 		ev.Kind, ev.Result, ev.Job = model.End, model.Success, c.jobOf(cmd)
-		if f, ok := c.failed[pid]; ok {
-			delete(c.failed, pid)
+		if f, ok := c.failed[child]; ok {
+			delete(c.failed, child)
 			ev.Result, ev.ExitCode, ev.HasExitCode = model.Failure, f.status, true
 			if jobPID == 0 {
 				jobPID = f.jobPID
 			}
 		}
 		if jobPID == 0 {
-			jobPID = c.oldestOpen(ev.Job, cmd)
+			jobPID = c.oldestOpen(ev.Host, ev.Job, cmd)
 		}
 		ev.PID = jobPID
-		delete(c.open, jobPID)
+		delete(c.open, cronKey{ev.Host, jobPID})
 		return nil
 	case user == "CRON" && kind == "error":
 		jobPID, status, ok := grandchildFailed(detail)
 		if !ok {
 			return ErrNoMatch
 		}
-		r, known := c.open[jobPID]
+		k := cronKey{ev.Host, jobPID}
+		r, known := c.open[k]
 		if !known {
 			if len(c.failed) >= maxCronRuns {
 				clear(c.failed)
 			}
-			c.failed[pid] = cronFailure{jobPID, status}
+			c.failed[child] = cronFailure{jobPID, status}
 			return ErrNoMatch // the END line names its command
 		}
-		delete(c.open, jobPID)
+		delete(c.open, k)
 		if len(c.ended) >= maxCronRuns {
 			clear(c.ended)
 		}
-		c.ended[pid] = true
+		c.ended[child] = true
 		ev.Kind, ev.Job, ev.PID = model.End, r.job, jobPID
 		ev.Result, ev.ExitCode, ev.HasExitCode = model.Failure, status, true
 		return nil
@@ -192,24 +201,24 @@ func (c *Cron) Parse(line []byte, ev *model.Event) error {
 	return ErrNoMatch
 }
 
-func (c *Cron) remember(jobPID int, r cronRun) {
+func (c *Cron) remember(k cronKey, r cronRun) {
 	if len(c.open) >= maxCronRuns {
 		clear(c.open)
 	}
-	c.open[jobPID] = r
+	c.open[k] = r
 }
 
 // oldestOpen is the pid of the oldest run in progress of job with command
 // cmd: without -L 8 an END line names the cron child, not the job.
-func (c *Cron) oldestOpen(job string, cmd []byte) int {
+func (c *Cron) oldestOpen(host, job string, cmd []byte) int {
 	best := 0
 	var at time.Time
-	for pid, r := range c.open {
-		if r.job != job || r.cmd != string(cmd) {
+	for k, r := range c.open {
+		if k.host != host || r.job != job || r.cmd != string(cmd) {
 			continue
 		}
-		if best == 0 || r.start.Before(at) || (r.start.Equal(at) && pid < best) {
-			best, at = pid, r.start
+		if best == 0 || r.start.Before(at) || (r.start.Equal(at) && k.pid < best) {
+			best, at = k.pid, r.start
 		}
 	}
 	return best

@@ -140,6 +140,13 @@ func TestCronRuns(t *testing.T) {
 			"Dec  1 09:53:56 web1 CRON[5]: (root) CMD ([6] /bin/false)",
 			"Dec  1 09:53:56 web1 CRON[7]: (root) CMD ([8] /bin/echo jobwatch run -- --job fake)",
 		}, map[string]string{"report": "1/0/0", "nightly": "1/0/0", "": "2/0/0"}},
+		{"a log of two hosts: the same pids are other processes", []string{
+			"Dec  1 09:54:29 web1 CRON[100]: (root) CMD (/x/bin/fail.sh)",
+			"Dec  1 09:54:29 web2 CRON[100]: (root) CMD (/x/bin/backup.sh)",
+			"Dec  1 09:54:29 web1 CRON[99]: (CRON) error (grandchild #100 failed with exit status 1)",
+			"Dec  1 09:54:29 web2 CRON[99]: (root) END (/x/bin/backup.sh)",
+			"Dec  1 09:54:29 web1 CRON[99]: (root) END (/x/bin/fail.sh)",
+		}, map[string]string{"cleanup": "1/0/1", "backup": "1/1/0"}},
 		{"first match wins", []string{
 			"2026-12-01T09:53:56.735176+00:00 web1 CRON[1]: (root) CMD ([2] /x/bin/backup.sh /x/bin/fail.sh)",
 		}, map[string]string{"backup": "1/0/0"}},
