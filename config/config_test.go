@@ -119,7 +119,7 @@ sources:
 		`job "scoped": scope must be host or cluster`,
 		"jobs[7]: name is required",
 		`source "a": path is required`,
-		`source "a": format must be json, logfmt or regex, got "xml"`,
+		`source "a": format must be json, logfmt, regex or cron, got "xml"`,
 		`source "a": duplicate source name`,
 		`source "a": patterns[0].regex: error parsing regexp`,
 		`source "a": patterns[1].regex: unknown group "when"`,

@@ -58,7 +58,8 @@ const (
 	maxIntern = 4096
 )
 
-// New returns the parser of a format: json, logfmt or regex. Patterns are
+// New returns the parser of a format: json, logfmt or regex (format cron,
+// which maps commands to jobs, is NewCron's, or FromConfig's). Patterns are
 // for regex only.
 func New(format string, patterns []Pattern, o Options) (Parser, error) {
 	switch format {
