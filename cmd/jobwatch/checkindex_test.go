@@ -41,3 +41,38 @@ sources:
 		}
 	}
 }
+
+// TestCheckConfigWarnsOfCronLevel: check-config on a format cron source at
+// Debian's default level succeeds and warns that its jobs can only be seen
+// starting; at -L 15 it says nothing.
+func TestCheckConfigWarnsOfCronLevel(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		level string
+		warn  bool
+	}{{"", true}, {"cron_log_level: 15", false}} {
+		cfg := filepath.Join(t.TempDir(), "jobwatch.yml")
+		writeConfig(t, cfg, fmt.Sprintf(`
+jobs:
+  - name: backup
+    every: 1h
+sources:
+  - name: cron
+    type: runlog
+    path: /var/log/cron.log
+    format: cron
+    %s
+    commands:
+      - match: 'backup\.sh'
+        job: backup
+`, tc.level))
+		code, stderr := runToExit(t, bin, "check-config", "--config.file="+cfg)
+		if code != 0 {
+			t.Fatalf("check-config exited %d:\n%s", code, stderr)
+		}
+		warned := strings.Contains(stderr, `warning: source "cron": cron_log_level 1: cron logs only job starts (CMD), so every job can only ever be seen starting`)
+		if warned != tc.warn {
+			t.Errorf("%q: warned %v, want %v:\n%s", tc.level, warned, tc.warn, stderr)
+		}
+	}
+}
