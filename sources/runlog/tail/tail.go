@@ -189,7 +189,8 @@ func (t *Tailer) Stats() Stats {
 }
 
 // Err returns why the path cannot be read now (it does not exist, permission
-// denied), or nil while a file is being followed. Safe from any goroutine.
+// denied, it is not a regular file: ErrNotRegular), or nil while a file is
+// being followed. Safe from any goroutine.
 func (t *Tailer) Err() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -533,8 +534,8 @@ func (fl *file) position() Position {
 var ErrNotRegular = errors.New("not a regular file")
 
 // openRegular opens name for reading if it is a regular file, without ever
-// blocking: the type is checked before opening (a device is never opened)
-// and again on the open file (the path may have changed in between), and the
+// blocking: the type is checked before opening (so a device is not opened,
+// unless it replaces the file in between) and again on the open file, and the
 // open itself is non-blocking, so a named pipe with no writer cannot hang
 // it. A symbolic link is followed: the file it names must be regular.
 func openRegular(name string) (*os.File, os.FileInfo, error) {
