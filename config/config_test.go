@@ -130,7 +130,7 @@ sources:
 		`job "flavour": cron must be debian or cronie, got "vixie"`,
 		`job "flavoured-period": cron: applies only to schedule`,
 		`source "a": path is required`,
-		`source "a": format must be json, logfmt or regex, got "xml"`,
+		`source "a": format must be json, logfmt, regex or cron, got "xml"`,
 		`source "a": duplicate source name`,
 		`source "a": patterns[0].regex: error parsing regexp`,
 		`source "a": patterns[1].regex: unknown group "when"`,

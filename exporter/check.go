@@ -47,6 +47,8 @@ func Check(ctx context.Context, path string) (cfg *config.Config, warnings []str
 		switch {
 		case errors.Is(err, sources.ErrUnreachable):
 			warnings = append(warnings, fmt.Sprintf("source %q: not checked against the server: %v", sc.Name, err))
+		case errors.As(err, new(sources.Warning)):
+			warnings = append(warnings, fmt.Sprintf("source %q: %v", sc.Name, err))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("source %q: %w", sc.Name, err))
 		}

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 # command -> Debian package that provides it
 declare -A need=(
+  [rsyslogd]=rsyslog
   [promtool]=prometheus
   [prometheus]=prometheus
   [prometheus-alertmanager]=prometheus-alertmanager

@@ -89,3 +89,10 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 // database server): the config may be right, it could not be verified.
 // check-config reports it as a warning, not an error.
 var ErrUnreachable = errors.New("unreachable")
+
+// Warning is a Check's advice: the config works, but not as well as it
+// could (a table without the index its queries need). check-config prints
+// it as a warning, not an error.
+type Warning string
+
+func (w Warning) Error() string { return string(w) }

@@ -344,7 +344,7 @@ func TestCheckConfig(t *testing.T) {
 	}
 	os.WriteFile(bad, []byte("jobs:\n  - name: a\n    every: 1h\n  - name: a\n    every: 1h\nsources:\n  - name: s\n    type: runlog\n    format: csv\n"), 0o644)
 	out, _ = exec.Command(bin, "check-config", "--config.file="+bad).CombinedOutput()
-	for _, want := range []string{`job "a": duplicate job name`, `source "s": path is required`, `source "s": format must be json, logfmt or regex`} {
+	for _, want := range []string{`job "a": duplicate job name`, `source "s": path is required`, `source "s": format must be json, logfmt, regex or cron`} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

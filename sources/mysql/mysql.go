@@ -40,6 +40,13 @@ const (
 	mysqlMaxGaps = 10000
 	// mysqlBootstrapOpen bounds the runs in progress per job read on first start.
 	mysqlBootstrapOpen = 1000
+	// mysqlBootstrapWalk bounds the finished runs of each job read back on
+	// first start to find its last results, when the table has an index on
+	// (job, finished_at) but none on (job, status, finished_at).
+	mysqlBootstrapWalk = 2000
+	// mysqlBootstrapWindow bounds the rows read back from the highest id on
+	// first start, for the look-ups the table has no index for.
+	mysqlBootstrapWindow = 50000
 	// mysqlStartTail is how many ids below the highest are checked on first
 	// start for transactions not yet committed.
 	mysqlStartTail = 256
@@ -181,7 +188,7 @@ func (m *Source) Check(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	advice, err := m.checkSchema(ctx, db)
+	plan, err := m.checkSchema(ctx, db)
 	if err != nil {
 		err = fmt.Errorf("%s: %w", m.where(), err)
 		if r := failureReason(err); r == "connection" || r == "timeout" {
@@ -189,10 +196,25 @@ func (m *Source) Check(ctx context.Context) error {
 		}
 		return m.red.Err(err)
 	}
-	if len(advice) > 0 {
-		m.log.Warn("table lacks recommended indexes; first start will scan", "table", m.table, "indexes", strings.Join(advice, " "))
+	if w := m.indexWarning(plan); w != "" {
+		return sources.Warning(w)
 	}
 	return nil
+}
+
+// logIndexes says, once a Run, what the table's indexes make the first start
+// do when they are not those of examples/job_runs.sql.
+func (m *Source) logIndexes(p indexPlan) {
+	stmts, _ := p.missing(m.cols, m.table)
+	switch {
+	case len(stmts) == 0:
+	case m.indexWarning(p) != "":
+		m.log.Warn("table lacks the indexes of the first start's look-ups; it reads back only from the highest id",
+			"table", m.table, "rows", mysqlBootstrapWindow, "create", strings.Join(stmts, "; "))
+	default:
+		m.log.Info("table lacks recommended indexes; the first start walks back each job's finished runs",
+			"table", m.table, "rows_per_job", mysqlBootstrapWalk, "create", strings.Join(stmts, "; "))
+	}
 }
 
 // Run polls the table until ctx is done.
@@ -248,6 +270,7 @@ type mysqlRunner struct {
 	lastPos   []byte
 	resets    int  // position resets not yet handed over
 	needCheck bool // check the schema before the next poll
+	plan      indexPlan
 	advised   bool // the missing indexes were logged
 
 	health *sources.Health
@@ -275,28 +298,29 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	qctx, cancel := context.WithTimeout(ctx, max(30*time.Second, m.poll))
 	defer cancel()
 	if r.needCheck {
-		advice, err := m.checkSchema(qctx, r.db)
+		plan, err := m.checkSchema(qctx, r.db)
 		if err != nil {
 			err = m.red.Err(fmt.Errorf("%s: %w", m.where(), err))
 			r.down(ctx, err)
 			return false, err
 		}
-		if len(advice) > 0 && !r.advised {
+		r.plan = plan
+		if !r.advised {
 			r.advised = true
-			m.log.Warn("table lacks recommended indexes; first start will scan", "table", m.table, "indexes", strings.Join(advice, " "))
+			m.logIndexes(plan)
 		}
 		r.needCheck = false
 	}
 	var b model.Batch
 	var next *mysqlPosition
 	if r.pos == nil {
-		next, b.Events, err = m.bootstrap(qctx, r.db)
+		next, b.Events, err = m.bootstrap(qctx, r.db, r.plan)
 	} else {
 		next, b.Events, b.ParseErrors, more, err = m.pollOnce(qctx, r.db, r.pos)
 		if errors.Is(err, errPositionGone) {
 			m.log.Warn("table has no rows up to the saved position (truncated or replaced?); starting afresh", "saved_id", r.pos.ID)
 			r.resets++
-			next, b.Events, err = m.bootstrap(qctx, r.db)
+			next, b.Events, err = m.bootstrap(qctx, r.db, r.plan)
 			more = false
 		}
 	}
@@ -411,8 +435,9 @@ func (m *Source) maxID(ctx context.Context, db *sql.DB) (int64, error) {
 
 // bootstrap is the first start: for each configured job its last success,
 // last failure, last timeout and its runs in progress, each from a bounded
-// query on an index; then reading goes on from the highest id.
-func (m *Source) bootstrap(ctx context.Context, db *sql.DB) (*mysqlPosition, []model.Event, error) {
+// query on an index (see indexPlan; without one, from the rows just below
+// the highest id); then reading goes on from the highest id.
+func (m *Source) bootstrap(ctx context.Context, db *sql.DB, plan indexPlan) (*mysqlPosition, []model.Event, error) {
 	top, err := m.maxID(ctx, db)
 	if err != nil {
 		return nil, nil, err
@@ -441,55 +466,172 @@ func (m *Source) bootstrap(ctx context.Context, db *sql.DB) (*mysqlPosition, []m
 		}
 		pos.Gaps = removeFound([]mysqlGap{{From: low + 1, To: top, Since: m.now().UTC()}}, ids)
 	}
-	var evs []keyedEvent
-	open := map[int64]bool{}
+	b := &bootstrapper{m: m, top: top, open: map[int64]bool{}}
+	if plan.window() {
+		if err := b.window(ctx, db, !plan.byStatus); err != nil {
+			return nil, nil, err
+		}
+	}
 	c := m.q
 	for _, job := range m.jobs {
-		for _, class := range []statusClass{statusSuccess, statusFailure, statusTimeout} {
-			var last *runRow
-			for _, v := range m.statusVals[class] {
-				rows, err := m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["status"]+" = ? AND "+c["finished_at"]+" IS NOT NULL ORDER BY "+c["finished_at"]+" DESC LIMIT 1", job, v)
-				if err != nil {
-					return nil, nil, err
-				}
-				for i := range rows {
-					r := rows[i]
-					if r.id > top || !r.finished.Valid {
-						continue // newer than the start point: read incrementally
-					}
-					if last == nil || r.finished.Time.After(last.finished.Time) {
-						last = &r
-					}
-				}
+		switch {
+		case plan.byStatus:
+			if err := b.lastByStatus(ctx, db, job); err != nil {
+				return nil, nil, err
 			}
-			if last != nil {
-				e, _, err := m.rowEvents(*last, false)
-				if err == nil {
-					evs = append(evs, e...)
-				}
+		case plan.byFinished:
+			if err := b.walkBack(ctx, db, job); err != nil {
+				return nil, nil, err
 			}
+		}
+		if !plan.byFinished {
+			continue // found in the window
 		}
 		rows, err := m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["finished_at"]+" IS NULL ORDER BY "+c["started_at"]+" DESC LIMIT "+fmt.Sprint(mysqlBootstrapOpen), job)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, r := range rows {
-			if r.id > top || m.class(r.status) == statusSkipped || open[r.id] {
-				continue
-			}
-			e, isOpen, err := m.rowEvents(r, false)
-			if err != nil || !isOpen {
-				continue
-			}
-			evs = append(evs, e...)
-			open[r.id] = true
+			b.addOpen(r)
 		}
 	}
-	for id := range open {
+	for _, job := range m.jobs {
+		for _, class := range bootstrapClasses {
+			if r, ok := b.last[lastKey{job, class}]; ok {
+				if e, _, err := m.rowEvents(r, false); err == nil {
+					b.evs = append(b.evs, e...)
+				}
+			}
+		}
+	}
+	for id := range b.open {
 		pos.Open = append(pos.Open, id)
 	}
 	m.capOpen(pos)
-	return pos, sortEvents(evs), nil
+	return pos, sortEvents(b.evs), nil
+}
+
+// bootstrapClasses are the results whose last run the first start reads.
+var bootstrapClasses = []statusClass{statusSuccess, statusFailure, statusTimeout}
+
+type lastKey struct {
+	job   string
+	class statusClass
+}
+
+// bootstrapper gathers what the first start finds.
+type bootstrapper struct {
+	m    *Source
+	top  int64
+	last map[lastKey]runRow
+	open map[int64]bool
+	evs  []keyedEvent
+}
+
+// offer keeps r if it is the latest finished run of its job and result
+// seen so far.
+func (b *bootstrapper) offer(job string, r runRow) {
+	if r.id > b.top || !r.finished.Valid {
+		return // newer than the start point: read incrementally
+	}
+	class := b.m.class(r.status)
+	if !slices.Contains(bootstrapClasses, class) {
+		return
+	}
+	if b.last == nil {
+		b.last = map[lastKey]runRow{}
+	}
+	k := lastKey{job, class}
+	if old, ok := b.last[k]; !ok || r.finished.Time.After(old.finished.Time) {
+		b.last[k] = r
+	}
+}
+
+// addOpen keeps r if it is a run in progress.
+func (b *bootstrapper) addOpen(r runRow) {
+	if r.id > b.top || r.finished.Valid || b.m.class(r.status) == statusSkipped || b.open[r.id] {
+		return
+	}
+	e, isOpen, err := b.m.rowEvents(r, false)
+	if err != nil || !isOpen {
+		return
+	}
+	b.evs = append(b.evs, e...)
+	b.open[r.id] = true
+}
+
+// lastByStatus reads job's last run of each result: one row per status
+// value, on the (job, status, finished_at) index.
+func (b *bootstrapper) lastByStatus(ctx context.Context, db *sql.DB, job string) error {
+	m, c := b.m, b.m.q
+	for _, class := range bootstrapClasses {
+		for _, v := range m.statusVals[class] {
+			rows, err := m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["status"]+" = ? AND "+c["finished_at"]+" IS NOT NULL ORDER BY "+c["finished_at"]+" DESC LIMIT 1", job, v)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				b.offer(job, r)
+			}
+		}
+	}
+	return nil
+}
+
+// walkBack reads job's last mysqlBootstrapWalk finished runs, newest first,
+// on the (job, finished_at) index, and keeps the last of each result among
+// them. One query: MariaDB reads such a look-up from the job's newest entry
+// down (ref access), so pages would each read again what the ones before
+// them read.
+func (b *bootstrapper) walkBack(ctx context.Context, db *sql.DB, job string) error {
+	c := b.m.q
+	rows, err := b.m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["finished_at"]+" IS NOT NULL ORDER BY "+c["finished_at"]+" DESC LIMIT "+fmt.Sprint(mysqlBootstrapWalk), job)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		b.offer(job, r)
+	}
+	return nil
+}
+
+// window reads the rows just below the highest id, newest first, by the
+// primary key: the runs in progress among them and, if results, each job's
+// last results among them. It is the first start's look-up for a table
+// without an index by job: bounded, at the cost of not finding older rows.
+func (b *bootstrapper) window(ctx context.Context, db *sql.DB, results bool) error {
+	m, c := b.m, b.m.q
+	jobs := make(map[string]bool, len(m.jobs))
+	for _, j := range m.jobs {
+		jobs[j] = true
+	}
+	low := max(0, b.top-mysqlBootstrapWindow)
+	var open []runRow
+	for hi := b.top; hi > low; {
+		rows, err := m.query(ctx, db, "WHERE "+c["id"]+" > ? AND "+c["id"]+" <= ? ORDER BY "+c["id"]+" DESC LIMIT "+fmt.Sprint(mysqlBatchRows), low, hi)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			job := strings.TrimSpace(r.job.String)
+			switch {
+			case !jobs[job]:
+			case !r.finished.Valid:
+				open = append(open, r)
+			case results:
+				b.offer(job, r)
+			}
+		}
+		if len(rows) < mysqlBatchRows {
+			break
+		}
+		hi = rows[len(rows)-1].id - 1
+	}
+	// In id order, as the look-up by job has them.
+	for _, r := range slices.Backward(open) {
+		b.addOpen(r)
+	}
+	return nil
 }
 
 // pollOnce reads what changed since pos: the runs in progress and the

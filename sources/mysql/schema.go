@@ -45,17 +45,16 @@ func (m *Source) columnTypes() []struct {
 
 // checkSchema checks that the table exists with the configured columns, of
 // usable types, that id is indexed, and that jobwatch's user may read it.
-// It returns the names of recommended indexes that are missing (advice, not
-// an error).
-func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (advice []string, err error) {
+// It returns which of the first start's look-ups have an index.
+func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (plan indexPlan, err error) {
 	schema := m.schema
 	if schema == "" {
 		var cur sql.NullString
 		if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&cur); err != nil {
-			return nil, err
+			return plan, err
 		}
 		if !cur.Valid {
-			return nil, &schemaError{"no database", "no database selected: name one in the dsn (.../dbname) or write table as database.table"}
+			return plan, &schemaError{"no database", "no database selected: name one in the dsn (.../dbname) or write table as database.table"}
 		}
 		schema = cur.String
 	}
@@ -63,7 +62,7 @@ func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (advice []string, 
 		"SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
 		schema, m.tableName)
 	if err != nil {
-		return nil, err
+		return plan, err
 	}
 	type colInfo struct{ typ, key string }
 	have := map[string]colInfo{}
@@ -71,16 +70,16 @@ func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (advice []string, 
 		var name, typ, key string
 		if err := rows.Scan(&name, &typ, &key); err != nil {
 			rows.Close()
-			return nil, err
+			return plan, err
 		}
 		have[strings.ToLower(name)] = colInfo{strings.ToLower(typ), key}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return plan, err
 	}
 	if len(have) == 0 {
-		return nil, &schemaError{"table missing", fmt.Sprintf("table %s.%s does not exist (or jobwatch's user may not read it)", schema, m.tableName)}
+		return plan, &schemaError{"table missing", fmt.Sprintf("table %s.%s does not exist (or jobwatch's user may not read it)", schema, m.tableName)}
 	}
 	var missing, wrong []string
 	for _, c := range m.columnTypes() {
@@ -95,29 +94,79 @@ func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (advice []string, 
 		}
 	}
 	if len(missing) > 0 {
-		return nil, &schemaError{"column missing", strings.Join(append(missing, wrong...), "; ")}
+		return plan, &schemaError{"column missing", strings.Join(append(missing, wrong...), "; ")}
 	}
 	if len(wrong) > 0 {
-		return nil, &schemaError{"column type", strings.Join(wrong, "; ")}
+		return plan, &schemaError{"column type", strings.Join(wrong, "; ")}
 	}
 	// The columns exist and have usable types: make sure the user may
 	// SELECT them (information_schema may show columns it may not read).
 	rows, err = db.QueryContext(ctx, "SELECT "+m.selectList+" FROM "+m.table+" LIMIT 0")
 	if err != nil {
-		return nil, err
+		return plan, err
 	}
 	rows.Close()
-	return m.indexAdvice(ctx, db, schema)
+	return m.indexes(ctx, db, schema)
 }
 
-// indexAdvice names the indexes of examples/job_runs.sql that the first
-// start's queries need and the table lacks.
-func (m *Source) indexAdvice(ctx context.Context, db *sql.DB, schema string) ([]string, error) {
+// indexPlan says which of the first start's look-ups have an index to run
+// on, from the table's indexes (information_schema.STATISTICS): a look-up
+// without one reads back only from the highest id (mysqlBootstrapWindow
+// rows), never the whole table.
+type indexPlan struct {
+	// byStatus: an index starts (job, status, finished_at). Each job's
+	// last success, failure and timeout are one row each.
+	byStatus bool
+	// byFinished: an index starts (job, finished_at). Without byStatus each
+	// job's finished runs are walked back from the newest (at most
+	// mysqlBootstrapWalk rows a job) until each result is found; and each
+	// job's runs in progress (finished_at IS NULL) are one range.
+	byFinished bool
+	// openSorted: that index goes on with started_at, so that the runs in
+	// progress come newest first without sorting them.
+	openSorted bool
+}
+
+// window says whether the first start reads back from the highest id: some
+// look-up has no index.
+func (p indexPlan) window() bool { return !p.byFinished }
+
+// missing returns the CREATE INDEX statements of examples/job_runs.sql that
+// the table lacks, and whether lacking them bounds what the first start
+// finds (a warning) rather than only costing more reads (advice).
+func (p indexPlan) missing(c Columns, table string) (stmts []string, bounded bool) {
+	if !p.byStatus {
+		stmts = append(stmts, fmt.Sprintf("CREATE INDEX job_status_finished ON %s (%s, %s, %s)", table, c.Job, c.Status, c.FinishedAt))
+	}
+	if !p.openSorted {
+		stmts = append(stmts, fmt.Sprintf("CREATE INDEX job_open ON %s (%s, %s, %s)", table, c.Job, c.FinishedAt, c.StartedAt))
+	}
+	return stmts, p.window()
+}
+
+// indexWarning is check-config's warning for a table the first start cannot
+// look up by job, or "".
+func (m *Source) indexWarning(p indexPlan) string {
+	stmts, bounded := p.missing(m.cols, m.table)
+	if !bounded {
+		return ""
+	}
+	what := "runs in progress"
+	if !p.byStatus {
+		what = "last success, failure and timeout and its runs in progress"
+	}
+	return fmt.Sprintf("table %s has no index to look up each job's %s on first start: they are looked for only among the last %d rows; create %s",
+		m.table, what, mysqlBootstrapWindow, strings.Join(stmts, "; "))
+}
+
+// indexes reads which of the first start's look-ups the table's indexes
+// serve.
+func (m *Source) indexes(ctx context.Context, db *sql.DB, schema string) (indexPlan, error) {
 	rows, err := db.QueryContext(ctx,
 		"SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX",
 		schema, m.tableName)
 	if err != nil {
-		return nil, err
+		return indexPlan{}, err
 	}
 	defer rows.Close()
 	idx := map[string][]string{}
@@ -125,12 +174,12 @@ func (m *Source) indexAdvice(ctx context.Context, db *sql.DB, schema string) ([]
 		var name, col string
 		var seq int
 		if err := rows.Scan(&name, &seq, &col); err != nil {
-			return nil, err
+			return indexPlan{}, err
 		}
 		idx[name] = append(idx[name], strings.ToLower(col))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return indexPlan{}, err
 	}
 	hasPrefix := func(cols ...string) bool {
 		for _, ic := range idx {
@@ -147,13 +196,10 @@ func (m *Source) indexAdvice(ctx context.Context, db *sql.DB, schema string) ([]
 		}
 		return false
 	}
-	var advice []string
 	c := m.cols
-	if !hasPrefix(c.Job, c.Status, c.FinishedAt) {
-		advice = append(advice, fmt.Sprintf("(%s, %s, %s)", c.Job, c.Status, c.FinishedAt))
-	}
-	if !hasPrefix(c.Job, c.FinishedAt, c.StartedAt) {
-		advice = append(advice, fmt.Sprintf("(%s, %s, %s)", c.Job, c.FinishedAt, c.StartedAt))
-	}
-	return advice, nil
+	return indexPlan{
+		byStatus:   hasPrefix(c.Job, c.Status, c.FinishedAt),
+		byFinished: hasPrefix(c.Job, c.FinishedAt),
+		openSorted: hasPrefix(c.Job, c.FinishedAt, c.StartedAt),
+	}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,18 +18,25 @@ import (
 
 const benchRecords = 1_000_000
 
-var benchFiles sync.Map // format -> path
+// benchLogs writes run logs of n records of 100 jobs (start and
+// end pairs, as jobwatch run writes them) into the benchmark's own temp
+// directory, removed when it ends, once per format.
+type benchLogs struct {
+	n     int
+	dir   string
+	paths map[string]string
+}
 
-// benchLog writes (once per process) a run log of benchRecords records of
-// 100 jobs: start and end pairs, as jobwatch run writes them.
-func benchLog(b *testing.B, format string) string {
-	if p, ok := benchFiles.Load(format); ok {
-		return p.(string)
+func newBenchLogs(b *testing.B, n int) *benchLogs {
+	return &benchLogs{n: n, dir: b.TempDir(), paths: map[string]string{}}
+}
+
+// get returns the run log of format, writing it on first use.
+func (l *benchLogs) get(b *testing.B, format string) string {
+	if p, ok := l.paths[format]; ok {
+		return p
 	}
-	dir, err := os.MkdirTemp("", "jobwatch-bench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	dir := l.dir
 	path := filepath.Join(dir, "runs."+format)
 	f, err := os.Create(path)
 	if err != nil {
@@ -38,7 +44,7 @@ func benchLog(b *testing.B, format string) string {
 	}
 	w := bufio.NewWriter(f)
 	t := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	for i := 0; i < benchRecords/2; i++ {
+	for i := 0; i < l.n/2; i++ {
 		job, pid := fmt.Sprintf("job_%02d", i%100), 1000+i
 		start, end := t.Add(time.Duration(i)*time.Second), t.Add(time.Duration(i)*time.Second+40500*time.Millisecond)
 		if format == "json" {
@@ -52,18 +58,24 @@ func benchLog(b *testing.B, format string) string {
 	if err := w.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	f.Close()
-	benchFiles.Store(format, path)
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	l.paths[format] = path
 	return path
 }
 
 // BenchmarkIngest reads a whole run log into a tracker: tail, parse, apply.
 // The wc_l case runs `wc -l` on the same file in the same run, the floor any
 // line reader is measured against.
-func BenchmarkIngest(b *testing.B) {
+func BenchmarkIngest(b *testing.B) { benchIngest(b, benchRecords) }
+
+// benchIngest is BenchmarkIngest on run logs of n records.
+func benchIngest(b *testing.B, n int) {
+	logs := newBenchLogs(b, n)
 	for _, format := range []string{"json", "logfmt"} {
 		b.Run(format, func(b *testing.B) {
-			path := benchLog(b, format)
+			path := logs.get(b, format)
 			fi, _ := os.Stat(path)
 			jobs := make([]model.JobSpec, 100)
 			for i := range jobs {
@@ -83,14 +95,14 @@ func BenchmarkIngest(b *testing.B) {
 				w.Idle() // the first pass read the whole file
 				cancel()
 				<-done
-				if _, srcs := tr.View(); srcs[0].Records != benchRecords {
-					b.Fatalf("read %d records, want %d", srcs[0].Records, benchRecords)
+				if _, srcs := tr.View(); srcs[0].Records != uint64(n) {
+					b.Fatalf("read %d records, want %d", srcs[0].Records, n)
 				}
 			}
-			reportRates(b, cpuTime()-cpu0)
+			reportRates(b, n, cpuTime()-cpu0)
 		})
 		b.Run(format+"_wc_l", func(b *testing.B) {
-			path := benchLog(b, format)
+			path := logs.get(b, format)
 			var cpu time.Duration
 			for b.Loop() {
 				cmd := exec.Command("wc", "-l", path)
@@ -99,15 +111,15 @@ func BenchmarkIngest(b *testing.B) {
 				}
 				cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 			}
-			reportRates(b, cpu)
+			reportRates(b, n, cpu)
 		})
 	}
 }
 
 // reportRates reports records per second of wall time and per second of CPU
 // time: on a shared, noisy machine the CPU figure is the one that compares.
-func reportRates(b *testing.B, cpu time.Duration) {
-	n := float64(benchRecords) * float64(b.N)
+func reportRates(b *testing.B, records int, cpu time.Duration) {
+	n := float64(records) * float64(b.N)
 	b.ReportMetric(n/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(n/cpu.Seconds(), "records/cpu-s")
 }
@@ -116,4 +128,26 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestBenchmarkCleansUp runs the ingest benchmark on small logs with its own
+// TMPDIR, which must be empty afterwards: a benchmark run leaves nothing
+// behind (it used to leave 270 MB a run).
+func TestBenchmarkCleansUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a benchmark")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	res := testing.Benchmark(func(b *testing.B) { benchIngest(b, 2000) })
+	if res.N == 0 {
+		t.Fatal("the benchmark failed")
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left in TMPDIR: %s", e.Name())
+	}
 }

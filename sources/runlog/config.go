@@ -35,12 +35,12 @@ func (c *Config) New(name string, deps sources.Deps) (sources.Source, error) {
 func decode(b config.Block) (sources.Config, []error) {
 	var c Config
 	errs := config.DecodeBlock(b, &c)
-	errs = append(errs, c.validate()...)
+	errs = append(errs, c.validate(b.Jobs)...)
 	c.Path = b.Resolve(c.Path)
 	return &c, errs
 }
 
-func (c *Config) validate() []error {
+func (c *Config) validate(jobs map[string]bool) []error {
 	var errs []error
 	if c.Path == "" {
 		errs = append(errs, errors.New("path is required"))
@@ -54,8 +54,39 @@ func (c *Config) validate() []error {
 		if len(c.Patterns) == 0 {
 			errs = append(errs, errors.New("format regex needs at least one pattern"))
 		}
+	case "cron":
+		if len(c.Patterns) > 0 {
+			errs = append(errs, fmt.Errorf("patterns are only for format regex (format cron maps commands with commands)"))
+		}
+		if c.TimeFormat != "" {
+			errs = append(errs, fmt.Errorf("time_format is not for format cron: it reads syslog's timestamps"))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("format must be json, logfmt or regex, got %q", c.Format))
+		errs = append(errs, fmt.Errorf("format must be json, logfmt, regex or cron, got %q", c.Format))
+	}
+	if c.Format != "cron" {
+		if len(c.Commands) > 0 {
+			errs = append(errs, errors.New("commands are only for format cron"))
+		}
+		if c.CronLogLevel != nil {
+			errs = append(errs, errors.New("cron_log_level is only for format cron"))
+		}
+	}
+	if l := c.LogLevel(); l < 0 || l > 15 {
+		errs = append(errs, fmt.Errorf("cron_log_level must be 0 to 15 (cron's -L), got %d", l))
+	}
+	for i, m := range c.Commands {
+		if _, err := regexp.Compile(m.Match); err != nil {
+			errs = append(errs, fmt.Errorf("commands[%d].match: %w", i, err))
+		} else if m.Match == "" {
+			errs = append(errs, fmt.Errorf("commands[%d].match is required", i))
+		}
+		switch {
+		case m.Job == "":
+			errs = append(errs, fmt.Errorf("commands[%d].job is required", i))
+		case jobs != nil && !jobs[m.Job]:
+			errs = append(errs, fmt.Errorf("commands[%d].job: unknown job %q", i, m.Job))
+		}
 	}
 	if c.Timezone != "" {
 		if _, err := time.LoadLocation(c.Timezone); err != nil {

@@ -24,6 +24,7 @@ import (
 type Source struct {
 	name   string
 	path   string
+	cfg    record.Config
 	parser record.Parser
 	logger *slog.Logger // with the source's name and path
 	// tailLog is the tailer's: it adds the path itself.
@@ -33,7 +34,40 @@ type Source struct {
 	healthEvery time.Duration
 }
 
-var _ sources.Source = (*Source)(nil)
+var (
+	_ sources.Source  = (*Source)(nil)
+	_ sources.Checker = (*Source)(nil)
+)
+
+// Check warns, for check-config, when cron's log level (format cron) lets
+// jobs be seen only in part: only starting, or never failing.
+func (r *Source) Check(context.Context) error {
+	if r.cfg.Format != "cron" {
+		return nil
+	}
+	if w := CronLevelWarning(r.cfg.LogLevel()); w != "" {
+		return sources.Warning(w)
+	}
+	return nil
+}
+
+// CronLevelWarning says what jobs read from cron's own log at Debian cron's
+// -L level cannot show, or "" when they show everything.
+func CronLevelWarning(level int) string {
+	const fix = "run Debian's cron with -L 15 (EXTRA_OPTS=\"-L 15\" in /etc/default/cron) and set cron_log_level: 15, or run the jobs through jobwatch run"
+	end, failed := level&record.CronLogEnd != 0, level&record.CronLogFailed != 0
+	switch {
+	case level&record.CronLogStart == 0 && !end && !failed:
+		return fmt.Sprintf("cron_log_level %d: cron logs nothing about jobs; %s", level, fix)
+	case !end && !failed:
+		return fmt.Sprintf("cron_log_level %d: cron logs only job starts (CMD), so every job can only ever be seen starting: its runs never end and are closed as lost at the job's timeout; %s", level, fix)
+	case !end:
+		return fmt.Sprintf("cron_log_level %d: cron logs no END lines, so a successful run is never seen ending (only failures end runs); %s", level, fix)
+	case !failed:
+		return fmt.Sprintf("cron_log_level %d: cron logs no failures, so every run that ends counts as a success; %s", level, fix)
+	}
+	return ""
+}
 
 // New builds a runlog source named name; its path should be absolute (the
 // config's decoder resolves relative paths against the config file's
@@ -44,9 +78,13 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cp, ok := p.(*record.Cron); ok {
+		cp.SetNow(deps.Now) // the year of syslog's timestamps
+	}
 	return &Source{
 		name:        name,
 		path:        c.Path,
+		cfg:         c.Config,
 		parser:      p,
 		logger:      deps.Logger.With("source", name, "path", c.Path),
 		tailLog:     deps.Logger.With("source", name),

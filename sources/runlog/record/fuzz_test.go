@@ -261,3 +261,41 @@ func FuzzRFC3339(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCron feeds cron's syslog lines, real ones (testdata/cron) and
+// mutations, one after another to one parser: what it returns is a valid
+// event (of no job, for commands nothing maps), and its state stays
+// bounded.
+func FuzzCron(f *testing.F) {
+	for _, name := range []string{"L15-traditional", "L15-default", "L7-traditional", "L3-traditional", "L1-traditional", "cronie"} {
+		seedFile(f, "testdata/cron/"+name+".log")
+	}
+	p, err := NewCron(cronCommands, time.UTC, func() time.Time { return cronNow })
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ev, err := parse(t, unknownJobOK{p}, line)
+		if err != nil {
+			return
+		}
+		if ev.Kind == model.Skip || ev.RunID != "" {
+			t.Fatalf("Parse(%q): %v", line, ev)
+		}
+		if len(p.open) > maxCronRuns || len(p.failed) > maxCronRuns || len(p.ended) > maxCronRuns {
+			t.Fatalf("state grew past %d", maxCronRuns)
+		}
+	})
+}
+
+// unknownJobOK gives an event of no job (a command nothing maps) a valid
+// name for checkEvent, which checks everything else.
+type unknownJobOK struct{ p Parser }
+
+func (u unknownJobOK) Parse(line []byte, ev *model.Event) error {
+	err := u.p.Parse(line, ev)
+	if err == nil && ev.Job == "" {
+		ev.Job = "unknown"
+	}
+	return err
+}

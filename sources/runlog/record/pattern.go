@@ -3,10 +3,22 @@ package record
 // Config is what a runlog source's block says about its records: the
 // format, the time layout and zone, and the patterns of format regex.
 type Config struct {
-	Format     string    `yaml:"format"`      // json | logfmt | regex
+	Format     string    `yaml:"format"`      // json | logfmt | regex | cron
 	TimeFormat string    `yaml:"time_format"` // Go layout; default RFC 3339
 	Timezone   string    `yaml:"timezone"`    // for times without an offset
 	Patterns   []Pattern `yaml:"patterns"`
+	// For format cron: commands map commands to jobs (first match wins);
+	// CronLogLevel is cron's -L (default DefaultCronLogLevel).
+	Commands     []Command `yaml:"commands"`
+	CronLogLevel *int      `yaml:"cron_log_level"`
+}
+
+// LogLevel is the configured cron -L, or its default.
+func (c Config) LogLevel() int {
+	if c.CronLogLevel == nil {
+		return DefaultCronLogLevel
+	}
+	return *c.CronLogLevel
 }
 
 // Pattern is one regular expression of a format: regex source. Named groups

@@ -59,7 +59,8 @@ const (
 	maxIntern = 4096
 )
 
-// New returns the parser of a format: json, logfmt or regex. Patterns are
+// New returns the parser of a format: json, logfmt or regex (format cron,
+// which maps commands to jobs, is NewCron's, or FromConfig's). Patterns are
 // for regex only.
 func New(format string, patterns []Pattern, o Options) (Parser, error) {
 	switch format {
@@ -78,7 +79,7 @@ func New(format string, patterns []Pattern, o Options) (Parser, error) {
 }
 
 // FromConfig returns the parser of a runlog source's config: its format,
-// patterns, time_format and timezone.
+// patterns (or commands), time_format and timezone.
 func FromConfig(r Config) (Parser, error) {
 	o := Options{TimeFormat: r.TimeFormat}
 	if r.Timezone != "" {
@@ -87,6 +88,9 @@ func FromConfig(r Config) (Parser, error) {
 			return nil, fmt.Errorf("record: timezone %q: %w", r.Timezone, err)
 		}
 		o.Location = loc
+	}
+	if r.Format == "cron" {
+		return NewCron(r.Commands, o.Location, nil)
 	}
 	return New(r.Format, r.Patterns, o)
 }

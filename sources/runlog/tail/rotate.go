@@ -97,7 +97,7 @@ func (s sibling) fingerprintMatches(p Position) bool {
 	if s.size < int64(p.FPLen) {
 		return false
 	}
-	f, err := os.Open(s.path)
+	f, _, err := openRegular(s.path)
 	if err != nil {
 		return false
 	}

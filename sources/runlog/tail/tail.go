@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -188,7 +189,8 @@ func (t *Tailer) Stats() Stats {
 }
 
 // Err returns why the path cannot be read now (it does not exist, permission
-// denied), or nil while a file is being followed. Safe from any goroutine.
+// denied, it is not a regular file: ErrNotRegular), or nil while a file is
+// being followed. Safe from any goroutine.
 func (t *Tailer) Err() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -207,7 +209,7 @@ func (t *Tailer) Run(ctx context.Context, fn func(lines []Line, pos Position, re
 	}
 	w := t.opts.Waker
 	if w == nil {
-		ww := newWatchWaker(&defaultHub, t.path, t.opts.PollInterval)
+		ww := newWatchWaker(&defaultHub, t.path, t.opts.PollInterval, t.log)
 		defer ww.close()
 		w = ww
 	}
@@ -527,20 +529,98 @@ func (fl *file) position() Position {
 	}
 }
 
-// openFile opens name and reads its identity, size, mtime and fingerprint.
-func openFile(name string) (*file, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
+// ErrNotRegular is why a path naming a named pipe, a socket, a device or a
+// directory is not read: only regular files are run logs.
+var ErrNotRegular = errors.New("not a regular file")
+
+// openRegular opens name for reading if it is a regular file, without ever
+// blocking: the type is checked before opening (so a device is not opened,
+// unless it replaces the file in between) and again on the open file, and the
+// open itself is non-blocking, so a named pipe with no writer cannot hang
+// it. A symbolic link is followed: the file it names must be regular.
+func openRegular(name string) (*os.File, os.FileInfo, error) {
+	if fi, err := os.Stat(name); err != nil {
+		return nil, nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, nil, notRegular(name, fi.Mode())
 	}
+	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, nil, &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if modeOf(st.Mode) != 0 {
+		syscall.Close(fd)
+		return nil, nil, notRegular(name, modeOf(st.Mode))
+	}
+	// O_NONBLOCK means nothing to a regular file's reads; clear it anyway,
+	// so that the runtime treats the file as the plain file it is.
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, nil, &fs.PathError{Op: "fcntl", Path: name, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file", name)
+	return f, fi, nil
+}
+
+// notRegular is ErrNotRegular for name, saying what it is instead.
+func notRegular(name string, m fs.FileMode) error {
+	return &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kindOf(m))}
+}
+
+// kindOf names the type of a file that is not regular.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m.IsDir():
+		return "directory"
+	default:
+		return "irregular file"
+	}
+}
+
+// modeOf is the type of a raw stat mode, as an fs.FileMode.
+func modeOf(raw uint32) fs.FileMode {
+	switch raw & syscall.S_IFMT {
+	case syscall.S_IFREG:
+		return 0
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFDIR:
+		return fs.ModeDir
+	default:
+		return fs.ModeIrregular
+	}
+}
+
+// openFile opens name, a regular file, and reads its identity, size, mtime
+// and fingerprint.
+func openFile(name string) (*file, error) {
+	f, fi, err := openRegular(name)
+	if err != nil {
+		return nil, err
 	}
 	dev, ino := ids(fi)
 	fl := &file{f: f, name: name, dev: dev, ino: ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}

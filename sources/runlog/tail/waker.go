@@ -3,6 +3,9 @@ package tail
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -106,15 +109,43 @@ type watchWaker struct {
 	dir   string
 	base  string
 	poll  time.Duration
+	log   *slog.Logger
 	sub   *subscription
 	timer *time.Timer
+	// subErr is why the last subscription failed ("" if it worked), so
+	// that each failure is logged once, not once a poll.
+	subErr string
 }
 
-func newWatchWaker(h *hub, path string, poll time.Duration) *watchWaker {
-	w := &watchWaker{hub: h, dir: filepath.Dir(path), base: filepath.Base(path), poll: poll}
+func newWatchWaker(h *hub, path string, poll time.Duration, log *slog.Logger) *watchWaker {
+	w := &watchWaker{hub: h, dir: filepath.Dir(path), base: filepath.Base(path), poll: poll, log: log}
 	// Subscribe before the first read, so that no change after it is missed.
-	w.sub, _ = h.subscribe(w.dir, w.base)
+	w.subscribe()
 	return w
+}
+
+// subscribe watches the directory, and logs a failure to (only polling the
+// file is then left) and a recovery after one, each once.
+func (w *watchWaker) subscribe() bool {
+	sub, err := w.hub.subscribe(w.dir, w.base)
+	w.sub = sub
+	switch {
+	case err == nil:
+		if w.subErr != "" {
+			w.log.Info("inotify watch set on the directory; no longer only polling", "dir", w.dir)
+		}
+		w.subErr = ""
+		return true
+	case err.Error() == w.subErr:
+	case errors.Is(err, fs.ErrNotExist):
+		// The tailer says the file is missing; the watch follows when
+		// the directory is created.
+		w.log.Debug("directory does not exist; polling until it does", "dir", w.dir, "poll_interval", w.poll)
+	default:
+		w.log.Warn("cannot watch the directory with inotify; polling the file instead", "dir", w.dir, "poll_interval", w.poll, "err", err)
+	}
+	w.subErr = err.Error()
+	return false
 }
 
 func (w *watchWaker) Wait(ctx context.Context) error {
@@ -125,7 +156,7 @@ func (w *watchWaker) Wait(ctx context.Context) error {
 		}
 		// The directory was missing or removed: try again. A fresh watch
 		// may have missed changes, so look at the file now if it worked.
-		if w.sub, _ = w.hub.subscribe(w.dir, w.base); w.sub != nil {
+		if w.subscribe() {
 			return ctx.Err()
 		}
 	}
@@ -180,6 +211,10 @@ type hub struct {
 	// drop is a test hook: events are dropped, as the kernel does when its
 	// queue overflows.
 	drop atomic.Bool
+	// newWatcher makes the inotify instance (nil: fsnotify.NewWatcher).
+	// Tests make it fail, as it does when the user's inotify instances
+	// (fs.inotify.max_user_instances) are used up.
+	newWatcher func() (*fsnotify.Watcher, error)
 }
 
 var defaultHub hub
@@ -202,9 +237,13 @@ func (h *hub) subscribe(dir, base string) (*subscription, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.w == nil {
-		w, err := fsnotify.NewWatcher()
+		nw := h.newWatcher
+		if nw == nil {
+			nw = fsnotify.NewWatcher
+		}
+		w, err := nw()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("inotify: %w", err)
 		}
 		h.w, h.done = w, make(chan struct{})
 		h.dirs = map[string]map[*subscription]struct{}{}
@@ -213,7 +252,7 @@ func (h *hub) subscribe(dir, base string) (*subscription, error) {
 	subs := h.dirs[dir]
 	if subs == nil {
 		if err := h.w.Add(dir); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("inotify watch: %w", err)
 		}
 		subs = map[*subscription]struct{}{}
 		h.dirs[dir] = subs

@@ -120,7 +120,7 @@ func TestInotifyOverflow(t *testing.T) {
 	for i := range 3 {
 		path := filepath.Join(dir, fmt.Sprintf("runs%d.log", i))
 		writeFile(t, path, "a\n")
-		w := newWatchWaker(h, path, time.Hour)
+		w := newWatchWaker(h, path, time.Hour, slog.New(slog.DiscardHandler))
 		t.Cleanup(w.close)
 		_, ch := runReal(t, path, Options{Waker: w, Logger: slog.New(logs)})
 		expectLine(t, ch, "a", time.Second)
@@ -155,7 +155,7 @@ func TestHubSharesOneWatch(t *testing.T) {
 	dir := t.TempDir()
 	var ws []*watchWaker
 	for i := range 200 { // more than the usual limit of 128 inotify instances
-		ws = append(ws, newWatchWaker(h, filepath.Join(dir, fmt.Sprint(i)), time.Second))
+		ws = append(ws, newWatchWaker(h, filepath.Join(dir, fmt.Sprint(i)), time.Second, slog.New(slog.DiscardHandler)))
 	}
 	h.mu.Lock()
 	if len(h.dirs) != 1 || len(h.w.WatchList()) != 1 {
@@ -260,4 +260,49 @@ func TestDirectoryRemovedAndRecreated(t *testing.T) {
 	expectLine(t, ch, "b", time.Second)
 	appendFile(t, path, "c\n")
 	expectLine(t, ch, "c", time.Second)
+}
+
+// When inotify cannot be had (the user's instances used up: EMFILE), the
+// waker says once that it polls, polls, and says once when the watch works
+// again.
+func TestWakerLogsInotifyFailureOnce(t *testing.T) {
+	dir := t.TempDir()
+	fail := true // the constructor runs on this goroutine, in Wait
+	h := &hub{newWatcher: func() (*fsnotify.Watcher, error) {
+		if fail {
+			return nil, syscall.EMFILE
+		}
+		return fsnotify.NewWatcher()
+	}}
+	logs := &logRecorder{}
+	w := newWatchWaker(h, filepath.Join(dir, "runs.log"), 10*time.Millisecond, slog.New(logs))
+	defer w.close()
+	for range 5 {
+		if err := w.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := logs.count("WARN cannot watch the directory with inotify; polling the file instead"); n != 1 {
+		t.Errorf("logged the inotify failure %d times, want once; logs %q", n, logs.recs)
+	}
+	if w.sub != nil {
+		t.Fatal("subscribed although the watcher cannot be made")
+	}
+	fail = false
+	w.Wait(context.Background())
+	if w.sub == nil {
+		t.Fatal("not subscribed once the watcher can be made")
+	}
+	if n := logs.count("INFO inotify watch set"); n != 1 {
+		t.Errorf("logged the recovery %d times, want once; logs %q", n, logs.recs)
+	}
+	// A missing directory is not a warning: the tailer says the file is
+	// missing.
+	logs2 := &logRecorder{}
+	w2 := newWatchWaker(h, filepath.Join(dir, "no", "runs.log"), 10*time.Millisecond, slog.New(logs2))
+	defer w2.close()
+	w2.Wait(context.Background())
+	if n := logs2.count("WARN"); n != 0 {
+		t.Errorf("a missing directory logged %d warnings: %q", n, logs2.recs)
+	}
 }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestFIFOAtRunLogPath: a named pipe at a run log's path is a source that is
+// down, logged once; the other sources read on, a reload answers and SIGTERM
+// stops the process, as they did before the pipe hung its source for good.
+func TestFIFOAtRunLogPath(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "pipe.log")
+	must(t, syscall.Mkfifo(pipe, 0o644))
+	good := runLog{t, filepath.Join(dir, "runs.log")}
+	good.append(success(time.Now().Add(-time.Hour).Truncate(time.Second), "stats", 100)...)
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeConfig(t, cfg, fmt.Sprintf(`
+jobs:
+  - name: stats
+    every: 1h
+sources:
+  - name: pipe
+    type: runlog
+    path: %s
+    format: json
+  - name: runs
+    type: runlog
+    path: %s
+    format: json
+`, pipe, good.path))
+	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
+	in.waitFor(5*time.Second, map[string]float64{
+		`jobwatch_source_up{source="pipe",type="runlog"}`:            0,
+		`jobwatch_source_up{source="runs",type="runlog"}`:            1,
+		`jobwatch_job_runs_total{job_name="stats",result="success"}`: 1,
+	})
+	reloaded := make(chan int, 1)
+	go func() {
+		resp, err := http.Post("http://"+in.addr+"/-/reload", "", nil)
+		if err != nil {
+			reloaded <- 0
+			return
+		}
+		resp.Body.Close()
+		reloaded <- resp.StatusCode
+	}()
+	select {
+	case code := <-reloaded:
+		if code != http.StatusOK {
+			t.Errorf("reload answered %d, want 200", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("reload did not answer within 10s\n%s", in.logs.String())
+	}
+	if n := strings.Count(in.logs.String(), "not a regular file (named pipe)"); n < 1 {
+		t.Errorf("the pipe was never logged\n%s", in.logs.String())
+	}
+	exited := make(chan struct{})
+	go func() { in.kill(syscall.SIGTERM); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("jobwatch did not stop within 10s of SIGTERM\n%s", in.logs.String())
+	}
+}
