@@ -3,6 +3,8 @@ package model
 import (
 	"testing"
 	"time"
+
+	"jobwatch/schedule"
 )
 
 // History read on first start counts: a job whose only run, 49 hours ago,
@@ -55,5 +57,36 @@ func TestRepeatedEndIsNotASecondRun(t *testing.T) {
 	_, srcs := tr.View()
 	if srcs[0].ParseErrors != 2 || srcs[0].Records != 9 {
 		t.Errorf("source counted %d records, %d unreadable; want 9 and 2", srcs[0].Records, srcs[0].ParseErrors)
+	}
+}
+
+// A skip within grace of an expected run fills it: the slot was due and the
+// job was started; it declined to run. It is neither missed nor unexpected.
+func TestSkipFillsItsSlot(t *testing.T) {
+	clock := &fakeClock{now: at(0)}
+	tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }})
+	every10, err := schedule.ParseCron("*/10 * * * *", time.UTC, schedule.Debian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Configure([]JobSpec{{Name: "sync", Schedule: every10, Grace: time.Minute, StaleMultiple: 2}},
+		[]SourceSpec{{Name: "runs", Type: "runlog"}})
+	tr.SetHealth("runs", true, nil)
+	clock.now = at(time.Hour)
+	tr.Apply(Batch{Source: "runs", Events: []Event{
+		start("sync", "web1", 1, at(10*time.Second)),               // 10:00 ran
+		skip("sync", at(10*time.Minute+5*time.Second)),             // 10:10 skipped
+		skip("sync", at(20*time.Minute+3*time.Second)),             // 10:20 skipped
+		end("sync", "web1", 1, at(25*time.Minute), Success),        //
+		start("sync", "web1", 2, at(40*time.Minute+2*time.Second)), // 10:30 missed, 10:40 ran
+		skip("sync", at(45*time.Minute)),                           // outside grace: no slot
+		end("sync", "web1", 2, at(41*time.Minute), Success),        //
+	}})
+	clock.now = at(2 * time.Hour)
+	tr.Reap() // counts from the clock: slots up to 11:59
+	v := jobView(t, tr, "sync")
+	// 10:30 missed; 10:50 through 11:50 (7 slots) missed by the clock.
+	if v.Missed != 8 || v.Unexpected != 0 || v.Skips != 3 {
+		t.Errorf("missed %d, unexpected %d, skips %d; want 8, 0, 3", v.Missed, v.Unexpected, v.Skips)
 	}
 }

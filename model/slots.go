@@ -122,6 +122,37 @@ func countHost(hosts []string, h string) int {
 // without any run counts as many missed runs as its multiplicity; a slot
 // with fewer runs than that is not counted (its first run moved
 // SlotsCheckedUntil past it).
+// attributeSkip fills the expected run a skip belongs to (the last one at or
+// before it, if within grace): that slot was due and the scheduler started
+// the job, which declined to run. It is neither missed nor a run, so it
+// joins the slots remembered without a host; runs in it are counted as
+// usual.
+func (j *job) attributeSkip(at time.Time) {
+	sched := j.calendar()
+	if sched == nil {
+		return
+	}
+	p := sched.Prev(at)
+	if p.IsZero() || at.Sub(p) > j.spec.Grace {
+		return
+	}
+	if j.SlotsCheckedUntil.IsZero() {
+		j.SlotsCheckedUntil = p
+	}
+	if p.After(j.SlotsCheckedUntil) {
+		j.accountMissed(sched, p.Add(-time.Nanosecond))
+		j.SlotsCheckedUntil = p
+	}
+	if slices.ContainsFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(p) }) {
+		return
+	}
+	j.RecentSlots = append(j.RecentSlots, SlotRuns{Slot: p})
+	slices.SortFunc(j.RecentSlots, func(a, b SlotRuns) int { return a.Slot.Compare(b.Slot) })
+	if len(j.RecentSlots) > recentSlots {
+		j.RecentSlots = j.RecentSlots[len(j.RecentSlots)-recentSlots:]
+	}
+}
+
 func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
 	t := j.SlotsCheckedUntil
 	for range maxSlotWalk {

@@ -357,6 +357,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 			delete(j.open, runKey(ev.RunID, "", 0))
 		}
 		j.Skips++
+		j.attributeSkip(ev.Time)
 		label := ev.SkipLabel
 		if label == "" {
 			label = SkipOther
