@@ -65,6 +65,19 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
+	// The directory (or, through a symlink, the one it names) must not be
+	// writable by others: they could replace the state files between a
+	// save's write and its rename, or put a link where one is created.
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("state directory %s is not a directory", dir)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("state directory %s is writable by others than its owner (mode %v): use a directory only jobwatch's user can write (chmod go-w), such as the default, which jobwatch creates with mode 0700", dir, fi.Mode().Perm())
+	}
 	lockPath := filepath.Join(dir, lockFile)
 	fd, err := unix.Open(lockPath, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {

@@ -399,3 +399,45 @@ func TestKillDuringCompaction(t *testing.T) {
 		t.Fatalf("state after the next save:\n got %s\nwant %s", got, want2)
 	}
 }
+
+// A state directory others can write, given directly or through a symlink,
+// is refused: they could replace the state's files.
+func TestStateDirectoryWritableByOthers(t *testing.T) {
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o1777); err != nil { // as /tmp is
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(open, link); err != nil {
+		t.Fatal(err)
+	}
+	group := filepath.Join(base, "group")
+	if err := os.Mkdir(group, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(group, 0o770)
+	for _, dir := range []string{open, link, group} {
+		s, err := Open(dir)
+		if err == nil {
+			s.Close()
+			t.Errorf("%s: opened", dir)
+			continue
+		}
+		if !strings.Contains(err.Error(), "writable by others") {
+			t.Errorf("%s: %v", dir, err)
+		}
+	}
+	private := filepath.Join(base, "private")
+	if err := os.Mkdir(private, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(private)
+	if err != nil {
+		t.Fatalf("a directory only its owner writes: %v", err)
+	}
+	s.Close()
+}
