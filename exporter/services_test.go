@@ -1,0 +1,100 @@
+package exporter
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// jobwatch serve with discovery on the example host of docs/discover.md:
+// its findings and unwatched jobs are exported, and they go away with
+// discovery turned off by a reload.
+func TestDiscoveryMetrics(t *testing.T) {
+	dir := t.TempDir()
+	root, err := filepath.Abs("../discover/testdata/example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeFile(t, cfg, "jobs:\n  - name: backup\n    every: 1d\ndiscovery:\n  enabled: true\n  interval: 1h\n  root: "+root+"\n")
+	e, err := New(Options{ConfigFile: cfg, StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e.Collectors()...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitUntil(t, "a discovery", func() bool { return testutil.ToFloat64(e.discoveryLast) > 0 })
+	if got := testutil.ToFloat64(e.discoveryFindings.WithLabelValues("duplicate_command", "warning")); got != 1 {
+		t.Errorf("duplicate_command findings %v, want 1 (the example host's db dump)", got)
+	}
+	if got := testutil.ToFloat64(e.discoveryUnwatched); got < 5 {
+		t.Errorf("unwatched jobs %v: the config watches one of the host's six", got)
+	}
+	n, err := testutil.GatherAndCount(reg, "jobwatch_discovery_findings", "jobwatch_discovery_unwatched_jobs")
+	if err != nil || n < 20 {
+		t.Errorf("%d discovery series exported (%v)", n, err)
+	}
+
+	writeFile(t, cfg, "jobs:\n  - name: backup\n    every: 1d\n")
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := testutil.GatherAndCount(reg, "jobwatch_discovery_findings"); n != 0 {
+		t.Errorf("%d discovery series after discovery was turned off", n)
+	}
+}
+
+// Check-ins through the exporter: refused while not configured, accepted
+// once a reload turns them on, applied and shown.
+func TestCheckinsThroughTheExporter(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeFile(t, cfg, "jobs:\n  - name: backup\n    every: 1d\n")
+	e, err := New(Options{ConfigFile: cfg, StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	ping := func(path string) int {
+		w := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader("output"))
+		e.CheckinHandler().ServeHTTP(w, req)
+		return w.Code
+	}
+	if code := ping("/ping/backup"); code != http.StatusNotFound {
+		t.Errorf("check-ins not configured: %d", code)
+	}
+	writeFile(t, cfg, "jobs:\n  - name: backup\n    every: 1d\ncheckins:\n  enabled: true\n")
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if code := ping("/ping/backup/start"); code != http.StatusOK {
+		t.Fatalf("start: %d", code)
+	}
+	if code := ping("/ping/backup/0"); code != http.StatusOK {
+		t.Fatalf("end: %d", code)
+	}
+	if code := ping("/ping/nosuch"); code != http.StatusNotFound {
+		t.Errorf("unknown job: %d", code)
+	}
+	waitUntil(t, "the check-ins applied and saved", func() bool {
+		jobs, _ := e.View()
+		return len(jobs) == 1 && jobs[0].RunCounts[0] == 1 && len(jobs[0].Recent) == 1 && jobs[0].Recent[0].Output == "output"
+	})
+	if got := testutil.ToFloat64(e.checkinRejects.WithLabelValues("unknown_job")); got != 2 {
+		t.Errorf("unknown_job rejects %v, want 2", got)
+	}
+}
