@@ -16,6 +16,7 @@ declare -A need=(
   [systemd-analyze]=systemd
   [/lib/systemd/systemd-journal-remote]=systemd-journal-remote
   [redis-server]=redis-server
+  [chromium]=chromium
 )
 missing=()
 for cmd in "${!need[@]}"; do
