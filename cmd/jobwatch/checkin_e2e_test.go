@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -183,7 +184,7 @@ func (b basicAuth) RoundTrip(r *http.Request) (*http.Response, error) {
 // from clients concurrent clients, every one of which must be answered 200,
 // and returns the run ids, every check-in's latency and how long the burst
 // took. Every other run fails.
-func burst(t *testing.T, base string, n, clients int) ([]string, []time.Duration, time.Duration) {
+func burst(t testing.TB, base string, n, clients int) ([]string, []time.Duration, time.Duration) {
 	t.Helper()
 	runs := n / 2
 	rids := make([]string, runs)
@@ -401,4 +402,53 @@ func TestCheckinBadInputs(t *testing.T) {
 		`jobwatch_job_runs_total{job_name="backup",result="failure"}`:   0,
 		`jobwatch_job_consecutive_skips{job_name="backup"}`:             0,
 	})
+}
+
+// BenchmarkCheckinsThroughBinary: check-ins a second through the real binary
+// over HTTP on loopback, each on disk (fsynced) before its 200, from 1 to
+// 128 concurrent clients, with the latency percentiles (BENCHMARKS.md,
+// "Check-ins"). Run it with -benchtime=10000x: one op is one check-in.
+func BenchmarkCheckinsThroughBinary(b *testing.B) {
+	bin := buildBinary(b)
+	// The baseline, in the same run: one 150-byte append and its fsync in
+	// the same file system, no HTTP, one after the other.
+	b.Run("fsync-alone", func(b *testing.B) {
+		f, err := os.OpenFile(filepath.Join(b.TempDir(), "spool"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		must(b, err)
+		defer f.Close()
+		line := []byte(strings.Repeat("x", 149) + "\n")
+		lat := make([]time.Duration, b.N)
+		b.ResetTimer()
+		for i := range b.N {
+			start := time.Now()
+			if _, err := f.Write(line); err != nil {
+				b.Fatal(err)
+			}
+			must(b, f.Sync())
+			lat[i] = time.Since(start)
+		}
+		b.StopTimer()
+		slices.Sort(lat)
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "fsyncs/s")
+		b.ReportMetric(ms(lat[b.N/2]), "p50-ms")
+		b.ReportMetric(ms(lat[b.N*99/100]), "p99-ms")
+	})
+	for _, clients := range []int{1, 8, 32, 128} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			dir := b.TempDir()
+			cfg := filepath.Join(dir, "jobwatch.yml")
+			testproc.WriteFile(b, cfg, checkinConfig)
+			in := startJobwatch(b, bin, cfg, filepath.Join(dir, "state"), freePort(b))
+			n := max(2, (b.N+1)/2*2)
+			b.ResetTimer()
+			_, lat, took := burst(b, "http://"+in.addr, n, clients)
+			b.StopTimer()
+			slices.Sort(lat)
+			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+			b.ReportMetric(float64(n)/took.Seconds(), "checkins/s")
+			b.ReportMetric(ms(lat[n/2]), "p50-ms")
+			b.ReportMetric(ms(lat[n*99/100]), "p99-ms")
+		})
+	}
 }
