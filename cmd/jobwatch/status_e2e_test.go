@@ -165,7 +165,8 @@ func TestStatusThroughBinary(t *testing.T) {
 			{[]string{"--job", "cleanup"}, 2, `^JOBWATCH CRITICAL - cleanup: stale: no success for 5h\d\dm \|`},
 			{[]string{"--job", "report", "--warning-late=5m", "--critical-late=15m"}, 2, `^JOBWATCH CRITICAL - report: no success for .*;300;900;;`},
 			{[]string{"--job", "nosuch"}, 3, `^JOBWATCH UNKNOWN - nosuch: unknown job "nosuch" \(not configured in the jobwatch at ` + regexp.QuoteMeta(base) + `\)$`},
-			{[]string{"--job", "report", "--url", "http://" + closed}, 3, `^JOBWATCH UNKNOWN - report: .*connection refused`},
+			// The password of the URL is not printed.
+			{[]string{"--job", "report", "--url", "http://nagios:hunter2@" + closed}, 3, `^JOBWATCH UNKNOWN - report: .*nagios:\*\*\*@.*connection refused$`},
 		} {
 			t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 				args := append([]string{"check"}, tc.args...)
@@ -177,6 +178,9 @@ func TestStatusThroughBinary(t *testing.T) {
 					t.Errorf("exit %d, want %d\n%s", code, tc.code, out)
 				}
 				line := strings.TrimSuffix(string(out), "\n")
+				if strings.Contains(line, "hunter2") {
+					t.Errorf("the password is in the output: %q", line)
+				}
 				if strings.Contains(line, "\n") || !regexp.MustCompile(tc.line).MatchString(line) {
 					t.Errorf("output %q, want one line matching %s", out, tc.line)
 				}
