@@ -452,3 +452,38 @@ func BenchmarkCheckinsThroughBinary(b *testing.B) {
 		})
 	}
 }
+
+// TestCheckinsReloadOffAndOn: check-ins turned off by a reload right after a
+// burst are refused; turned on again, the source goes on from where it was
+// in the spool: its counts continue, and nothing is applied twice.
+func TestCheckinsReloadOffAndOn(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	testproc.WriteFile(t, cfg, checkinConfig)
+	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
+	base := "http://" + in.addr
+
+	const n = 2000
+	burst(t, base, n, 16)
+	testproc.WriteFile(t, cfg, strings.Replace(checkinConfig, "enabled: true", "enabled: false", 1))
+	if code, msg := in.reload(); code != 200 {
+		t.Fatalf("reload turning check-ins off: %d %s", code, msg)
+	}
+	client := &http.Client{Timeout: time.Minute}
+	if code, _ := ping(t, client, "GET", base+"/ping/burst", "", nil); code != http.StatusNotFound {
+		t.Errorf("a check-in while they are off: %d, want 404", code)
+	}
+	testproc.WriteFile(t, cfg, checkinConfig)
+	if code, msg := in.reload(); code != 200 {
+		t.Fatalf("reload turning check-ins on: %d %s", code, msg)
+	}
+	mustPing(t, client, base+"/ping/backup", "")
+	in.waitFor(30*time.Second, map[string]float64{
+		`jobwatch_job_runs_total{job_name="burst",result="success"}`:  n / 4,
+		`jobwatch_job_runs_total{job_name="burst",result="failure"}`:  n / 4,
+		`jobwatch_job_runs_total{job_name="backup",result="success"}`: 1,
+		`jobwatch_source_records_total{source="checkin"}`:             n + 1,
+		`jobwatch_checkins_rejected_total{reason="unknown_job"}`:      1,
+	})
+}
