@@ -166,6 +166,21 @@ func TestCheckinsOverTLS(t *testing.T) {
 	if strings.Contains(page, "<script>") || strings.Contains(page, "<b>done") {
 		t.Errorf("the job's page shows the output unescaped")
 	}
+
+	// jobwatch check over TLS with the password in the URL, trusting the
+	// certificate through SSL_CERT_FILE (docs/status.md).
+	check := exec.Command(bin, "check", "--job", "backup", "--url", "https://"+testUser+":"+testPassword+"@"+addr)
+	check.Env = append(check.Environ(), "SSL_CERT_FILE="+filepath.Join(dir, "jobwatch.crt"))
+	out, err := check.Output()
+	if code := exitCode(err); code != status.CheckWarning || !strings.HasPrefix(string(out), "JOBWATCH WARNING - backup: the last run failed |") {
+		t.Errorf("jobwatch check over TLS: exit %d, %q; want 1 and the last run failed", code, out)
+	}
+	check = exec.Command(bin, "check", "--job", "backup", "--url", "https://"+testUser+":wrong@"+addr)
+	check.Env = append(check.Environ(), "SSL_CERT_FILE="+filepath.Join(dir, "jobwatch.crt"))
+	out, err = check.Output()
+	if code := exitCode(err); code != status.CheckUnknown || !strings.Contains(string(out), "401") || strings.Contains(string(out), "wrong") {
+		t.Errorf("jobwatch check with a wrong password: exit %d, %q; want 3, 401 and no password", code, out)
+	}
 	if strings.Contains(logs.String(), testPassword) {
 		t.Errorf("the password is in the log")
 	}
