@@ -213,7 +213,7 @@ func TestEndToEnd(t *testing.T) {
 	log.append(rec(base.Add(time.Hour+time.Minute), "stats", "skip", 102, `"reason":"locked","holder_pid":101`))
 	in.waitFor(2*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{job_name="stats",result="success"}`: 2,
-		`jobwatch_job_skips_total{job_name="stats"}`:                 1,
+		`jobwatch_job_skips_total{job_name="stats",reason="locked"}`: 1,
 		`jobwatch_job_consecutive_skips{job_name="stats"}`:           1,
 	})
 
@@ -255,7 +255,7 @@ func TestEndToEnd(t *testing.T) {
 		`jobwatch_job_runs_total{job_name="stats",result="success"}`: 3,
 		`jobwatch_job_runs_total{job_name="stats",result="failure"}`: 1,
 		`jobwatch_job_running{job_name="stats"}`:                     0,
-		`jobwatch_job_skips_total{job_name="stats"}`:                 2,
+		`jobwatch_job_skips_total{job_name="stats",reason="locked"}`: 2,
 		`jobwatch_job_consecutive_failures{job_name="stats"}`:        1,
 		`jobwatch_job_last_exit_code{job_name="stats"}`:              3,
 		`jobwatch_source_parse_errors_total{source="runs"}`:          1,

@@ -118,7 +118,7 @@ sources:
 
 	in.waitFor(20*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{job_name="nightly",result="success"}`:            2,
-		`jobwatch_job_skips_total{job_name="nightly"}`:                            1,
+		`jobwatch_job_skips_total{job_name="nightly",reason="other"}`:             1,
 		`jobwatch_job_overlaps_total{job_name="nightly"}`:                         1,
 		`jobwatch_job_duplicate_runs_total{job_name="nightly",kind="multi_host"}`: 1,
 		`jobwatch_job_running{job_name="nightly"}`:                                0,

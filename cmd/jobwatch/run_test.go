@@ -89,7 +89,7 @@ func TestRunRecordsExported(t *testing.T) {
 		`jobwatch_job_runs_total{job_name="stats",result="failure"}`: 1,
 		`jobwatch_job_runs_total{job_name="stats",result="timeout"}`: 1,
 		`jobwatch_job_runs_total{job_name="stats",result="lost"}`:    0,
-		`jobwatch_job_skips_total{job_name="stats"}`:                 1,
+		`jobwatch_job_skips_total{job_name="stats",reason="locked"}`: 1,
 		`jobwatch_job_running{job_name="stats"}`:                     0,
 		`jobwatch_job_last_exit_code{job_name="stats"}`:              124,
 		`jobwatch_job_duration_seconds_count{job_name="stats"}`:      4,
