@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"jobwatch/internal/testproc"
+	"jobwatch/model"
 	"jobwatch/status"
 )
 
@@ -290,7 +291,7 @@ func TestCheckinBurstKill(t *testing.T) {
 	// What the state had saved when it was killed (the spool has the rest).
 	if snap, err := loadStateCopy(t, stateDir); err != nil {
 		t.Fatalf("the state after SIGKILL: %v", err)
-	} else if src := snap.Sources["checkin"]; src != nil {
+	} else if src := snapSource(snap); src != nil {
 		t.Logf("saved at the kill: %d of %d check-ins applied, position %s", src.Records, n, src.Position)
 	} else {
 		t.Logf("saved at the kill: no check-in applied yet")
@@ -338,6 +339,14 @@ func TestCheckinBurstKill(t *testing.T) {
 	want[`jobwatch_job_runs_total{job_name="burst",result="failure"}`] = n/4 + 1
 	want[`jobwatch_source_records_total{source="checkin"}`] = n + 3
 	in.waitFor(30*time.Second, want)
+}
+
+// snapSource is the check-in source's saved state, nil before the first save.
+func snapSource(snap *model.Snapshot) *model.SourceState {
+	if snap == nil {
+		return nil
+	}
+	return snap.Sources["checkin"]
 }
 
 // TestCheckinBadInputs: every kind of bad check-in through the binary, with
