@@ -511,3 +511,79 @@ func TestCheckinsReloadOffAndOn(t *testing.T) {
 		`jobwatch_checkins_rejected_total{reason="unknown_job"}`:      1,
 	})
 }
+
+// TestCheckinKillMidBurst: SIGKILL while 32 clients are still sending. Every
+// acknowledged check-in is applied after the restart; those in flight at the
+// kill may or may not have been saved, and their clients' retries (same run
+// id and event) make each of them count exactly once.
+func TestCheckinKillMidBurst(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	testproc.WriteFile(t, cfg, checkinConfig)
+	stateDir := filepath.Join(dir, "state")
+	in := startJobwatch(t, bin, cfg, stateDir, freePort(t))
+	base := "http://" + in.addr
+
+	const clients, killAt = 32, 3000
+	var (
+		acked   atomic.Int64
+		mu      sync.Mutex
+		unacked []string // run ids whose end was sent and not answered 200
+		wg      sync.WaitGroup
+		once    sync.Once
+	)
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				rid := newRID(t)
+				resp, err := client.Get(base + "/ping/burst/0?rid=" + rid)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				if err != nil || resp.StatusCode != 200 {
+					mu.Lock()
+					unacked = append(unacked, rid)
+					mu.Unlock()
+					return // jobwatch is gone
+				}
+				if acked.Add(1) == killAt {
+					once.Do(func() { in.cmd.Process.Signal(syscall.SIGKILL) })
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	in.cmd.Wait()
+	a, u := int(acked.Load()), len(unacked)
+	t.Logf("killed with %d check-ins acknowledged, %d in flight", a, u)
+
+	// applied waits for a new check-in of backup to be applied (the spool is
+	// read in order: everything before it is applied too) and returns the
+	// check-ins of burst applied.
+	barriers := 0
+	applied := func(in *instance) int {
+		t.Helper()
+		mustPing(t, &http.Client{Timeout: time.Minute}, "http://"+in.addr+"/ping/backup", "")
+		barriers++
+		got := in.waitFor(60*time.Second, map[string]float64{`jobwatch_job_runs_total{job_name="backup",result="success"}`: float64(barriers)})
+		return int(got[`jobwatch_job_runs_total{job_name="burst",result="success"}`])
+	}
+	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
+	if got := applied(in); got < a || got > a+u {
+		t.Fatalf("after the restart %d check-ins applied; %d were acknowledged and %d in flight", got, a, u)
+	} else {
+		t.Logf("after the restart: %d applied, %d of those in flight were saved", got, got-a)
+	}
+	// The clients retry what was not acknowledged.
+	for _, rid := range unacked {
+		mustPing(t, client, "http://"+in.addr+"/ping/burst/0?rid="+rid, "")
+	}
+	if got := applied(in); got != a+u {
+		t.Errorf("after the retries %d check-ins applied, want %d (%d acknowledged, %d retried)", got, a+u, a, u)
+	}
+}
