@@ -20,6 +20,7 @@ declare -A need=(
   [faketime]=faketime
   [/lib/systemd/systemd-journal-remote]=systemd-journal-remote
   [redis-server]=redis-server
+  [chromium]=chromium
 )
 missing=()
 for cmd in "${!need[@]}"; do

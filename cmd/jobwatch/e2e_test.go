@@ -22,17 +22,17 @@ import (
 
 // instance is one running jobwatch process.
 type instance struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	addr string
 	logs *testproc.Buffer
 }
 
-func buildBinary(t *testing.T) string { return testproc.BuildJobwatch(t, t.TempDir()) }
+func buildBinary(t testing.TB) string { return testproc.BuildJobwatch(t, t.TempDir()) }
 
-func freePort(t *testing.T) string { return testproc.FreeAddr(t) }
+func freePort(t testing.TB) string { return testproc.FreeAddr(t) }
 
-func startJobwatch(t *testing.T, bin, configFile, stateDir, addr string) *instance {
+func startJobwatch(t testing.TB, bin, configFile, stateDir, addr string) *instance {
 	t.Helper()
 	cmd := exec.Command(bin, "--config.file="+configFile, "--state.path="+stateDir, "--web.listen-address="+addr, "--log.level=debug", "--web.enable-lifecycle")
 	logs := &testproc.Buffer{}

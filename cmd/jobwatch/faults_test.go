@@ -838,7 +838,7 @@ func TestIdleCPUManySources(t *testing.T) {
 	in.waitFor(30*time.Second, want)
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -570,11 +570,12 @@ func TestQuickStart(t *testing.T) {
 	}
 }
 
-// TestTLSAndBasicAuth runs the binary with the web configuration that
-// docs/web.md shows: TLS with a certificate made here, a bcrypt password.
-func TestTLSAndBasicAuth(t *testing.T) {
-	bin := buildBinary(t)
-	dir := t.TempDir()
+// tlsWebConfig writes, into dir, a certificate for 127.0.0.1 made here, its
+// key and an exporter-toolkit web config with TLS and the basic auth user
+// prometheus (password "s3cret-for-test", bcrypt); it returns the web
+// config's path and a client that trusts the certificate.
+func tlsWebConfig(t *testing.T, dir string) (string, *http.Client) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
 	tmpl := &x509.Certificate{
@@ -592,11 +593,30 @@ func TestTLSAndBasicAuth(t *testing.T) {
 	must(t, err)
 	testproc.WriteFile(t, filepath.Join(dir, "jobwatch.crt"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
 	testproc.WriteFile(t, filepath.Join(dir, "jobwatch.key"), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})))
-	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret-for-test"), bcrypt.MinCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
 	must(t, err)
 	webCfg := filepath.Join(dir, "web.yml")
-	testproc.WriteFile(t, webCfg, fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: '%s'\n",
-		filepath.Join(dir, "jobwatch.crt"), filepath.Join(dir, "jobwatch.key"), hash))
+	testproc.WriteFile(t, webCfg, fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  %s: '%s'\n",
+		filepath.Join(dir, "jobwatch.crt"), filepath.Join(dir, "jobwatch.key"), testUser, hash))
+	pool := x509.NewCertPool()
+	cert, err := x509.ParseCertificate(der)
+	must(t, err)
+	pool.AddCert(cert)
+	return webCfg, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+}
+
+// The basic auth user and password of tlsWebConfig.
+const (
+	testUser     = "prometheus"
+	testPassword = "s3cret-for-test"
+)
+
+// TestTLSAndBasicAuth runs the binary with the web configuration that
+// docs/web.md shows: TLS with a certificate made here, a bcrypt password.
+func TestTLSAndBasicAuth(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	webCfg, client := tlsWebConfig(t, dir)
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, filepath.Join(dir, "runs.log")))
 
@@ -607,11 +627,6 @@ func TestTLSAndBasicAuth(t *testing.T) {
 	must(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 
-	pool := x509.NewCertPool()
-	cert, err := x509.ParseCertificate(der)
-	must(t, err)
-	pool.AddCert(cert)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
 	do := func(user, pass string) int {
 		req, _ := http.NewRequest("GET", "https://"+addr+"/metrics", nil)
 		if user != "" {

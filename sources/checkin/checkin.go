@@ -90,10 +90,19 @@ func OpenReceiver(o Options) (*Receiver, error) {
 	return r, nil
 }
 
-// rememberSaved reads the newest spool segment for the run ids already
-// acknowledged, so that a retry after a restart is not applied twice.
+// rememberSaved reads the newest two spool segments for the run ids
+// already acknowledged, so that a retry after a restart is not applied
+// twice: a retry of a check-in made just before the newest segment was
+// started is in the one before it.
 func (r *Receiver) rememberSaved() error {
+	segs, err := segments(r.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("check-in spool: %w", err)
+	}
 	pos := Position{Segment: r.spool.seg}
+	if len(segs) >= 2 {
+		pos.Segment = segs[len(segs)-2]
+	}
 	for {
 		lines, next, err := readFrom(r.opts.Dir, pos, 4096)
 		if err != nil {

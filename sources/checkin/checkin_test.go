@@ -394,3 +394,38 @@ func FuzzHandler(f *testing.F) {
 		}
 	})
 }
+
+// TestRetryAfterSegmentChange: a check-in acknowledged just before the spool
+// started a new segment is still known after a restart, and its retry is
+// not applied again.
+func TestRetryAfterSegmentChange(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *Receiver {
+		r, err := OpenReceiver(Options{Dir: dir, Now: func() time.Time { return t0 }, MaxSegment: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.SetJobs([]string{"backup"})
+		return r
+	}
+	r := open()
+	if w := do(r, "POST", "/ping/backup/start?rid="+rid, ""); w.Code != 200 {
+		t.Fatalf("start: %d", w.Code)
+	}
+	// Every later append starts a new segment (MaxSegment 1).
+	if w := do(r, "POST", "/ping/backup/start?rid=1b6f1d8e-4a8e-4c39-9f1e-5c2a7d3e9b10", ""); w.Code != 200 {
+		t.Fatalf("second start: %d", w.Code)
+	}
+	r.Close()
+	if segs, _ := segments(dir); len(segs) != 2 {
+		t.Fatalf("segments %v, want 2", segs)
+	}
+	r = open()
+	defer r.Close()
+	if w := do(r, "POST", "/ping/backup/start?rid="+rid, ""); w.Code != 200 {
+		t.Fatalf("retry: %d", w.Code)
+	}
+	if got := spooled(t, dir); len(got) != 2 {
+		t.Fatalf("%d records after a retry of the first segment's check-in across a restart, want 2", len(got))
+	}
+}

@@ -80,7 +80,7 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, code)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodPost && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, POST")
+		w.Header().Set("Allow", "GET, HEAD, POST")
 		reject(http.StatusMethodNotAllowed, RejectMethod, "check-ins take GET or POST")
 		return
 	}
