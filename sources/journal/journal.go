@@ -178,7 +178,9 @@ type endedRun struct {
 	End int64  `json:"end"` // µs
 }
 
-var cursorRE = regexp.MustCompile(`^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$`)
+var cursorRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$`)
+})
 
 // Run reads the journal until ctx is done.
 func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
@@ -197,7 +199,7 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			r.open.Trim()
 		}
 	}
-	if r.pos.Cursor != "" && !cursorRE.MatchString(r.pos.Cursor) {
+	if r.pos.Cursor != "" && !cursorRE().MatchString(r.pos.Cursor) {
 		j.log.Warn("saved journal cursor is malformed; continuing from its time", "cursor", r.pos.Cursor, "realtime", r.pos.Realtime)
 		r.pos.Cursor = ""
 		r.resets++
@@ -613,9 +615,11 @@ func (r *journalReader) unitOutput(e *journalEntry) {
 }
 
 var (
-	cronCmdRE   = regexp.MustCompile(`^\(([^)]*)\) CMD \((.*)\)$`)
-	cronEndRE   = regexp.MustCompile(`^\(([^)]*)\) END \((.*)\)$`)
-	cronErrorRE = regexp.MustCompile(`^\(CRON\) error \(grandchild #\d+ failed with exit status (\d+)\)$`)
+	cronCmdRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\(([^)]*)\) CMD \((.*)\)$`) })
+	cronEndRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\(([^)]*)\) END \((.*)\)$`) })
+	cronErrorRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\(CRON\) error \(grandchild #\d+ failed with exit status (\d+)\)$`)
+	})
 )
 
 // cronEntry applies a line of the cron daemon. Its child process logs
@@ -629,7 +633,7 @@ func (r *journalReader) cronEntry(e *journalEntry) {
 	}
 	id := "cron:" + e.Hostname.s + ":" + strconv.Itoa(pid)
 	msg := e.Message.s
-	if m := cronCmdRE.FindStringSubmatch(msg); m != nil {
+	if m := cronCmdRE().FindStringSubmatch(msg); m != nil {
 		job := r.cronJob(m[2])
 		if job == "" {
 			return
@@ -640,7 +644,7 @@ func (r *journalReader) cronEntry(e *journalEntry) {
 		r.start(e, id, job, pid)
 		return
 	}
-	if m := cronEndRE.FindStringSubmatch(msg); m != nil {
+	if m := cronEndRE().FindStringSubmatch(msg); m != nil {
 		job := r.cronJob(m[2])
 		if run := r.open[id]; run != nil {
 			job = run.Job
@@ -655,7 +659,7 @@ func (r *journalReader) cronEntry(e *journalEntry) {
 		r.end(e, id, job, res, true)
 		return
 	}
-	if m := cronErrorRE.FindStringSubmatch(msg); m != nil {
+	if m := cronErrorRE().FindStringSubmatch(msg); m != nil {
 		if run := r.open[id]; run != nil {
 			run.Failed = true
 			run.ExitCode, _ = strconv.Atoi(m[1])
