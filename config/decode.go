@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-multierror"
 	"go.yaml.in/yaml/v3"
@@ -54,11 +55,11 @@ type lineError struct {
 
 func (e lineError) Error() string { return e.msg }
 
-var lineRE = regexp.MustCompile(`^line (\d+): `)
+var lineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+): `) })
 
 func parseLineError(msg string) lineError {
 	e := lineError{msg: msg}
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
+	if m := lineRE().FindStringSubmatch(msg); m != nil {
 		e.line, _ = strconv.Atoi(m[1])
 	}
 	return e

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"jobwatch/wrapper"
@@ -141,7 +142,7 @@ func substitutionEnd(s string, i int) int {
 
 // redirRE is a redirection word: [n]> [n]>> [n]< &> [n]>&m, with or without
 // its target attached.
-var redirRE = regexp.MustCompile(`^(\d*(>>|>|<|>&|<&)|&>>?)(.*)$`)
+var redirRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d*(>>|>|<|>&|<&)|&>>?)(.*)$`) })
 
 // segments splits tokens at operators into simple commands, drops
 // redirections, assignments before the program and the subshell parens.
@@ -157,7 +158,7 @@ func segments(toks []token) [][]string {
 			cur = nil
 			continue
 		}
-		if m := redirRE.FindStringSubmatch(t.s); m != nil {
+		if m := redirRE().FindStringSubmatch(t.s); m != nil {
 			if m[3] == "" && i+1 < len(toks) && !toks[i+1].op {
 				i++ // the target is the next word
 			}
@@ -174,9 +175,9 @@ func segments(toks []token) [][]string {
 	return segs
 }
 
-var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var assignRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
 
-func isAssignment(s string) bool { return assignRE.MatchString(s) }
+func isAssignment(s string) bool { return assignRE().MatchString(s) }
 
 // ParseCommand reads a job's command line.
 func ParseCommand(line string) Command { return parseCommand(line, nil) }

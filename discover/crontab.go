@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -41,7 +42,7 @@ type CronLine struct {
 // envRE is cron's env line (env.c load_env): a name, optional blanks, '='
 // and a value, optionally quoted. A job line never matches: its first field
 // is followed by a blank and another field, not by '='.
-var envRE = regexp.MustCompile(`^\s*("[^"]*"|'[^']*'|[^\s="']+)\s*=\s*(.*?)\s*$`)
+var envRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*("[^"]*"|'[^']*'|[^\s="']+)\s*=\s*(.*?)\s*$`) })
 
 // ParseCronLine parses one crontab line as cron reads it. system is set
 // for /etc/crontab and /etc/cron.d files, whose job lines carry a user
@@ -53,7 +54,7 @@ func ParseCronLine(line string, system bool) (CronLine, error) {
 	if s == "" || strings.HasPrefix(s, "#") || strings.TrimSpace(s) == "" {
 		return CronLine{Kind: LineBlank}, nil
 	}
-	if m := envRE.FindStringSubmatch(s); m != nil {
+	if m := envRE().FindStringSubmatch(s); m != nil {
 		name, value := unquote(m[1]), unquote(m[2])
 		if name == "" {
 			return CronLine{}, errors.New("environment line with an empty name")
@@ -162,13 +163,13 @@ const (
 
 // debianName is what Debian cron reads in /etc/cron.d: names made only of
 // letters, digits, underscores and hyphens, as run-parts(8) accepts them.
-var debianName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var debianName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // cronIgnores says why cron does not read a file of /etc/cron.d or of its
 // spool, or "" when it reads it.
 func cronIgnores(f Flavour, name string) string {
 	if f == Debian {
-		if !debianName.MatchString(name) {
+		if !debianName().MatchString(name) {
 			return "Debian cron reads only file names of letters, digits, '_' and '-' (run-parts rules), so a name with a dot or '~' is ignored"
 		}
 		return ""

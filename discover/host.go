@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -330,13 +331,15 @@ func (h *Host) readCrontab(file string, data []byte, system bool, owner string) 
 // guardRE is a cron line that first tests for a program or for systemd and
 // does nothing when the test succeeds: test -x /usr/sbin/anacron || ...,
 // [ -d /run/systemd/system ] || ...
-var guardRE = regexp.MustCompile(`^\s*(?:test\s+-([edx])\s+(\S+)|\[\s+-([edx])\s+(\S+)\s+\])\s*\|\|`)
+var guardRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(?:test\s+-([edx])\s+(\S+)|\[\s+-([edx])\s+(\S+)\s+\])\s*\|\|`)
+})
 
 // noOp says why a cron command does nothing on this host, or "": Debian
 // packages guard their cron lines so that anacron or a systemd timer does
 // the work where present.
 func (h *Host) noOp(cmd string) string {
-	m := guardRE.FindStringSubmatch(cmd)
+	m := guardRE().FindStringSubmatch(cmd)
 	if m == nil {
 		return ""
 	}

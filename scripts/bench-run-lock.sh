@@ -5,7 +5,9 @@
 # persistence). Rounds interleave the commands so that load drift on a
 # shared machine touches all of them alike. Prints the mean wall time and
 # user+system CPU per run of each command.
-# Usage: scripts/bench-run-lock.sh [runs-per-round=100] [rounds=5]
+# With BEFORE=path/to/an/older/jobwatch, that binary's two jobwatch rows are
+# measured in the same rounds, for a before/after comparison.
+# Usage: [BEFORE=old-jobwatch] scripts/bench-run-lock.sh [runs-per-round=100] [rounds=5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100} rounds=${2:-5}
@@ -21,14 +23,21 @@ for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; slee
 jw="$tmp/jobwatch"
 declare -a names=(
   "flock -n F true"
-  "jobwatch run --lock F -- true"
+  "flock -n F timeout 10 true"
+  "jobwatch run --lock F --timeout 10s -- true"
   "jobwatch run --lock F --lock-redis URL -- true"
 )
 declare -a cmds=(
   "flock -n $tmp/f.lock true"
-  "$jw run --job b --log $tmp/runs.log --lock $tmp/j.lock -- true"
+  "flock -n $tmp/f.lock timeout 10 true"
+  "$jw run --job b --log $tmp/runs.log --lock $tmp/j.lock --timeout 10s -- true"
   "$jw run --job b --log $tmp/runs.log --lock $tmp/j.lock --lock-redis redis://127.0.0.1:$port/0 --lock-ttl 10s -- true"
 )
+if [ -n "${BEFORE:-}" ]; then
+  names+=("before: jobwatch run --lock F --timeout 10s -- true" "before: ... --lock-redis URL -- true")
+  cmds+=("$BEFORE run --job b --log $tmp/runs.log --lock $tmp/j.lock --timeout 10s -- true"
+    "$BEFORE run --job b --log $tmp/runs.log --lock $tmp/j.lock --lock-redis redis://127.0.0.1:$port/0 --lock-ttl 10s -- true")
+fi
 declare -A wall cpu
 TIMEFORMAT='%R %U %S'
 for r in $(seq "$rounds"); do
@@ -42,7 +51,7 @@ for r in $(seq "$rounds"); do
 done
 if grep -q '"skip"' "$tmp/runs.log"; then echo "a run was skipped: the figures are not of the lock taken" >&2; exit 1; fi
 echo "jobwatch run with a shared lock: $n runs x $rounds rounds; $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg); redis-server $(redis-server --version | grep -o 'v=[^ ]*')"
-printf '%-50s %22s %14s\n' command "wall ms/run (min..max)" "cpu ms/run"
+printf '%-55s %22s %14s\n' command "wall ms/run (min..max)" "cpu ms/run"
 for i in "${!cmds[@]}"; do
   echo "${wall[$i]}" "|" "${cpu[$i]}" | awk -v n="$n" -v name="${names[$i]}" '{
     w = 1; min = 1e9; max = 0; s = 0; c = 0; k = 0
@@ -50,6 +59,6 @@ for i in "${!cmds[@]}"; do
       if ($j == "|") { w = 0; continue }
       if (w) { v = $j * 1000 / n; s += v; k++; if (v < min) min = v; if (v > max) max = v } else { c += $j * 1000 / n }
     }
-    printf "%-50s %8.2f (%.2f..%.2f) %14.2f\n", name, s / k, min, max, c / k
+    printf "%-55s %8.2f (%.2f..%.2f) %14.2f\n", name, s / k, min, max, c / k
   }'
 done

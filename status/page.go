@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"jobwatch/model"
@@ -16,25 +17,29 @@ import (
 //go:embed page.html.tmpl
 var pageFS embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"ago":      ago,
-	"until":    until,
-	"dur":      durText,
-	"durp":     durPtr,
-	"when":     whenText,
-	"upper":    strings.ToUpper,
-	"timeline": func(j Job, missed []time.Time) template.HTML { return timeline(j, missed) },
-	"deref":    func(p any) any { return deref(p) },
-	"lastFailure": func(j Job) *Run {
-		for i := range j.RecentRuns {
-			switch j.RecentRuns[i].Result {
-			case string(model.Failure), string(model.Timeout), string(model.Lost):
-				return &j.RecentRuns[i]
+// pages are parsed on first use, not when the package is initialised: every
+// command of the binary, jobwatch run too, would pay for it.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"ago":      ago,
+		"until":    until,
+		"dur":      durText,
+		"durp":     durPtr,
+		"when":     whenText,
+		"upper":    strings.ToUpper,
+		"timeline": func(j Job, missed []time.Time) template.HTML { return timeline(j, missed) },
+		"deref":    func(p any) any { return deref(p) },
+		"lastFailure": func(j Job) *Run {
+			for i := range j.RecentRuns {
+				switch j.RecentRuns[i].Result {
+				case string(model.Failure), string(model.Timeout), string(model.Lost):
+					return &j.RecentRuns[i]
+				}
 			}
-		}
-		return nil
-	},
-}).ParseFS(pageFS, "page.html.tmpl"))
+			return nil
+		},
+	}).ParseFS(pageFS, "page.html.tmpl"))
+})
 
 // PageOptions are what a page shows beside the report.
 type PageOptions struct {
@@ -71,14 +76,14 @@ func WriteIndex(w io.Writer, rep Report, o PageOptions) error {
 			d.Counts = append(d.Counts, stateCount{s, n[s]})
 		}
 	}
-	return pages.ExecuteTemplate(w, "index", d)
+	return pages().ExecuteTemplate(w, "index", d)
 }
 
 // WriteJob writes one job's page; missed are its expected runs that no run
 // started for, within the span of its recent runs.
 func WriteJob(w io.Writer, rep Report, j *Job, missed []time.Time, o PageOptions) error {
 	d := pageData{PageOptions: defaults(o), Report: rep, Job: j, Missed: missed, Now: rep.GeneratedAt}
-	return pages.ExecuteTemplate(w, "job", d)
+	return pages().ExecuteTemplate(w, "job", d)
 }
 
 func defaults(o PageOptions) PageOptions {

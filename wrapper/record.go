@@ -3,7 +3,6 @@ package wrapper
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -111,7 +110,7 @@ func (l *runLog) write(rec any) error {
 	if l.path == NoLog {
 		return nil
 	}
-	line, err := json.Marshal(rec)
+	line, err := marshalRecord(rec)
 	if err != nil {
 		return l.fail(fmt.Errorf("encoding run record: %w", err))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -17,7 +18,9 @@ const DefaultRecordTable = "job_runs"
 
 // tableRE is a table name, optionally database.table: plain identifiers,
 // quoted in the statements, so a flag cannot inject SQL.
-var tableRE = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]{0,63}(\.[A-Za-z_$][A-Za-z0-9_$]{0,63})?$`)
+var tableRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]{0,63}(\.[A-Za-z_$][A-Za-z0-9_$]{0,63})?$`)
+})
 
 // runTable writes a run into a job_runs table (the mysql source's default
 // columns): one row inserted at start with finished_at NULL, updated at the
@@ -41,7 +44,7 @@ type runTable struct {
 const recordTimeout = 5 * time.Second
 
 func newRunTable(cfg *mysql.Config, table string, red *redactor) (*runTable, error) {
-	if !tableRE.MatchString(table) {
+	if !tableRE().MatchString(table) {
 		return nil, fmt.Errorf("--record-table %q: must be a plain identifier (letters, digits, _ and $, at most 64), or database.table", table)
 	}
 	t := &runTable{cfg: cfg, table: table, red: red}

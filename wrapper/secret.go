@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -48,7 +49,7 @@ func (r *redactor) err(err error) error {
 
 // envRefRE is a ${NAME} reference in a DSN, expanded as in jobwatch.yml:
 // only the braced form, so a literal $ in a password needs no escaping.
-var envRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var envRefRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // loadMySQLDSN reads a go-sql-driver DSN given as a flag value (with ${VAR}
 // expanded) or as the content of a file (taken literally), parses it, and
@@ -65,8 +66,8 @@ func loadMySQLDSN(flag, dsn, file string, getenv func(string) (string, bool), re
 		dsn = b
 	default:
 		var missing []string
-		dsn = envRefRE.ReplaceAllStringFunc(dsn, func(ref string) string {
-			name := envRefRE.FindStringSubmatch(ref)[1]
+		dsn = envRefRE().ReplaceAllStringFunc(dsn, func(ref string) string {
+			name := envRefRE().FindStringSubmatch(ref)[1]
 			v, ok := getenv(name)
 			if !ok {
 				missing = append(missing, name)

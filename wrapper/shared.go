@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -78,7 +79,7 @@ func isConfigError(err error) bool    { return errors.Is(err, errConfig) }
 // lockNameRE is what a shared lock name may look like: a Redis key or a
 // MySQL GET_LOCK name that needs no quoting anywhere and cannot surprise a
 // shell, a log or a metric.
-var lockNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.:/-]+$`)
+var lockNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_.:/-]+$`) })
 
 // Longest lock names: MySQL's GET_LOCK limit, and a Redis key bound of our
 // own (a job name is at most 128 bytes).
@@ -103,7 +104,7 @@ func sharedLockName(name, job, layer string) (string, error) {
 	if len(name) > max {
 		return "", fmt.Errorf("--lock-name %q is %d characters long; a %s lock name may have at most %d (set a shorter --lock-name)", name, len(name), layer, max)
 	}
-	if !lockNameRE.MatchString(name) {
+	if !lockNameRE().MatchString(name) {
 		return "", fmt.Errorf("--lock-name %q: may only contain letters, digits and _ . : / -", name)
 	}
 	return name, nil

@@ -85,7 +85,7 @@ func addWebFlags(serve *kingpin.CmdClause) *webOptions {
 func run(args []string) int {
 	fillVersion()
 	app := kingpin.New("jobwatch", "Prometheus exporter and staleness watchdog for scheduled jobs.")
-	app.Version(version.Print("jobwatch"))
+	addVersionFlag(app)
 	app.HelpFlag.Short('h')
 	app.UsageTemplate(usageTemplate)
 	logConfig := &promslog.Config{}
@@ -109,6 +109,11 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "jobwatch: %v (try --help)\n", err)
 		return 2
 	}
+	// jobwatch run, under every cron job, logs nothing of its own: it
+	// returns before the logger is built.
+	if cmd == runCmd.FullCommand() {
+		return runJob()
+	}
 	// Warnings that can repeat without bound (one per record) carry a
 	// ratelog marker and are summarised once a minute.
 	rated := ratelog.New(promslog.New(logConfig).Handler(), ratelog.Options{})
@@ -123,8 +128,6 @@ func run(args []string) int {
 		return discoverRun(os.Stdout, os.Stderr)
 	case schedCmd.FullCommand():
 		return schedJob(os.Stdout, os.Stderr)
-	case runCmd.FullCommand():
-		return runJob()
 	case check.FullCommand():
 		return checkConfig(*checkFile)
 	case serve.FullCommand():
@@ -138,6 +141,18 @@ func run(args []string) int {
 		}
 	}
 	return 0
+}
+
+// addVersionFlag adds --version as kingpin's app.Version does, but formats
+// the text only when the flag is given: version.Print parses a template,
+// which every jobwatch run would otherwise pay for.
+func addVersionFlag(app *kingpin.Application) {
+	app.VersionFlag = app.Flag("version", "Show application version.").PreAction(func(*kingpin.ParseContext) error {
+		fmt.Println(version.Print("jobwatch"))
+		os.Exit(0)
+		return nil
+	})
+	app.VersionFlag.Bool()
 }
 
 func checkConfig(path string) int {

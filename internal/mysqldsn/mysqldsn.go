@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -17,7 +18,7 @@ import (
 
 // envRefRE is a ${NAME} reference in a dsn. Only the braced form is expanded,
 // so that a literal $ in a password needs no escaping.
-var envRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var envRefRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // Redactor hides secrets (the password, the values taken from the
 // environment) in messages.
@@ -96,8 +97,8 @@ func Load(s Source, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 		dsn = strings.TrimSpace(string(b))
 	default:
 		var missing []string
-		dsn = envRefRE.ReplaceAllStringFunc(s.DSN, func(ref string) string {
-			name := envRefRE.FindStringSubmatch(ref)[1]
+		dsn = envRefRE().ReplaceAllStringFunc(s.DSN, func(ref string) string {
+			name := envRefRE().FindStringSubmatch(ref)[1]
 			v, ok := s.Getenv(name)
 			if !ok {
 				missing = append(missing, name)

@@ -50,8 +50,10 @@ const (
 )
 
 var (
-	uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	hostRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]*$`)
+	uuidRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	})
+	hostRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]*$`) })
 )
 
 // spoolRecord is one line of the spool: an acknowledged check-in. The format
@@ -128,7 +130,7 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	if rid := q.Get("rid"); rid != "" {
-		if !uuidRE.MatchString(rid) {
+		if !uuidRE().MatchString(rid) {
 			reject(http.StatusBadRequest, RejectBadRunID, "rid must be a UUID")
 			return
 		}
@@ -136,7 +138,7 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Host = clientHost(r)
 	if h := q.Get("host"); h != "" {
-		if len(h) > maxHost || !hostRE.MatchString(h) {
+		if len(h) > maxHost || !hostRE().MatchString(h) {
 			reject(http.StatusBadRequest, RejectBadHost, "host must be a host name")
 			return
 		}

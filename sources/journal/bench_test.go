@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -140,6 +141,40 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 				if err := cmd.Run(); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+		b.Run(fx.name+"/decode-apply", func(b *testing.B) {
+			// jobwatch's own work on journalctl's output, without journalctl.
+			r := &journalReader{j: j, open: map[string]*journalRun{}}
+			out, err := exec.Command("journalctl", r.args(false)...).Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(out)))
+			b.ReportAllocs()
+			var sink *jCountingSink
+			for b.Loop() {
+				sink = &jCountingSink{}
+				r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
+				lines := make(chan [][]byte, 4)
+				go func() {
+					defer close(lines)
+					if err := readLines(context.Background(), bytes.NewReader(out), j.maxLine, lines); err != nil {
+						b.Error(err)
+					}
+				}()
+				for chunk := range lines {
+					for _, l := range chunk {
+						r.line(l)
+					}
+					if r.pending >= j.maxBatch {
+						r.flush()
+					}
+				}
+				r.flush()
+			}
+			if got := sink.events.Load(); got != fx.wantEvs {
+				b.Errorf("%d events, want %d", got, fx.wantEvs)
 			}
 		})
 		b.Run(fx.name+"/jobwatch", func(b *testing.B) {

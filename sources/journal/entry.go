@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"unicode/utf8"
 )
 
@@ -39,11 +38,20 @@ const journalOutputFields = "MESSAGE_ID,UNIT,INVOCATION_ID,JOB_TYPE,JOB_RESULT,E
 // jfield is one journal field as journalctl --output=json prints it: a
 // string; null when the value is too large to print (ok is false); an array
 // of byte values when it is not valid UTF-8; an array of those when the entry
-// holds the field more than once (the first value is kept).
+// holds the field more than once (the first value is kept). The value
+// aliases the line when it needed no unescaping: decoding an entry does not
+// allocate, and what outlives the line (a cursor, a host, a run id) is
+// copied by the reader.
 type jfield struct {
-	s  string
+	b  []byte
 	ok bool
 }
+
+// String returns a copy of the value.
+func (f jfield) String() string { return string(f.b) }
+
+// is reports whether the value is s, without allocating.
+func (f jfield) is(s string) bool { return string(f.b) == s }
 
 // journalEntry holds the fields of an entry that jobwatch reads.
 type journalEntry struct {
@@ -161,15 +169,54 @@ func decodeJournalEntry(line []byte, e *journalEntry) error {
 	if d.i != len(d.b) {
 		return errSyntax
 	}
-	if !e.Cursor.ok || e.Cursor.s == "" {
+	if !e.Cursor.ok || len(e.Cursor.b) == 0 {
 		return errNoCursor
 	}
-	rt, err := strconv.ParseInt(e.Realtime.s, 10, 64)
-	if !e.Realtime.ok || err != nil || rt <= 0 {
+	rt, ok := atoi(e.Realtime.b)
+	if !e.Realtime.ok || !ok || rt <= 0 {
 		return errNoRealtime
 	}
 	e.rt = rt
 	return nil
+}
+
+// atoi parses a decimal integer as strconv.ParseInt(s, 10, 64) does (an
+// optional sign, digits, no overflow), without converting b to a string.
+func atoi(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n > (1<<63)/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+		if n > 1<<63 || (!neg && n > 1<<63-1) {
+			return 0, false
+		}
+	}
+	if neg {
+		return -int64(n), true
+	}
+	return int64(n), true
+}
+
+// atoiInt is atoi for values read as an int (strconv.Atoi).
+func atoiInt(b []byte) (int, bool) {
+	n, ok := atoi(b)
+	if !ok || int64(int(n)) != n {
+		return 0, false
+	}
+	return int(n), true
 }
 
 type jdec struct {
@@ -203,6 +250,15 @@ func (d *jdec) str() ([]byte, bool) {
 		return nil, false
 	}
 	start := d.i
+	// Fast path: most strings hold neither escapes nor control
+	// characters, and the closing quote is the first quote.
+	if q := bytes.IndexByte(d.b[start:], '"'); q >= 0 {
+		raw := d.b[start : start+q]
+		if bytes.IndexByte(raw, '\\') < 0 && !hasControl(raw) {
+			d.i = start + q + 1
+			return raw, true
+		}
+	}
 	escaped := false
 	for d.i < len(d.b) {
 		c := d.b[d.i]
@@ -230,6 +286,17 @@ func (d *jdec) str() ([]byte, bool) {
 	return nil, false
 }
 
+// hasControl reports whether b holds a byte JSON does not allow unescaped
+// in a string.
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
 // value reads a field value into v (when keep) and reports whether it was
 // well-formed: a string, null, or an array of byte values or of values.
 func (d *jdec) value(v *jfield, keep bool, depth int) bool {
@@ -240,7 +307,7 @@ func (d *jdec) value(v *jfield, keep bool, depth int) bool {
 	case '"':
 		s, ok := d.str()
 		if ok && keep {
-			*v = jfield{s: string(s), ok: true}
+			*v = jfield{b: s, ok: true}
 		}
 		return ok
 	case 'n':
@@ -255,7 +322,7 @@ func (d *jdec) value(v *jfield, keep bool, depth int) bool {
 		d.ws()
 		if d.eat(']') {
 			if keep {
-				*v = jfield{ok: true}
+				*v = jfield{b: []byte{}, ok: true}
 			}
 			return true
 		}
@@ -301,7 +368,7 @@ func (d *jdec) value(v *jfield, keep bool, depth int) bool {
 			if !utf8.Valid(buf) {
 				buf = bytes.ToValidUTF8(buf, []byte("\uFFFD"))
 			}
-			*v = jfield{s: string(buf), ok: true}
+			*v = jfield{b: buf, ok: true}
 		}
 		return true
 	}

@@ -44,7 +44,7 @@ func FuzzJournalEntry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var e journalEntry
 		err := decodeJournalEntry(line, &e)
-		if err == nil && (e.Cursor.s == "" || e.rt <= 0) {
+		if err == nil && (len(e.Cursor.b) == 0 || e.rt <= 0) {
 			t.Fatalf("decoded an entry without cursor or time: %+v", e)
 		}
 		sink := &jSink{}
@@ -90,8 +90,8 @@ func TestJournalFieldDecoding(t *testing.T) {
 			var e journalEntry
 			err := decodeJournalEntry([]byte(line), &e)
 			f := e.Message
-			if (err != nil) != tc.err || (err == nil && (f.s != tc.want || f.ok != tc.ok)) {
-				t.Errorf("got %q ok=%v err=%v; want %q ok=%v err=%v", f.s, f.ok, err, tc.want, tc.ok, tc.err)
+			if (err != nil) != tc.err || (err == nil && (f.String() != tc.want || f.ok != tc.ok)) {
+				t.Errorf("got %q ok=%v err=%v; want %q ok=%v err=%v", f.String(), f.ok, err, tc.want, tc.ok, tc.err)
 			}
 		})
 	}
@@ -112,12 +112,12 @@ func TestJournalEntryDecoding(t *testing.T) {
 			continue
 		}
 		var cursor string
-		if json.Unmarshal(m["__CURSOR"], &cursor) == nil && cursor != e.Cursor.s {
-			t.Errorf("seed %d: cursor %q, want %q", i, e.Cursor.s, cursor)
+		if json.Unmarshal(m["__CURSOR"], &cursor) == nil && cursor != e.Cursor.String() {
+			t.Errorf("seed %d: cursor %q, want %q", i, e.Cursor.String(), cursor)
 		}
 	}
 	var e journalEntry
-	if err := decodeJournalEntry([]byte(journalSeeds[4]), &e); err != nil || e.Message.s != "(root) CMD (stats)" || e.PID.s != "5000" {
+	if err := decodeJournalEntry([]byte(journalSeeds[4]), &e); err != nil || !e.Message.is("(root) CMD (stats)") || !e.PID.is("5000") {
 		t.Errorf("cron seed: %+v, %v", e, err)
 	}
 }

@@ -34,14 +34,15 @@ import (
 // to catch up from the saved cursor, then with --follow, and restarts it with
 // backoff whenever it exits.
 type Source struct {
-	name     string
-	units    map[string]string // unit -> job
-	cron     []cronMatcher
-	selector []string // --directory= / --file= (absolute)
-	matches  []string // journalctl match arguments
-	dir      string   // directory to check before reading, if any
-	log      *slog.Logger
-	now      func() time.Time
+	name      string
+	units     map[string]string // unit -> job
+	unitNames map[string]string // unit -> the same name, shared by the runs
+	cron      []cronMatcher
+	selector  []string // --directory= / --file= (absolute)
+	matches   []string // journalctl match arguments
+	dir       string   // directory to check before reading, if any
+	log       *slog.Logger
+	now       func() time.Time
 
 	// Tunables; tests shorten them.
 	journalctl string
@@ -72,6 +73,7 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 	j := &Source{
 		name:       name,
 		units:      map[string]string{},
+		unitNames:  map[string]string{},
 		log:        deps.Logger.With("source", name, "type", Type),
 		now:        deps.Now,
 		journalctl: "journalctl",
@@ -104,13 +106,23 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 	units := make([]string, 0, len(jc.Units))
 	for u, job := range jc.Units {
 		j.units[u] = job
+		j.unitNames[u] = u
 		units = append(units, u)
 	}
 	sort.Strings(units)
-	for _, u := range units {
-		// UNIT= selects the service manager's entries about the unit,
-		// _SYSTEMD_UNIT= the unit's own output (which carries its PID).
-		j.matches = append(j.matches, "UNIT="+u, "_SYSTEMD_UNIT="+u)
+	// UNIT= selects the service manager's entries about a unit,
+	// _SYSTEMD_UNIT= the unit's own output (which carries its PID). Matches
+	// on one field are ORed by journalctl, matches on different fields
+	// ANDed unless "+" separates them: one group per field, not one per
+	// unit and field, each term one lookup in the journal's field index.
+	var groups [][]string
+	if len(units) > 0 {
+		var byUnit, byOwn []string
+		for _, u := range units {
+			byUnit = append(byUnit, "UNIT="+u)
+			byOwn = append(byOwn, "_SYSTEMD_UNIT="+u)
+		}
+		groups = append(groups, byUnit, byOwn)
 	}
 	for i, m := range jc.Cron {
 		re, err := regexp.Compile(m.Match)
@@ -120,20 +132,17 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		j.cron = append(j.cron, cronMatcher{re: re, job: m.Job})
 	}
 	if len(j.cron) > 0 {
-		j.matches = append(j.matches, "SYSLOG_IDENTIFIER=CRON")
+		groups = append(groups, []string{"SYSLOG_IDENTIFIER=CRON"})
 	}
-	if len(j.matches) == 0 {
+	if len(groups) == 0 {
 		return nil, fmt.Errorf("journal source %q: needs units or cron", name)
 	}
-	// Matches on different fields are ANDed by journalctl unless joined by "+".
-	var joined []string
-	for i, m := range j.matches {
+	for i, g := range groups {
 		if i > 0 {
-			joined = append(joined, "+")
+			j.matches = append(j.matches, "+")
 		}
-		joined = append(joined, m)
+		j.matches = append(j.matches, g...)
 	}
-	j.matches = joined
 	return j, nil
 }
 
@@ -178,7 +187,9 @@ type endedRun struct {
 	End int64  `json:"end"` // µs
 }
 
-var cursorRE = regexp.MustCompile(`^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$`)
+var cursorRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^s=[0-9a-f]{32};i=[0-9a-f]+;b=[0-9a-f]{32};m=[0-9a-f]+;t=[0-9a-f]+;x=[0-9a-f]+$`)
+})
 
 // Run reads the journal until ctx is done.
 func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
@@ -197,7 +208,7 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			r.open.Trim()
 		}
 	}
-	if r.pos.Cursor != "" && !cursorRE.MatchString(r.pos.Cursor) {
+	if r.pos.Cursor != "" && !cursorRE().MatchString(r.pos.Cursor) {
 		j.log.Warn("saved journal cursor is malformed; continuing from its time", "cursor", r.pos.Cursor, "realtime", r.pos.Realtime)
 		r.pos.Cursor = ""
 		r.resets++
@@ -261,6 +272,11 @@ type journalReader struct {
 	first      bool   // no entry read yet in this journalctl run
 	skipBefore int64  // after a reset: entries older than this were read before
 	lostCursor string // a cursor already counted as gone
+	cursor     []byte // the last entry's cursor, not yet in pos
+	cursorNew  bool
+
+	hosts    map[string]string // host names seen, each kept once
+	endedIdx map[string]int    // run id -> its last index in pos.Ended; nil: to be built
 }
 
 // check fails when the configured directory or files are gone.
@@ -398,6 +414,9 @@ loop:
 func readLines(ctx context.Context, out io.Reader, maxLine int, lines chan<- [][]byte) error {
 	br := bufio.NewReaderSize(out, 256<<10)
 	var chunk [][]byte
+	// A chunk's lines are copied into a few blocks rather than one
+	// allocation each; a block is never written again once full.
+	var arena []byte
 	var long []byte
 	tooLong := false
 	for {
@@ -413,12 +432,17 @@ func readLines(ctx context.Context, out io.Reader, maxLine int, lines chan<- [][
 			continue
 		case len(frag) > 0 && frag[len(frag)-1] == '\n':
 			var l []byte
-			if tooLong {
-				l = nil
-			} else if long != nil {
-				l = append(long, frag...)
-			} else {
-				l = bytes.Clone(frag)
+			if !tooLong {
+				n := len(long) + len(frag)
+				if cap(arena)-len(arena) < n {
+					// A new block for the line and what is buffered
+					// behind it, about what the chunk will still hold.
+					arena = make([]byte, 0, n+min(br.Buffered(), 256<<10))
+				}
+				start := len(arena)
+				arena = append(arena, long...)
+				arena = append(arena, frag...)
+				l = arena[start:len(arena):len(arena)]
 			}
 			long, tooLong = nil, false
 			chunk = append(chunk, l)
@@ -429,7 +453,7 @@ func readLines(ctx context.Context, out io.Reader, maxLine int, lines chan<- [][
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			chunk = nil
+			chunk = nil // the arena's rest is for the next chunk: its lines lie past every line sent
 		}
 		if err != nil {
 			if err == io.EOF {
@@ -460,13 +484,16 @@ func (r *journalReader) line(l []byte) {
 	if r.first {
 		r.first = false
 		if r.expect != "" {
-			if e.Cursor.s == r.expect {
+			if e.Cursor.is(r.expect) {
 				return // applied before
 			}
 			r.cursorGone(r.expect)
 		}
 	}
-	r.pos.Cursor = e.Cursor.s
+	// The cursor is copied into r.pos when the batch is flushed, not for
+	// every entry.
+	r.cursor = append(r.cursor[:0], e.Cursor.b...)
+	r.cursorNew = true
 	r.pos.Realtime = e.rt
 	if r.skipBefore > 0 {
 		if e.rt < r.skipBefore {
@@ -492,6 +519,10 @@ func (r *journalReader) cursorGone(cursor string) {
 }
 
 func (r *journalReader) flush() {
+	if r.cursorNew {
+		r.pos.Cursor = string(r.cursor)
+		r.cursorNew = false
+	}
 	if r.pending == 0 && r.resets == 0 {
 		return
 	}
@@ -520,67 +551,98 @@ func (r *journalReader) position() json.RawMessage {
 
 func (r *journalReader) apply(e *journalEntry) {
 	if e.Unit.ok && e.MessageID.ok {
-		if job, ok := r.j.units[e.Unit.s]; ok {
-			r.unitEntry(e, job)
+		if unit, job, ok := r.unit(e.Unit.b); ok {
+			r.unitEntry(e, unit, job)
 			return
 		}
 	}
 	if e.SystemdUnit.ok {
-		if _, ok := r.j.units[e.SystemdUnit.s]; ok {
-			r.unitOutput(e)
+		if unit, _, ok := r.unit(e.SystemdUnit.b); ok {
+			r.unitOutput(e, unit)
 			return
 		}
 	}
-	if len(r.j.cron) > 0 && e.SyslogIdentifier.s == "CRON" {
+	if len(r.j.cron) > 0 && e.SyslogIdentifier.is("CRON") {
 		r.cronEntry(e)
 	}
 }
 
-func (r *journalReader) unitKey(e *journalEntry, unit string) string {
-	if e.InvocationID.ok && e.InvocationID.s != "" {
-		return e.InvocationID.s
+// unit looks up a configured unit by name, returning its name as a shared
+// string (not a copy of the entry's bytes) and its job.
+func (r *journalReader) unit(name []byte) (unit, job string, ok bool) {
+	job, ok = r.j.units[string(name)]
+	if !ok {
+		return "", "", false
 	}
-	return unit + "@" + e.Hostname.s // systemd before v232 logs no invocation IDs
+	return r.j.unitNames[string(name)], job, true
+}
+
+// host returns the entry's _HOSTNAME. A journal names few hosts: each name
+// is copied once, not once for every entry.
+func (r *journalReader) host(e *journalEntry) string {
+	if h, ok := r.hosts[string(e.Hostname.b)]; ok {
+		return h
+	}
+	if r.hosts == nil || len(r.hosts) >= maxHosts {
+		r.hosts = map[string]string{}
+	}
+	h := e.Hostname.String()
+	r.hosts[h] = h
+	return h
+}
+
+// maxHosts bounds the reader's table of host names; a full table is cleared.
+const maxHosts = 256
+
+// unitKey is the id of the run an entry of the service manager is about.
+// It is looked up far more often than it is kept: only start copies it.
+func (r *journalReader) unitKey(e *journalEntry, unit string) string {
+	if e.InvocationID.ok && len(e.InvocationID.b) > 0 {
+		if run := r.open[string(e.InvocationID.b)]; run != nil {
+			return run.ID
+		}
+		return e.InvocationID.String()
+	}
+	return unit + "@" + r.host(e) // systemd before v232 logs no invocation IDs
 }
 
 // unitEntry applies an entry of the service manager about a configured unit.
-func (r *journalReader) unitEntry(e *journalEntry, job string) {
-	id := r.unitKey(e, e.Unit.s)
-	switch e.MessageID.s {
+func (r *journalReader) unitEntry(e *journalEntry, unit, job string) {
+	switch string(e.MessageID.b) {
 	case msgUnitStarting:
-		if e.JobType.ok && e.JobType.s != "start" {
+		if e.JobType.ok && !e.JobType.is("start") {
 			return
 		}
-		r.start(e, id, job, 0)
+		r.start(e, r.unitKey(e, unit), job, 0)
 	case msgUnitProcessExit:
-		run := r.open[id]
+		run := r.open[r.unitKey(e, unit)]
 		if run == nil {
 			return
 		}
-		if e.ExitCode.s == "exited" {
-			if st, err := strconv.Atoi(e.ExitStatus.s); err == nil {
+		if e.ExitCode.is("exited") {
+			if st, ok := atoiInt(e.ExitStatus.b); ok {
 				run.ExitCode, run.HasExitCode = st, true
 			}
 		} else {
 			run.HasExitCode = false // killed or dumped: EXIT_STATUS is a signal
 		}
 	case msgUnitSuccess:
-		r.end(e, id, job, model.Success, true)
+		r.end(e, r.unitKey(e, unit), job, model.Success, true)
 	case msgUnitFailureResult:
 		res := model.Failure
-		if e.UnitResult.s == "timeout" {
+		if e.UnitResult.is("timeout") {
 			res = model.Timeout
 		}
-		r.end(e, id, job, res, true)
+		r.end(e, r.unitKey(e, unit), job, res, true)
 	case msgUnitFailed:
 		// Ends a run only if its start was seen: a start job that failed on
 		// a dependency or a condition never ran anything. After a
 		// FAILURE_RESULT entry the run is no longer open.
 		res := model.Failure
-		if e.JobResult.s == "timeout" {
+		if e.JobResult.is("timeout") {
 			res = model.Timeout
 		}
-		r.end(e, id, job, res, false)
+		r.end(e, r.unitKey(e, unit), job, res, false)
 	}
 }
 
@@ -590,32 +652,35 @@ func (r *journalReader) unitEntry(e *journalEntry, job string) {
 // process (systemd connects the stream before exec), even when a child
 // wrote the line. Syslog and native entries carry the writer's own PID,
 // which may be a short-lived child.
-func (r *journalReader) unitOutput(e *journalEntry) {
-	if e.Transport.s != "stdout" {
+func (r *journalReader) unitOutput(e *journalEntry, unit string) {
+	if !e.Transport.is("stdout") {
 		return
 	}
-	id := e.SystemdInvocationID.s
-	if id == "" {
-		id = e.SystemdUnit.s + "@" + e.Hostname.s
+	var run *journalRun
+	if len(e.SystemdInvocationID.b) > 0 {
+		run = r.open[string(e.SystemdInvocationID.b)]
+	} else {
+		run = r.open[unit+"@"+r.host(e)]
 	}
-	run := r.open[id]
 	if run == nil || run.PID != 0 {
 		return
 	}
-	pid, err := strconv.Atoi(e.PID.s)
-	if err != nil || pid <= 0 {
+	pid, ok := atoiInt(e.PID.b)
+	if !ok || pid <= 0 {
 		return
 	}
 	run.PID = pid
-	if i, ok := r.startIdx[id]; ok {
+	if i, ok := r.startIdx[run.ID]; ok {
 		r.batch.Events[i].PID = pid
 	}
 }
 
 var (
-	cronCmdRE   = regexp.MustCompile(`^\(([^)]*)\) CMD \((.*)\)$`)
-	cronEndRE   = regexp.MustCompile(`^\(([^)]*)\) END \((.*)\)$`)
-	cronErrorRE = regexp.MustCompile(`^\(CRON\) error \(grandchild #\d+ failed with exit status (\d+)\)$`)
+	cronCmdRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\(([^)]*)\) CMD \((.*)\)$`) })
+	cronEndRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\(([^)]*)\) END \((.*)\)$`) })
+	cronErrorRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\(CRON\) error \(grandchild #\d+ failed with exit status (\d+)\)$`)
+	})
 )
 
 // cronEntry applies a line of the cron daemon. Its child process logs
@@ -623,14 +688,14 @@ var (
 // job ends (cron -L 2), and "(CRON) error (grandchild #N failed with exit
 // status S)" before that when the job failed (cron -L 4).
 func (r *journalReader) cronEntry(e *journalEntry) {
-	pid, err := strconv.Atoi(e.PID.s)
-	if err != nil || pid <= 0 {
+	pid, ok := atoiInt(e.PID.b)
+	if !ok || pid <= 0 {
 		return
 	}
-	id := "cron:" + e.Hostname.s + ":" + strconv.Itoa(pid)
-	msg := e.Message.s
-	if m := cronCmdRE.FindStringSubmatch(msg); m != nil {
-		job := r.cronJob(m[2])
+	id := "cron:" + r.host(e) + ":" + strconv.Itoa(pid)
+	msg := e.Message.b
+	if m := cronCmdRE().FindSubmatchIndex(msg); m != nil {
+		job := r.cronJob(msg[m[4]:m[5]])
 		if job == "" {
 			return
 		}
@@ -640,8 +705,8 @@ func (r *journalReader) cronEntry(e *journalEntry) {
 		r.start(e, id, job, pid)
 		return
 	}
-	if m := cronEndRE.FindStringSubmatch(msg); m != nil {
-		job := r.cronJob(m[2])
+	if m := cronEndRE().FindSubmatchIndex(msg); m != nil {
+		job := r.cronJob(msg[m[4]:m[5]])
 		if run := r.open[id]; run != nil {
 			job = run.Job
 		}
@@ -655,18 +720,18 @@ func (r *journalReader) cronEntry(e *journalEntry) {
 		r.end(e, id, job, res, true)
 		return
 	}
-	if m := cronErrorRE.FindStringSubmatch(msg); m != nil {
+	if m := cronErrorRE().FindSubmatchIndex(msg); m != nil {
 		if run := r.open[id]; run != nil {
 			run.Failed = true
-			run.ExitCode, _ = strconv.Atoi(m[1])
+			run.ExitCode, _ = strconv.Atoi(string(msg[m[2]:m[3]]))
 			run.HasExitCode = true
 		}
 	}
 }
 
-func (r *journalReader) cronJob(command string) string {
+func (r *journalReader) cronJob(command []byte) string {
 	for _, m := range r.j.cron {
-		if m.re.MatchString(command) {
+		if m.re.Match(command) {
 			return m.job
 		}
 	}
@@ -675,11 +740,11 @@ func (r *journalReader) cronJob(command string) string {
 
 // replayed reports whether an entry about run id at time t was applied before.
 func (r *journalReader) replayed(id string, t int64, isEnd bool) bool {
-	for i := len(r.pos.Ended) - 1; i >= 0; i-- {
+	if r.endedIdx == nil {
+		r.indexEnded()
+	}
+	if i, ok := r.endedIdx[id]; ok {
 		x := r.pos.Ended[i]
-		if x.ID != id {
-			continue
-		}
 		if !strings.HasPrefix(id, "cron:") {
 			return true // invocation IDs never repeat
 		}
@@ -693,11 +758,21 @@ func (r *journalReader) replayed(id string, t int64, isEnd bool) bool {
 	return t <= r.pos.Floor
 }
 
+// indexEnded maps each run id of pos.Ended to its last index there: the
+// entry replayed looks at, found without a scan of the whole list.
+func (r *journalReader) indexEnded() {
+	r.endedIdx = make(map[string]int, len(r.pos.Ended))
+	for i, x := range r.pos.Ended {
+		r.endedIdx[x.ID] = i
+	}
+}
+
 func (r *journalReader) start(e *journalEntry, id, job string, pid int) {
 	if _, ok := r.open[id]; ok || r.replayed(id, e.rt, false) {
 		return
 	}
-	run := &journalRun{ID: id, Job: job, Host: e.Hostname.s, PID: pid, Start: e.rt}
+	host := r.host(e)
+	run := &journalRun{ID: id, Job: job, Host: host, PID: pid, Start: e.rt}
 	if old, full := r.open.Add(id, run); full {
 		r.j.log.Warn("too many open runs; forgetting the oldest", "job", old.Job, "run_id", old.ID,
 			"start", time.UnixMicro(old.Start).UTC(), "limit", model.MaxOpenRuns)
@@ -708,7 +783,7 @@ func (r *journalReader) start(e *journalEntry, id, job string, pid int) {
 	r.startIdx[id] = len(r.batch.Events)
 	r.batch.Events = append(r.batch.Events, model.Event{
 		Time: time.UnixMicro(e.rt), Job: job, Kind: model.Start,
-		Host: e.Hostname.s, PID: pid, RunID: id,
+		Host: host, PID: pid, RunID: id,
 	})
 }
 
@@ -719,7 +794,7 @@ func (r *journalReader) end(e *journalEntry, id, job string, res model.Result, d
 	if run == nil && (!definite || r.replayed(id, e.rt, true)) {
 		return
 	}
-	ev := model.Event{Time: time.UnixMicro(e.rt), Job: job, Kind: model.End, Host: e.Hostname.s, RunID: id, Result: res}
+	ev := model.Event{Time: time.UnixMicro(e.rt), Job: job, Kind: model.End, Host: r.host(e), RunID: id, Result: res}
 	if run != nil {
 		ev.Job = run.Job
 		ev.PID = run.PID
@@ -734,6 +809,9 @@ func (r *journalReader) end(e *journalEntry, id, job string, res model.Result, d
 	}
 	r.batch.Events = append(r.batch.Events, ev)
 	r.pos.Ended = append(r.pos.Ended, endedRun{ID: id, End: e.rt})
+	if r.endedIdx != nil {
+		r.endedIdx[id] = len(r.pos.Ended) - 1
+	}
 	// Trim in steps, not on every run: the position keeps between
 	// maxEnded and 5/4 of it.
 	if over := len(r.pos.Ended) - r.j.maxEnded; over > r.j.maxEnded/4 {
@@ -741,6 +819,7 @@ func (r *journalReader) end(e *journalEntry, id, job string, res model.Result, d
 			r.pos.Floor = max(r.pos.Floor, x.End)
 		}
 		r.pos.Ended = append([]endedRun(nil), r.pos.Ended[over:]...)
+		r.endedIdx = nil // rebuilt on next use
 	}
 }
 

@@ -800,7 +800,7 @@ func TestNewJournalPaths(t *testing.T) {
 	if strings.Join(j.selector, " ") != strings.Join(want, " ") {
 		t.Errorf("selector %q, want %q", j.selector, want)
 	}
-	if got := strings.Join(j.matches, " "); got != "UNIT=backup.service + _SYSTEMD_UNIT=backup.service + UNIT=stats.service + _SYSTEMD_UNIT=stats.service" {
+	if got := strings.Join(j.matches, " "); got != "UNIT=backup.service UNIT=stats.service + _SYSTEMD_UNIT=backup.service _SYSTEMD_UNIT=stats.service" {
 		t.Errorf("matches %q", got)
 	}
 }

@@ -21,8 +21,8 @@ func TestOpenRunsAreBounded(t *testing.T) {
 	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}}
 	const n = model.MaxOpenRuns + 3
 	for i := range n {
-		e := journalEntry{Hostname: jfield{"web1", true}, PID: jfield{fmt.Sprint(1000 + i), true},
-			SyslogIdentifier: jfield{"CRON", true}, Message: jfield{"(root) CMD (stats)", true}, rt: int64(1e6 + i)}
+		e := journalEntry{Hostname: jfield{[]byte("web1"), true}, PID: jfield{fmt.Append(nil, 1000+i), true},
+			SyslogIdentifier: jfield{[]byte("CRON"), true}, Message: jfield{[]byte("(root) CMD (stats)"), true}, rt: int64(1e6 + i)}
 		r.pending++ // read, so that flush hands the batch over
 		r.apply(&e)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"jobwatch/config"
@@ -104,7 +105,7 @@ var DefaultStatusValues = StatusValues{
 // identRE is what a table or column name may look like: MySQL's unquoted
 // identifier characters, so that a name can never close the backquotes it is
 // written in. A table may be qualified by its database (app.job_runs).
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`)
+var identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,63}$`) })
 
 // TableName is the table, defaulted.
 func (m *Config) TableName() string {
@@ -202,7 +203,7 @@ func (m *Config) Validate() []error {
 	seen := map[string]string{}
 	for _, kv := range cols.NamedColumns() {
 		key, name := kv[0], kv[1]
-		if !identRE.MatchString(name) {
+		if !identRE().MatchString(name) {
 			errs = append(errs, fmt.Errorf("columns.%s: %q is not a plain column name (letters, digits, _ and $, at most 64, not starting with a digit)", key, name))
 			continue
 		}
@@ -238,7 +239,7 @@ func checkTableName(t string) error {
 		return fmt.Errorf("table %q: at most one dot (database.table)", t)
 	}
 	for _, p := range parts {
-		if !identRE.MatchString(p) {
+		if !identRE().MatchString(p) {
 			return fmt.Errorf("table %q is not a plain table name (letters, digits, _ and $, at most 64, not starting with a digit; optionally database.table)", t)
 		}
 	}
