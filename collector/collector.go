@@ -14,8 +14,15 @@ import (
 
 const namespace = "jobwatch"
 
+// descInfo names and describes each Desc, for the Handler to build
+// families of its own.
+var descInfo = map[*prometheus.Desc]struct{ name, help string }{}
+
 func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
+	fq := prometheus.BuildFQName(namespace, "", name)
+	d := prometheus.NewDesc(fq, help, labels, nil)
+	descInfo[d] = struct{ name, help string }{fq, help}
+	return d
 }
 
 var (
@@ -62,7 +69,17 @@ type Viewer interface {
 type Collector struct {
 	model Viewer
 	now   func() time.Time
+	parts parts
 }
+
+// parts are what a Collector renders.
+type parts int
+
+const (
+	allParts    parts = iota
+	sourceParts       // sources and locks: Handler renders the jobs
+	jobParts          // jobs only: Handler's fallback for protobuf
+)
 
 var _ prometheus.Collector = (*Collector)(nil)
 
@@ -75,14 +92,25 @@ func New(m Viewer, now func() time.Time) *Collector {
 	return &Collector{model: m, now: now}
 }
 
+// NewSources returns a collector of m's sources and locks only: the jobs
+// are rendered by a Handler.
+func NewSources(m Viewer, now func() time.Time) *Collector {
+	c := New(m, now)
+	c.parts = sourceParts
+	return c
+}
+
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{
-		lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
-		timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
-		runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
-		sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc,
-	} {
+	if c.parts != sourceParts {
+		for _, d := range jobDescs {
+			ch <- d
+		}
+	}
+	if c.parts == jobParts {
+		return
+	}
+	for _, d := range []*prometheus.Desc{sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc} {
 		ch <- d
 	}
 	for _, d := range lockDescs {
@@ -90,12 +118,25 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// jobDescs are the families of each job, as collectJob emits them.
+var jobDescs = []*prometheus.Desc{
+	lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
+	timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
+	runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
+}
+
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
 	jobs, sources := c.model.View()
-	for i := range jobs {
-		collectJob(ch, &jobs[i], now)
+	if c.parts != sourceParts {
+		emit := func(m prometheus.Metric) { ch <- m }
+		for i := range jobs {
+			collectJob(emit, &jobs[i], now)
+		}
+	}
+	if c.parts == jobParts {
+		return
 	}
 	for _, s := range sources {
 		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, boolFloat(s.Up), s.Name, s.Type)
@@ -109,13 +150,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
+// collectJob emits the metrics of one job; Collect and the Handler's
+// rendering of a changed job share it.
+func collectJob(emit func(prometheus.Metric), j *model.JobView, now time.Time) {
 	name := j.Spec.Name
 	gauge := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
+		emit(prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name))
 	}
 	counter := func(d *prometheus.Desc, v uint64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), name)
+		emit(prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), name))
 	}
 	w := j.Watch(now)
 
@@ -123,7 +166,7 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	if scope == "" {
 		scope = "host"
 	}
-	ch <- prometheus.MustNewConstMetric(infoDesc, prometheus.GaugeValue, 1, name, scope)
+	emit(prometheus.MustNewConstMetric(infoDesc, prometheus.GaugeValue, 1, name, scope))
 	if !j.LastSuccess.IsZero() {
 		gauge(lastSuccessDesc, unix(j.LastSuccess))
 	}
@@ -140,7 +183,7 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	if j.Spec.Timeout > 0 {
 		gauge(timeoutDesc, j.Spec.Timeout.Seconds())
 	}
-	ch <- prometheus.MustNewConstHistogram(durationDesc, j.Durations.Count, j.Durations.Sum, j.Durations.Cumulative(), name)
+	emit(prometheus.MustNewConstHistogram(durationDesc, j.Durations.Count, j.Durations.Sum, j.Durations.Cumulative(), name))
 	if j.HasLastDuration {
 		gauge(lastDurationDesc, j.LastDuration)
 	}
@@ -155,18 +198,18 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	}
 	gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
 	for i, r := range model.Results {
-		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.CounterValue, float64(j.RunCounts[i]), name, string(r))
+		emit(prometheus.MustNewConstMetric(runsDesc, prometheus.CounterValue, float64(j.RunCounts[i]), name, string(r)))
 	}
 	for _, r := range model.SkipReasons {
-		ch <- prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r)
+		emit(prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r))
 	}
 	for _, r := range sortedKeys(j.SkipsByReason) {
 		if !slices.Contains(model.SkipReasons, r) {
-			ch <- prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r)
+			emit(prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r))
 		}
 	}
 	for _, l := range model.LockLayers {
-		ch <- prometheus.MustNewConstMetric(lockLostDesc, prometheus.CounterValue, float64(j.LockLost[l]), name, l)
+		emit(prometheus.MustNewConstMetric(lockLostDesc, prometheus.CounterValue, float64(j.LockLost[l]), name, l))
 	}
 	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
 	gauge(runningDesc, float64(len(j.Open)))
@@ -174,7 +217,7 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	counter(missedDesc, j.Missed)
 	counter(unexpectedDesc, j.Unexpected)
 	for i, kind := range model.DuplicateKinds {
-		ch <- prometheus.MustNewConstMetric(duplicateDesc, prometheus.CounterValue, float64(j.DupCounts[i]), name, kind)
+		emit(prometheus.MustNewConstMetric(duplicateDesc, prometheus.CounterValue, float64(j.DupCounts[i]), name, kind))
 	}
 	for k, r := range j.Open {
 		// Two open runs can share host and PID only when the PID is unknown
@@ -182,7 +225,7 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 		if k > 0 && r.Host == j.Open[k-1].Host && r.PID == j.Open[k-1].PID {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(runStartDesc, prometheus.GaugeValue, unix(r.Start), name, r.Host, strconv.Itoa(r.PID))
+		emit(prometheus.MustNewConstMetric(runStartDesc, prometheus.GaugeValue, unix(r.Start), name, r.Host, strconv.Itoa(r.PID)))
 	}
 }
 

@@ -1,0 +1,291 @@
+package collector
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"jobwatch/model"
+	"jobwatch/schedule"
+)
+
+const (
+	acceptText = "text/plain;version=0.0.4;q=0.5"
+	acceptOM   = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,text/plain;version=0.0.4;q=0.5"
+)
+
+// everyKind is populated's tracker with jobs of every other kind: calendar
+// and no schedule, a job name to escape, held locks of every shape.
+func everyKind(t *testing.T, now time.Time) *model.Tracker {
+	t.Helper()
+	tr := populated(now)
+	cron, err := schedule.ParseCron("15 3 * * *", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Configure([]model.JobSpec{
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: 30 * time.Minute, Scope: "cluster", StaleMultiple: 2},
+		{Name: "stats", Schedule: schedule.Every(time.Hour), Scope: "host", StaleMultiple: 2},
+		{Name: "nightly", Schedule: cron, Grace: time.Minute, StaleMultiple: 1},
+		{Name: "adhoc"},
+		{Name: `odd "name"\x`, Schedule: schedule.Every(time.Minute), StaleMultiple: 3},
+	}, []model.SourceSpec{{Name: "app-runs", Type: "runlog"}})
+	tr.Apply(model.Batch{Source: "app-runs", Events: []model.Event{
+		{Kind: model.Start, Job: "nightly", Host: "web1", PID: 7, Time: now.Add(-20 * time.Hour)},
+		{Kind: model.End, Job: "nightly", Host: "web1", PID: 7, Time: now.Add(-19 * time.Hour), Result: model.Success, HasExitCode: true},
+		{Kind: model.Start, Job: "adhoc", Host: "web2", PID: 8, Time: now.Add(-time.Minute)},
+		{Kind: model.Start, Job: "adhoc", Host: "web1", PID: 9, Time: now.Add(-time.Minute)},
+		{Kind: model.Skip, Job: `odd "name"\x`, Host: "web1", PID: 3, Time: now.Add(-time.Minute), SkipLabel: "disabled"},
+	}, Locks: []model.LockState{
+		{Job: "stats", Lock: "/run/stats.lock", Kind: "flock", Held: true, Holder: "pid 4300", Alive: model.HolderAlive, HeldSince: now.Add(-time.Hour)},
+		{Job: "backup", Lock: "backup", Kind: "redis", Held: true, Holder: "db1", HasTTL: true, TTL: time.Minute, ProbeErrors: 2},
+		{Job: "nightly", Lock: "nightly", Kind: "mysql", ProbeErrors: 1},
+	}})
+	return tr
+}
+
+func mediaType(accept string) string {
+	m, _, _ := strings.Cut(accept, ";")
+	return m
+}
+
+func savedOf(tr *model.Tracker) *model.Saved { return (*model.Saved)(nil).With(tr.Changes()) }
+
+// servers are today's client_golang handler (every metric through the
+// Collector) and the Handler, on the same state.
+func servers(saved func() *model.Saved, now func() time.Time) (old, cur http.Handler) {
+	full := prometheus.NewPedanticRegistry()
+	full.MustRegister(New(savedFunc(saved), now), collectors.NewBuildInfoCollector())
+	old = promhttp.InstrumentMetricHandler(full, promhttp.HandlerFor(full, promhttp.HandlerOpts{
+		Registry: full, EnableOpenMetrics: true, EnableOpenMetricsTextCreatedSamples: true,
+	}))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewSources(savedFunc(saved), now), collectors.NewBuildInfoCollector())
+	cur = promhttp.InstrumentMetricHandler(reg, NewHandler(HandlerOpts{Registry: reg, Saved: saved, Now: now}))
+	return old, cur
+}
+
+func get(t testing.TB, h http.Handler, accept, encoding string) (*http.Response, []byte) {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Accept", accept)
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	rsp := rec.Result()
+	body, err := io.ReadAll(rsp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rsp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", rsp.StatusCode, body)
+	}
+	return rsp, body
+}
+
+// sortedLines are b's lines, sorted, but the creation times of promhttp's
+// own counters (the two handlers' registries were not made at one instant).
+func sortedLines(b []byte) []string {
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	lines = slices.DeleteFunc(lines, func(l string) bool {
+		return strings.HasPrefix(l, "promhttp_metric_handler_") && strings.Contains(l, "_created{")
+	})
+	slices.Sort(lines)
+	return lines
+}
+
+func typeLines(b []byte) []string {
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "# TYPE ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// checkFamilies fails unless every family has one header and its samples
+// follow it, unsplit.
+func checkFamilies(t *testing.T, b []byte) {
+	t.Helper()
+	seen := map[string]bool{}
+	current := ""
+	for line := range strings.Lines(string(b)) {
+		if typ, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name := strings.Fields(typ)[0]
+			if seen[name] {
+				t.Fatalf("family %s split or repeated", name)
+			}
+			seen[name], current = true, name
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.HasPrefix(line, current) {
+			t.Fatalf("sample outside its family %s: %q", current, line)
+		}
+	}
+}
+
+// The Handler writes what client_golang wrote, for text and OpenMetrics,
+// at every step of a changing state: the same lines, the families whole
+// and in the same order.
+func TestHandlerMatchesClientGolang(t *testing.T) {
+	now := t0.Add(2*time.Hour + 30*time.Minute)
+	tr := everyKind(t, now)
+	var saved *model.Saved
+	clock := now
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return clock })
+	steps := []struct {
+		name   string
+		change func()
+	}{
+		{"start", func() { saved = saved.With(tr.Changes()) }},
+		{"later, nothing changed", func() { clock = clock.Add(26 * time.Hour) }},
+		{"one job changed", func() {
+			tr.Apply(model.Batch{Source: "app-runs", Events: []model.Event{
+				{Kind: model.End, Job: "adhoc", Host: "web2", PID: 8, Time: clock, Result: model.Timeout},
+			}})
+			saved = saved.With(tr.Changes())
+		}},
+		{"job removed", func() {
+			tr.Configure([]model.JobSpec{{Name: "adhoc"}, {Name: "stats", Schedule: schedule.Every(time.Hour)}},
+				[]model.SourceSpec{{Name: "app-runs", Type: "runlog"}})
+			saved = saved.With(tr.Changes())
+		}},
+	}
+	for _, st := range steps {
+		st.change()
+		for _, accept := range []string{acceptText, acceptOM} {
+			t.Run(st.name+"/"+mediaType(accept), func(t *testing.T) {
+				_, want := get(t, old, accept, "")
+				rsp, got := get(t, cur, accept, "")
+				if ct := rsp.Header.Get("Content-Type"); !strings.HasPrefix(ct, mediaType(accept)) {
+					t.Errorf("Content-Type %q for Accept %q", ct, accept)
+				}
+				w, g := sortedLines(want), sortedLines(got)
+				if !slices.Equal(w, g) {
+					t.Fatalf("lines differ:\n--- client_golang\n%s\n--- Handler\n%s", want, got)
+				}
+				checkFamilies(t, got)
+				if w, g := typeLines(want), typeLines(got); !slices.Equal(w, g) {
+					t.Fatalf("families in another order:\n%q\n%q", w, g)
+				}
+				if !strings.Contains(string(got), "jobwatch_job_run_start_timestamp_seconds") {
+					t.Fatal("no job metrics rendered")
+				}
+				if accept == acceptOM && !strings.HasSuffix(string(got), "# EOF\n") {
+					t.Error("OpenMetrics without # EOF")
+				}
+			})
+		}
+	}
+}
+
+func TestHandlerGzipAndProtobuf(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(everyKind(t, now))
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	_, want := get(t, old, acceptText, "")
+	rsp, zipped := get(t, cur, acceptText, "gzip")
+	if rsp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("Content-Encoding %q", rsp.Header.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sortedLines(want), sortedLines(got)) {
+		t.Fatalf("gzipped lines differ:\n%s", got)
+	}
+	// Protobuf goes to promhttp with the same content.
+	proto := "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+	_, wantPB := get(t, old, proto, "")
+	_, gotPB := get(t, cur, proto, "")
+	decode := func(b []byte) string {
+		var out bytes.Buffer
+		dec := expfmt.NewDecoder(bytes.NewReader(b), expfmt.NewFormat(expfmt.TypeProtoDelim))
+		for {
+			mf := new(dto.MetricFamily)
+			if err := dec.Decode(mf); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(mf.GetName(), "promhttp_") {
+				continue // counts the scrapes of each handler
+			}
+			expfmt.MetricFamilyToText(&out, mf)
+		}
+		return out.String()
+	}
+	if w, g := decode(wantPB), decode(gotPB); w != g {
+		t.Fatalf("protobuf differs:\n%s\n---\n%s", w, g)
+	}
+}
+
+// promtool's linter finds nothing in the Handler's output.
+func TestHandlerPassesPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool not found: install the Debian package prometheus")
+	}
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(everyKind(t, now))
+	_, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	_, body := get(t, cur, acceptText, "")
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+func TestAppendFloat(t *testing.T) {
+	for _, tc := range []struct {
+		f        float64
+		text, om string
+	}{
+		{0, "0", "0.0"}, {1, "1", "1.0"}, {-1, "-1", "-1.0"}, {0.5, "0.5", "0.5"},
+		{1e21, "1e+21", "1e+21"}, {1764583200.25, "1.76458320025e+09", "1.76458320025e+09"},
+		{3600, "3600", "3600.0"},
+	} {
+		if got := string(appendFloat(nil, tc.f, fmtText)); got != tc.text {
+			t.Errorf("text %v: %q, want %q", tc.f, got, tc.text)
+		}
+		if got := string(appendFloat(nil, tc.f, fmtOpenMetrics)); got != tc.om {
+			t.Errorf("OpenMetrics %v: %q, want %q", tc.f, got, tc.om)
+		}
+	}
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	for h, want := range map[string]bool{
+		"": false, "gzip": true, "deflate, gzip;q=1.0, *;q=0.5": true, "gzip;q=0": false, "identity": false, "GZIP": true,
+	} {
+		if got := acceptsGzip(h); got != want {
+			t.Errorf("acceptsGzip(%q) = %v", h, got)
+		}
+	}
+}
