@@ -65,6 +65,12 @@ type Viewer interface {
 	View() ([]model.JobView, []model.SourceView)
 }
 
+// SourcesViewer gives the sources alone, sorted by name, without copying
+// the jobs; a collector of NewSources uses it when its Viewer has it.
+type SourcesViewer interface {
+	Sources() []*model.SourceView
+}
+
 // Collector renders a job model.
 type Collector struct {
 	model Viewer
@@ -128,6 +134,12 @@ var jobDescs = []*prometheus.Desc{
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
+	if sv, ok := c.model.(SourcesViewer); ok && c.parts == sourceParts {
+		for _, s := range sv.Sources() {
+			collectSource(ch, s, now)
+		}
+		return
+	}
 	jobs, sources := c.model.View()
 	if c.parts != sourceParts {
 		emit := func(m prometheus.Metric) { ch <- m }
@@ -138,15 +150,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if c.parts == jobParts {
 		return
 	}
-	for _, s := range sources {
-		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, boolFloat(s.Up), s.Name, s.Type)
-		ch <- prometheus.MustNewConstMetric(sourceRecordsDesc, prometheus.CounterValue, float64(s.Records), s.Name)
-		ch <- prometheus.MustNewConstMetric(sourceParseErrDesc, prometheus.CounterValue, float64(s.ParseErrors), s.Name)
-		ch <- prometheus.MustNewConstMetric(sourceUnknownJobDesc, prometheus.CounterValue, float64(s.UnknownJob), s.Name)
-		ch <- prometheus.MustNewConstMetric(sourceResetsDesc, prometheus.CounterValue, float64(s.PositionResets), s.Name)
-		for i := range s.Locks {
-			collectLock(ch, &s.Locks[i], unix(now))
-		}
+	for i := range sources {
+		collectSource(ch, &sources[i], now)
+	}
+}
+
+func collectSource(ch chan<- prometheus.Metric, s *model.SourceView, now time.Time) {
+	ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, boolFloat(s.Up), s.Name, s.Type)
+	ch <- prometheus.MustNewConstMetric(sourceRecordsDesc, prometheus.CounterValue, float64(s.Records), s.Name)
+	ch <- prometheus.MustNewConstMetric(sourceParseErrDesc, prometheus.CounterValue, float64(s.ParseErrors), s.Name)
+	ch <- prometheus.MustNewConstMetric(sourceUnknownJobDesc, prometheus.CounterValue, float64(s.UnknownJob), s.Name)
+	ch <- prometheus.MustNewConstMetric(sourceResetsDesc, prometheus.CounterValue, float64(s.PositionResets), s.Name)
+	for i := range s.Locks {
+		collectLock(ch, &s.Locks[i], unix(now))
 	}
 }
 

@@ -100,6 +100,13 @@ type savedFunc func() *model.Saved
 
 func (f savedFunc) View() ([]model.JobView, []model.SourceView) { return f().View() }
 
+func (f savedFunc) Sources() []*model.SourceView {
+	if s := f(); s != nil {
+		return s.Sources()
+	}
+	return nil
+}
+
 const (
 	fmtText = iota
 	fmtOpenMetrics
@@ -410,9 +417,14 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 		h.fallback.ServeHTTP(rsp, req)
 		return
 	}
-	if req.URL != nil && len(req.URL.Query()["name[]"]) > 0 {
-		h.fallback.ServeHTTP(rsp, req) // filtered by name: promhttp filters
-		return
+	var only map[string]bool // ?name[]=...: those families only, as promhttp does
+	if req.URL != nil {
+		if names := req.URL.Query()["name[]"]; len(names) > 0 {
+			only = make(map[string]bool, len(names))
+			for _, n := range names {
+				only[n] = true
+			}
+		}
 	}
 	mfs, err := h.gatherer.Gather()
 	if err != nil {
@@ -424,7 +436,10 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 		return
 	}
 	now := h.now()
-	entries := h.entries(format, now)
+	var entries []*entry
+	if only == nil || slices.ContainsFunc(families, func(f family) bool { return only[f.name] }) {
+		entries = h.entries(format, now)
+	}
 
 	hdr := rsp.Header()
 	hdr.Add("Vary", "Accept")
@@ -441,7 +456,7 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 	s := scrapePool.Get().(*scrapeMem)
 	s.w.Reset(out)
 	defer func() { s.w.Reset(nil); scrapePool.Put(s) }()
-	if err := h.write(s, contentType, format, mfs, entries, now); err != nil {
+	if err := h.write(s, contentType, format, mfs, entries, now, only); err != nil {
 		if h.errorLog != nil {
 			h.errorLog.Println("error encoding and sending metric family:", err)
 		}
@@ -450,8 +465,9 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 }
 
 // write writes the registry's families mfs and the jobs' families, merged
-// in name order, then flushes.
-func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, entries []*entry, now time.Time) error {
+// in name order, then flushes; only, when not nil, are the families to
+// write.
+func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, entries []*entry, now time.Time, only map[string]bool) error {
 	s.watches = s.watches[:0]
 	for _, e := range entries {
 		w := e.view.Watch(now)
@@ -464,17 +480,24 @@ func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs
 	fi := 0
 	for _, mf := range mfs {
 		for ; fi < len(families) && families[fi].name < mf.GetName(); fi++ {
-			s.writeFamily(fi, format, entries)
+			if only == nil || only[families[fi].name] {
+				s.writeFamily(fi, format, entries)
+			}
 		}
 		if fi < len(families) && families[fi].name == mf.GetName() {
 			return fmt.Errorf("metric family %s is both gathered and rendered per job", mf.GetName())
+		}
+		if only != nil && !only[mf.GetName()] {
+			continue
 		}
 		if err := enc.Encode(mf); err != nil {
 			return err
 		}
 	}
 	for ; fi < len(families); fi++ {
-		s.writeFamily(fi, format, entries)
+		if only == nil || only[families[fi].name] {
+			s.writeFamily(fi, format, entries)
+		}
 	}
 	if c, ok := enc.(expfmt.Closer); ok {
 		if err := c.Close(); err != nil {

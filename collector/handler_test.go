@@ -80,7 +80,12 @@ func servers(saved func() *model.Saved, now func() time.Time) (old, cur http.Han
 
 func get(t testing.TB, h http.Handler, accept, encoding string) (*http.Response, []byte) {
 	t.Helper()
-	req := httptest.NewRequest("GET", "/metrics", nil)
+	return getURL(t, h, "/metrics", accept, encoding)
+}
+
+func getURL(t testing.TB, h http.Handler, url, accept, encoding string) (*http.Response, []byte) {
+	t.Helper()
+	req := httptest.NewRequest("GET", url, nil)
 	req.Header.Set("Accept", accept)
 	if encoding != "" {
 		req.Header.Set("Accept-Encoding", encoding)
@@ -241,6 +246,26 @@ func TestHandlerGzipAndProtobuf(t *testing.T) {
 	}
 	if w, g := decode(wantPB), decode(gotPB); w != g {
 		t.Fatalf("protobuf differs:\n%s\n---\n%s", w, g)
+	}
+}
+
+// ?name[]= selects families, as promhttp does.
+func TestHandlerNameFilter(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(everyKind(t, now))
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	for _, url := range []string{
+		"/metrics?name[]=jobwatch_source_records_total",
+		"/metrics?name[]=jobwatch_job_stale&name[]=jobwatch_job_runs_total&name[]=go_build_info",
+		"/metrics?name[]=nothing",
+	} {
+		for _, accept := range []string{acceptText, acceptOM} {
+			_, want := getURL(t, old, url, accept, "")
+			_, got := getURL(t, cur, url, accept, "")
+			if !slices.Equal(sortedLines(want), sortedLines(got)) {
+				t.Errorf("%s, %s:\n%s\n--- want\n%s", url, mediaType(accept), got, want)
+			}
+		}
 	}
 }
 

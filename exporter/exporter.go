@@ -383,6 +383,14 @@ func (v savedView) View() ([]model.JobView, []model.SourceView) {
 	return v.e.saved.Load().View()
 }
 
+// Sources are the saved sources alone, for collector.NewSources.
+func (v savedView) Sources() []*model.SourceView {
+	if s := v.e.saved.Load(); s != nil {
+		return s.Sources()
+	}
+	return nil
+}
+
 // sourceDeps is what every source of cfg is built with.
 func sourceDeps(cfg *config.Config, logger *slog.Logger, now func() time.Time) sources.Deps {
 	deps := sources.Deps{Logger: logger, Now: now}
