@@ -272,7 +272,7 @@ func metricType(m *dto.Metric) dto.MetricType {
 	return dto.MetricType_GAUGE
 }
 
-// entry is one job's cached exposition in one format.
+// entry is one job's exposition in one format, as rendered.
 type entry struct {
 	view *model.JobView
 	// data holds the sample lines of every family, each without the
@@ -285,9 +285,9 @@ type entry struct {
 	calendar bool
 }
 
-// dynamic reports whether family i of e is computed at scrape time.
-func (e *entry) dynamic(i int) bool {
-	return i == famSince || i == famStale || e.calendar && (i == famPeriod || i == famNext)
+// dynamic reports whether family i of a job is computed at scrape time.
+func dynamic(i int, calendar bool) bool {
+	return i == famSince || i == famStale || calendar && (i == famPeriod || i == famNext)
 }
 
 // render makes the entry of v.
@@ -302,7 +302,7 @@ func (r *renderer) render(v *model.JobView, format int, now time.Time) *entry {
 	l := &layouts[format]
 	var data []byte
 	for i := range families {
-		if len(r.metrics[i]) > 0 && (!e.dynamic(i) || i == famLabel) {
+		if len(r.metrics[i]) > 0 && (!dynamic(i, e.calendar) || i == famLabel) {
 			b := r.encode(i, format)
 			for len(b) > 0 {
 				n := bytes.IndexByte(b, '\n') + 1
@@ -315,59 +315,157 @@ func (r *renderer) render(v *model.JobView, format int, now time.Time) *entry {
 				if i == famLabel && e.label == nil {
 					e.label = slices.Clone(line[:bytes.LastIndexByte(line, ' ')])
 				}
-				if !e.dynamic(i) {
+				if !dynamic(i, e.calendar) {
 					data = append(data, line...)
 				}
 			}
 		}
 		e.off[i+1] = uint32(len(data))
 	}
-	e.data = slices.Clip(data)
+	e.data = data
 	return e
 }
 
-// cache is the entries of one format for one saved state.
+// segmentJobs is how many jobs, consecutive in name order, a segment
+// holds: a change of one job re-renders it and copies the others' bytes.
+const segmentJobs = 64
+
+// segment is the cached exposition of consecutive jobs, laid out family by
+// family, so that a scrape writes each family of 64 jobs from one piece of
+// memory. A segment is never changed once made.
+type segment struct {
+	views []*model.JobView
+	// data[i] holds family i's sample lines of every job, each line without
+	// the family's prefix; job k's are data[i][off[i][k]:off[i][k+1]].
+	data [][]byte
+	off  [][]uint32
+	// labels holds each job's `{job_name="..."}`: job k's is
+	// labels[loff[k]:loff[k+1]].
+	labels []byte
+	loff   []uint32
+	// calendar[k]: job k's period and next run are computed at scrape
+	// time; nil when no job of the segment has a calendar schedule.
+	calendar []bool
+}
+
+func (s *segment) label(k int) []byte { return s.labels[s.loff[k]:s.loff[k+1]] }
+
+// where is a job's place in the current segments.
+type where struct {
+	seg *segment
+	k   int
+}
+
+// cache is the segments of one format for one saved state.
 type cache struct {
-	format  int
-	saved   *model.Saved
-	entries map[string]*entry
-	order   []*entry // by job name; never changed once published
-	r       renderer
+	format int
+	saved  *model.Saved
+	segs   []*segment
+	where  map[string]where
+	r      renderer
 }
 
 // update brings c to saved, rendering the jobs whose views changed, and
-// returns the entries in name order.
-func (c *cache) update(saved *model.Saved, now time.Time) []*entry {
-	if saved == c.saved && c.entries != nil {
-		return c.order
+// returns the segments in name order.
+func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
+	if saved == c.saved && c.where != nil {
+		return c.segs
 	}
 	names := saved.JobNames()
-	if c.entries == nil {
-		c.entries = make(map[string]*entry, len(names))
+	if c.where == nil {
+		c.where = make(map[string]where, len(names))
 	}
-	order := make([]*entry, len(names))
+	segs := make([]*segment, (len(names)+segmentJobs-1)/segmentJobs)
+	views := make([]*model.JobView, len(names))
 	for i, name := range names {
-		v := saved.Job(name)
-		e := c.entries[name]
-		if e == nil || e.view != v {
-			e = c.r.render(v, c.format, now)
-			c.entries[name] = e
-		}
-		order[i] = e
+		views[i] = saved.Job(name)
 	}
-	if len(c.entries) > len(names) {
-		for name := range c.entries {
+	for i := range segs {
+		vs := views[i*segmentJobs : min((i+1)*segmentJobs, len(views))]
+		if i < len(c.segs) && slices.Equal(c.segs[i].views, vs) {
+			segs[i] = c.segs[i]
+			continue
+		}
+		segs[i] = c.build(vs, now)
+		for k, v := range vs {
+			c.where[v.Spec.Name] = where{segs[i], k}
+		}
+	}
+	if len(c.where) > len(names) {
+		for name := range c.where {
 			if saved.Job(name) == nil {
-				delete(c.entries, name)
+				delete(c.where, name)
 			}
 		}
 	}
-	c.saved, c.order = saved, order
-	return order
+	c.saved, c.segs = saved, segs
+	return segs
 }
 
-// entries are the jobs' entries in format for the current saved state.
-func (h *Handler) entries(format int, now time.Time) []*entry {
+// build makes the segment of views: the bytes of a job whose view is the
+// one rendered before are copied, the others rendered.
+func (c *cache) build(views []*model.JobView, now time.Time) *segment {
+	nf := len(families)
+	s := &segment{views: views, data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
+	// Where each job's bytes come from: an old segment or a new entry.
+	olds := make([]where, len(views))
+	news := make([]*entry, len(views))
+	sizes := make([]int, nf)
+	labels := 0
+	for k, v := range views {
+		if w, ok := c.where[v.Spec.Name]; ok && w.seg.views[w.k] == v {
+			olds[k] = w
+			for i := range sizes {
+				sizes[i] += int(w.seg.off[i][w.k+1] - w.seg.off[i][w.k])
+			}
+			labels += len(w.seg.label(w.k))
+			continue
+		}
+		e := c.r.render(v, c.format, now)
+		news[k] = e
+		for i := range sizes {
+			sizes[i] += int(e.off[i+1] - e.off[i])
+		}
+		labels += len(e.label)
+	}
+	offs := make([]uint32, nf*(len(views)+1))
+	for i := range nf {
+		s.data[i] = make([]byte, 0, sizes[i])
+		s.off[i] = offs[i*(len(views)+1) : i*(len(views)+1)+1 : (i+1)*(len(views)+1)]
+	}
+	s.labels = make([]byte, 0, labels)
+	for k := range views {
+		calendar := false
+		if e := news[k]; e != nil {
+			for i := range nf {
+				s.data[i] = append(s.data[i], e.data[e.off[i]:e.off[i+1]]...)
+			}
+			s.labels = append(s.labels, e.label...)
+			calendar = e.calendar
+		} else {
+			w := olds[k]
+			for i := range nf {
+				s.data[i] = append(s.data[i], w.seg.data[i][w.seg.off[i][w.k]:w.seg.off[i][w.k+1]]...)
+			}
+			s.labels = append(s.labels, w.seg.label(w.k)...)
+			calendar = w.seg.calendar != nil && w.seg.calendar[w.k]
+		}
+		for i := range nf {
+			s.off[i] = append(s.off[i], uint32(len(s.data[i])))
+		}
+		s.loff[k+1] = uint32(len(s.labels))
+		if calendar {
+			if s.calendar == nil {
+				s.calendar = make([]bool, len(views))
+			}
+			s.calendar[k] = true
+		}
+	}
+	return s
+}
+
+// segments are the jobs' segments in format for the current saved state.
+func (h *Handler) segments(format int, now time.Time) []*segment {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.caches[format]
@@ -436,9 +534,9 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 		return
 	}
 	now := h.now()
-	var entries []*entry
+	var segs []*segment
 	if only == nil || slices.ContainsFunc(families, func(f family) bool { return only[f.name] }) {
-		entries = h.entries(format, now)
+		segs = h.segments(format, now)
 	}
 
 	hdr := rsp.Header()
@@ -456,7 +554,7 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 	s := scrapePool.Get().(*scrapeMem)
 	s.w.Reset(out)
 	defer func() { s.w.Reset(nil); scrapePool.Put(s) }()
-	if err := h.write(s, contentType, format, mfs, entries, now, only); err != nil {
+	if err := h.write(s, contentType, format, mfs, segs, now, only); err != nil {
 		if h.errorLog != nil {
 			h.errorLog.Println("error encoding and sending metric family:", err)
 		}
@@ -467,21 +565,23 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 // write writes the registry's families mfs and the jobs' families, merged
 // in name order, then flushes; only, when not nil, are the families to
 // write.
-func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, entries []*entry, now time.Time, only map[string]bool) error {
+func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, segs []*segment, now time.Time, only map[string]bool) error {
 	s.watches = s.watches[:0]
-	for _, e := range entries {
-		w := e.view.Watch(now)
-		s.watches = append(s.watches, watch{
-			since: w.SinceSuccess.Seconds(), stale: w.Stale,
-			period: w.Period.Seconds(), next: unix(w.NextRun), hasNext: !w.NextRun.IsZero(),
-		})
+	for _, seg := range segs {
+		for _, v := range seg.views {
+			w := v.Watch(now)
+			s.watches = append(s.watches, watch{
+				since: w.SinceSuccess.Seconds(), stale: w.Stale,
+				period: w.Period.Seconds(), next: unix(w.NextRun), hasNext: !w.NextRun.IsZero(),
+			})
+		}
 	}
 	enc := expfmt.NewEncoder(s.w, contentType, expfmt.WithCreatedLines())
 	fi := 0
 	for _, mf := range mfs {
 		for ; fi < len(families) && families[fi].name < mf.GetName(); fi++ {
 			if only == nil || only[families[fi].name] {
-				s.writeFamily(fi, format, entries)
+				s.writeFamily(fi, format, segs)
 			}
 		}
 		if fi < len(families) && families[fi].name == mf.GetName() {
@@ -496,7 +596,7 @@ func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs
 	}
 	for ; fi < len(families); fi++ {
 		if only == nil || only[families[fi].name] {
-			s.writeFamily(fi, format, entries)
+			s.writeFamily(fi, format, segs)
 		}
 	}
 	if c, ok := enc.(expfmt.Closer); ok {
@@ -509,53 +609,65 @@ func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs
 
 // writeFamily writes family i of every job; write errors stick in s.w and
 // are returned by its Flush.
-func (s *scrapeMem) writeFamily(i, format int, entries []*entry) {
+func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 	l := &layouts[format]
-	prefix := l.prefix[i]
 	headed := false
-	for k, e := range entries {
-		if e.dynamic(i) {
-			w := &s.watches[k]
-			var v float64
-			switch i {
-			case famSince:
-				v = w.since
-			case famStale:
-				v = boolFloat(w.stale)
-			case famPeriod:
-				v = w.period
-			case famNext:
-				if !w.hasNext {
-					continue
-				}
-				v = w.next
-			}
-			if !headed {
-				s.w.Write(l.header[i])
-				headed = true
-			}
-			s.w.WriteString(prefix)
-			s.w.Write(e.label)
-			s.w.WriteByte(' ')
-			s.num = appendFloat(s.num[:0], v, format)
-			s.num = append(s.num, '\n')
-			s.w.Write(s.num)
-			continue
-		}
-		b := e.data[e.off[i]:e.off[i+1]]
-		if len(b) == 0 {
-			continue
-		}
+	head := func() {
 		if !headed {
 			s.w.Write(l.header[i])
 			headed = true
 		}
-		for len(b) > 0 {
-			n := bytes.IndexByte(b, '\n') + 1
-			s.w.WriteString(prefix)
-			s.w.Write(b[:n])
-			b = b[n:]
+	}
+	always := dynamic(i, false)
+	for n, seg := range segs {
+		if !always && !(seg.calendar != nil && dynamic(i, true)) {
+			if len(seg.data[i]) > 0 {
+				head()
+				s.lines(l.prefix[i], seg.data[i])
+			}
+			continue
 		}
+		for k := range seg.views {
+			if always || seg.calendar[k] {
+				w := &s.watches[n*segmentJobs+k]
+				var v float64
+				switch i {
+				case famSince:
+					v = w.since
+				case famStale:
+					v = boolFloat(w.stale)
+				case famPeriod:
+					v = w.period
+				case famNext:
+					if !w.hasNext {
+						continue
+					}
+					v = w.next
+				}
+				head()
+				s.w.WriteString(l.prefix[i])
+				s.w.Write(seg.label(k))
+				s.num = append(s.num[:0], ' ')
+				s.num = appendFloat(s.num, v, format)
+				s.num = append(s.num, '\n')
+				s.w.Write(s.num)
+				continue
+			}
+			if b := seg.data[i][seg.off[i][k]:seg.off[i][k+1]]; len(b) > 0 {
+				head()
+				s.lines(l.prefix[i], b)
+			}
+		}
+	}
+}
+
+// lines writes each line of b after prefix.
+func (s *scrapeMem) lines(prefix string, b []byte) {
+	for len(b) > 0 {
+		n := bytes.IndexByte(b, '\n') + 1
+		s.w.WriteString(prefix)
+		s.w.Write(b[:n])
+		b = b[n:]
 	}
 }
 
