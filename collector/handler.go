@@ -131,8 +131,7 @@ var (
 )
 
 // layout is what a format writes for each family: its header (HELP and
-// TYPE lines) and the name each sample line starts with (cached lines are
-// kept without it).
+// TYPE lines) and the name each sample line starts with.
 type layout struct {
 	header [][]byte
 	prefix []string
@@ -275,8 +274,8 @@ func metricType(m *dto.Metric) dto.MetricType {
 // entry is one job's exposition in one format, as rendered.
 type entry struct {
 	view *model.JobView
-	// data holds the sample lines of every family, each without the
-	// family's prefix; family i's are data[off[i]:off[i+1]].
+	// data holds the sample lines of every family; family i's are
+	// data[off[i]:off[i+1]].
 	data []byte
 	off  []uint32
 	// label is `{job_name="..."}` as the format writes it.
@@ -311,9 +310,9 @@ func (r *renderer) render(v *model.JobView, format int, now time.Time) *entry {
 				if line[0] == '#' {
 					continue
 				}
-				line = line[len(l.prefix[i]):]
 				if i == famLabel && e.label == nil {
-					e.label = slices.Clone(line[:bytes.LastIndexByte(line, ' ')])
+					rest := line[len(l.prefix[i]):]
+					e.label = slices.Clone(rest[:bytes.LastIndexByte(rest, ' ')])
 				}
 				if !dynamic(i, e.calendar) {
 					data = append(data, line...)
@@ -335,8 +334,8 @@ const segmentJobs = 64
 // memory. A segment is never changed once made.
 type segment struct {
 	views []*model.JobView
-	// data[i] holds family i's sample lines of every job, each line without
-	// the family's prefix; job k's are data[i][off[i][k]:off[i][k+1]].
+	// data[i] holds family i's sample lines of every job, as written; job
+	// k's are data[i][off[i][k]:off[i][k+1]].
 	data [][]byte
 	off  [][]uint32
 	// labels holds each job's `{job_name="..."}`: job k's is
@@ -492,6 +491,7 @@ type watch struct {
 // scrapeMem is one scrape's reusable memory.
 type scrapeMem struct {
 	w       *bufio.Writer
+	out     io.Writer // under w: large pieces of cached bytes go to it directly
 	watches []watch
 	num     []byte
 }
@@ -553,7 +553,8 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 	}
 	s := scrapePool.Get().(*scrapeMem)
 	s.w.Reset(out)
-	defer func() { s.w.Reset(nil); scrapePool.Put(s) }()
+	s.out = out
+	defer func() { s.w.Reset(nil); s.out = nil; scrapePool.Put(s) }()
 	if err := h.write(s, contentType, format, mfs, segs, now, only); err != nil {
 		if h.errorLog != nil {
 			h.errorLog.Println("error encoding and sending metric family:", err)
@@ -604,6 +605,9 @@ func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs
 			return err
 		}
 	}
+	if ew, ok := s.out.(errWriter); ok {
+		return ew.err
+	}
 	return s.w.Flush()
 }
 
@@ -623,7 +627,7 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 		if !always && !(seg.calendar != nil && dynamic(i, true)) {
 			if len(seg.data[i]) > 0 {
 				head()
-				s.lines(l.prefix[i], seg.data[i])
+				s.write(seg.data[i])
 			}
 			continue
 		}
@@ -655,21 +659,31 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 			}
 			if b := seg.data[i][seg.off[i][k]:seg.off[i][k+1]]; len(b) > 0 {
 				head()
-				s.lines(l.prefix[i], b)
+				s.write(b)
 			}
 		}
 	}
 }
 
-// lines writes each line of b after prefix.
-func (s *scrapeMem) lines(prefix string, b []byte) {
-	for len(b) > 0 {
-		n := bytes.IndexByte(b, '\n') + 1
-		s.w.WriteString(prefix)
-		s.w.Write(b[:n])
-		b = b[n:]
+// write writes cached bytes: a large piece goes under the buffer, not
+// copied once more through it.
+func (s *scrapeMem) write(b []byte) {
+	if len(b) < 4<<10 || s.out == nil {
+		s.w.Write(b)
+		return
+	}
+	if s.w.Flush() == nil {
+		_, err := s.out.Write(b)
+		if err != nil {
+			s.out = errWriter{err}
+		}
 	}
 }
+
+// errWriter fails every write with the error of the first that failed.
+type errWriter struct{ err error }
+
+func (e errWriter) Write([]byte) (int, error) { return 0, e.err }
 
 // appendFloat formats f as expfmt does in format.
 func appendFloat(b []byte, f float64, format int) []byte {
