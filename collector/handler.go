@@ -51,6 +51,11 @@ type Handler struct {
 	caches [2]*cache  // by format: fmtText, fmtOpenMetrics
 }
 
+// cacheIdle is how long the cache of a format nobody asks for is kept: a
+// Prometheus server scrapes in one format, and the other's bytes would
+// hold memory for nothing.
+const cacheIdle = 10 * time.Minute
+
 // HandlerOpts configure a Handler.
 type HandlerOpts struct {
 	// Registry holds every metric but the jobs' (see NewSources). The
@@ -358,6 +363,7 @@ type where struct {
 // cache is the segments of one format for one saved state.
 type cache struct {
 	format int
+	used   time.Time // last scrape of the format
 	saved  *model.Saved
 	segs   []*segment
 	where  map[string]where
@@ -471,6 +477,10 @@ func (h *Handler) segments(format int, now time.Time) []*segment {
 	if c == nil {
 		c = &cache{format: format}
 		h.caches[format] = c
+	}
+	c.used = now
+	if o := h.caches[1-format]; o != nil && now.Sub(o.used) > cacheIdle {
+		h.caches[1-format] = nil
 	}
 	var saved *model.Saved
 	if h.saved != nil {

@@ -249,6 +249,34 @@ func TestHandlerGzipAndProtobuf(t *testing.T) {
 	}
 }
 
+// The cache of a format nobody scrapes in is dropped.
+func TestHandlerDropsIdleCache(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(everyKind(t, now))
+	clock := now
+	reg := prometheus.NewPedanticRegistry()
+	h := NewHandler(HandlerOpts{Registry: reg, Saved: func() *model.Saved { return saved }, Now: func() time.Time { return clock }})
+	get(t, h, acceptText, "")
+	get(t, h, acceptOM, "")
+	if h.caches[fmtText] == nil || h.caches[fmtOpenMetrics] == nil {
+		t.Fatal("no cache for a format just scraped")
+	}
+	clock = clock.Add(cacheIdle)
+	get(t, h, acceptOM, "")
+	if h.caches[fmtText] == nil {
+		t.Fatal("text cache dropped before it was idle for cacheIdle")
+	}
+	clock = clock.Add(time.Second)
+	get(t, h, acceptOM, "")
+	if h.caches[fmtText] != nil {
+		t.Fatal("text cache kept after an idle time of more than cacheIdle")
+	}
+	_, body := get(t, h, acceptText, "")
+	if !strings.Contains(string(body), `jobwatch_job_info{job_name="stats",scope="host"} 1`) {
+		t.Fatalf("text after its cache was dropped:\n%s", body)
+	}
+}
+
 // ?name[]= selects families, as promhttp does.
 func TestHandlerNameFilter(t *testing.T) {
 	now := t0.Add(2 * time.Hour)
