@@ -206,3 +206,16 @@ func BenchmarkHandler(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRenderAll renders every job of 10,000, as the first scrape of a
+// format does.
+func BenchmarkRenderAll(b *testing.B) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	saved := savedOf(manyJobs(benchJobs, now))
+	b.ReportAllocs()
+	for b.Loop() {
+		c := &cache{format: fmtText}
+		c.update(saved, now)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchJobs, "ns/job")
+}
