@@ -35,8 +35,11 @@ import (
 // the pointer is the version. A scrape writes the cached bytes of the other
 // jobs, and computes the values that depend on the time of the scrape
 // (seconds since the last success, staleness, and the period and next run
-// of calendar schedules) from the stored view. Text and OpenMetrics have a
-// cache each, made on the first scrape asking for the format. Protobuf,
+// of calendar schedules) from the stored view. The cache is made of
+// segments of consecutive jobs laid out family by family (see segment).
+// Text and OpenMetrics have a cache each, made on the first scrape asking
+// for the format and dropped when the format goes unscraped (cacheIdle).
+// Protobuf,
 // which Prometheus asks for only with native histograms on, is served by
 // promhttp from the same views, rendered at every scrape.
 type Handler struct {
@@ -278,7 +281,6 @@ func metricType(m *dto.Metric) dto.MetricType {
 
 // entry is one job's exposition in one format, as rendered.
 type entry struct {
-	view *model.JobView
 	// data holds the sample lines of every family; family i's are
 	// data[off[i]:off[i+1]].
 	data []byte
@@ -296,7 +298,7 @@ func dynamic(i int, calendar bool) bool {
 
 // render makes the entry of v.
 func (r *renderer) render(v *model.JobView, format int, now time.Time) *entry {
-	e := &entry{view: v, off: make([]uint32, len(families)+1)}
+	e := &entry{off: make([]uint32, len(families)+1)}
 	switch v.Spec.Schedule.(type) {
 	case nil, schedule.Every:
 	default:
