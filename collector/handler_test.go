@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,6 +247,55 @@ func TestHandlerGzipAndProtobuf(t *testing.T) {
 	}
 	if w, g := decode(wantPB), decode(gotPB); w != g {
 		t.Fatalf("protobuf differs:\n%s\n---\n%s", w, g)
+	}
+}
+
+// Scrapes in both formats run at once while the state changes (run with
+// -race); each sees one whole state.
+func TestHandlerConcurrentScrapes(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	tr := everyKind(t, now)
+	var mu sync.Mutex
+	saved := savedOf(tr)
+	current := func() *model.Saved { mu.Lock(); defer mu.Unlock(); return saved }
+	reg := prometheus.NewPedanticRegistry()
+	h := NewHandler(HandlerOpts{Registry: reg, Saved: current, Now: func() time.Time { return now }})
+	var wg sync.WaitGroup
+	bodies := make([][][]byte, 4)
+	for g := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				req := httptest.NewRequest("GET", "/metrics", nil)
+				req.Header.Set("Accept", []string{acceptText, acceptOM}[g%2])
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					t.Errorf("status %d", rec.Code)
+					return
+				}
+				bodies[g] = append(bodies[g], rec.Body.Bytes())
+			}
+		}()
+	}
+	for i := range 20 {
+		tr.Apply(model.Batch{Source: "app-runs", Events: []model.Event{
+			{Kind: model.Start, Job: "adhoc", Host: "web3", PID: 100 + i, Time: now},
+		}})
+		mu.Lock()
+		saved = saved.With(tr.Changes())
+		mu.Unlock()
+	}
+	wg.Wait()
+	for _, bs := range bodies {
+		for _, b := range bs {
+			checkFamilies(t, b)
+		}
+	}
+	_, body := get(t, h, acceptText, "")
+	if got := strings.Count(string(body), `jobwatch_job_run_start_timestamp_seconds{host="web3",job_name="adhoc"`); got != 20 {
+		t.Fatalf("%d runs of adhoc on web3 shown, want 20", got)
 	}
 }
 
