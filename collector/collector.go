@@ -16,12 +16,17 @@ const namespace = "jobwatch"
 
 // descInfo names and describes each Desc, for the Handler to build
 // families of its own.
-var descInfo = map[*prometheus.Desc]struct{ name, help string }{}
+var descInfo = map[*prometheus.Desc]descMeta{}
+
+type descMeta struct {
+	name, help string
+	labels     []string
+}
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	fq := prometheus.BuildFQName(namespace, "", name)
 	d := prometheus.NewDesc(fq, help, labels, nil)
-	descInfo[d] = struct{ name, help string }{fq, help}
+	descInfo[d] = descMeta{fq, help, labels}
 	return d
 }
 
@@ -142,7 +147,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	jobs, sources := c.model.View()
 	if c.parts != sourceParts {
-		emit := func(m prometheus.Metric) { ch <- m }
+		emit := constSink(func(m prometheus.Metric) { ch <- m })
 		for i := range jobs {
 			collectJob(emit, &jobs[i], now)
 		}
@@ -166,23 +171,42 @@ func collectSource(ch chan<- prometheus.Metric, s *model.SourceView, now time.Ti
 	}
 }
 
+// sink takes the metrics of a job: as client_golang's const metrics
+// (constSink) or as lines of the exposition (lineSink).
+type sink interface {
+	gauge(d *prometheus.Desc, v float64, labelValues ...string)
+	counter(d *prometheus.Desc, v float64, labelValues ...string)
+	histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, labelValues ...string)
+}
+
+// constSink passes each metric on as a const metric.
+type constSink func(prometheus.Metric)
+
+func (f constSink) gauge(d *prometheus.Desc, v float64, lvs ...string) {
+	f(prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lvs...))
+}
+
+func (f constSink) counter(d *prometheus.Desc, v float64, lvs ...string) {
+	f(prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lvs...))
+}
+
+func (f constSink) histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, lvs ...string) {
+	f(prometheus.MustNewConstHistogram(d, count, sum, buckets, lvs...))
+}
+
 // collectJob emits the metrics of one job; Collect and the Handler's
 // rendering of a changed job share it.
-func collectJob(emit func(prometheus.Metric), j *model.JobView, now time.Time) {
+func collectJob(s sink, j *model.JobView, now time.Time) {
 	name := j.Spec.Name
-	gauge := func(d *prometheus.Desc, v float64) {
-		emit(prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name))
-	}
-	counter := func(d *prometheus.Desc, v uint64) {
-		emit(prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), name))
-	}
+	gauge := func(d *prometheus.Desc, v float64) { s.gauge(d, v, name) }
+	counter := func(d *prometheus.Desc, v uint64) { s.counter(d, float64(v), name) }
 	w := j.Watch(now)
 
 	scope := j.Spec.Scope
 	if scope == "" {
 		scope = "host"
 	}
-	emit(prometheus.MustNewConstMetric(infoDesc, prometheus.GaugeValue, 1, name, scope))
+	s.gauge(infoDesc, 1, name, scope)
 	if !j.LastSuccess.IsZero() {
 		gauge(lastSuccessDesc, unix(j.LastSuccess))
 	}
@@ -199,7 +223,7 @@ func collectJob(emit func(prometheus.Metric), j *model.JobView, now time.Time) {
 	if j.Spec.Timeout > 0 {
 		gauge(timeoutDesc, j.Spec.Timeout.Seconds())
 	}
-	emit(prometheus.MustNewConstHistogram(durationDesc, j.Durations.Count, j.Durations.Sum, j.Durations.Cumulative(), name))
+	s.histogram(durationDesc, j.Durations.Count, j.Durations.Sum, j.Durations.Cumulative(), name)
 	if j.HasLastDuration {
 		gauge(lastDurationDesc, j.LastDuration)
 	}
@@ -214,18 +238,18 @@ func collectJob(emit func(prometheus.Metric), j *model.JobView, now time.Time) {
 	}
 	gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
 	for i, r := range model.Results {
-		emit(prometheus.MustNewConstMetric(runsDesc, prometheus.CounterValue, float64(j.RunCounts[i]), name, string(r)))
+		s.counter(runsDesc, float64(j.RunCounts[i]), name, string(r))
 	}
 	for _, r := range model.SkipReasons {
-		emit(prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r))
+		s.counter(skipsDesc, float64(j.SkipsByReason[r]), name, r)
 	}
 	for _, r := range sortedKeys(j.SkipsByReason) {
 		if !slices.Contains(model.SkipReasons, r) {
-			emit(prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r))
+			s.counter(skipsDesc, float64(j.SkipsByReason[r]), name, r)
 		}
 	}
 	for _, l := range model.LockLayers {
-		emit(prometheus.MustNewConstMetric(lockLostDesc, prometheus.CounterValue, float64(j.LockLost[l]), name, l))
+		s.counter(lockLostDesc, float64(j.LockLost[l]), name, l)
 	}
 	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
 	gauge(runningDesc, float64(len(j.Open)))
@@ -233,7 +257,7 @@ func collectJob(emit func(prometheus.Metric), j *model.JobView, now time.Time) {
 	counter(missedDesc, j.Missed)
 	counter(unexpectedDesc, j.Unexpected)
 	for i, kind := range model.DuplicateKinds {
-		emit(prometheus.MustNewConstMetric(duplicateDesc, prometheus.CounterValue, float64(j.DupCounts[i]), name, kind))
+		s.counter(duplicateDesc, float64(j.DupCounts[i]), name, kind)
 	}
 	for k, r := range j.Open {
 		// Two open runs can share host and PID only when the PID is unknown
@@ -241,7 +265,7 @@ func collectJob(emit func(prometheus.Metric), j *model.JobView, now time.Time) {
 		if k > 0 && r.Host == j.Open[k-1].Host && r.PID == j.Open[k-1].PID {
 			continue
 		}
-		emit(prometheus.MustNewConstMetric(runStartDesc, prometheus.GaugeValue, unix(r.Start), name, r.Host, strconv.Itoa(r.PID)))
+		s.gauge(runStartDesc, unix(r.Start), name, r.Host, strconv.Itoa(r.PID))
 	}
 }
 

@@ -218,7 +218,7 @@ func (r *renderer) collect(v *model.JobView, now time.Time) {
 		r.metrics[i] = r.metrics[i][:0]
 	}
 	r.used = 0
-	collectJob(func(m prometheus.Metric) {
+	collectJob(constSink(func(m prometheus.Metric) {
 		if r.used == len(r.pool) {
 			r.pool = make([]dto.Metric, max(64, 2*len(r.pool)))
 			r.used = 0
@@ -231,7 +231,7 @@ func (r *renderer) collect(v *model.JobView, now time.Time) {
 		}
 		i := familyOf[m.Desc()]
 		r.metrics[i] = append(r.metrics[i], d)
-	}, v, now)
+	}), v, now)
 	for _, ms := range r.metrics {
 		if len(ms) > 1 {
 			slices.SortStableFunc(ms, compareMetrics)
