@@ -206,6 +206,8 @@ type renderer struct {
 	used    int
 	buf     bytes.Buffer
 	mf      dto.MetricFamily
+	lines   lineSink
+	arena   []byte // lines of the entries of the segment being built
 }
 
 // collect takes the metrics of v at now, sorted within each family as a
@@ -296,8 +298,33 @@ func dynamic(i int, calendar bool) bool {
 	return i == famSince || i == famStale || calendar && (i == famPeriod || i == famNext)
 }
 
-// render makes the entry of v.
+// render makes the entry of v, writing its lines with a lineSink.
 func (r *renderer) render(v *model.JobView, format int, now time.Time) *entry {
+	e := &entry{off: make([]uint32, len(families)+1)}
+	switch v.Spec.Schedule.(type) {
+	case nil, schedule.Every:
+	default:
+		e.calendar = true
+	}
+	r.lines.format = format
+	r.lines.reset()
+	collectJob(&r.lines, v, now)
+	// The lines go to r.arena, which the segment being built copies from.
+	start := len(r.arena)
+	for i := range families {
+		if !dynamic(i, e.calendar) {
+			r.arena = r.lines.appendSorted(r.arena, i)
+		}
+		e.off[i+1] = uint32(len(r.arena) - start)
+	}
+	e.data = r.arena[start:len(r.arena):len(r.arena)]
+	e.label = append(appendEscaped(append(make([]byte, 0, len(v.Spec.Name)+14), `{job_name="`...), v.Spec.Name), `"}`...)
+	return e
+}
+
+// renderReference makes the entry of v through client_golang and expfmt:
+// what render must write (handler_test.go compares them).
+func (r *renderer) renderReference(v *model.JobView, format int, now time.Time) *entry {
 	e := &entry{off: make([]uint32, len(families)+1)}
 	switch v.Spec.Schedule.(type) {
 	case nil, schedule.Every:
@@ -413,6 +440,7 @@ func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
 // one rendered before are copied, the others rendered.
 func (c *cache) build(views []*model.JobView, now time.Time) *segment {
 	nf := len(families)
+	c.r.arena = c.r.arena[:0]
 	s := &segment{views: views, data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
 	// Where each job's bytes come from: an old segment or a new entry.
 	olds := make([]where, len(views))

@@ -365,6 +365,23 @@ func TestHandlerPassesPromtool(t *testing.T) {
 	}
 }
 
+// render writes what client_golang and expfmt write, job by job.
+func TestRenderMatchesReference(t *testing.T) {
+	now := t0.Add(2*time.Hour + 30*time.Minute)
+	for _, saved := range []*model.Saved{savedOf(everyKind(t, now)), savedOf(manyJobs(50, now))} {
+		for _, name := range saved.JobNames() {
+			for _, format := range []int{fmtText, fmtOpenMetrics} {
+				var r renderer
+				want := r.renderReference(saved.Job(name), format, now)
+				got := r.render(saved.Job(name), format, now)
+				if !bytes.Equal(got.data, want.data) || !slices.Equal(got.off, want.off) || !bytes.Equal(got.label, want.label) || got.calendar != want.calendar {
+					t.Errorf("job %q, format %d:\n%s\n%v %q\n--- want\n%s\n%v %q", name, format, got.data, got.off, got.label, want.data, want.off, want.label)
+				}
+			}
+		}
+	}
+}
+
 func TestAppendFloat(t *testing.T) {
 	for _, tc := range []struct {
 		f        float64
