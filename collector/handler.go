@@ -29,9 +29,9 @@ import (
 // merged into one exposition sorted by family name, as promhttp would
 // write them.
 //
-// A job's lines are rendered (through client_golang and expfmt, so that
-// they are the bytes promhttp would write) only when its saved view
-// changes: model.Saved hands out a new *JobView for a changed job only, and
+// A job's lines are rendered (by collectJob into a lineSink, which writes
+// the bytes expfmt would write for client_golang's const metrics) only
+// when its saved view changes: model.Saved hands out a new *JobView for a changed job only, and
 // the pointer is the version. A scrape writes the cached bytes of the other
 // jobs, and computes the values that depend on the time of the scrape
 // (seconds since the last success, staleness, and the period and next run
