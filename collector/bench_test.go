@@ -3,6 +3,8 @@ package collector
 import (
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
@@ -136,4 +138,84 @@ func BenchmarkMemoryPerJob(b *testing.B) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/benchJobs, "heap-bytes/job")
 		runtime.KeepAlive(tr)
 	}
+}
+
+// discardResponse is a ResponseWriter that copies what it is given into a
+// buffer of a socket's size, and keeps nothing.
+type discardResponse struct {
+	h   http.Header
+	buf [64 << 10]byte
+}
+
+func (d *discardResponse) Header() http.Header { return d.h }
+func (d *discardResponse) Write(b []byte) (int, error) {
+	for n := 0; n < len(b); n += copy(d.buf[:], b[n:]) {
+	}
+	return len(b), nil
+}
+func (d *discardResponse) WriteHeader(int) {}
+
+func serveBench(b *testing.B, h http.Handler, accept string, before func()) {
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Accept", accept)
+	w := &discardResponse{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if before != nil {
+			b.StopTimer()
+			before()
+			b.StartTimer()
+		}
+		clear(w.h)
+		h.ServeHTTP(w, req)
+	}
+}
+
+// BenchmarkHandler compares a scrape of 10,000 jobs through the Handler
+// with today's client_golang handler and with a floor that writes the same
+// bytes from memory; "changing" re-renders 100 changed jobs before each
+// scrape (the saves of about 200 records a second between two scrapes).
+func BenchmarkHandler(b *testing.B) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tr := manyJobs(benchJobs, now)
+	saved := savedOf(tr)
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	for _, f := range []struct{ name, accept string }{{"text", acceptText}, {"openmetrics", acceptOM}} {
+		_, body := get(b, cur, f.accept, "")
+		b.Run(f.name+"/client_golang", func(b *testing.B) { serveBench(b, old, f.accept, nil) })
+		b.Run(f.name+"/handler", func(b *testing.B) { serveBench(b, cur, f.accept, nil) })
+		pid := 1 << 20
+		b.Run(f.name+"/handler_changing", func(b *testing.B) {
+			serveBench(b, cur, f.accept, func() {
+				var evs []model.Event
+				for i := range 100 {
+					pid++
+					evs = append(evs, model.Event{Kind: model.Start, Job: fmt.Sprintf("job_%05d", (pid*37+i)%benchJobs), Host: "web2", PID: pid, Time: now})
+				}
+				tr.Apply(model.Batch{Source: "runs", Events: evs})
+				saved = saved.With(tr.Changes())
+			})
+		})
+		b.Run(f.name+"/floor", func(b *testing.B) {
+			b.ReportAllocs()
+			w := &discardResponse{h: http.Header{}}
+			for b.Loop() {
+				w.Write(body)
+			}
+			b.ReportMetric(float64(len(body)), "bytes")
+		})
+	}
+}
+
+// BenchmarkRenderAll renders every job of 10,000, as the first scrape of a
+// format does.
+func BenchmarkRenderAll(b *testing.B) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	saved := savedOf(manyJobs(benchJobs, now))
+	b.ReportAllocs()
+	for b.Loop() {
+		c := &cache{format: fmtText}
+		c.update(saved, now)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchJobs, "ns/job")
 }

@@ -14,8 +14,20 @@ import (
 
 const namespace = "jobwatch"
 
+// descInfo names and describes each Desc, for the Handler to build
+// families of its own.
+var descInfo = map[*prometheus.Desc]descMeta{}
+
+type descMeta struct {
+	name, help string
+	labels     []string
+}
+
 func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
+	fq := prometheus.BuildFQName(namespace, "", name)
+	d := prometheus.NewDesc(fq, help, labels, nil)
+	descInfo[d] = descMeta{fq, help, labels}
+	return d
 }
 
 var (
@@ -58,11 +70,27 @@ type Viewer interface {
 	View() ([]model.JobView, []model.SourceView)
 }
 
+// SourcesViewer gives the sources alone, sorted by name, without copying
+// the jobs; a collector of NewSources uses it when its Viewer has it.
+type SourcesViewer interface {
+	Sources() []*model.SourceView
+}
+
 // Collector renders a job model.
 type Collector struct {
 	model Viewer
 	now   func() time.Time
+	parts parts
 }
+
+// parts are what a Collector renders.
+type parts int
+
+const (
+	allParts    parts = iota
+	sourceParts       // sources and locks: Handler renders the jobs
+	jobParts          // jobs only: Handler's fallback for protobuf
+)
 
 var _ prometheus.Collector = (*Collector)(nil)
 
@@ -75,14 +103,25 @@ func New(m Viewer, now func() time.Time) *Collector {
 	return &Collector{model: m, now: now}
 }
 
+// NewSources returns a collector of m's sources and locks only: the jobs
+// are rendered by a Handler.
+func NewSources(m Viewer, now func() time.Time) *Collector {
+	c := New(m, now)
+	c.parts = sourceParts
+	return c
+}
+
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{
-		lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
-		timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
-		runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
-		sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc,
-	} {
+	if c.parts != sourceParts {
+		for _, d := range jobDescs {
+			ch <- d
+		}
+	}
+	if c.parts == jobParts {
+		return
+	}
+	for _, d := range []*prometheus.Desc{sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc} {
 		ch <- d
 	}
 	for _, d := range lockDescs {
@@ -90,40 +129,84 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// jobDescs are the families of each job, as collectJob emits them.
+var jobDescs = []*prometheus.Desc{
+	lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
+	timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
+	runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
+}
+
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
-	jobs, sources := c.model.View()
-	for i := range jobs {
-		collectJob(ch, &jobs[i], now)
-	}
-	for _, s := range sources {
-		ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, boolFloat(s.Up), s.Name, s.Type)
-		ch <- prometheus.MustNewConstMetric(sourceRecordsDesc, prometheus.CounterValue, float64(s.Records), s.Name)
-		ch <- prometheus.MustNewConstMetric(sourceParseErrDesc, prometheus.CounterValue, float64(s.ParseErrors), s.Name)
-		ch <- prometheus.MustNewConstMetric(sourceUnknownJobDesc, prometheus.CounterValue, float64(s.UnknownJob), s.Name)
-		ch <- prometheus.MustNewConstMetric(sourceResetsDesc, prometheus.CounterValue, float64(s.PositionResets), s.Name)
-		for i := range s.Locks {
-			collectLock(ch, &s.Locks[i], unix(now))
+	if sv, ok := c.model.(SourcesViewer); ok && c.parts == sourceParts {
+		for _, s := range sv.Sources() {
+			collectSource(ch, s, now)
 		}
+		return
+	}
+	jobs, sources := c.model.View()
+	if c.parts != sourceParts {
+		emit := constSink(func(m prometheus.Metric) { ch <- m })
+		for i := range jobs {
+			collectJob(emit, &jobs[i], now)
+		}
+	}
+	if c.parts == jobParts {
+		return
+	}
+	for i := range sources {
+		collectSource(ch, &sources[i], now)
 	}
 }
 
-func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
+func collectSource(ch chan<- prometheus.Metric, s *model.SourceView, now time.Time) {
+	ch <- prometheus.MustNewConstMetric(sourceUpDesc, prometheus.GaugeValue, boolFloat(s.Up), s.Name, s.Type)
+	ch <- prometheus.MustNewConstMetric(sourceRecordsDesc, prometheus.CounterValue, float64(s.Records), s.Name)
+	ch <- prometheus.MustNewConstMetric(sourceParseErrDesc, prometheus.CounterValue, float64(s.ParseErrors), s.Name)
+	ch <- prometheus.MustNewConstMetric(sourceUnknownJobDesc, prometheus.CounterValue, float64(s.UnknownJob), s.Name)
+	ch <- prometheus.MustNewConstMetric(sourceResetsDesc, prometheus.CounterValue, float64(s.PositionResets), s.Name)
+	for i := range s.Locks {
+		collectLock(ch, &s.Locks[i], unix(now))
+	}
+}
+
+// sink takes the metrics of a job: as client_golang's const metrics
+// (constSink) or as lines of the exposition (lineSink).
+type sink interface {
+	gauge(d *prometheus.Desc, v float64, labelValues ...string)
+	counter(d *prometheus.Desc, v float64, labelValues ...string)
+	histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, labelValues ...string)
+}
+
+// constSink passes each metric on as a const metric.
+type constSink func(prometheus.Metric)
+
+func (f constSink) gauge(d *prometheus.Desc, v float64, lvs ...string) {
+	f(prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lvs...))
+}
+
+func (f constSink) counter(d *prometheus.Desc, v float64, lvs ...string) {
+	f(prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lvs...))
+}
+
+func (f constSink) histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, lvs ...string) {
+	f(prometheus.MustNewConstHistogram(d, count, sum, buckets, lvs...))
+}
+
+// collectJob emits the metrics of one job; Collect and the Handler's
+// rendering of a changed job share it.
+func collectJob(s sink, j *model.JobView, now time.Time) {
 	name := j.Spec.Name
-	gauge := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
-	}
-	counter := func(d *prometheus.Desc, v uint64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), name)
-	}
+	gauge := func(d *prometheus.Desc, v float64) { s.gauge(d, v, name) }
+	counter := func(d *prometheus.Desc, v uint64) { s.counter(d, float64(v), name) }
 	w := j.Watch(now)
 
 	scope := j.Spec.Scope
 	if scope == "" {
 		scope = "host"
 	}
-	ch <- prometheus.MustNewConstMetric(infoDesc, prometheus.GaugeValue, 1, name, scope)
+	s.gauge(infoDesc, 1, name, scope)
 	if !j.LastSuccess.IsZero() {
 		gauge(lastSuccessDesc, unix(j.LastSuccess))
 	}
@@ -140,7 +223,7 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	if j.Spec.Timeout > 0 {
 		gauge(timeoutDesc, j.Spec.Timeout.Seconds())
 	}
-	ch <- prometheus.MustNewConstHistogram(durationDesc, j.Durations.Count, j.Durations.Sum, j.Durations.Cumulative(), name)
+	s.histogram(durationDesc, j.Durations.Count, j.Durations.Sum, j.Durations.Cumulative(), name)
 	if j.HasLastDuration {
 		gauge(lastDurationDesc, j.LastDuration)
 	}
@@ -155,18 +238,18 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	}
 	gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
 	for i, r := range model.Results {
-		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.CounterValue, float64(j.RunCounts[i]), name, string(r))
+		s.counter(runsDesc, float64(j.RunCounts[i]), name, string(r))
 	}
 	for _, r := range model.SkipReasons {
-		ch <- prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r)
+		s.counter(skipsDesc, float64(j.SkipsByReason[r]), name, r)
 	}
 	for _, r := range sortedKeys(j.SkipsByReason) {
 		if !slices.Contains(model.SkipReasons, r) {
-			ch <- prometheus.MustNewConstMetric(skipsDesc, prometheus.CounterValue, float64(j.SkipsByReason[r]), name, r)
+			s.counter(skipsDesc, float64(j.SkipsByReason[r]), name, r)
 		}
 	}
 	for _, l := range model.LockLayers {
-		ch <- prometheus.MustNewConstMetric(lockLostDesc, prometheus.CounterValue, float64(j.LockLost[l]), name, l)
+		s.counter(lockLostDesc, float64(j.LockLost[l]), name, l)
 	}
 	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
 	gauge(runningDesc, float64(len(j.Open)))
@@ -174,7 +257,7 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 	counter(missedDesc, j.Missed)
 	counter(unexpectedDesc, j.Unexpected)
 	for i, kind := range model.DuplicateKinds {
-		ch <- prometheus.MustNewConstMetric(duplicateDesc, prometheus.CounterValue, float64(j.DupCounts[i]), name, kind)
+		s.counter(duplicateDesc, float64(j.DupCounts[i]), name, kind)
 	}
 	for k, r := range j.Open {
 		// Two open runs can share host and PID only when the PID is unknown
@@ -182,7 +265,7 @@ func collectJob(ch chan<- prometheus.Metric, j *model.JobView, now time.Time) {
 		if k > 0 && r.Host == j.Open[k-1].Host && r.PID == j.Open[k-1].PID {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(runStartDesc, prometheus.GaugeValue, unix(r.Start), name, r.Host, strconv.Itoa(r.PID))
+		s.gauge(runStartDesc, unix(r.Start), name, r.Host, strconv.Itoa(r.PID))
 	}
 }
 

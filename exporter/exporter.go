@@ -72,6 +72,7 @@ type Exporter struct {
 	saveFailures  prometheus.Counter
 	lastSaveTime  prometheus.Gauge
 	registerables []prometheus.Collector
+	served        []prometheus.Collector // registerables, the jobs left to collector.Handler
 
 	// receiver answers check-ins once a config turned them on.
 	receiver       atomic.Pointer[checkin.Receiver]
@@ -138,8 +139,9 @@ func New(o Options) (*Exporter, error) {
 		lastSaveTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "jobwatch_state_last_save_timestamp_seconds", Help: "Time of the last successful state save."}),
 	}
-	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, o.Now), e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime},
-		e.newServiceMetrics()...)
+	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}, e.newServiceMetrics()...)
+	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, o.Now)}, own...)
+	e.served = append([]prometheus.Collector{collector.NewSources(savedView{e}, o.Now)}, own...)
 	gen, err := e.load()
 	if err != nil {
 		return nil, err
@@ -176,8 +178,15 @@ func New(o Options) (*Exporter, error) {
 	return e, nil
 }
 
-// Collectors are the metrics to register.
+// Collectors are the metrics to register, the jobs' included.
 func (e *Exporter) Collectors() []prometheus.Collector { return e.registerables }
+
+// ServedCollectors are the metrics to register in the registry of a
+// collector.Handler, which renders the jobs' own from Saved.
+func (e *Exporter) ServedCollectors() []prometheus.Collector { return e.served }
+
+// Saved is the state as last saved: what scrapes show (see savedView).
+func (e *Exporter) Saved() *model.Saved { return e.saved.Load() }
 
 // Tracker is the job model, for tests.
 func (e *Exporter) Tracker() *model.Tracker { return e.tracker }
@@ -375,6 +384,14 @@ type savedView struct{ e *Exporter }
 
 func (v savedView) View() ([]model.JobView, []model.SourceView) {
 	return v.e.saved.Load().View()
+}
+
+// Sources are the saved sources alone, for collector.NewSources.
+func (v savedView) Sources() []*model.SourceView {
+	if s := v.e.saved.Load(); s != nil {
+		return s.Sources()
+	}
+	return nil
 }
 
 // sourceDeps is what every source of cfg is built with.

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"jobwatch/collector"
 	"jobwatch/exporter"
 	"jobwatch/internal/ratelog"
 	"jobwatch/status"
@@ -184,7 +185,7 @@ func serveMetrics(logger *slog.Logger, configFile, stateDir string, o *webOption
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	reg.MustRegister(exp.Collectors()...)
+	reg.MustRegister(exp.ServedCollectors()...)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -250,11 +251,12 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 		mux.Handle(p, pages)
 	}
 	mux.Handle("/ping/", exp.CheckinHandler())
-	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:                            slog.NewLogLogger(logger.Handler(), slog.LevelError),
-		Registry:                            reg,
-		EnableOpenMetrics:                   true,
-		EnableOpenMetricsTextCreatedSamples: true,
+	// The jobs' metrics are rendered per job, when a job changes, by
+	// collector.Handler; the rest comes from reg (ServedCollectors).
+	metrics := collector.NewHandler(collector.HandlerOpts{
+		Registry: reg,
+		Saved:    exp.Saved,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	})
 	mux.Handle(o.metricsPath, promhttp.InstrumentMetricHandler(reg, metrics))
 	mux.Handle("/-/reload", reloadHandler(exp.Reload, o.enableLifecycle))

@@ -1,0 +1,756 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"jobwatch/model"
+	"jobwatch/schedule"
+)
+
+// Handler serves /metrics: the registry's families (Go, process, build
+// info, sources, locks, the exporter's own) and the jobs' families,
+// merged into one exposition sorted by family name, as promhttp would
+// write them.
+//
+// A job's lines are rendered (by collectJob into a lineSink, which writes
+// the bytes expfmt would write for client_golang's const metrics) only
+// when its saved view changes: model.Saved hands out a new *JobView for a changed job only, and
+// the pointer is the version. A scrape writes the cached bytes of the other
+// jobs, and computes the values that depend on the time of the scrape
+// (seconds since the last success, staleness, and the period and next run
+// of calendar schedules) from the stored view. The cache is made of
+// segments of consecutive jobs laid out family by family (see segment).
+// Text and OpenMetrics have a cache each, made on the first scrape asking
+// for the format and dropped when the format goes unscraped (cacheIdle).
+// Protobuf,
+// which Prometheus asks for only with native histograms on, is served by
+// promhttp from the same views, rendered at every scrape.
+type Handler struct {
+	gatherer prometheus.Gatherer
+	saved    func() *model.Saved
+	now      func() time.Time
+	errorLog *log.Logger
+	fallback http.Handler
+	errCount *prometheus.CounterVec
+
+	mu     sync.Mutex // one cache update at a time
+	caches [2]*cache  // by format: fmtText, fmtOpenMetrics
+}
+
+// cacheIdle is how long the cache of a format nobody asks for is kept: a
+// Prometheus server scrapes in one format, and the other's bytes would
+// hold memory for nothing.
+const cacheIdle = 10 * time.Minute
+
+// HandlerOpts configure a Handler.
+type HandlerOpts struct {
+	// Registry holds every metric but the jobs' (see NewSources). The
+	// handler counts its errors in promhttp_metric_handler_errors_total
+	// registered there.
+	Registry *prometheus.Registry
+	// Saved is the state to render, nil before any.
+	Saved func() *model.Saved
+	// Now is the clock of the values computed at scrape time.
+	Now      func() time.Time
+	ErrorLog *log.Logger
+}
+
+// NewHandler returns the /metrics handler of o.
+func NewHandler(o HandlerOpts) *Handler {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	h := &Handler{gatherer: o.Registry, saved: o.Saved, now: o.Now, errorLog: o.ErrorLog}
+	jobs := prometheus.NewRegistry()
+	jc := New(savedFunc(o.Saved), o.Now)
+	jc.parts = jobParts
+	jobs.MustRegister(jc)
+	h.fallback = promhttp.HandlerFor(prometheus.Gatherers{o.Registry, jobs}, promhttp.HandlerOpts{
+		ErrorLog:                            o.ErrorLog,
+		Registry:                            o.Registry,
+		EnableOpenMetrics:                   true,
+		EnableOpenMetricsTextCreatedSamples: true,
+	})
+	// promhttp registered its error counter; count ours in it too.
+	h.errCount = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "promhttp_metric_handler_errors_total",
+		Help: "Total number of internal errors encountered by the promhttp metric handler.",
+	}, []string{"cause"})
+	if err := o.Registry.Register(h.errCount); err != nil {
+		are := &prometheus.AlreadyRegisteredError{}
+		if !errors.As(err, are) {
+			panic(err)
+		}
+		h.errCount = are.ExistingCollector.(*prometheus.CounterVec)
+	}
+	return h
+}
+
+// savedFunc is a Viewer of the state a function returns.
+type savedFunc func() *model.Saved
+
+func (f savedFunc) View() ([]model.JobView, []model.SourceView) { return f().View() }
+
+func (f savedFunc) Sources() []*model.SourceView {
+	if s := f(); s != nil {
+		return s.Sources()
+	}
+	return nil
+}
+
+const (
+	fmtText = iota
+	fmtOpenMetrics
+)
+
+// family is one of a job's metric families, in the order of names.
+type family struct {
+	desc *prometheus.Desc
+	name string // as gathered (a counter's ends in _total)
+	help string
+}
+
+var (
+	families  []family                 // sorted by name
+	familyOf  map[*prometheus.Desc]int // index in families
+	famSince  int
+	famStale  int
+	famPeriod int
+	famNext   int
+	famLabel  int // always present, with job_name only: where a job's label is read
+	layouts   [2]layout
+)
+
+// layout is what a format writes for each family: its header (HELP and
+// TYPE lines) and the name each sample line starts with.
+type layout struct {
+	header [][]byte
+	prefix []string
+}
+
+func init() {
+	for _, d := range jobDescs {
+		info := descInfo[d]
+		families = append(families, family{desc: d, name: info.name, help: info.help})
+	}
+	slices.SortFunc(families, func(a, b family) int { return strings.Compare(a.name, b.name) })
+	familyOf = make(map[*prometheus.Desc]int, len(families))
+	for i, f := range families {
+		familyOf[f.desc] = i
+	}
+	famSince, famStale = familyOf[sinceSuccessDesc], familyOf[staleDesc]
+	famPeriod, famNext = familyOf[periodDesc], familyOf[nextRunDesc]
+	famLabel = familyOf[consecFailuresDesc]
+	for f := range layouts {
+		layouts[f] = newLayout(f)
+	}
+}
+
+// newLayout renders a job that has every family and keeps each family's
+// header and sample name.
+func newLayout(format int) layout {
+	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	v := &model.JobView{
+		Spec: model.JobSpec{Name: "x", Schedule: schedule.Every(time.Hour), Timeout: time.Minute, StaleMultiple: 2},
+		JobState: model.JobState{
+			FirstWatched: t, LastStart: t, LastSuccess: t, LastFailure: t,
+			HasLastDuration: true, HasLastExitCode: true, DurationHistory: []float64{1},
+		},
+		Open: []model.Run{{Host: "h", PID: 1, Start: t}},
+	}
+	l := layout{header: make([][]byte, len(families)), prefix: make([]string, len(families))}
+	var r renderer
+	r.collect(v, t)
+	for i := range families {
+		if len(r.metrics[i]) == 0 {
+			panic(fmt.Sprintf("collector: no %s in the layout job", families[i].name))
+		}
+		b := r.encode(i, format)
+		for len(b) > 0 && b[0] == '#' {
+			n := bytes.IndexByte(b, '\n') + 1
+			l.header[i] = append(l.header[i], b[:n]...)
+			if typ, ok := bytes.CutPrefix(b[:n], []byte("# TYPE ")); ok {
+				l.prefix[i] = string(typ[:bytes.IndexByte(typ, ' ')])
+			}
+			b = b[n:]
+		}
+		if l.prefix[i] == "" || !bytes.HasPrefix(b, []byte(l.prefix[i])) {
+			panic(fmt.Sprintf("collector: unexpected exposition of %s: %q", families[i].name, r.encode(i, format)))
+		}
+	}
+	return l
+}
+
+// renderer turns one job view into expfmt's bytes, family by family; its
+// buffers are reused from job to job.
+type renderer struct {
+	metrics [][]*dto.Metric // by family
+	pool    []dto.Metric
+	used    int
+	buf     bytes.Buffer
+	mf      dto.MetricFamily
+	lines   lineSink
+	arena   []byte // lines of the entries of the segment being built
+}
+
+// collect takes the metrics of v at now, sorted within each family as a
+// registry sorts them.
+func (r *renderer) collect(v *model.JobView, now time.Time) {
+	if r.metrics == nil {
+		r.metrics = make([][]*dto.Metric, len(families))
+	}
+	for i := range r.metrics {
+		r.metrics[i] = r.metrics[i][:0]
+	}
+	r.used = 0
+	collectJob(constSink(func(m prometheus.Metric) {
+		if r.used == len(r.pool) {
+			r.pool = make([]dto.Metric, max(64, 2*len(r.pool)))
+			r.used = 0
+		}
+		d := &r.pool[r.used]
+		r.used++
+		*d = dto.Metric{}
+		if err := m.Write(d); err != nil {
+			panic(err) // const metrics of valid descriptors always write
+		}
+		i := familyOf[m.Desc()]
+		r.metrics[i] = append(r.metrics[i], d)
+	}), v, now)
+	for _, ms := range r.metrics {
+		if len(ms) > 1 {
+			slices.SortStableFunc(ms, compareMetrics)
+		}
+	}
+}
+
+// compareMetrics orders metrics of a family as client_golang's registry
+// does: by label values, in the order of label names.
+func compareMetrics(a, b *dto.Metric) int {
+	for n := range a.Label {
+		if c := strings.Compare(a.Label[n].GetValue(), b.Label[n].GetValue()); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// encode returns the exposition of family i of the collected job, header
+// included; the bytes are valid until the next call.
+func (r *renderer) encode(i, format int) []byte {
+	f := &families[i]
+	typ := metricType(r.metrics[i][0])
+	r.mf = dto.MetricFamily{Name: &f.name, Help: &f.help, Type: &typ, Metric: r.metrics[i]}
+	r.buf.Reset()
+	var err error
+	if format == fmtOpenMetrics {
+		_, err = expfmt.MetricFamilyToOpenMetrics(&r.buf, &r.mf, expfmt.WithCreatedLines())
+	} else {
+		_, err = expfmt.MetricFamilyToText(&r.buf, &r.mf)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("collector: encoding %s: %v", f.name, err)) // valid families always encode
+	}
+	return r.buf.Bytes()
+}
+
+func metricType(m *dto.Metric) dto.MetricType {
+	switch {
+	case m.Counter != nil:
+		return dto.MetricType_COUNTER
+	case m.Histogram != nil:
+		return dto.MetricType_HISTOGRAM
+	}
+	return dto.MetricType_GAUGE
+}
+
+// entry is one job's exposition in one format, as rendered.
+type entry struct {
+	// data holds the sample lines of every family; family i's are
+	// data[off[i]:off[i+1]].
+	data []byte
+	off  []uint32
+	// label is `{job_name="..."}` as the format writes it.
+	label []byte
+	// calendar: period and next run depend on the time of the scrape.
+	calendar bool
+}
+
+// dynamic reports whether family i of a job is computed at scrape time.
+func dynamic(i int, calendar bool) bool {
+	return i == famSince || i == famStale || calendar && (i == famPeriod || i == famNext)
+}
+
+// render makes the entry of v, writing its lines with a lineSink.
+func (r *renderer) render(v *model.JobView, format int, now time.Time) *entry {
+	e := &entry{off: make([]uint32, len(families)+1)}
+	switch v.Spec.Schedule.(type) {
+	case nil, schedule.Every:
+	default:
+		e.calendar = true
+	}
+	r.lines.format = format
+	r.lines.reset()
+	collectJob(&r.lines, v, now)
+	// The lines go to r.arena, which the segment being built copies from.
+	start := len(r.arena)
+	for i := range families {
+		if !dynamic(i, e.calendar) {
+			r.arena = r.lines.appendSorted(r.arena, i)
+		}
+		e.off[i+1] = uint32(len(r.arena) - start)
+	}
+	e.data = r.arena[start:len(r.arena):len(r.arena)]
+	e.label = append(appendEscaped(append(make([]byte, 0, len(v.Spec.Name)+14), `{job_name="`...), v.Spec.Name), `"}`...)
+	return e
+}
+
+// renderReference makes the entry of v through client_golang and expfmt:
+// what render must write (handler_test.go compares them).
+func (r *renderer) renderReference(v *model.JobView, format int, now time.Time) *entry {
+	e := &entry{off: make([]uint32, len(families)+1)}
+	switch v.Spec.Schedule.(type) {
+	case nil, schedule.Every:
+	default:
+		e.calendar = true
+	}
+	r.collect(v, now)
+	l := &layouts[format]
+	var data []byte
+	for i := range families {
+		if len(r.metrics[i]) > 0 && (!dynamic(i, e.calendar) || i == famLabel) {
+			b := r.encode(i, format)
+			for len(b) > 0 {
+				n := bytes.IndexByte(b, '\n') + 1
+				line := b[:n]
+				b = b[n:]
+				if line[0] == '#' {
+					continue
+				}
+				if i == famLabel && e.label == nil {
+					rest := line[len(l.prefix[i]):]
+					e.label = slices.Clone(rest[:bytes.LastIndexByte(rest, ' ')])
+				}
+				if !dynamic(i, e.calendar) {
+					data = append(data, line...)
+				}
+			}
+		}
+		e.off[i+1] = uint32(len(data))
+	}
+	e.data = data
+	return e
+}
+
+// segmentJobs is how many jobs, consecutive in name order, a segment
+// holds: a change of one job re-renders it and copies the others' bytes.
+const segmentJobs = 64
+
+// segment is the cached exposition of consecutive jobs, laid out family by
+// family, so that a scrape writes each family of 64 jobs from one piece of
+// memory. A segment is never changed once made.
+type segment struct {
+	views []*model.JobView
+	// data[i] holds family i's sample lines of every job, as written; job
+	// k's are data[i][off[i][k]:off[i][k+1]].
+	data [][]byte
+	off  [][]uint32
+	// labels holds each job's `{job_name="..."}`: job k's is
+	// labels[loff[k]:loff[k+1]].
+	labels []byte
+	loff   []uint32
+	// calendar[k]: job k's period and next run are computed at scrape
+	// time; nil when no job of the segment has a calendar schedule.
+	calendar []bool
+}
+
+func (s *segment) label(k int) []byte { return s.labels[s.loff[k]:s.loff[k+1]] }
+
+// where is a job's place in the current segments.
+type where struct {
+	seg *segment
+	k   int
+}
+
+// cache is the segments of one format for one saved state.
+type cache struct {
+	format int
+	used   time.Time // last scrape of the format
+	saved  *model.Saved
+	segs   []*segment
+	where  map[string]where
+	r      renderer
+}
+
+// update brings c to saved, rendering the jobs whose views changed, and
+// returns the segments in name order.
+func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
+	if saved == c.saved && c.where != nil {
+		return c.segs
+	}
+	names := saved.JobNames()
+	if c.where == nil {
+		c.where = make(map[string]where, len(names))
+	}
+	segs := make([]*segment, (len(names)+segmentJobs-1)/segmentJobs)
+	views := make([]*model.JobView, len(names))
+	for i, name := range names {
+		views[i] = saved.Job(name)
+	}
+	for i := range segs {
+		vs := views[i*segmentJobs : min((i+1)*segmentJobs, len(views))]
+		if i < len(c.segs) && slices.Equal(c.segs[i].views, vs) {
+			segs[i] = c.segs[i]
+			continue
+		}
+		segs[i] = c.build(vs, now)
+		for k, v := range vs {
+			c.where[v.Spec.Name] = where{segs[i], k}
+		}
+	}
+	if len(c.where) > len(names) {
+		for name := range c.where {
+			if saved.Job(name) == nil {
+				delete(c.where, name)
+			}
+		}
+	}
+	c.saved, c.segs = saved, segs
+	return segs
+}
+
+// build makes the segment of views: the bytes of a job whose view is the
+// one rendered before are copied, the others rendered.
+func (c *cache) build(views []*model.JobView, now time.Time) *segment {
+	nf := len(families)
+	c.r.arena = c.r.arena[:0]
+	s := &segment{views: views, data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
+	// Where each job's bytes come from: an old segment or a new entry.
+	olds := make([]where, len(views))
+	news := make([]*entry, len(views))
+	sizes := make([]int, nf)
+	labels := 0
+	for k, v := range views {
+		if w, ok := c.where[v.Spec.Name]; ok && w.seg.views[w.k] == v {
+			olds[k] = w
+			for i := range sizes {
+				sizes[i] += int(w.seg.off[i][w.k+1] - w.seg.off[i][w.k])
+			}
+			labels += len(w.seg.label(w.k))
+			continue
+		}
+		e := c.r.render(v, c.format, now)
+		news[k] = e
+		for i := range sizes {
+			sizes[i] += int(e.off[i+1] - e.off[i])
+		}
+		labels += len(e.label)
+	}
+	offs := make([]uint32, nf*(len(views)+1))
+	for i := range nf {
+		s.data[i] = make([]byte, 0, sizes[i])
+		s.off[i] = offs[i*(len(views)+1) : i*(len(views)+1)+1 : (i+1)*(len(views)+1)]
+	}
+	s.labels = make([]byte, 0, labels)
+	for k := range views {
+		calendar := false
+		if e := news[k]; e != nil {
+			for i := range nf {
+				s.data[i] = append(s.data[i], e.data[e.off[i]:e.off[i+1]]...)
+			}
+			s.labels = append(s.labels, e.label...)
+			calendar = e.calendar
+		} else {
+			w := olds[k]
+			for i := range nf {
+				s.data[i] = append(s.data[i], w.seg.data[i][w.seg.off[i][w.k]:w.seg.off[i][w.k+1]]...)
+			}
+			s.labels = append(s.labels, w.seg.label(w.k)...)
+			calendar = w.seg.calendar != nil && w.seg.calendar[w.k]
+		}
+		for i := range nf {
+			s.off[i] = append(s.off[i], uint32(len(s.data[i])))
+		}
+		s.loff[k+1] = uint32(len(s.labels))
+		if calendar {
+			if s.calendar == nil {
+				s.calendar = make([]bool, len(views))
+			}
+			s.calendar[k] = true
+		}
+	}
+	return s
+}
+
+// segments are the jobs' segments in format for the current saved state.
+func (h *Handler) segments(format int, now time.Time) []*segment {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.caches[format]
+	if c == nil {
+		c = &cache{format: format}
+		h.caches[format] = c
+	}
+	c.used = now
+	if o := h.caches[1-format]; o != nil && now.Sub(o.used) > cacheIdle {
+		h.caches[1-format] = nil
+	}
+	var saved *model.Saved
+	if h.saved != nil {
+		saved = h.saved()
+	}
+	if saved == nil {
+		return nil
+	}
+	return c.update(saved, now)
+}
+
+// watch is what a scrape computes for one job.
+type watch struct {
+	since, period, next float64
+	stale, hasNext      bool
+}
+
+// scrapeMem is one scrape's reusable memory.
+type scrapeMem struct {
+	w       *bufio.Writer
+	out     io.Writer // under w: large pieces of cached bytes go to it directly
+	watches []watch
+	num     []byte
+}
+
+var scrapePool = sync.Pool{New: func() any {
+	return &scrapeMem{w: bufio.NewWriterSize(nil, 64<<10), num: make([]byte, 0, 32)}
+}}
+
+var gzipPool = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
+	contentType := expfmt.NegotiateAccept(req.Header, expfmt.DefaultOpenMetricsAcceptedFormats()...)
+	var format int
+	switch contentType.FormatType() {
+	case expfmt.TypeTextPlain:
+		format = fmtText
+	case expfmt.TypeOpenMetrics:
+		format = fmtOpenMetrics
+	default:
+		h.fallback.ServeHTTP(rsp, req)
+		return
+	}
+	var only map[string]bool // ?name[]=...: those families only, as promhttp does
+	if req.URL != nil {
+		if names := req.URL.Query()["name[]"]; len(names) > 0 {
+			only = make(map[string]bool, len(names))
+			for _, n := range names {
+				only[n] = true
+			}
+		}
+	}
+	mfs, err := h.gatherer.Gather()
+	if err != nil {
+		if h.errorLog != nil {
+			h.errorLog.Println("error gathering metrics:", err)
+		}
+		h.errCount.WithLabelValues("gathering").Inc()
+		http.Error(rsp, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	now := h.now()
+	var segs []*segment
+	if only == nil || slices.ContainsFunc(families, func(f family) bool { return only[f.name] }) {
+		segs = h.segments(format, now)
+	}
+
+	hdr := rsp.Header()
+	hdr.Add("Vary", "Accept")
+	hdr.Add("Vary", "Accept-Encoding")
+	hdr.Set("Content-Type", string(contentType))
+	var out io.Writer = rsp
+	if acceptsGzip(req.Header.Get("Accept-Encoding")) {
+		hdr.Set("Content-Encoding", "gzip")
+		gz := gzipPool.Get().(*gzip.Writer)
+		gz.Reset(rsp)
+		defer func() { _ = gz.Close(); gzipPool.Put(gz) }()
+		out = gz
+	}
+	s := scrapePool.Get().(*scrapeMem)
+	s.w.Reset(out)
+	s.out = out
+	defer func() { s.w.Reset(nil); s.out = nil; scrapePool.Put(s) }()
+	if err := h.write(s, contentType, format, mfs, segs, now, only); err != nil {
+		if h.errorLog != nil {
+			h.errorLog.Println("error encoding and sending metric family:", err)
+		}
+		h.errCount.WithLabelValues("encoding").Inc()
+	}
+}
+
+// write writes the registry's families mfs and the jobs' families, merged
+// in name order, then flushes; only, when not nil, are the families to
+// write.
+func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, segs []*segment, now time.Time, only map[string]bool) error {
+	s.watches = s.watches[:0]
+	for _, seg := range segs {
+		for _, v := range seg.views {
+			w := v.Watch(now)
+			s.watches = append(s.watches, watch{
+				since: w.SinceSuccess.Seconds(), stale: w.Stale,
+				period: w.Period.Seconds(), next: unix(w.NextRun), hasNext: !w.NextRun.IsZero(),
+			})
+		}
+	}
+	enc := expfmt.NewEncoder(s.w, contentType, expfmt.WithCreatedLines())
+	fi := 0
+	for _, mf := range mfs {
+		for ; fi < len(families) && families[fi].name < mf.GetName(); fi++ {
+			if only == nil || only[families[fi].name] {
+				s.writeFamily(fi, format, segs)
+			}
+		}
+		if fi < len(families) && families[fi].name == mf.GetName() {
+			return fmt.Errorf("metric family %s is both gathered and rendered per job", mf.GetName())
+		}
+		if only != nil && !only[mf.GetName()] {
+			continue
+		}
+		if err := enc.Encode(mf); err != nil {
+			return err
+		}
+	}
+	for ; fi < len(families); fi++ {
+		if only == nil || only[families[fi].name] {
+			s.writeFamily(fi, format, segs)
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		if err := c.Close(); err != nil {
+			return err
+		}
+	}
+	if ew, ok := s.out.(errWriter); ok {
+		return ew.err
+	}
+	return s.w.Flush()
+}
+
+// writeFamily writes family i of every job; write errors stick in s.w and
+// are returned by its Flush.
+func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
+	l := &layouts[format]
+	headed := false
+	head := func() {
+		if !headed {
+			s.w.Write(l.header[i])
+			headed = true
+		}
+	}
+	always := dynamic(i, false)
+	for n, seg := range segs {
+		if !always && !(seg.calendar != nil && dynamic(i, true)) {
+			if len(seg.data[i]) > 0 {
+				head()
+				s.write(seg.data[i])
+			}
+			continue
+		}
+		for k := range seg.views {
+			if always || seg.calendar[k] {
+				w := &s.watches[n*segmentJobs+k]
+				var v float64
+				switch i {
+				case famSince:
+					v = w.since
+				case famStale:
+					v = boolFloat(w.stale)
+				case famPeriod:
+					v = w.period
+				case famNext:
+					if !w.hasNext {
+						continue
+					}
+					v = w.next
+				}
+				head()
+				s.w.WriteString(l.prefix[i])
+				s.w.Write(seg.label(k))
+				s.num = append(s.num[:0], ' ')
+				s.num = appendFloat(s.num, v, format)
+				s.num = append(s.num, '\n')
+				s.w.Write(s.num)
+				continue
+			}
+			if b := seg.data[i][seg.off[i][k]:seg.off[i][k+1]]; len(b) > 0 {
+				head()
+				s.write(b)
+			}
+		}
+	}
+}
+
+// write writes cached bytes: a large piece goes under the buffer, not
+// copied once more through it.
+func (s *scrapeMem) write(b []byte) {
+	if len(b) < 4<<10 || s.out == nil {
+		s.w.Write(b)
+		return
+	}
+	if s.w.Flush() == nil {
+		_, err := s.out.Write(b)
+		if err != nil {
+			s.out = errWriter{err}
+		}
+	}
+}
+
+// errWriter fails every write with the error of the first that failed.
+type errWriter struct{ err error }
+
+func (e errWriter) Write([]byte) (int, error) { return 0, e.err }
+
+// appendFloat formats f as expfmt does in format.
+func appendFloat(b []byte, f float64, format int) []byte {
+	if format != fmtOpenMetrics {
+		return strconv.AppendFloat(b, f, 'g', -1, 64) // +Inf, -Inf, NaN as expfmt writes them
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'g', -1, 64)
+	if !bytes.ContainsAny(b[start:], "e.IN") { // not 1e+06, 0.5, +Inf, NaN
+		b = append(b, '.', '0')
+	}
+	return b
+}
+
+// acceptsGzip reports whether an Accept-Encoding header takes gzip.
+func acceptsGzip(h string) bool {
+	for part := range strings.SplitSeq(h, ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			continue
+		}
+		q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
+		if !ok {
+			return true
+		}
+		v, err := strconv.ParseFloat(q, 64)
+		return err == nil && v > 0
+	}
+	return false
+}

@@ -1,0 +1,411 @@
+package collector
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"jobwatch/model"
+	"jobwatch/schedule"
+)
+
+const (
+	acceptText = "text/plain;version=0.0.4;q=0.5"
+	acceptOM   = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,text/plain;version=0.0.4;q=0.5"
+)
+
+// everyKind is populated's tracker with jobs of every other kind: calendar
+// and no schedule, a job name to escape, held locks of every shape.
+func everyKind(t *testing.T, now time.Time) *model.Tracker {
+	t.Helper()
+	tr := populated(now)
+	cron, err := schedule.ParseCron("15 3 * * *", time.UTC, schedule.Debian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Configure([]model.JobSpec{
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: 30 * time.Minute, Scope: "cluster", StaleMultiple: 2},
+		{Name: "stats", Schedule: schedule.Every(time.Hour), Scope: "host", StaleMultiple: 2},
+		{Name: "nightly", Schedule: cron, Grace: time.Minute, StaleMultiple: 1},
+		{Name: "adhoc"},
+		{Name: `odd "name"\x`, Schedule: schedule.Every(time.Minute), StaleMultiple: 3},
+	}, []model.SourceSpec{{Name: "app-runs", Type: "runlog"}})
+	tr.Apply(model.Batch{Source: "app-runs", Events: []model.Event{
+		{Kind: model.Start, Job: "nightly", Host: "web1", PID: 7, Time: now.Add(-20 * time.Hour)},
+		{Kind: model.End, Job: "nightly", Host: "web1", PID: 7, Time: now.Add(-19 * time.Hour), Result: model.Success, HasExitCode: true},
+		{Kind: model.Start, Job: "adhoc", Host: "web2", PID: 8, Time: now.Add(-time.Minute)},
+		{Kind: model.Start, Job: "adhoc", Host: "web1", PID: 9, Time: now.Add(-time.Minute)},
+		{Kind: model.Skip, Job: `odd "name"\x`, Host: "web1", PID: 3, Time: now.Add(-time.Minute), SkipLabel: "disabled"},
+	}, Locks: []model.LockState{
+		{Job: "stats", Lock: "/run/stats.lock", Kind: "flock", Held: true, Holder: "pid 4300", Alive: model.HolderAlive, HeldSince: now.Add(-time.Hour)},
+		{Job: "backup", Lock: "backup", Kind: "redis", Held: true, Holder: "db1", HasTTL: true, TTL: time.Minute, ProbeErrors: 2},
+		{Job: "nightly", Lock: "nightly", Kind: "mysql", ProbeErrors: 1},
+	}})
+	return tr
+}
+
+func mediaType(accept string) string {
+	m, _, _ := strings.Cut(accept, ";")
+	return m
+}
+
+func savedOf(tr *model.Tracker) *model.Saved { return (*model.Saved)(nil).With(tr.Changes()) }
+
+// servers are today's client_golang handler (every metric through the
+// Collector) and the Handler, on the same state.
+func servers(saved func() *model.Saved, now func() time.Time) (old, cur http.Handler) {
+	full := prometheus.NewPedanticRegistry()
+	full.MustRegister(New(savedFunc(saved), now), collectors.NewBuildInfoCollector())
+	old = promhttp.InstrumentMetricHandler(full, promhttp.HandlerFor(full, promhttp.HandlerOpts{
+		Registry: full, EnableOpenMetrics: true, EnableOpenMetricsTextCreatedSamples: true,
+	}))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewSources(savedFunc(saved), now), collectors.NewBuildInfoCollector())
+	cur = promhttp.InstrumentMetricHandler(reg, NewHandler(HandlerOpts{Registry: reg, Saved: saved, Now: now}))
+	return old, cur
+}
+
+func get(t testing.TB, h http.Handler, accept, encoding string) (*http.Response, []byte) {
+	t.Helper()
+	return getURL(t, h, "/metrics", accept, encoding)
+}
+
+func getURL(t testing.TB, h http.Handler, url, accept, encoding string) (*http.Response, []byte) {
+	t.Helper()
+	req := httptest.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", accept)
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	rsp := rec.Result()
+	body, err := io.ReadAll(rsp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rsp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", rsp.StatusCode, body)
+	}
+	return rsp, body
+}
+
+// sortedLines are b's lines, sorted, but the creation times of promhttp's
+// own counters (the two handlers' registries were not made at one instant).
+func sortedLines(b []byte) []string {
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	lines = slices.DeleteFunc(lines, func(l string) bool {
+		return strings.HasPrefix(l, "promhttp_metric_handler_") && strings.Contains(l, "_created{")
+	})
+	slices.Sort(lines)
+	return lines
+}
+
+func typeLines(b []byte) []string {
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "# TYPE ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// checkFamilies fails unless every family has one header and its samples
+// follow it, unsplit.
+func checkFamilies(t *testing.T, b []byte) {
+	t.Helper()
+	seen := map[string]bool{}
+	current := ""
+	for line := range strings.Lines(string(b)) {
+		if typ, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name := strings.Fields(typ)[0]
+			if seen[name] {
+				t.Fatalf("family %s split or repeated", name)
+			}
+			seen[name], current = true, name
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.HasPrefix(line, current) {
+			t.Fatalf("sample outside its family %s: %q", current, line)
+		}
+	}
+}
+
+// The Handler writes what client_golang wrote, for text and OpenMetrics,
+// at every step of a changing state: the same lines, the families whole
+// and in the same order.
+func TestHandlerMatchesClientGolang(t *testing.T) {
+	now := t0.Add(2*time.Hour + 30*time.Minute)
+	tr := everyKind(t, now)
+	var saved *model.Saved
+	clock := now
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return clock })
+	steps := []struct {
+		name   string
+		change func()
+	}{
+		{"start", func() { saved = saved.With(tr.Changes()) }},
+		{"later, nothing changed", func() { clock = clock.Add(26 * time.Hour) }},
+		{"one job changed", func() {
+			tr.Apply(model.Batch{Source: "app-runs", Events: []model.Event{
+				{Kind: model.End, Job: "adhoc", Host: "web2", PID: 8, Time: clock, Result: model.Timeout},
+			}})
+			saved = saved.With(tr.Changes())
+		}},
+		{"job removed", func() {
+			tr.Configure([]model.JobSpec{{Name: "adhoc"}, {Name: "stats", Schedule: schedule.Every(time.Hour)}},
+				[]model.SourceSpec{{Name: "app-runs", Type: "runlog"}})
+			saved = saved.With(tr.Changes())
+		}},
+	}
+	for _, st := range steps {
+		st.change()
+		for _, accept := range []string{acceptText, acceptOM} {
+			t.Run(st.name+"/"+mediaType(accept), func(t *testing.T) {
+				_, want := get(t, old, accept, "")
+				rsp, got := get(t, cur, accept, "")
+				if ct := rsp.Header.Get("Content-Type"); !strings.HasPrefix(ct, mediaType(accept)) {
+					t.Errorf("Content-Type %q for Accept %q", ct, accept)
+				}
+				w, g := sortedLines(want), sortedLines(got)
+				if !slices.Equal(w, g) {
+					t.Fatalf("lines differ:\n--- client_golang\n%s\n--- Handler\n%s", want, got)
+				}
+				checkFamilies(t, got)
+				if w, g := typeLines(want), typeLines(got); !slices.Equal(w, g) {
+					t.Fatalf("families in another order:\n%q\n%q", w, g)
+				}
+				if !strings.Contains(string(got), "jobwatch_job_run_start_timestamp_seconds") {
+					t.Fatal("no job metrics rendered")
+				}
+				if accept == acceptOM && !strings.HasSuffix(string(got), "# EOF\n") {
+					t.Error("OpenMetrics without # EOF")
+				}
+			})
+		}
+	}
+}
+
+func TestHandlerGzipAndProtobuf(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(everyKind(t, now))
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	_, want := get(t, old, acceptText, "")
+	rsp, zipped := get(t, cur, acceptText, "gzip")
+	if rsp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("Content-Encoding %q", rsp.Header.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sortedLines(want), sortedLines(got)) {
+		t.Fatalf("gzipped lines differ:\n%s", got)
+	}
+	// Protobuf goes to promhttp with the same content.
+	proto := "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+	_, wantPB := get(t, old, proto, "")
+	_, gotPB := get(t, cur, proto, "")
+	decode := func(b []byte) string {
+		var out bytes.Buffer
+		dec := expfmt.NewDecoder(bytes.NewReader(b), expfmt.NewFormat(expfmt.TypeProtoDelim))
+		for {
+			mf := new(dto.MetricFamily)
+			if err := dec.Decode(mf); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(mf.GetName(), "promhttp_") {
+				continue // counts the scrapes of each handler
+			}
+			expfmt.MetricFamilyToText(&out, mf)
+		}
+		return out.String()
+	}
+	if w, g := decode(wantPB), decode(gotPB); w != g {
+		t.Fatalf("protobuf differs:\n%s\n---\n%s", w, g)
+	}
+}
+
+// Scrapes in both formats run at once while the state changes (run with
+// -race); each sees one whole state.
+func TestHandlerConcurrentScrapes(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	tr := everyKind(t, now)
+	var mu sync.Mutex
+	saved := savedOf(tr)
+	current := func() *model.Saved { mu.Lock(); defer mu.Unlock(); return saved }
+	reg := prometheus.NewPedanticRegistry()
+	h := NewHandler(HandlerOpts{Registry: reg, Saved: current, Now: func() time.Time { return now }})
+	var wg sync.WaitGroup
+	bodies := make([][][]byte, 4)
+	for g := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				req := httptest.NewRequest("GET", "/metrics", nil)
+				req.Header.Set("Accept", []string{acceptText, acceptOM}[g%2])
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					t.Errorf("status %d", rec.Code)
+					return
+				}
+				bodies[g] = append(bodies[g], rec.Body.Bytes())
+			}
+		}()
+	}
+	for i := range 20 {
+		tr.Apply(model.Batch{Source: "app-runs", Events: []model.Event{
+			{Kind: model.Start, Job: "adhoc", Host: "web3", PID: 100 + i, Time: now},
+		}})
+		mu.Lock()
+		saved = saved.With(tr.Changes())
+		mu.Unlock()
+	}
+	wg.Wait()
+	for _, bs := range bodies {
+		for _, b := range bs {
+			checkFamilies(t, b)
+		}
+	}
+	_, body := get(t, h, acceptText, "")
+	if got := strings.Count(string(body), `jobwatch_job_run_start_timestamp_seconds{host="web3",job_name="adhoc"`); got != 20 {
+		t.Fatalf("%d runs of adhoc on web3 shown, want 20", got)
+	}
+}
+
+// The cache of a format nobody scrapes in is dropped.
+func TestHandlerDropsIdleCache(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(everyKind(t, now))
+	clock := now
+	reg := prometheus.NewPedanticRegistry()
+	h := NewHandler(HandlerOpts{Registry: reg, Saved: func() *model.Saved { return saved }, Now: func() time.Time { return clock }})
+	get(t, h, acceptText, "")
+	get(t, h, acceptOM, "")
+	if h.caches[fmtText] == nil || h.caches[fmtOpenMetrics] == nil {
+		t.Fatal("no cache for a format just scraped")
+	}
+	clock = clock.Add(cacheIdle)
+	get(t, h, acceptOM, "")
+	if h.caches[fmtText] == nil {
+		t.Fatal("text cache dropped before it was idle for cacheIdle")
+	}
+	clock = clock.Add(time.Second)
+	get(t, h, acceptOM, "")
+	if h.caches[fmtText] != nil {
+		t.Fatal("text cache kept after an idle time of more than cacheIdle")
+	}
+	_, body := get(t, h, acceptText, "")
+	if !strings.Contains(string(body), `jobwatch_job_info{job_name="stats",scope="host"} 1`) {
+		t.Fatalf("text after its cache was dropped:\n%s", body)
+	}
+}
+
+// ?name[]= selects families, as promhttp does.
+func TestHandlerNameFilter(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(everyKind(t, now))
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	for _, url := range []string{
+		"/metrics?name[]=jobwatch_source_records_total",
+		"/metrics?name[]=jobwatch_job_stale&name[]=jobwatch_job_runs_total&name[]=go_build_info",
+		"/metrics?name[]=nothing",
+	} {
+		for _, accept := range []string{acceptText, acceptOM} {
+			_, want := getURL(t, old, url, accept, "")
+			_, got := getURL(t, cur, url, accept, "")
+			if !slices.Equal(sortedLines(want), sortedLines(got)) {
+				t.Errorf("%s, %s:\n%s\n--- want\n%s", url, mediaType(accept), got, want)
+			}
+		}
+	}
+}
+
+// promtool's linter finds nothing in the Handler's output.
+func TestHandlerPassesPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool not found: install the Debian package prometheus")
+	}
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(everyKind(t, now))
+	_, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	_, body := get(t, cur, acceptText, "")
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// render writes what client_golang and expfmt write, job by job.
+func TestRenderMatchesReference(t *testing.T) {
+	now := t0.Add(2*time.Hour + 30*time.Minute)
+	for _, saved := range []*model.Saved{savedOf(everyKind(t, now)), savedOf(manyJobs(50, now))} {
+		for _, name := range saved.JobNames() {
+			for _, format := range []int{fmtText, fmtOpenMetrics} {
+				var r renderer
+				want := r.renderReference(saved.Job(name), format, now)
+				got := r.render(saved.Job(name), format, now)
+				if !bytes.Equal(got.data, want.data) || !slices.Equal(got.off, want.off) || !bytes.Equal(got.label, want.label) || got.calendar != want.calendar {
+					t.Errorf("job %q, format %d:\n%s\n%v %q\n--- want\n%s\n%v %q", name, format, got.data, got.off, got.label, want.data, want.off, want.label)
+				}
+			}
+		}
+	}
+}
+
+func TestAppendFloat(t *testing.T) {
+	for _, tc := range []struct {
+		f        float64
+		text, om string
+	}{
+		{0, "0", "0.0"}, {1, "1", "1.0"}, {-1, "-1", "-1.0"}, {0.5, "0.5", "0.5"},
+		{1e21, "1e+21", "1e+21"}, {1764583200.25, "1.76458320025e+09", "1.76458320025e+09"},
+		{3600, "3600", "3600.0"},
+	} {
+		if got := string(appendFloat(nil, tc.f, fmtText)); got != tc.text {
+			t.Errorf("text %v: %q, want %q", tc.f, got, tc.text)
+		}
+		if got := string(appendFloat(nil, tc.f, fmtOpenMetrics)); got != tc.om {
+			t.Errorf("OpenMetrics %v: %q, want %q", tc.f, got, tc.om)
+		}
+	}
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	for h, want := range map[string]bool{
+		"": false, "gzip": true, "deflate, gzip;q=1.0, *;q=0.5": true, "gzip;q=0": false, "identity": false, "GZIP": true,
+	} {
+		if got := acceptsGzip(h); got != want {
+			t.Errorf("acceptsGzip(%q) = %v", h, got)
+		}
+	}
+}

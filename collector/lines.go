@@ -1,0 +1,172 @@
+package collector
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// lineSink writes a job's metrics as the lines of the exposition in one
+// format, family by family, as expfmt writes them for client_golang's
+// const metrics (handler_test.go compares the two): no const metric, no
+// protobuf message and no garbage per sample.
+type lineSink struct {
+	format int
+	fams   [][]byte    // by family: the job's lines
+	keys   [][]lineKey // by family, for families of more than one line
+	keyBuf []byte
+}
+
+// lineKey is where a line is in its family's bytes, and its label values
+// in the order of label names, as a registry sorts samples.
+type lineKey struct {
+	start, end int
+	key        string
+}
+
+// labelOrder[d] is the order of d's labels by name.
+var labelOrder = map[*prometheus.Desc][]int{}
+
+func init() {
+	for d, m := range descInfo {
+		order := make([]int, len(m.labels))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return strings.Compare(m.labels[a], m.labels[b]) })
+		labelOrder[d] = order
+	}
+}
+
+func (s *lineSink) reset() {
+	if s.fams == nil {
+		s.fams = make([][]byte, len(families))
+		s.keys = make([][]lineKey, len(families))
+	}
+	for i := range s.fams {
+		s.fams[i] = s.fams[i][:0]
+		s.keys[i] = s.keys[i][:0]
+	}
+}
+
+// labels appends {a="x",b="y"[,le="v"]} with the labels in name order.
+func (s *lineSink) labels(b []byte, d *prometheus.Desc, lvs []string, le []byte) []byte {
+	m := descInfo[d]
+	b = append(b, '{')
+	for n, k := range labelOrder[d] {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m.labels[k]...)
+		b = append(b, '=', '"')
+		b = appendEscaped(b, lvs[k])
+		b = append(b, '"')
+	}
+	if le != nil {
+		b = append(b, `,le="`...)
+		b = append(b, le...)
+		b = append(b, '"')
+	}
+	return append(b, '}', ' ')
+}
+
+// sample writes one line of family d.
+func (s *lineSink) sample(d *prometheus.Desc, v float64, lvs []string) {
+	i := familyOf[d]
+	start := len(s.fams[i])
+	b := append(s.fams[i], descInfo[d].name...)
+	b = s.labels(b, d, lvs, nil)
+	b = appendFloat(b, v, s.format)
+	s.fams[i] = append(b, '\n')
+	if len(lvs) > 1 {
+		kb := s.keyBuf[:0]
+		for _, k := range labelOrder[d] {
+			kb = append(kb, lvs[k]...)
+			kb = append(kb, 0)
+		}
+		s.keyBuf = kb
+		s.keys[i] = append(s.keys[i], lineKey{start, len(s.fams[i]), string(kb)})
+	}
+}
+
+func (s *lineSink) gauge(d *prometheus.Desc, v float64, lvs ...string)   { s.sample(d, v, lvs) }
+func (s *lineSink) counter(d *prometheus.Desc, v float64, lvs ...string) { s.sample(d, v, lvs) }
+
+func (s *lineSink) histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, lvs ...string) {
+	i := familyOf[d]
+	name := descInfo[d].name
+	b := s.fams[i]
+	var le []byte
+	bounds := make([]float64, 0, len(buckets))
+	for ub := range buckets {
+		bounds = append(bounds, ub)
+	}
+	slices.Sort(bounds)
+	counts := func(b []byte, n uint64) []byte {
+		if s.format == fmtOpenMetrics {
+			return appendUint(b, n)
+		}
+		return appendFloat(b, float64(n), fmtText)
+	}
+	for _, ub := range bounds {
+		le = appendFloat(le[:0], ub, s.format)
+		b = append(b, name...)
+		b = append(b, "_bucket"...)
+		b = s.labels(b, d, lvs, le)
+		b = append(counts(b, buckets[ub]), '\n')
+	}
+	if len(bounds) == 0 || bounds[len(bounds)-1] != posInf {
+		b = append(b, name...)
+		b = append(b, "_bucket"...)
+		b = s.labels(b, d, lvs, []byte("+Inf"))
+		b = append(counts(b, count), '\n')
+	}
+	b = append(b, name...)
+	b = append(b, "_sum"...)
+	b = s.labels(b, d, lvs, nil)
+	b = append(appendFloat(b, sum, s.format), '\n')
+	b = append(b, name...)
+	b = append(b, "_count"...)
+	b = s.labels(b, d, lvs, nil)
+	s.fams[i] = append(counts(b, count), '\n')
+}
+
+// appendSorted appends family i's lines in a registry's order.
+func (s *lineSink) appendSorted(out []byte, i int) []byte {
+	keys := s.keys[i]
+	if len(keys) < 2 {
+		return append(out, s.fams[i]...)
+	}
+	slices.SortStableFunc(keys, func(a, b lineKey) int { return strings.Compare(a.key, b.key) })
+	for _, k := range keys {
+		out = append(out, s.fams[i][k.start:k.end]...)
+	}
+	return out
+}
+
+// appendEscaped appends a label value as the text formats escape it.
+func appendEscaped(b []byte, v string) []byte {
+	if !strings.ContainsAny(v, "\\\"\n") {
+		return append(b, v...)
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '"':
+			b = append(b, '\\', '"')
+		case '\n':
+			b = append(b, '\\', 'n')
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+func appendUint(b []byte, n uint64) []byte { return strconv.AppendUint(b, n, 10) }
+
+var posInf = math.Inf(1)

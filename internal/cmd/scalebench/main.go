@@ -1,0 +1,414 @@
+// Command scalebench measures scrapes of a whole jobwatch process watching
+// many jobs against a floor: a minimal Go server (this same binary, run
+// with -floor) writing the very bytes jobwatch wrote, from memory. It is a
+// benchmark tool (scripts/bench-scrape.sh runs it), not part of jobwatch.
+//
+// For each number of jobs it writes a run log in which every job has a
+// success, a failure, a skip and a run in progress (every per-job series
+// present), starts jobwatch on it, waits for the catch-up to be saved, and
+// then scrapes jobwatch and the floor in turns, in text and OpenMetrics:
+// first with nothing changing, then with records arriving at -rate a
+// second. It prints one Markdown table row per case, with jobwatch's CPU
+// time per scrape and its resident memory.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	acceptText = "text/plain;version=0.0.4"
+	acceptOM   = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+)
+
+func main() {
+	floor := flag.String("floor", "", "serve: the text body file (OpenMetrics in FILE.om) on -addr")
+	addr := flag.String("addr", "127.0.0.1:0", "listen address of -floor")
+	binary := flag.String("jobwatch", "", "the jobwatch binary to measure")
+	jobs := flag.String("jobs", "10000,50000,100000", "numbers of jobs")
+	scrapes := flag.Int("scrapes", 5, "scrapes of each server per case")
+	rate := flag.Int("rate", 200, "records a second in the arriving case")
+	setup := flag.String("setup", "", "only write the config and run log of the first of -jobs into this directory")
+	flag.Parse()
+	if *setup != "" {
+		n, err := strconv.Atoi(strings.Split(*jobs, ",")[0])
+		if err == nil {
+			err = writeSetup(*setup, filepath.Join(*setup, "runs.log"), n)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *floor != "" {
+		if err := serveFloor(*floor, *addr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *binary == "" {
+		fmt.Fprintln(os.Stderr, "scalebench: -jobwatch is required")
+		os.Exit(2)
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("load average at start: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Println("| jobs | records | format | jobwatch scrape (median, min–max) | floor | ratio | jobwatch CPU-s per scrape | body | RSS after catch-up | RSS max while scraping |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range strings.Split(*jobs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if err := runCase(*binary, n, *scrapes, *rate); err != nil {
+			fmt.Fprintf(os.Stderr, "%d jobs: %v\n", n, err)
+			os.Exit(1)
+		}
+	}
+	load, _ = os.ReadFile("/proc/loadavg")
+	fmt.Printf("load average at end: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
+}
+
+// serveFloor serves the bytes of file (text) and file.om (OpenMetrics)
+// from memory.
+func serveFloor(file, addr string) error {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	om, err := os.ReadFile(file + ".om")
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Println(ln.Addr().String())
+	return http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Accept"), "openmetrics") {
+			w.Header().Set("Content-Type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
+			w.Write(om)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Write(text)
+	}))
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func (p *proc) stop() {
+	if p != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func runCase(binary string, n, scrapes, rate int) error {
+	dir, err := os.MkdirTemp("", "scalebench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	logPath := filepath.Join(dir, "runs.log")
+	if err := writeSetup(dir, logPath, n); err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	jw := &proc{addr: addr, cmd: exec.Command(binary, "--config.file="+filepath.Join(dir, "jobwatch.yml"),
+		"--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--log.level=warn")}
+	jw.cmd.Stderr = os.Stderr
+	if err := jw.cmd.Start(); err != nil {
+		return err
+	}
+	defer jw.stop()
+	start := time.Now()
+	records := uint64(6 * n)
+	if err := waitRecords(addr, records, 5*time.Minute); err != nil {
+		return err
+	}
+	catchUp := time.Since(start)
+	rssCatchUp := rss(jw.cmd.Process.Pid)
+
+	// The first scrape of each format renders every job.
+	var first [2]time.Duration
+	var bodies [2][]byte
+	for i, accept := range []string{acceptText, acceptOM} {
+		t0 := time.Now()
+		b, err := get(addr, accept)
+		if err != nil {
+			return err
+		}
+		first[i], bodies[i] = time.Since(t0), b
+	}
+	floorFile := filepath.Join(dir, "floor.txt")
+	if err := os.WriteFile(floorFile, bodies[0], 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(floorFile+".om", bodies[1], 0o600); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fl := &proc{cmd: exec.Command(self, "-floor", floorFile)}
+	out, err := fl.cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := fl.cmd.Start(); err != nil {
+		return err
+	}
+	defer fl.stop()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("floor server: %w", err)
+	}
+	fl.addr = strings.TrimSpace(line)
+	fmt.Fprintf(os.Stderr, "%d jobs: catch-up of %d records saved in %.1f s; first scrapes (render of every job) %.2f s text, %.2f s OpenMetrics\n",
+		n, records, catchUp.Seconds(), first[0].Seconds(), first[1].Seconds())
+
+	for _, arriving := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		written := 0
+		if arriving {
+			wg.Add(1)
+			go func() { defer wg.Done(); written = stream(ctx, logPath, n, rate) }()
+			time.Sleep(2 * time.Second) // saves under way before the first scrape
+		}
+		for i, accept := range []string{acceptText, acceptOM} {
+			var jwTimes, flTimes []time.Duration
+			var cpu time.Duration
+			maxRSS := 0
+			var size int
+			for range scrapes {
+				c0 := cpuTime(jw.cmd.Process.Pid)
+				d, sz, err := timed(jw.addr, accept)
+				if err != nil {
+					cancel()
+					return err
+				}
+				cpu += cpuTime(jw.cmd.Process.Pid) - c0
+				jwTimes, size = append(jwTimes, d), sz
+				maxRSS = max(maxRSS, rss(jw.cmd.Process.Pid))
+				d, _, err = timed(fl.addr, accept)
+				if err != nil {
+					cancel()
+					return err
+				}
+				flTimes = append(flTimes, d)
+			}
+			state := "none"
+			if arriving {
+				state = fmt.Sprintf("%d/s", rate)
+			}
+			format := []string{"text", "OpenMetrics"}[i]
+			fmt.Printf("| %d | %s | %s | %.3f s (%.3f–%.3f) | %.3f s | %.1f× | %.2f | %.0f MB | %d MB | %d MB |\n",
+				n, state, format, median(jwTimes).Seconds(), slices.Min(jwTimes).Seconds(), slices.Max(jwTimes).Seconds(),
+				median(flTimes).Seconds(), median(jwTimes).Seconds()/median(flTimes).Seconds(),
+				cpu.Seconds()/float64(scrapes), float64(size)/1e6, rssCatchUp>>10, maxRSS>>10)
+		}
+		cancel()
+		wg.Wait()
+		if arriving {
+			fmt.Fprintf(os.Stderr, "%d jobs: %d records written while scraping\n", n, written)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%d jobs: peak RSS (VmHWM) %d MB\n", n, hwm(jw.cmd.Process.Pid)>>10)
+	return nil
+}
+
+// writeSetup writes the config of n jobs and a run log in which each has
+// a success, a failure, a skip and a run in progress.
+func writeSetup(dir, logPath string, n int) error {
+	var cfg bytes.Buffer
+	cfg.WriteString("jobs:\n")
+	for i := range n {
+		fmt.Fprintf(&cfg, "  - name: job_%06d\n    every: 1h\n    timeout: 2h\n", i)
+	}
+	fmt.Fprintf(&cfg, "sources:\n  - name: runs\n    type: runlog\n    path: %s\n    format: json\n", logPath)
+	if err := os.WriteFile(filepath.Join(dir, "jobwatch.yml"), cfg.Bytes(), 0o600); err != nil {
+		return err
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	now := time.Now().UTC()
+	ts := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339Nano) }
+	for i := range n {
+		j, p := fmt.Sprintf("job_%06d", i), 4*i+1
+		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", ts(3*time.Hour), j, p)
+		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"end","host":"web1","pid":%d,"status":"success","exit_code":0}`+"\n", ts(2*time.Hour), j, p)
+		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", ts(time.Hour+time.Minute), j, p+1)
+		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"end","host":"web1","pid":%d,"status":"failure","exit_code":1}`+"\n", ts(time.Hour), j, p+1)
+		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"skip","host":"web1","pid":%d,"reason":"locked"}`+"\n", ts(30*time.Minute), j, p+2)
+		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", ts(time.Minute), j, p+3)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// stream appends rate records a second (start and end pairs, job after
+// job) in ten writes a second until ctx ends; it returns how many.
+func stream(ctx context.Context, logPath string, n, rate int) int {
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	written, next, pid := 0, 0, 1<<24
+	var b bytes.Buffer
+	for {
+		select {
+		case <-ctx.Done():
+			return written
+		case <-tick.C:
+		}
+		b.Reset()
+		t := time.Now().UTC().Format(time.RFC3339Nano)
+		for range rate / 20 {
+			j := fmt.Sprintf("job_%06d", next%n)
+			next, pid = next+1, pid+1
+			fmt.Fprintf(&b, `{"time":%q,"job":%q,"event":"start","host":"web2","pid":%d}`+"\n", t, j, pid)
+			fmt.Fprintf(&b, `{"time":%q,"job":%q,"event":"end","host":"web2","pid":%d,"status":"success","exit_code":0}`+"\n", t, j, pid)
+			written += 2
+		}
+		if _, err := f.Write(b.Bytes()); err != nil {
+			return written
+		}
+	}
+}
+
+var client = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+
+func get(addr, accept string) ([]byte, error) {
+	req, err := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", accept)
+	rsp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer rsp.Body.Close()
+	if rsp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", addr, rsp.Status)
+	}
+	return io.ReadAll(rsp.Body)
+}
+
+// timed is one scrape's wall time (request to last byte) and size.
+func timed(addr, accept string) (time.Duration, int, error) {
+	req, err := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Accept", accept)
+	t0 := time.Now()
+	rsp, err := client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rsp.Body.Close()
+	n, err := io.Copy(io.Discard, rsp.Body)
+	return time.Since(t0), int(n), err
+}
+
+// waitRecords waits until jobwatch shows (so has saved) want records.
+func waitRecords(addr string, want uint64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var got uint64
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/metrics?name[]=jobwatch_source_records_total", nil)
+		rsp, err := client.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(rsp.Body)
+			rsp.Body.Close()
+			for line := range strings.Lines(string(b)) {
+				if v, ok := strings.CutPrefix(line, `jobwatch_source_records_total{source="runs"} `); ok {
+					f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+					got = uint64(f)
+				}
+			}
+			if got >= want {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New("timed out waiting for the catch-up: " + strconv.FormatUint(got, 10) + " records shown")
+}
+
+func procStatus(pid int, key string) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			kb, _ := strconv.Atoi(strings.Fields(v)[0])
+			return kb
+		}
+	}
+	return 0
+}
+
+func rss(pid int) int { return procStatus(pid, "VmRSS") }
+func hwm(pid int) int { return procStatus(pid, "VmHWM") }
+
+// cpuTime is the user and system time of pid.
+func cpuTime(pid int) time.Duration {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.Atoi(fields[11])
+	k, _ := strconv.Atoi(fields[12])
+	return time.Duration(u+k) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
