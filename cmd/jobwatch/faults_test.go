@@ -344,7 +344,7 @@ func mountTmpfs(t *testing.T, size string) string {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0700"); err != nil { // a state directory must be its owner's alone
 		if errors.Is(err, syscall.EPERM) {
 			t.Skipf("mounting a tmpfs: %v (the test needs root or CAP_SYS_ADMIN)", err)
 		}
