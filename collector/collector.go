@@ -175,7 +175,9 @@ func collectSource(ch chan<- prometheus.Metric, s *model.SourceView, now time.Ti
 // (constSink) or as lines of the exposition (lineSink).
 type sink interface {
 	gauge(d *prometheus.Desc, v float64, labelValues ...string)
-	counter(d *prometheus.Desc, v float64, labelValues ...string)
+	// counter: created is when it started counting (zero: unknown), the
+	// _created sample of OpenMetrics.
+	counter(d *prometheus.Desc, v float64, created time.Time, labelValues ...string)
 	histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, labelValues ...string)
 }
 
@@ -186,8 +188,12 @@ func (f constSink) gauge(d *prometheus.Desc, v float64, lvs ...string) {
 	f(prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lvs...))
 }
 
-func (f constSink) counter(d *prometheus.Desc, v float64, lvs ...string) {
-	f(prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lvs...))
+func (f constSink) counter(d *prometheus.Desc, v float64, created time.Time, lvs ...string) {
+	if created.IsZero() {
+		f(prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lvs...))
+		return
+	}
+	f(prometheus.MustNewConstMetricWithCreatedTimestamp(d, prometheus.CounterValue, v, created, lvs...))
 }
 
 func (f constSink) histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, lvs ...string) {
@@ -199,7 +205,12 @@ func (f constSink) histogram(d *prometheus.Desc, count uint64, sum float64, buck
 func collectJob(s sink, j *model.JobView, now time.Time) {
 	name := j.Spec.Name
 	gauge := func(d *prometheus.Desc, v float64) { s.gauge(d, v, name) }
-	counter := func(d *prometheus.Desc, v uint64) { s.counter(d, float64(v), name) }
+	// A job's counters count from when jobwatch first knew of the job (its
+	// earliest record, or when it was first watched), which is saved: a
+	// restart does not move it, so Prometheus 3 places a counter first seen
+	// with a value (history read on first start) where it began.
+	created := j.FirstWatched
+	counter := func(d *prometheus.Desc, v uint64) { s.counter(d, float64(v), created, name) }
 	w := j.Watch(now)
 
 	scope := j.Spec.Scope
@@ -238,18 +249,18 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 	}
 	gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
 	for i, r := range model.Results {
-		s.counter(runsDesc, float64(j.RunCounts[i]), name, string(r))
+		s.counter(runsDesc, float64(j.RunCounts[i]), created, name, string(r))
 	}
 	for _, r := range model.SkipReasons {
-		s.counter(skipsDesc, float64(j.SkipsByReason[r]), name, r)
+		s.counter(skipsDesc, float64(j.SkipsByReason[r]), created, name, r)
 	}
 	for _, r := range sortedKeys(j.SkipsByReason) {
 		if !slices.Contains(model.SkipReasons, r) {
-			s.counter(skipsDesc, float64(j.SkipsByReason[r]), name, r)
+			s.counter(skipsDesc, float64(j.SkipsByReason[r]), created, name, r)
 		}
 	}
 	for _, l := range model.LockLayers {
-		s.counter(lockLostDesc, float64(j.LockLost[l]), name, l)
+		s.counter(lockLostDesc, float64(j.LockLost[l]), created, name, l)
 	}
 	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
 	gauge(runningDesc, float64(len(j.Open)))
@@ -257,7 +268,7 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 	counter(missedDesc, j.Missed)
 	counter(unexpectedDesc, j.Unexpected)
 	for i, kind := range model.DuplicateKinds {
-		s.counter(duplicateDesc, float64(j.DupCounts[i]), name, kind)
+		s.counter(duplicateDesc, float64(j.DupCounts[i]), created, name, kind)
 	}
 	for k, r := range j.Open {
 		// Two open runs can share host and PID only when the PID is unknown

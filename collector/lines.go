@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -73,14 +74,23 @@ func (s *lineSink) labels(b []byte, d *prometheus.Desc, lvs []string, le []byte)
 	return append(b, '}', ' ')
 }
 
-// sample writes one line of family d.
-func (s *lineSink) sample(d *prometheus.Desc, v float64, lvs []string) {
+// sample writes one line of family d (two for a counter with a created
+// time in OpenMetrics: its _created sample follows it, as expfmt writes it).
+func (s *lineSink) sample(d *prometheus.Desc, v float64, lvs []string, created time.Time) {
 	i := familyOf[d]
 	start := len(s.fams[i])
 	b := append(s.fams[i], descInfo[d].name...)
 	b = s.labels(b, d, lvs, nil)
 	b = appendFloat(b, v, s.format)
-	s.fams[i] = append(b, '\n')
+	b = append(b, '\n')
+	if s.format == fmtOpenMetrics && !created.IsZero() {
+		b = append(b, strings.TrimSuffix(descInfo[d].name, "_total")...)
+		b = append(b, "_created"...)
+		b = s.labels(b, d, lvs, nil)
+		b = appendFloat(b, float64(created.UnixNano())/1e9, s.format)
+		b = append(b, '\n')
+	}
+	s.fams[i] = b
 	if len(lvs) > 1 {
 		kb := s.keyBuf[:0]
 		for _, k := range labelOrder[d] {
@@ -92,8 +102,13 @@ func (s *lineSink) sample(d *prometheus.Desc, v float64, lvs []string) {
 	}
 }
 
-func (s *lineSink) gauge(d *prometheus.Desc, v float64, lvs ...string)   { s.sample(d, v, lvs) }
-func (s *lineSink) counter(d *prometheus.Desc, v float64, lvs ...string) { s.sample(d, v, lvs) }
+func (s *lineSink) gauge(d *prometheus.Desc, v float64, lvs ...string) {
+	s.sample(d, v, lvs, time.Time{})
+}
+
+func (s *lineSink) counter(d *prometheus.Desc, v float64, created time.Time, lvs ...string) {
+	s.sample(d, v, lvs, created)
+}
 
 func (s *lineSink) histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, lvs ...string) {
 	i := familyOf[d]
