@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Catch-up of one run log by jobwatch and by Debian's mtail with an
+# equivalent program (scripts/runlog.mtail), whole processes, in one run.
+# The run log is N records (start and end pairs of 100 jobs, as `jobwatch
+# run` writes them; the same lines as BenchmarkIngest in sources/runlog).
+# jobwatch: a fresh state directory, the binary started on the file, timed
+# until /metrics reports all N records read (polled every 50 ms). mtail:
+# `mtail --one_shot` on the same file, which reads it to its end, prints its
+# metrics and exits. `wc -l` on the same file is the floor. Rounds
+# interleave the three so that load drift touches them alike; the load
+# average is printed before and after each round.
+# Prints wall and CPU (user+system) seconds of each, and mtail's time over
+# jobwatch's per round.
+# Usage: scripts/bench-mtail.sh [records=1000000] [rounds=3]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-1000000} rounds=${2:-3}
+command -v mtail >/dev/null || { echo "mtail missing: apt-get install mtail" >&2; exit 1; }
+tmp=$(mktemp -d)
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+go build -o "$tmp/jobwatch" ./cmd/jobwatch
+# 2026-11-01T00:00:00Z; start at t+i s, end 40.5 s later.
+gawk -v n="$n" -v t0=1793491200 'BEGIN {
+  for (i = 0; i < n / 2; i++) {
+    job = sprintf("job_%02d", i % 100); pid = 1000 + i; s = t0 + i
+    printf "{\"time\":\"%s.000Z\",\"job\":\"%s\",\"event\":\"start\",\"host\":\"web1\",\"pid\":%d,\"run_id\":\"%016x\"}\n", strftime("%Y-%m-%dT%H:%M:%S", s, 1), job, pid, i
+    printf "{\"time\":\"%s.500Z\",\"job\":\"%s\",\"event\":\"end\",\"host\":\"web1\",\"pid\":%d,\"run_id\":\"%016x\",\"status\":\"success\",\"exit_code\":0,\"duration_seconds\":40.5}\n", strftime("%Y-%m-%dT%H:%M:%S", s + 40, 1), job, pid, i
+  }
+}' >"$tmp/runs.log"
+{
+  echo "jobs:"
+  for j in $(seq -w 0 99); do printf '  - name: job_%s\n    every: 1h\n' "$j"; done
+  printf 'sources:\n  - name: runs\n    type: runlog\n    path: %s/runs.log\n    format: json\n' "$tmp"
+} >"$tmp/jobwatch.yml"
+hz=$(getconf CLK_TCK)
+echo "catch-up of $n records ($(du -m "$tmp/runs.log" | cut -f1) MB); $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); jobwatch at $(git rev-parse --short HEAD), $(mtail --version | head -1)"
+# timed CMD...: runs CMD, prints "wall cpu" in seconds.
+timed() {
+  /usr/bin/time -f '%e %U %S' -o "$tmp/time" "$@" >"$tmp/out" 2>&1
+  awk '{ printf "%.2f %.2f", $1, $2 + $3 }' "$tmp/time"
+}
+jobwatch_catchup() {
+  rm -rf "$tmp/state"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$tmp/jobwatch" --config.file="$tmp/jobwatch.yml" --state.path="$tmp/state" --web.listen-address="127.0.0.1:$port" >"$tmp/jw.log" 2>&1 &
+  pid=$!
+  # records: the value of jobwatch_source_records_total, 0 before the first
+  # scrape answers.
+  records() {
+    curl -fs "http://127.0.0.1:$port/metrics" 2>/dev/null |
+      awk '$1 == "jobwatch_source_records_total{source=\"runs\"}" { v = $2 } END { print v + 0 }'
+  }
+  until [ "$(records)" -ge "$n" ] 2>/dev/null; do
+    kill -0 "$pid" 2>/dev/null || { echo "jobwatch exited:" >&2; cat "$tmp/jw.log" >&2; exit 1; }
+    sleep 0.05
+  done
+  t1=$(date +%s.%N)
+  local cpu
+  cpu=$(awk -v hz="$hz" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$pid/stat")
+  kill "$pid"; wait "$pid" || true; pid=""
+  awk -v a="$t0" -v b="$t1" -v c="$cpu" 'BEGIN { printf "%.2f %s", b - a, c }'
+}
+for r in $(seq "$rounds"); do
+  l0=$(cut -d' ' -f1-3 /proc/loadavg)
+  read -r wcw wcc <<<"$(timed wc -l "$tmp/runs.log")"
+  read -r jww jwc <<<"$(jobwatch_catchup)"
+  read -r mtw mtc <<<"$(timed mtail --one_shot --one_shot_format prometheus --progs scripts/runlog.mtail --logs "$tmp/runs.log")"
+  grep -q "jobwatch_job_runs_total{job_name=\"job_00\",prog=\"runlog.mtail\",result=\"success\"} $((n / 200))\$" "$tmp/out" ||
+    { echo "mtail did not count $((n / 200)) runs of job_00:" >&2; grep job_00 "$tmp/out" | head -5 >&2; exit 1; }
+  l1=$(cut -d' ' -f1-3 /proc/loadavg)
+  awk -v r="$r" -v l0="$l0" -v l1="$l1" -v n="$n" -v wcw="$wcw" -v wcc="$wcc" -v jww="$jww" -v jwc="$jwc" -v mtw="$mtw" -v mtc="$mtc" 'BEGIN {
+    printf "round %d (load %s -> %s):\n", r, l0, l1
+    printf "  wc -l     %6.2f s wall %6.2f s CPU  %5.2f M records/s wall\n", wcw, wcc, n / (wcw > 0 ? wcw : 0.01) / 1e6
+    printf "  jobwatch  %6.2f s wall %6.2f s CPU  %5.2f M records/s wall\n", jww, jwc, n / jww / 1e6
+    printf "  mtail     %6.2f s wall %6.2f s CPU  %5.2f M records/s wall\n", mtw, mtc, n / mtw / 1e6
+    printf "  mtail / jobwatch: %.1fx wall, %.1fx CPU\n", mtw / jww, mtc / jwc
+  }'
+done
