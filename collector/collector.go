@@ -238,7 +238,7 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 	if j.HasLastDuration {
 		gauge(lastDurationDesc, j.LastDuration)
 	}
-	if p99, ok := model.DurationQuantile(j.DurationHistory, 0.99); ok {
+	if p99, ok := model.DurationQuantile(j.LastDurations(), 0.99); ok {
 		gauge(durationP99Desc, p99)
 	}
 	if !j.LastFailure.IsZero() {

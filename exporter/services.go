@@ -101,7 +101,7 @@ func (e *Exporter) discoverOnce(root string) {
 	p99 := map[string]time.Duration{}
 	jobs, _ := e.View()
 	for i := range jobs {
-		if q, ok := model.DurationQuantile(jobs[i].DurationHistory, 0.99); ok {
+		if q, ok := model.DurationQuantile(jobs[i].LastDurations(), 0.99); ok {
 			p99[jobs[i].Spec.Name] = time.Duration(q * float64(time.Second))
 		}
 	}

@@ -34,16 +34,40 @@ type RecentRun struct {
 	Overlapped bool
 }
 
-// remember appends r to the job's recent runs, newest last. The slice is
-// never written in place: a view taken before keeps what it saw.
+// remember appends r to the job's recent runs, newest last.
 func (j *job) remember(r RecentRun) {
-	keep := j.Recent
-	if len(keep) >= MaxRecentRuns {
-		keep = keep[len(keep)-MaxRecentRuns+1:]
+	j.Recent = appendBounded(j.Recent, r, MaxRecentRuns)
+}
+
+// RecentRuns are the job's latest finished and skipped runs, oldest first,
+// at most MaxRecentRuns.
+func (j *JobState) RecentRuns() []RecentRun { return lastN(j.Recent, MaxRecentRuns) }
+
+// LastDurations are the durations of the job's latest finished runs in
+// seconds, oldest first, at most MaxDurationHistory.
+func (j *JobState) LastDurations() []float64 { return lastN(j.DurationHistory, MaxDurationHistory) }
+
+// appendBounded appends v to s, of which lastN(s, n) is what counts. It
+// never writes an element within s's length, which a view taken earlier
+// may be reading: it appends past the end (no earlier slice sees that far)
+// or, once s holds half as many again as n, first copies its last n-1
+// elements into a new array. Either way a call costs O(1), amortised (two
+// element copies): applying a run must not copy the job's whole history.
+func appendBounded[T any](s []T, v T, n int) []T {
+	if len(s) >= n+n/2 {
+		fresh := make([]T, n-1, n+n/2)
+		copy(fresh, s[len(s)-n+1:])
+		s = fresh
 	}
-	next := make([]RecentRun, len(keep), len(keep)+1)
-	copy(next, keep)
-	j.Recent = append(next, r)
+	return append(s, v)
+}
+
+// lastN is the last n elements of s.
+func lastN[T any](s []T, n int) []T {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
 
 // MaxDurationHistory bounds the durations kept per job for advice on
@@ -51,16 +75,9 @@ func (j *job) remember(r RecentRun) {
 // with a margin, the right lock TTL a multiple of the longest run.
 const MaxDurationHistory = 100
 
-// observeDuration appends seconds to the job's duration history, copying
-// rather than writing in place, like remember.
+// observeDuration appends seconds to the job's duration history.
 func (j *job) observeDuration(seconds float64) {
-	keep := j.DurationHistory
-	if len(keep) >= MaxDurationHistory {
-		keep = keep[len(keep)-MaxDurationHistory+1:]
-	}
-	next := make([]float64, len(keep), len(keep)+1)
-	copy(next, keep)
-	j.DurationHistory = append(next, seconds)
+	j.DurationHistory = appendBounded(j.DurationHistory, seconds, MaxDurationHistory)
 }
 
 // DurationQuantile returns the q-quantile (0 < q <= 1) of the durations by

@@ -49,12 +49,13 @@ type JobState struct {
 	// Sources that reported the job: missed runs are not counted from the
 	// clock while one of them cannot be read.
 	Sources []string
-	// Recent are the latest finished and skipped runs, oldest first, at
-	// most MaxRecentRuns. Never written in place (see remember), so copies
-	// may share it.
+	// Recent are the latest finished and skipped runs, oldest first: read
+	// them through RecentRuns (it may hold a few more than MaxRecentRuns).
+	// No element within its length is ever written (see appendBounded),
+	// so copies may share it.
 	Recent []RecentRun
 	// DurationHistory are the latest finished runs' durations in seconds,
-	// oldest first, at most MaxDurationHistory; never written in place.
+	// oldest first: read them through LastDurations; shared as Recent is.
 	DurationHistory []float64
 }
 

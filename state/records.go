@@ -112,9 +112,9 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		Durations: histogramRecord{Counts: j.Durations.Counts, Sum: j.Durations.Sum, Count: j.Durations.Count},
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
 		Sources: j.Sources, SkipsByReason: nonZero(j.SkipsByReason), LockLost: nonZero(j.LockLost),
-		DurationHistory: j.DurationHistory,
+		DurationHistory: j.LastDurations(),
 	}
-	for _, rr := range j.Recent {
+	for _, rr := range j.RecentRuns() {
 		rec := recentRecord{Start: rr.Start, End: rr.End, Result: string(rr.Result), Host: rr.Host, PID: rr.PID,
 			Reason: rr.Reason, Lock: rr.Lock, Holder: rr.Holder, Output: rr.Output, Overlapped: rr.Overlapped}
 		if rr.HasDuration {

@@ -103,15 +103,16 @@ const maxMissedMarks = 200
 // run that no recent run started for within grace, at most maxMissedMarks.
 func MissedSlots(v *model.JobView, now time.Time) []time.Time {
 	s := v.Spec.Schedule
-	if _, every := s.(schedule.Every); every || s == nil || len(v.Recent) == 0 {
+	recent := v.RecentRuns()
+	if _, every := s.(schedule.Every); every || s == nil || len(recent) == 0 {
 		return nil
 	}
-	from := v.Recent[0].End
-	if !v.Recent[0].Start.IsZero() {
-		from = v.Recent[0].Start
+	from := recent[0].End
+	if !recent[0].Start.IsZero() {
+		from = recent[0].Start
 	}
 	var starts []time.Time
-	for _, r := range v.Recent {
+	for _, r := range recent {
 		if !r.Start.IsZero() {
 			starts = append(starts, r.Start)
 		} else {

@@ -219,7 +219,7 @@ func buildJob(v *model.JobView, now time.Time) Job {
 	if v.HasLastExitCode {
 		j.LastExitCode = ptr(v.LastExitCode)
 	}
-	if h := v.DurationHistory; len(h) > 0 {
+	if h := v.LastDurations(); len(h) > 0 {
 		p50, _ := model.DurationQuantile(h, 0.5)
 		p99, _ := model.DurationQuantile(h, 0.99)
 		maxD, _ := model.DurationQuantile(h, 1)
@@ -296,9 +296,10 @@ func describe(s schedule.Schedule) string {
 
 // recentRuns lists the job's recent runs, newest first.
 func recentRuns(v *model.JobView) []Run {
-	out := make([]Run, 0, len(v.Recent))
-	for i := len(v.Recent) - 1; i >= 0; i-- {
-		r := v.Recent[i]
+	recent := v.RecentRuns()
+	out := make([]Run, 0, len(recent))
+	for i := len(recent) - 1; i >= 0; i-- {
+		r := recent[i]
 		run := Run{Start: timePtr(r.Start), End: r.End.UTC(), Result: string(r.Result), Host: r.Host, PID: r.PID,
 			Reason: r.Reason, Lock: r.Lock, Holder: r.Holder, Output: r.Output, Overlapped: r.Overlapped}
 		if r.HasDuration {
