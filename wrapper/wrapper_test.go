@@ -508,12 +508,24 @@ func TestLockHolderSlowWrapper(t *testing.T) {
 	if code != 75 {
 		t.Fatalf("second wrapper exited %d (%s), want 75 (skip)", code, stderr)
 	}
-	recs := readRecords(t, log)
-	if events(recs) != "start,skip" {
-		t.Fatalf("records %s, want start,skip", events(recs))
-	}
-	if recs[1].HolderPID != recs[0].PID || recs[1].HolderPID == first.Process.Pid {
-		t.Errorf("skip names holder %d; the job is %d, its wrapper %d", recs[1].HolderPID, recs[0].PID, first.Process.Pid)
+	// The job exists before its wrapper writes the start record, so the
+	// skip may be written first: wait for both, in either order.
+	var start, skip *record
+	waitFor(t, "the start and the skip records", 10*time.Second, func() bool {
+		start, skip = nil, nil
+		recs := readRecords(t, log)
+		for i := range recs {
+			switch recs[i].Event {
+			case "start":
+				start = &recs[i]
+			case "skip":
+				skip = &recs[i]
+			}
+		}
+		return start != nil && skip != nil && len(recs) == 2
+	})
+	if skip.HolderPID != start.PID || skip.HolderPID == first.Process.Pid {
+		t.Errorf("skip names holder %d; the job is %d, its wrapper %d", skip.HolderPID, start.PID, first.Process.Pid)
 	}
 }
 
