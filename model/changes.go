@@ -271,6 +271,7 @@ func (s *Saved) View() ([]JobView, []SourceView) {
 // view is a copy of j's state, for saving and rendering.
 func (j *job) view() *JobView {
 	v := &JobView{Spec: j.spec, JobState: j.JobState.clone()}
+	v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
 	for i, r := range Results {
 		v.RunCounts[i] = j.Runs[r]
 	}

@@ -34,10 +34,8 @@ type RecentRun struct {
 	Overlapped bool
 }
 
-// remember appends r to the job's recent runs, newest last.
-func (j *job) remember(r RecentRun) {
-	j.Recent = appendBounded(j.Recent, r, MaxRecentRuns)
-}
+// remember adds r to the job's recent runs.
+func (j *job) remember(r RecentRun) { j.recent.push(r, MaxRecentRuns) }
 
 // RecentRuns are the job's latest finished and skipped runs, oldest first,
 // at most MaxRecentRuns.
@@ -47,19 +45,37 @@ func (j *JobState) RecentRuns() []RecentRun { return lastN(j.Recent, MaxRecentRu
 // seconds, oldest first, at most MaxDurationHistory.
 func (j *JobState) LastDurations() []float64 { return lastN(j.DurationHistory, MaxDurationHistory) }
 
-// appendBounded appends v to s, of which lastN(s, n) is what counts. It
-// never writes an element within s's length, which a view taken earlier
-// may be reading: it appends past the end (no earlier slice sees that far)
-// or, once s holds half as many again as n, first copies its last n-1
-// elements into a new array. Either way a call costs O(1), amortised (two
-// element copies): applying a run must not copy the job's whole history.
-func appendBounded[T any](s []T, v T, n int) []T {
-	if len(s) >= n+n/2 {
-		fresh := make([]T, n-1, n+n/2)
-		copy(fresh, s[len(s)-n+1:])
-		s = fresh
+// ring holds a job's latest n values in place: applying a run writes one
+// element and copies nothing. Only a view of the job (taken once per save,
+// not once per record) copies it out, oldest first, so views never share
+// what the ring overwrites.
+type ring[T any] struct {
+	buf  []T
+	next int // where the next value goes, once buf is full
+}
+
+func (r *ring[T]) push(v T, n int) {
+	if len(r.buf) < n {
+		r.buf = append(r.buf, v)
+		return
 	}
-	return append(s, v)
+	r.buf[r.next] = v
+	r.next = (r.next + 1) % n
+}
+
+// ordered is a copy of the values, oldest first (nil when none).
+func (r *ring[T]) ordered() []T {
+	if len(r.buf) == 0 {
+		return nil
+	}
+	out := make([]T, 0, len(r.buf))
+	out = append(out, r.buf[r.next:]...)
+	return append(out, r.buf[:r.next]...)
+}
+
+// load replaces the values with vs, oldest first, keeping the last n.
+func (r *ring[T]) load(vs []T, n int) {
+	r.buf, r.next = append([]T(nil), lastN(vs, n)...), 0
 }
 
 // lastN is the last n elements of s.
@@ -75,10 +91,8 @@ func lastN[T any](s []T, n int) []T {
 // with a margin, the right lock TTL a multiple of the longest run.
 const MaxDurationHistory = 100
 
-// observeDuration appends seconds to the job's duration history.
-func (j *job) observeDuration(seconds float64) {
-	j.DurationHistory = appendBounded(j.DurationHistory, seconds, MaxDurationHistory)
-}
+// observeDuration adds seconds to the job's duration history.
+func (j *job) observeDuration(seconds float64) { j.durations.push(seconds, MaxDurationHistory) }
 
 // DurationQuantile returns the q-quantile (0 < q <= 1) of the durations by
 // nearest rank, and false when there are none.

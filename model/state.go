@@ -49,13 +49,11 @@ type JobState struct {
 	// Sources that reported the job: missed runs are not counted from the
 	// clock while one of them cannot be read.
 	Sources []string
-	// Recent are the latest finished and skipped runs, oldest first: read
-	// them through RecentRuns (it may hold a few more than MaxRecentRuns).
-	// No element within its length is ever written (see appendBounded),
-	// so copies may share it.
-	Recent []RecentRun
-	// DurationHistory are the latest finished runs' durations in seconds,
-	// oldest first: read them through LastDurations; shared as Recent is.
+	// Recent are the latest finished and skipped runs, oldest first, at
+	// most MaxRecentRuns; DurationHistory the latest finished runs'
+	// durations in seconds, at most MaxDurationHistory. A view of the job
+	// carries copies; the live job keeps them in rings (see ring).
+	Recent          []RecentRun
 	DurationHistory []float64
 }
 
@@ -204,6 +202,9 @@ func (t *Tracker) Restore(s *Snapshot) error {
 			continue
 		}
 		j.JobState = sj.JobState
+		j.recent.load(sj.Recent, MaxRecentRuns)
+		j.durations.load(sj.DurationHistory, MaxDurationHistory)
+		j.Recent, j.DurationHistory = nil, nil // the rings hold them
 		if j.Runs == nil {
 			j.Runs = map[Result]uint64{}
 		}

@@ -87,7 +87,11 @@ type job struct {
 	JobState
 	open  InFlight[RunKey, *Run] // runs in progress
 	dirty bool                   // in Tracker.dirty
-	ended []endedRun             // the latest runs that ended, for repeated ends
+	ended ring[endedRun]         // the latest runs that ended, for repeated ends
+	// recent and durations hold JobState.Recent and DurationHistory, which
+	// only views of the job carry (see ring).
+	recent    ring[RecentRun]
+	durations ring[float64]
 }
 
 // endedRun is a run that ended, by key, and when.
@@ -443,7 +447,7 @@ func (j *job) endedJustNow(key RunKey, t time.Time) bool {
 	if key.RunID == "" && key.PID == 0 {
 		return false
 	}
-	for _, e := range j.ended {
+	for _, e := range j.ended.buf {
 		if e.key == key && t.Sub(e.at).Abs() <= duplicateEndWindow {
 			return true
 		}
@@ -457,10 +461,7 @@ func (j *job) rememberEnd(key RunKey, t time.Time) {
 	if key.RunID == "" && key.PID == 0 {
 		return
 	}
-	j.ended = append(j.ended, endedRun{key, t})
-	if len(j.ended) > lostMemory {
-		j.ended = j.ended[len(j.ended)-lostMemory:]
-	}
+	j.ended.push(endedRun{key, t}, lostMemory)
 }
 
 func (j *job) wasLost(key RunKey) bool {
@@ -603,6 +604,7 @@ func (t *Tracker) view() ([]JobView, []SourceView) {
 	jobs := make([]JobView, 0, len(t.jobs))
 	for _, j := range t.jobs {
 		v := JobView{Spec: j.spec, JobState: j.JobState}
+		v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
 		// Only what the collector renders is copied; maps and slices it
 		// does not render are left out.
 		v.Runs, v.Duplicates, v.LostRuns, v.Sources, v.RecentSlots = nil, nil, nil, nil, nil

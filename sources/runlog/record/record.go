@@ -408,9 +408,13 @@ func (c *core) finish(ev *model.Event) error {
 	if b, err = c.str(fReason, MaxReasonLen); err != nil {
 		return err
 	}
-	// Taken now: the scratch space b may lie in is reused below.
-	reason := c.reasons.get(b)
-	skipReason := c.skipReason(b)
+	// Taken now: the scratch space b may lie in is reused below. A start
+	// keeps no reason: skip the look-ups, the common case.
+	var reason, skipReason string
+	if ev.Kind != model.Start {
+		reason = c.reasons.get(b)
+		skipReason = c.skipReason(b)
+	}
 
 	holderPID, _, err := c.integer(fHolderPID, 0, math.MaxInt32)
 	if err != nil {
