@@ -1,13 +1,11 @@
 package wrapper
 
 import (
-	"bytes"
-	"os"
-	"slices"
-	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"jobwatch/internal/procfs"
 )
 
 // signalGroup sends sig to every process of the job's process group.
@@ -36,54 +34,20 @@ type procStat struct {
 // live: not a zombie (exited, not yet reaped) nor dead.
 func (s procStat) live() bool { return s.state != 'Z' && s.state != 'X' }
 
-// parseStat reads a /proc/PID/stat line: "PID (COMM) STATE PPID PGRP ...",
-// where COMM may itself hold ") ".
+// parseStat reads a /proc/PID/stat line with the shared parser.
 func parseStat(b []byte) (procStat, bool) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 || len(f[0]) != 1 {
-		return procStat{}, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgrp, err2 := strconv.Atoi(string(f[2]))
-	if err1 != nil || err2 != nil {
-		return procStat{}, false
-	}
-	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp}, true
+	st, ok := procfs.ParseStat(b)
+	return procStat{state: st.State, ppid: st.PPID, pgrp: st.PGRP}, ok
 }
 
 // readStat reads /proc/PID/stat.
 func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, false
-	}
-	return parseStat(b)
+	st, ok := procfs.ReadStat(pid)
+	return procStat{state: st.State, ppid: st.PPID, pgrp: st.PGRP}, ok
 }
 
 // pids lists the processes in /proc, in ascending order.
-func pids() []int {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, name := range names {
-		if pid, err := strconv.Atoi(name); err == nil && pid > 0 {
-			out = append(out, pid)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
+func pids() []int { return procfs.Pids() }
 
 // reapGroup waits, once the job's leader has exited after a timeout, for the
 // rest of its process group to exit until deadline, then kills what is left:

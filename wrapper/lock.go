@@ -1,7 +1,6 @@
 package wrapper
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"jobwatch/internal/procfs"
 )
 
 // openLock opens (creating if missing, mode 0644 less the umask) the lock
@@ -178,25 +179,7 @@ func children(pid int) ([]int, bool) {
 }
 
 // holdsFile reports whether process pid has the file dev:ino open.
-func holdsFile(pid int, dev, ino uint64) bool {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
-	d, err := os.Open(dir)
-	if err != nil {
-		return false
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return false
-	}
-	var st unix.Stat_t
-	for _, n := range names {
-		if unix.Stat(dir+n, &st) == nil && st.Dev == dev && st.Ino == ino {
-			return true
-		}
-	}
-	return false
-}
+func holdsFile(pid int, dev, ino uint64) bool { return procfs.HoldsFile(pid, dev, ino) }
 
 // sameExecutable reports whether process pid runs this binary (another
 // jobwatch run).
@@ -207,37 +190,13 @@ func sameExecutable(pid int) bool {
 }
 
 // findFlockHolder scans /proc/locks text for the first active FLOCK lock on
-// the inode (major:minor:ino) and returns its pid, or 0. Lines look like
-//
-//	1: FLOCK  ADVISORY  WRITE 4242 fe:00:9978034 0 EOF
-//	1: -> FLOCK  ADVISORY  WRITE 4300 fe:00:9978034 0 EOF   (a waiter: skipped)
-//
-// Malformed lines are skipped.
+// the inode (major:minor:ino) and returns its pid, or 0. Waiters and
+// malformed lines are skipped (procfs.ParseLocks).
 func findFlockHolder(r io.Reader, major, minor uint32, ino uint64) int {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 64*1024)
-	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		// id: TYPE KIND MODE PID MAJ:MIN:INO START END
-		if len(f) < 6 || string(f[1]) != "FLOCK" {
-			continue
-		}
-		pid, err := strconv.Atoi(string(f[4]))
-		if err != nil || pid <= 0 {
-			continue
-		}
-		parts := bytes.Split(f[5], []byte(":"))
-		if len(parts) != 3 {
-			continue
-		}
-		maj, err1 := strconv.ParseUint(string(parts[0]), 16, 32)
-		min, err2 := strconv.ParseUint(string(parts[1]), 16, 32)
-		in, err3 := strconv.ParseUint(string(parts[2]), 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil {
-			continue
-		}
-		if uint32(maj) == major && uint32(min) == minor && in == ino {
-			return pid
+	want := procfs.FileID{Major: major, Minor: minor, Ino: ino}
+	for _, l := range procfs.ParseLocks(r) {
+		if l.Type == "FLOCK" && l.PID > 0 && l.File == want {
+			return l.PID
 		}
 	}
 	return 0
