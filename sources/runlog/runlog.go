@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"time"
 
 	"jobwatch/model"
@@ -110,10 +111,11 @@ func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 	defer cancel()
 	go r.reportHealth(ctx, t, sink)
 
-	events := make([]model.Event, 0, tail.BatchLines)
-	var ev model.Event
+	var events []model.Event
 	err := t.Run(ctx, func(lines []tail.Line, p tail.Position, resets int) {
-		events = events[:0]
+		// Each record is parsed in its place in the batch: an Event is
+		// about 250 bytes, and copying it in would cost as much as parsing.
+		events = slices.Grow(events[:0], len(lines))
 		bad := 0
 		for _, l := range lines {
 			if l.TooLong {
@@ -121,7 +123,9 @@ func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 				r.logger.Debug("line too long to be a record", "line", l.Number, "bytes_read", len(l.Text))
 				continue
 			}
-			if err := r.parser.Parse(l.Text, &ev); err != nil {
+			events = events[:len(events)+1]
+			if err := r.parser.Parse(l.Text, &events[len(events)-1]); err != nil {
+				events = events[:len(events)-1]
 				if errors.Is(err, record.ErrNoMatch) || errors.Is(err, record.ErrEmpty) {
 					continue // blank lines, and an application log's other lines
 				}
@@ -129,7 +133,6 @@ func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 				r.logger.Debug("not a record", "line", l.Number, "err", err)
 				continue
 			}
-			events = append(events, ev)
 		}
 		position, err := json.Marshal(p)
 		if err != nil {

@@ -315,10 +315,9 @@ func (c *core) integer(f field, min, max int64) (n int, ok bool, err error) {
 // maxDurationSeconds is the longest duration time.Duration holds, in seconds.
 const maxDurationSeconds = float64(math.MaxInt64) / 1e9
 
-// finish converts the raw values of the current line into ev, checking
-// every known field whatever the event.
+// finish converts the raw values of the current line into ev, which Parse
+// has zeroed, checking every known field whatever the event.
 func (c *core) finish(ev *model.Event) error {
-	*ev = model.Event{}
 
 	b, err := c.text(fTime)
 	if err != nil {
