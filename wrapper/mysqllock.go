@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"jobwatch/internal/secret"
 )
 
 // mysqlLock is GET_LOCK(name, 0) on one dedicated connection (a sql.Conn,
@@ -20,7 +22,7 @@ type mysqlLock struct {
 	cfg      *mysql.Config
 	name     string
 	interval time.Duration
-	red      *redactor
+	red      *secret.Redactor
 	db       *sql.DB
 	conn     *sql.Conn
 }
@@ -29,10 +31,10 @@ type mysqlLock struct {
 // checked while the job runs.
 const DefaultLockCheckInterval = 5 * time.Second
 
-func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *redactor) (*mysqlLock, error) {
+func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *secret.Redactor) (*mysqlLock, error) {
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, red.err(fmt.Errorf("--lock-mysql: %w", err))
+		return nil, red.Err(fmt.Errorf("--lock-mysql: %w", err))
 	}
 	return &mysqlLock{cfg: cfg, name: name, interval: interval, red: red, db: sql.OpenDB(c)}, nil
 }
@@ -80,7 +82,7 @@ func (l *mysqlLock) holder(ctx context.Context, conn *sql.Conn) string {
 // out, gone away) is unavailable; the server's own refusals (access
 // denied, unknown database) are configuration errors.
 func (l *mysqlLock) error(op string, err error) error {
-	err = l.red.err(fmt.Errorf("mysql %s: %s: %w", l.cfg.Addr, op, err))
+	err = l.red.Err(fmt.Errorf("mysql %s: %s: %w", l.cfg.Addr, op, err))
 	var merr *mysql.MySQLError
 	var nerr net.Error
 	switch {

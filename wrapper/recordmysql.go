@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"jobwatch/internal/secret"
 )
 
 // DefaultRecordTable is --record-table's default, the table the mysql
@@ -32,7 +34,7 @@ type runTable struct {
 	schema   string // "" for the DSN's database
 	table    string
 	quoted   string
-	red      *redactor
+	red      *secret.Redactor
 	db       *sql.DB
 	exitCode bool  // the table has an exit_code column
 	probed   bool  // exitCode is known
@@ -43,7 +45,7 @@ type runTable struct {
 // not answer delays the wrapper's exit by this much at most.
 const recordTimeout = 5 * time.Second
 
-func newRunTable(cfg *mysql.Config, table string, red *redactor) (*runTable, error) {
+func newRunTable(cfg *mysql.Config, table string, red *secret.Redactor) (*runTable, error) {
 	if !tableRE().MatchString(table) {
 		return nil, fmt.Errorf("--record-table %q: must be a plain identifier (letters, digits, _ and $, at most 64), or database.table", table)
 	}
@@ -58,7 +60,7 @@ func newRunTable(cfg *mysql.Config, table string, red *redactor) (*runTable, err
 	}
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, red.err(fmt.Errorf("--record-mysql: %w", err))
+		return nil, red.Err(fmt.Errorf("--record-mysql: %w", err))
 	}
 	t.db = sql.OpenDB(c)
 	t.db.SetMaxOpenConns(1)
@@ -89,7 +91,7 @@ func (t *runTable) exec(what string, f func(ctx context.Context) error) error {
 		err = f(ctx)
 	}
 	if err != nil {
-		return t.red.err(fmt.Errorf("table %s on %s missed the %s record: %w", t.table, t.cfg.Addr, what, err))
+		return t.red.Err(fmt.Errorf("table %s on %s missed the %s record: %w", t.table, t.cfg.Addr, what, err))
 	}
 	return nil
 }

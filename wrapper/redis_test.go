@@ -454,6 +454,9 @@ func TestSharedLockFlagErrors(t *testing.T) {
 		{"bad on-lock-lost", []string{"--lock-redis", "redis://127.0.0.1:1", "--lock-ttl", "5s", "--on-lock-lost", "ignore"}, "kill or warn"},
 		{"bad table", []string{"--record-mysql", "u@tcp(127.0.0.1:1)/db", "--record-table", "runs; DROP"}, "--record-table"},
 		{"no log, no table", []string{"--log", "-"}, "needs --record-mysql"},
+		{"dsn and file", []string{"--lock-mysql", "u@tcp(127.0.0.1:1)/", "--lock-mysql-dsn-file", "/nonexistent"}, "--lock-mysql and --lock-mysql-dsn-file: give one of them"},
+		{"missing dsn file", []string{"--record-mysql-dsn-file", "/nonexistent/dsn"}, "--record-mysql-dsn-file: open /nonexistent/dsn"},
+		{"empty password file", []string{"--lock-redis", "redis://127.0.0.1:1", "--lock-ttl", "5s", "--lock-redis-password-file", "/dev/null"}, "--lock-redis-password-file: /dev/null is empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"jobwatch/internal/secret"
 )
 
 // go-redis logs some events (a failed dial, a pool message) through its own
@@ -28,7 +30,7 @@ type redisLock struct {
 	key    string
 	token  string // host:pid:run_id: unique, and names the holder
 	ttl    time.Duration
-	red    *redactor
+	red    *secret.Redactor
 	got    time.Time // when the key was set or last renewed
 }
 
@@ -49,19 +51,19 @@ const minLockTTL = time.Second
 
 // newRedisLock parses the URL (redis://, rediss://, unix://) and the
 // password file. Nothing is dialled yet.
-func newRedisLock(url, passwordFile, key, token string, ttl time.Duration, red *redactor) (*redisLock, error) {
-	red.add(url)
+func newRedisLock(url, passwordFile, key, token string, ttl time.Duration, red *secret.Redactor) (*redisLock, error) {
+	red.Add(url)
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, red.err(fmt.Errorf("--lock-redis: %w", err))
+		return nil, red.Err(fmt.Errorf("--lock-redis: %w", err))
 	}
-	red.add(opt.Password)
+	red.Add(opt.Password)
 	if passwordFile != "" {
-		pw, err := readSecretFile(passwordFile)
+		pw, err := secret.ReadFile(passwordFile, nil)
 		if err != nil {
 			return nil, fmt.Errorf("--lock-redis-password-file: %w", err)
 		}
-		red.add(pw)
+		red.Add(pw)
 		opt.Password = pw
 	}
 	opt.Protocol = 2                                                                                 // one round trip fewer than RESP3's HELLO fallback
@@ -108,7 +110,7 @@ func (l *redisLock) acquire(ctx context.Context) (bool, string, error) {
 // permission, a wrong type) are configuration errors; the rest (refused,
 // timed out, loading, read-only replica) mean the server is unavailable.
 func (l *redisLock) error(op string, err error) error {
-	err = l.red.err(fmt.Errorf("redis %s: %s: %w", l.addr, op, err))
+	err = l.red.Err(fmt.Errorf("redis %s: %s: %w", l.addr, op, err))
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
 		for _, transient := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY"} {

@@ -16,9 +16,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"golang.org/x/sys/unix"
 
 	"jobwatch/internal/jobname"
+	"jobwatch/internal/secret"
 )
 
 // Defaults of the flags.
@@ -136,7 +138,7 @@ func newRunner(o Options) (*runner, int) {
 			host = "unknown"
 		}
 	}
-	return &runner{o: o, log: &runLog{path: o.Log}, host: host, runID: newRunID(), begin: o.Now(), red: &redactor{}}, 0
+	return &runner{o: o, log: &runLog{path: o.Log}, host: host, runID: newRunID(), begin: o.Now(), red: &secret.Redactor{}}, 0
 }
 
 type runner struct {
@@ -146,7 +148,7 @@ type runner struct {
 	host  string
 	runID string
 	begin time.Time
-	red   *redactor
+	red   *secret.Redactor
 	// endReason is the end record's reason: lock_lost, or lock_unavailable
 	// for a run that went ahead without its shared lock.
 	endReason string
@@ -164,13 +166,27 @@ func (r *runner) openTable() error {
 		}
 		return nil
 	}
-	cfg, err := loadMySQLDSN("record-mysql", o.RecordMySQL, o.RecordMySQLDSNFile, o.Getenv, r.red)
+	cfg, err := r.mysqlDSN("--record-mysql", o.RecordMySQL, o.RecordMySQLDSNFile)
 	if err != nil {
 		return err
 	}
 	r.table, err = newRunTable(cfg, o.RecordTable, r.red)
 	return err
 }
+
+// mysqlDSN reads a --record-mysql or --lock-mysql DSN (flag names the flag)
+// as the exporter's config reads one, with the wrapper's shorter timeouts
+// and its one redactor, and without a logger: the driver's messages
+// ("unexpected EOF") would only be noise on the job's stderr.
+func (r *runner) mysqlDSN(flag, dsn, file string) (*mysql.Config, error) {
+	cfg, _, err := secret.LoadMySQL(secret.MySQL{DSN: dsn, File: file, DSNName: flag, FileName: flag + "-dsn-file",
+		Getenv: r.o.Getenv, Timeout: mysqlTimeout, Redactor: r.red}, nil)
+	return cfg, err
+}
+
+// mysqlTimeout bounds dialling and each read and write of the wrapper's
+// MySQL connections, unless the DSN sets timeout, readTimeout, writeTimeout.
+const mysqlTimeout = 5 * time.Second
 
 // sharedLock sets up the second layer from the options; nil without one.
 func (r *runner) sharedLock() (sharedLock, error) {
@@ -205,7 +221,7 @@ func (r *runner) sharedLock() (sharedLock, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := loadMySQLDSN("lock-mysql", o.LockMySQL, o.LockMySQLDSNFile, o.Getenv, r.red)
+		cfg, err := r.mysqlDSN("--lock-mysql", o.LockMySQL, o.LockMySQLDSNFile)
 		if err != nil {
 			return nil, err
 		}
@@ -258,7 +274,7 @@ func (r *runner) takeShared(shared sharedLock) (held sharedLock, code int, done 
 
 // say writes one line of the wrapper's own on stderr, without secrets.
 func (r *runner) say(format string, args ...any) {
-	fmt.Fprintf(r.o.Stderr, "jobwatch run: job %s: %s\n", r.o.Job, r.red.string(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(r.o.Stderr, "jobwatch run: job %s: %s\n", r.o.Job, r.red.String(fmt.Sprintf(format, args...)))
 }
 
 func (r *runner) run() int {
@@ -433,7 +449,7 @@ wait:
 			lostC = nil
 			r.endReason = reasonLockLost
 			r.record(lockLostRecord{Time: formatTime(o.Now()), Job: o.Job, Event: "lock_lost", Host: r.host, PID: pid, RunID: r.runID,
-				Lock: shared.layer(), Reason: l.reason, Holder: cleanHolder(r.red.string(l.holder))})
+				Lock: shared.layer(), Reason: l.reason, Holder: cleanHolder(r.red.String(l.holder))})
 			switch {
 			case timedOut:
 				r.say("%s lock lost (%s) while the job is being stopped for its timeout", shared.layer(), l.reason)
@@ -519,7 +535,7 @@ func (r *runner) skip(layer, reason string, holderPID int, holder string) int {
 	}
 	now := r.o.Now()
 	r.record(skipRecord{Time: formatTime(now), Job: r.o.Job, Event: "skip", Host: r.host, PID: os.Getpid(),
-		Reason: reason, Lock: layer, HolderPID: holderPID, Holder: cleanHolder(r.red.string(holder))})
+		Reason: reason, Lock: layer, HolderPID: holderPID, Holder: cleanHolder(r.red.String(holder))})
 	if r.table != nil {
 		r.tableErr(r.table.finished("skip", r.o.Job, r.host, os.Getpid(), now, statusSkipped, r.o.SkipExitCode))
 	}

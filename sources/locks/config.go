@@ -5,15 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"jobwatch/config"
-	"jobwatch/internal/mysqldsn"
 	"jobwatch/internal/procfs"
+	"jobwatch/internal/secret"
 	"jobwatch/model"
 	"jobwatch/sources"
 )
@@ -204,12 +203,12 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 		case kindRedis:
 			password := ""
 			if l.RedisPasswordFile != "" {
-				b, err := os.ReadFile(l.RedisPasswordFile)
+				pw, err := secret.ReadFile(l.RedisPasswordFile, log)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("lock %q: redis_password_file: %w", lk.label, err))
 					continue
 				}
-				password = strings.TrimSpace(string(b))
+				password = pw
 			}
 			id := "redis\x00" + l.Redis + "\x00" + password
 			if clients[id] == nil {
@@ -225,7 +224,7 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 		case kindMySQL:
 			id := "mysql\x00" + l.MySQL + "\x00" + l.MySQLDSNFile
 			if clients[id] == nil {
-				cfg, red, err := mysqldsn.Load(mysqldsn.Source{DSN: l.MySQL, File: l.MySQLDSNFile, DSNName: "mysql", FileName: "mysql_dsn_file"}, log)
+				cfg, red, err := secret.LoadMySQL(secret.MySQL{DSN: l.MySQL, File: l.MySQLDSNFile, DSNName: "mysql", FileName: "mysql_dsn_file"}, log)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("lock %q: %w", lk.label, err))
 					continue
@@ -253,13 +252,13 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 type clientOf struct {
 	redis *redis.Client
 	mysql *sql.DB
-	red   *mysqldsn.Redactor
+	red   *secret.Redactor
 }
 
 // redactedProbe keeps a DSN's secrets out of a probe's errors.
 type redactedProbe struct {
 	p   netProber
-	red *mysqldsn.Redactor
+	red *secret.Redactor
 }
 
 func (r *redactedProbe) probe(ctx context.Context, now time.Time) (model.LockState, error) {

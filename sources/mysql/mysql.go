@@ -26,7 +26,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"jobwatch/config"
-	"jobwatch/internal/mysqldsn"
+	"jobwatch/internal/secret"
 	"jobwatch/model"
 	"jobwatch/sources"
 )
@@ -71,7 +71,7 @@ type Source struct {
 	jobs []string
 
 	dsn *mysql.Config
-	red *mysqldsn.Redactor
+	red *secret.Redactor
 
 	schema, tableName string // schema may be empty: the DSN's database
 	table             string // quoted, qualified if configured so
@@ -108,7 +108,7 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 		return nil, fmt.Errorf("source %q: %w", name, config.Join(errs...))
 	}
 	log := deps.Logger.With("source", name, "type", Type)
-	dsn, red, err := mysqldsn.Load(mysqldsn.Source{DSN: c.DSN, File: c.DSNFile}, log)
+	dsn, red, err := secret.LoadMySQL(secret.MySQL{DSN: c.DSN, File: c.DSNFile}, log)
 	if err != nil {
 		return nil, fmt.Errorf("source %q: %w", name, err)
 	}
@@ -160,7 +160,7 @@ func (m *Source) Type() string { return Type }
 
 // String shows the source without its password.
 func (m *Source) String() string {
-	return fmt.Sprintf("mysql source %q (%s, table %s)", m.name, mysqldsn.Redacted(m.dsn), m.table)
+	return fmt.Sprintf("mysql source %q (%s, table %s)", m.name, secret.RedactedDSN(m.dsn), m.table)
 }
 
 // where names the server and table in errors, without the password.

@@ -17,7 +17,7 @@ import (
 
 	"jobwatch/config"
 	"jobwatch/internal/mariadbtest"
-	"jobwatch/internal/mysqldsn"
+	"jobwatch/internal/secret"
 	"jobwatch/model"
 	"jobwatch/schedule"
 	"jobwatch/sources"
@@ -958,7 +958,7 @@ func FuzzMySQLDSN(f *testing.F) {
 	f.Add("u:pa:ss@word@unix(/s)/db?bad", "pa:ss@word")
 	f.Fuzz(func(t *testing.T, dsn, pw string) {
 		getenv := func(string) (string, bool) { return pw, true }
-		_, red, err := mysqldsn.Load(mysqldsn.Source{DSN: dsn, Getenv: getenv}, slog.New(slog.DiscardHandler))
+		_, red, err := secret.LoadMySQL(secret.MySQL{DSN: dsn, Getenv: getenv}, slog.New(slog.DiscardHandler))
 		if err != nil && strings.Contains(dsn, "${PW}") && len(pw) > 3 && strings.Contains(err.Error(), pw) {
 			t.Fatalf("password %q in error %q", pw, err)
 		}

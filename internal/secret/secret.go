@@ -1,7 +1,8 @@
-// Package mysqldsn reads a go-sql-driver DSN as jobwatch's config and flags
-// give it: inline with ${VAR} references to the environment, or from a file;
-// and keeps its secrets out of every message that leaves jobwatch.
-package mysqldsn
+// Package secret reads what jobwatch's config and flags give as secrets (a
+// go-sql-driver DSN inline with ${VAR} references to the environment or
+// from a file, a password file) and keeps them out of every message that
+// leaves jobwatch: logs, errors, records, pages.
+package secret
 
 import (
 	"errors"
@@ -20,11 +21,13 @@ import (
 // so that a literal $ in a password needs no escaping.
 var envRefRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
-// Redactor hides secrets (the password, the values taken from the
-// environment) in messages.
+// Redactor hides secrets (passwords, values taken from the environment,
+// whole DSNs and URLs) in messages. The zero value is ready; one Redactor
+// may collect the secrets of several DSNs and URLs (jobwatch run's).
 type Redactor struct{ secrets []string }
 
-func (r *Redactor) add(s string) {
+// Add makes s a secret.
+func (r *Redactor) Add(s string) {
 	if s != "" {
 		r.secrets = append(r.secrets, s)
 	}
@@ -60,21 +63,31 @@ func (r *Redactor) Err(err error) error {
 	return &redactedError{msg: r.String(err.Error()), err: err}
 }
 
-// Source says where a DSN comes from: DSN inline (with ${VAR} expanded by
+// MySQL says where a DSN comes from: DSN inline (with ${VAR} expanded by
 // Getenv) or the content of File. Names are the config keys or flags, for
 // messages.
-type Source struct {
+type MySQL struct {
 	DSN, File         string
 	DSNName, FileName string
 	Getenv            func(string) (string, bool)
+	// Timeout, when set, bounds dialling and every read and write unless
+	// the DSN sets its own (jobwatch run's short-lived connections); else
+	// 10 s to dial and 30 s a read or write.
+	Timeout time.Duration
+	// Redactor collects the DSN's secrets; nil: a new one.
+	Redactor *Redactor
 }
 
-// Load reads, expands and parses a DSN and sets what jobwatch relies on:
-// times parsed, connect, read and write timeouts, and the driver's own log
-// lines routed to log at debug level. The returned errors are already
-// redacted, and so is everything the Redactor is given.
-func Load(s Source, log *slog.Logger) (*mysql.Config, *Redactor, error) {
-	red := &Redactor{}
+// LoadMySQL reads, expands and parses a DSN and sets what jobwatch relies
+// on: times parsed, connect, read and write timeouts, and the driver's own
+// log lines routed to log at debug level (dropped when log is nil). The
+// returned errors are already redacted, and so is everything the Redactor
+// is given.
+func LoadMySQL(s MySQL, log *slog.Logger) (*mysql.Config, *Redactor, error) {
+	red := s.Redactor
+	if red == nil {
+		red = &Redactor{}
+	}
 	if s.Getenv == nil {
 		s.Getenv = os.LookupEnv
 	}
@@ -86,15 +99,14 @@ func Load(s Source, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 	}
 	var dsn string
 	switch {
+	case s.DSN != "" && s.File != "":
+		return nil, red, fmt.Errorf("%s and %s: give one of them", s.DSNName, s.FileName)
 	case s.File != "":
-		b, err := os.ReadFile(s.File)
+		b, err := ReadFile(s.File, log)
 		if err != nil {
 			return nil, red, fmt.Errorf("%s: %w", s.FileName, err)
 		}
-		if fi, err := os.Stat(s.File); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			log.Warn(s.FileName+" is readable by others than its owner", "path", s.File, "mode", fi.Mode().Perm().String())
-		}
-		dsn = strings.TrimSpace(string(b))
+		dsn = b
 	default:
 		var missing []string
 		dsn = envRefRE().ReplaceAllStringFunc(s.DSN, func(ref string) string {
@@ -103,7 +115,7 @@ func Load(s Source, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 			if !ok {
 				missing = append(missing, name)
 			}
-			red.add(v)
+			red.Add(v)
 			return v
 		})
 		if len(missing) > 0 {
@@ -114,33 +126,59 @@ func Load(s Source, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 	// first ':' and the last '@' before the address.
 	if at := strings.LastIndex(dsn, "@"); at > 0 {
 		if colon := strings.Index(dsn[:at], ":"); colon >= 0 {
-			red.add(dsn[colon+1 : at])
+			red.Add(dsn[colon+1 : at])
 		}
 	}
-	red.add(dsn)
+	red.Add(dsn)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, red, red.Err(fmt.Errorf("%s: %w", s.DSNName, err))
 	}
-	red.add(cfg.Passwd)
+	red.Add(cfg.Passwd)
 	// Times are read as time.Time, in the zone of the DSN's loc (UTC unless
 	// it says otherwise).
 	cfg.ParseTime = true
+	dial, rw := 10*time.Second, 30*time.Second // a cut network does not hang a query forever
+	if s.Timeout > 0 {
+		dial, rw = s.Timeout, s.Timeout
+	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = dial
 	}
 	if cfg.ReadTimeout == 0 {
-		cfg.ReadTimeout = 30 * time.Second // a cut network does not hang a query forever
+		cfg.ReadTimeout = rw
 	}
 	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = 30 * time.Second
+		cfg.WriteTimeout = rw
 	}
-	cfg.Logger = &driverLogger{log: log, red: red}
+	if log == nil {
+		cfg.Logger = &mysql.NopLogger{}
+	} else {
+		cfg.Logger = &driverLogger{log: log, red: red}
+	}
 	return cfg, red, nil
 }
 
-// Redacted is the DSN as it may be shown.
-func Redacted(cfg *mysql.Config) string {
+// ReadFile reads a password or DSN file: one line, surrounding whitespace
+// dropped; empty is an error. A file others may read is worth a warning
+// (on log, when not nil): it holds a secret.
+func ReadFile(path string, log *slog.Logger) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 && log != nil {
+		log.Warn("a secret's file is readable by others than its owner", "path", path, "mode", fi.Mode().Perm().String())
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", errors.New(path + " is empty")
+	}
+	return s, nil
+}
+
+// RedactedDSN is the DSN as it may be shown.
+func RedactedDSN(cfg *mysql.Config) string {
 	c := cfg.Clone()
 	if c.Passwd != "" {
 		c.Passwd = "xxxxx"
