@@ -123,6 +123,10 @@ type Event struct {
 	Holder    string
 	HolderPID int
 
+	// LockTTL is the lease of the shared lock a run holds (jobwatch run
+	// --lock-redis), from its start record; 0 when none.
+	LockTTL time.Duration
+
 	// Output is the end of what the run printed, when the source has it
 	// (a check-in's body).
 	Output string
