@@ -91,6 +91,10 @@ const SkipOther = "other"
 // jobwatch_job_lock_lost_total.
 var LockLayers = []string{"redis", "mysql"}
 
+// MaxLockTTL is the longest lock lease a record may name: a lease longer
+// than a year is a unit mistake, not a lock.
+const MaxLockTTL = 365 * 24 * time.Hour
+
 // Event is one record of a job's life, as a source read it.
 type Event struct {
 	Time  time.Time

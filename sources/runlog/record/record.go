@@ -55,9 +55,8 @@ const (
 	MaxRunIDLen  = 128
 	MaxReasonLen = 255
 	MaxHolderLen = 255
-	// MaxLockTTL bounds lock_ttl_seconds: a lease longer than a year is a
-	// unit mistake, not a lock.
-	MaxLockTTL = 365 * 24 * time.Hour
+	// MaxLockTTL bounds lock_ttl_seconds.
+	MaxLockTTL = model.MaxLockTTL
 	// maxIntern bounds each intern table; a full table is cleared.
 	maxIntern = 4096
 )
