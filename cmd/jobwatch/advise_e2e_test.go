@@ -61,7 +61,7 @@ func TestAdviseShowsLockTTL(t *testing.T) {
 		t.Fatalf("jobwatch run: exit %d", c)
 	}
 	in.waitFor(30*time.Second, map[string]float64{
-		`jobwatch_source_records_total{source="runs"}`:                42,
+		`jobwatch_source_records_total{source="runs"}`:                 42,
 		`jobwatch_job_runs_total{job_name="billing",result="success"}`: 21,
 	})
 	check := func(when string) {
