@@ -91,6 +91,10 @@ const SkipOther = "other"
 // jobwatch_job_lock_lost_total.
 var LockLayers = []string{"redis", "mysql"}
 
+// MaxLockTTL is the longest lock lease a record may name: a lease longer
+// than a year is a unit mistake, not a lock.
+const MaxLockTTL = 365 * 24 * time.Hour
+
 // Event is one record of a job's life, as a source read it.
 type Event struct {
 	Time  time.Time
@@ -122,6 +126,10 @@ type Event struct {
 	// Holder names who holds the lock, when known (skip, lock_lost).
 	Holder    string
 	HolderPID int
+
+	// LockTTL is the lease of the shared lock a run holds (jobwatch run
+	// --lock-redis), from its start record; 0 when none.
+	LockTTL time.Duration
 
 	// Output is the end of what the run printed, when the source has it
 	// (a check-in's body).

@@ -55,6 +55,9 @@ type JobState struct {
 	// carries copies; the live job keeps them in rings (see ring).
 	Recent          []RecentRun
 	DurationHistory []float64
+	// LockTTL is the shared lock's lease named by the latest start record
+	// that named one (jobwatch run --lock-redis); 0 when none has.
+	LockTTL time.Duration
 }
 
 // clone is a deep copy: nothing it holds is shared with j.

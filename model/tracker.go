@@ -320,6 +320,9 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		}
 		j.attribute(r)
 		j.ConsecutiveSkips = 0
+		if ev.LockTTL > 0 && !ev.Time.Before(j.LastStart) {
+			j.LockTTL = ev.LockTTL // the latest start's: the lease configured now
+		}
 		if ev.Time.After(j.LastStart) {
 			j.LastStart = ev.Time
 		}

@@ -379,3 +379,34 @@ func TestRetiredSourcesKeepTheirPosition(t *testing.T) {
 		t.Fatalf("a source reading another file kept the old position %s", got)
 	}
 }
+
+// A job keeps the lease named by its latest start that named one: a start
+// without one (another source, a run without its lock) leaves it, an older
+// start read late does not replace it.
+func TestLockTTLOfLatestStart(t *testing.T) {
+	clock := &fakeClock{now: at(time.Hour)}
+	tr := newTestTracker(clock, nil)
+	withTTL := func(e Event, ttl time.Duration) Event { e.LockTTL = ttl; return e }
+	for _, tc := range []struct {
+		name string
+		ev   Event
+		want time.Duration
+	}{
+		{"none yet", start("stats", "web1", 1, at(0)), 0},
+		{"first lease", withTTL(start("stats", "web1", 2, at(time.Minute)), 90*time.Second), 90 * time.Second},
+		{"start without one keeps it", start("stats", "web1", 3, at(2*time.Minute)), 90 * time.Second},
+		{"older start read late", withTTL(start("stats", "web2", 4, at(30*time.Second)), 10*time.Second), 90 * time.Second},
+		{"newer lease replaces it", withTTL(start("stats", "web1", 5, at(3*time.Minute)), 2*time.Minute), 2 * time.Minute},
+	} {
+		tr.Apply(Batch{Source: "runs", Events: []Event{tc.ev}})
+		if got := jobView(t, tr, "stats").LockTTL; got != tc.want {
+			t.Errorf("%s: lock TTL %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := tr.Snapshot().Jobs["stats"].LockTTL; got != 2*time.Minute {
+		t.Errorf("snapshot's lock TTL %v", got)
+	}
+	if got := jobView(t, tr, "backup").LockTTL; got != 0 {
+		t.Errorf("another job has lock TTL %v", got)
+	}
+}

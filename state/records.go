@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 
 	"jobwatch/model"
@@ -42,6 +43,8 @@ type jobRecord struct {
 	Open                []runRecord       `json:"open,omitempty"`
 	Recent              []recentRecord    `json:"recent,omitempty"`
 	DurationHistory     []float64         `json:"duration_history,omitempty"`
+	// LockTTL in seconds; absent (as in states written before it) is none.
+	LockTTL float64 `json:"lock_ttl_seconds,omitempty"`
 }
 
 // recentRecord is one of a job's latest finished or skipped runs.
@@ -112,7 +115,7 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		Durations: histogramRecord{Counts: j.Durations.Counts, Sum: j.Durations.Sum, Count: j.Durations.Count},
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
 		Sources: j.Sources, SkipsByReason: nonZero(j.SkipsByReason), LockLost: nonZero(j.LockLost),
-		DurationHistory: j.LastDurations(),
+		DurationHistory: j.LastDurations(), LockTTL: j.LockTTL.Seconds(),
 	}
 	for _, rr := range j.RecentRuns() {
 		rec := recentRecord{Start: rr.Start, End: rr.End, Result: string(rr.Result), Host: rr.Host, PID: rr.PID,
@@ -167,6 +170,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		Missed:    r.Missed, Unexpected: r.Unexpected, Duplicates: map[string]uint64{},
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
 		SkipsByReason: r.SkipsByReason, LockLost: r.LockLost, DurationHistory: r.DurationHistory,
+		LockTTL: lockTTL(r.LockTTL),
 	}}
 	// Skips counted before their reasons were (format 1) count as "other",
 	// so that the skips by reason add up to the total.
@@ -217,6 +221,15 @@ func sourceToRecord(s *model.SourceState) *sourceRecord {
 func (r *sourceRecord) toModel() *model.SourceState {
 	return &model.SourceState{Records: r.Records, ParseErrors: r.ParseErrors, UnknownJob: r.UnknownJob,
 		PositionResets: r.PositionResets, Position: r.Position, Identity: r.Identity, Retired: r.Retired}
+}
+
+// lockTTL converts a saved lease; a value no record could have carried
+// (not positive, beyond model.MaxLockTTL) is dropped, not trusted.
+func lockTTL(sec float64) time.Duration {
+	if !(sec > 0 && sec <= model.MaxLockTTL.Seconds()) {
+		return 0
+	}
+	return time.Duration(math.Round(sec * 1e9))
 }
 
 // nonZero is m without its zero counts (nil when none is left).

@@ -100,8 +100,10 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	lost.Lock, lost.Reason = "redis", "key_gone"
 	end := ev(model.End, "backup", 5, 5*time.Minute)
 	end.Reason, end.Output = "lock_lost", "killed: lock lost"
+	leased := ev(model.Start, "backup", 5, 3*time.Minute+time.Second)
+	leased.LockTTL = 90500 * time.Millisecond
 	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":2}`), ParseErrors: 1, Events: []model.Event{
-		skip, ev(model.Start, "backup", 5, 3*time.Minute+time.Second), ev(model.Start, "backup", 6, 3*time.Minute+2*time.Second),
+		skip, leased, ev(model.Start, "backup", 6, 3*time.Minute+2*time.Second),
 		lost, end,
 	}})
 	c := m.tr.Changes()
@@ -130,7 +132,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	backup := m2.tr.Snapshot().Jobs["backup"]
 	if backup.SkipsByReason["locked"] != 1 || backup.LockLost["redis"] != 1 || len(backup.Recent) != 2 ||
 		backup.Recent[0].Holder != "web2:77:r1" || backup.Recent[1].Reason != "lock_lost" || len(backup.DurationHistory) != 1 ||
-		len(backup.Open) != 1 || !backup.Open[0].Overlapped {
+		len(backup.Open) != 1 || !backup.Open[0].Overlapped || backup.LockTTL != 90500*time.Millisecond {
 		t.Errorf("new fields not saved: %+v", backup)
 	}
 	if got := string(m2.tr.Position("runs")); got != `{"offset":2}` {
@@ -144,6 +146,38 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		if fi.Mode().Perm()&0o077 != 0 {
 			t.Errorf("%s has mode %v: readable by others", p, fi.Mode().Perm())
 		}
+	}
+}
+
+// lock_ttl_seconds is optional: a job record without it (every state
+// written before it existed) loads with no lease, one with it keeps it, and
+// a job without a lease is saved without the key, as before.
+func TestLockTTLIsOptional(t *testing.T) {
+	for _, tc := range []struct {
+		name, record string
+		want         time.Duration
+	}{
+		{"absent", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0}}`, 0},
+		{"present", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0},"lock_ttl_seconds":120.25}`, 120250 * time.Millisecond},
+		{"negative dropped", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0},"lock_ttl_seconds":-1}`, 0},
+		{"beyond the bound dropped", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0},"lock_ttl_seconds":1e300}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r jobRecord
+			if err := json.Unmarshal([]byte(tc.record), &r); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.toModel().LockTTL; got != tc.want {
+				t.Errorf("lock TTL %v, want %v", got, tc.want)
+			}
+		})
+	}
+	b, err := json.Marshal(jobToRecord(&model.JobView{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "lock_ttl") {
+		t.Errorf("a job without a lease saved as %s", b)
 	}
 }
 

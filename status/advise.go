@@ -16,9 +16,17 @@ const (
 	MinRunsForAdvice = 20
 	// TightTimeout: a timeout below this multiple of P99 kills healthy
 	// slow runs (JobwatchJobTimeoutTooTight).
-	TightTimeout  = 1.5
+	TightTimeout = 1.5
+	// ShortLockTTL: a lease below this multiple of the longest run lasts
+	// through a run only because it is renewed.
+	ShortLockTTL  = 1.5
 	timeoutMargin = 3.0
 	lockTTLMargin = 2.0
+	// renewalsPerTTL: jobwatch run renews its Redis lease every third of it.
+	renewalsPerTTL = 3
+	// expiringAlertSeconds is JobwatchLockExpiringWhileRunning's threshold
+	// on the remaining TTL a lock probe sees (alerts/).
+	expiringAlertSeconds = 60
 )
 
 // Advice is what `jobwatch advise` says of one job.
@@ -26,13 +34,14 @@ type Advice struct {
 	Job                                string
 	Durations                          *Durations
 	Timeout                            *float64
+	LockTTL                            *float64 // the configured lease, from the run records
 	RecommendTimeout, RecommendLockTTL float64
 	Notes                              []string
 }
 
 // Advise judges a job's timeout against its recent durations.
 func Advise(j Job) Advice {
-	a := Advice{Job: j.Name, Durations: j.Durations, Timeout: j.TimeoutSeconds}
+	a := Advice{Job: j.Name, Durations: j.Durations, Timeout: j.TimeoutSeconds, LockTTL: j.LockTTLSeconds}
 	d := j.Durations
 	if d == nil || d.Count < MinRunsForAdvice {
 		n := 0
@@ -54,10 +63,50 @@ func Advise(j Job) Advice {
 	if j.PeriodSeconds > 0 && d.P99 > j.PeriodSeconds {
 		a.Notes = append(a.Notes, fmt.Sprintf("P99 %s outlasts the period %s: without a lock, runs overlap", promSeconds(d.P99), promSeconds(j.PeriodSeconds)))
 	}
+	a.Notes = append(a.Notes, lockTTLNotes(j, a.RecommendLockTTL)...)
 	if len(a.Notes) == 0 {
 		a.Notes = append(a.Notes, "ok")
 	}
 	return a
+}
+
+// lockTTLNotes judges the configured lease against the longest run and the
+// period. The lease jobwatch run records is renewed every third of it, so a
+// lease shorter than a run is not wrong in itself: what the on-call engineer
+// must know is what breaks it (a wrapper that stops renewing) and what it
+// then lets happen (a second copy on another host).
+func lockTTLNotes(j Job, suggested float64) []string {
+	if j.LockTTLSeconds == nil {
+		return nil
+	}
+	ttl, longest := *j.LockTTLSeconds, j.Durations.Max
+	var notes []string
+	switch {
+	case ttl < longest:
+		notes = append(notes, fmt.Sprintf("lock TTL %s is shorter than the longest run (%s): the lock lasts through a run only because "+
+			"jobwatch run renews it every %s; if the wrapper is SIGKILLed or cannot renew it for %s (host stalled, Redis unreachable), "+
+			"the key expires while the job runs and another host starts a second copy; %s outlasts the longest run",
+			msSeconds(ttl), promSeconds(longest), msSeconds(ttl/renewalsPerTTL), msSeconds(ttl), promSeconds(suggested)))
+	case ttl < ShortLockTTL*longest:
+		notes = append(notes, fmt.Sprintf("lock TTL %s is below %.1f × the longest run (%s): if the wrapper is SIGKILLed or cannot renew it "+
+			"(host stalled, Redis unreachable), a run a little longer than any so far outlives the key and another host starts a second copy; "+
+			"%s leaves room", msSeconds(ttl), ShortLockTTL, promSeconds(longest), promSeconds(suggested)))
+	}
+	// Between renewals a healthy lease falls to two thirds of the TTL.
+	if low := ttl * (renewalsPerTTL - 1) / renewalsPerTTL; low < expiringAlertSeconds {
+		notes = append(notes, fmt.Sprintf("a lock probe of this key sees as little as %s left between renewals: JobwatchLockExpiringWhileRunning "+
+			"(under %s) fires during healthy runs; with a lease of %s or more it fires only when renewals stop",
+			msSeconds(low), promSeconds(expiringAlertSeconds), promSeconds(expiringAlertSeconds*renewalsPerTTL/(renewalsPerTTL-1))))
+	}
+	if p := j.PeriodSeconds; p > 0 && ttl > p && suggested < ttl {
+		runs := "1 run"
+		if n := int(ttl / p); n > 1 {
+			runs = fmt.Sprintf("%d runs", n)
+		}
+		notes = append(notes, fmt.Sprintf("lock TTL %s outlasts the period %s: a host that dies holding the lock makes every other host "+
+			"skip for up to %s (%s); %s is enough", msSeconds(ttl), promSeconds(p), msSeconds(ttl), runs, promSeconds(suggested)))
+	}
+	return notes
 }
 
 // roundUp rounds seconds up to a duration a person would write: whole
@@ -79,15 +128,30 @@ func promSeconds(sec float64) string {
 	return promDuration(time.Duration(math.Round(sec)) * time.Second)
 }
 
+// msSeconds is promSeconds to the millisecond, for a configured lease (a
+// 1.5s TTL is not 2s) and its renewal interval.
+func msSeconds(sec float64) string {
+	if sec < 1 {
+		return promSeconds(sec)
+	}
+	return promDuration(time.Duration(math.Round(sec*1000)) * time.Millisecond)
+}
+
 // WriteAdvice prints the advice of every job of rep.
 func WriteAdvice(w io.Writer, rep Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tRUNS\tP50\tP99\tMAX\tTIMEOUT\tSUGGESTED TIMEOUT\tSUGGESTED LOCK TTL\tADVICE")
+	fmt.Fprintln(tw, "JOB\tRUNS\tP50\tP99\tMAX\tTIMEOUT\tSUGGESTED TIMEOUT\tLOCK TTL\tSUGGESTED LOCK TTL\tADVICE")
 	opt := func(p *float64) string {
 		if p == nil {
 			return "-"
 		}
 		return promSeconds(*p)
+	}
+	optMS := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return msSeconds(*p)
 	}
 	for _, j := range rep.Jobs {
 		a := Advise(j)
@@ -98,7 +162,7 @@ func WriteAdvice(w io.Writer, rep Report) error {
 		if a.RecommendTimeout > 0 {
 			sugT, sugL = promSeconds(a.RecommendTimeout), promSeconds(a.RecommendLockTTL)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, runs, p50, p99, maxD, opt(a.Timeout), sugT, sugL, strings.Join(a.Notes, "; "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, runs, p50, p99, maxD, opt(a.Timeout), sugT, optMS(a.LockTTL), sugL, strings.Join(a.Notes, "; "))
 	}
 	return tw.Flush()
 }

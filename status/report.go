@@ -54,6 +54,10 @@ type Job struct {
 	// Durations summarises the last finished runs' durations, for advice
 	// on timeouts and lock TTLs; nil before the first.
 	Durations *Durations `json:"durations"`
+	// LockTTLSeconds is the shared lock's lease, as the job's latest start
+	// record that named one says (jobwatch run --lock-redis); nil when none
+	// has.
+	LockTTLSeconds *float64 `json:"lock_ttl_seconds"`
 
 	ConsecutiveFailures uint64            `json:"consecutive_failures"`
 	ConsecutiveSkips    uint64            `json:"consecutive_skips"`
@@ -218,6 +222,9 @@ func buildJob(v *model.JobView, now time.Time) Job {
 	}
 	if v.HasLastExitCode {
 		j.LastExitCode = ptr(v.LastExitCode)
+	}
+	if v.LockTTL > 0 {
+		j.LockTTLSeconds = ptr(v.LockTTL.Seconds())
 	}
 	if h := v.LastDurations(); len(h) > 0 {
 		p50, _ := model.DurationQuantile(h, 0.5)

@@ -56,7 +56,9 @@ func fixture(t *testing.T) *model.Tracker {
 		evs = append(evs, ev("stats", model.Start, at, "", 100+i), ev("stats", model.End, at+time.Duration(7-i)*40*time.Second, model.Success, 100+i))
 	}
 	evs = append(evs, model.Event{Time: t0.Add(-5 * time.Minute), Job: "stats", Kind: model.Skip, Host: "web1", Reason: "locked", SkipLabel: "locked"})
-	evs = append(evs, ev("stats", model.Start, -2*time.Minute, "", 200))
+	running := ev("stats", model.Start, -2*time.Minute, "", 200)
+	running.LockTTL = 90 * time.Second // jobwatch run --lock-redis --lock-ttl 90s
+	evs = append(evs, running)
 	// cleanup: succeeded three hours ago: stale.
 	evs = append(evs, ev("cleanup", model.Start, -3*time.Hour, "", 300), ev("cleanup", model.End, -3*time.Hour+time.Second, model.Success, 300))
 	// report: hourly, ran at 09:00, missed 10:00 and 11:00: late, not yet

@@ -112,6 +112,7 @@ type record struct {
 	Host      string   `json:"host"`
 	PID       int      `json:"pid"`
 	RunID     string   `json:"run_id"`
+	LockTTL   *float64 `json:"lock_ttl_seconds"`
 	Status    string   `json:"status"`
 	ExitCode  *int     `json:"exit_code"`
 	Duration  *float64 `json:"duration_seconds"`
@@ -124,7 +125,7 @@ type record struct {
 // The exact shapes of the three records: keys, their order, value formats.
 var (
 	prefixRE = `^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z","job":"[a-zA-Z_][a-zA-Z0-9_.:-]*",`
-	startRE  = regexp.MustCompile(prefixRE + `"event":"start","host":"[^"]+","pid":[1-9]\d*,"run_id":"[0-9a-f]{16}"\}$`)
+	startRE  = regexp.MustCompile(prefixRE + `"event":"start","host":"[^"]+","pid":[1-9]\d*,"run_id":"[0-9a-f]{16}"(,"lock_ttl_seconds":[1-9]\d*(\.\d{1,3})?)?\}$`)
 	endRE    = regexp.MustCompile(prefixRE + `"event":"end","host":"[^"]+","pid":[1-9]\d*,"run_id":"[0-9a-f]{16}",` +
 		`"status":"(success|failure|timeout)","exit_code":\d+,"duration_seconds":\d+(\.\d{1,3})?(,"reason":"(lock_lost|lock_unavailable)")?\}$`)
 	skipRE = regexp.MustCompile(prefixRE + `"event":"skip","host":"[^"]+","pid":[1-9]\d*,"reason":"(locked|lock_unavailable)",` +

@@ -25,6 +25,9 @@ type startRecord struct {
 	Host  string `json:"host"`
 	PID   int    `json:"pid"`
 	RunID string `json:"run_id"`
+	// LockTTL is the Redis lease in seconds, while one is held: jobwatch
+	// advise compares it with the run's durations.
+	LockTTL float64 `json:"lock_ttl_seconds,omitempty"`
 }
 
 type endRecord struct {

@@ -26,14 +26,19 @@ var (
 
 // marshalRecord encodes rec as json.Marshal does.
 func marshalRecord(rec any) ([]byte, error) {
-	if e, ok := rec.(endRecord); ok && (math.IsNaN(e.Duration) || math.IsInf(e.Duration, 0)) {
+	if e, ok := rec.(endRecord); ok && !finite(e.Duration) {
 		return json.Marshal(rec) // the error json.Marshal reports
+	}
+	if s, ok := rec.(startRecord); ok && !finite(s.LockTTL) {
+		return json.Marshal(rec)
 	}
 	if r, ok := rec.(jsonRecord); ok {
 		return r.appendJSON(make([]byte, 0, 256)), nil
 	}
 	return json.Marshal(rec)
 }
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // jsonHead appends the keys every record starts with.
 func jsonHead(b []byte, time, job, event, host string, pid int) []byte {
@@ -56,6 +61,10 @@ func jsonKey(b []byte, sep, key, v string) []byte {
 func (r startRecord) appendJSON(b []byte) []byte {
 	b = jsonHead(b, r.Time, r.Job, r.Event, r.Host, r.PID)
 	b = jsonKey(b, ",", "run_id", r.RunID)
+	if r.LockTTL != 0 {
+		b = append(b, `,"lock_ttl_seconds":`...)
+		b = jsonFloat(b, r.LockTTL)
+	}
 	return append(b, '}')
 }
 

@@ -9,6 +9,7 @@ import (
 func recordsOf(s string, n int, f float64) []any {
 	return []any{
 		startRecord{Time: s, Job: s, Event: "start", Host: s, PID: n, RunID: s},
+		startRecord{Time: s, Job: s, Event: "start", Host: s, PID: n, RunID: s, LockTTL: f},
 		endRecord{Time: s, Job: s, Event: "end", Host: s, PID: n, RunID: s, Status: s, ExitCode: n, Duration: f},
 		endRecord{Time: s, Job: s, Event: "end", Host: s, PID: n, RunID: s, Status: s, ExitCode: n, Duration: f, Reason: s},
 		skipRecord{Time: s, Job: s, Event: "skip", Host: s, PID: n, Reason: s, Lock: s},

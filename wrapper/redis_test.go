@@ -85,6 +85,9 @@ func TestRedisTwoHosts(t *testing.T) {
 	waitA := startWrapper(t, "hostA", nil, append(common, "--log", logA, "--lock", filepath.Join(dir, "a.lock"), "--", "sh", "-c", waitJob, "sh", release)...)
 	start := waitRecord(t, logA, "start", 20*time.Second)
 	killGroupAtEnd(t, start.PID)
+	if start.LockTTL == nil || *start.LockTTL != 10 {
+		t.Errorf("start record's lock_ttl_seconds %v, want 10", start.LockTTL)
+	}
 
 	code, stderr := startWrapper(t, "hostB", nil, append(common, "--log", logB, "--lock", filepath.Join(dir, "b.lock"), "--skip-exit-code", "75", "--", "true")...)()
 	if code != 75 || stderr != "" {
@@ -298,6 +301,35 @@ func TestRedisLockLostWarn(t *testing.T) {
 	}
 }
 
+// The start record carries the lease the run holds: --lock-ttl, else 2 x
+// --timeout.
+func TestRedisStartRecordTTL(t *testing.T) {
+	srv := redistest.Start(t, "")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want float64
+	}{
+		{"lock-ttl", []string{"--lock-ttl", "1500ms"}, 1.5},
+		{"default from timeout", []string{"--timeout", "45s"}, 90},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "runs.log")
+			args := append([]string{"--job", "j", "--log", log, "--lock-redis", srv.URL()}, tc.args...)
+			if code, stderr := wrap(t, append(args, "--", "true")...); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			recs := readRecords(t, log)
+			if events(recs) != "start,end" {
+				t.Fatalf("records %s", events(recs))
+			}
+			if got := recs[0].LockTTL; got == nil || *got != tc.want {
+				t.Errorf("lock_ttl_seconds %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // Redis down at start, in each --lock-unavailable mode.
 func TestRedisUnavailable(t *testing.T) {
 	srv := redistest.Start(t, "")
@@ -317,6 +349,9 @@ func TestRedisUnavailable(t *testing.T) {
 		{"run", 0, "start,end", func(t *testing.T, recs []record) {
 			if e := recs[1]; e.Status != "success" || e.Reason != "lock_unavailable" {
 				t.Errorf("end %+v, want success with reason lock_unavailable", e)
+			}
+			if s := recs[0]; s.LockTTL != nil {
+				t.Errorf("start of a run without its lock has lock_ttl_seconds %v", *s.LockTTL)
 			}
 		}},
 		{"fail", ExitWrapper, "end", func(t *testing.T, recs []record) {

@@ -390,7 +390,13 @@ func (r *runner) run() int {
 	// the start record is written.
 	pid := cmd.Process.Pid
 	r.begin = o.Now()
-	r.record(startRecord{Time: formatTime(r.begin), Job: o.Job, Event: "start", Host: r.host, PID: pid, RunID: r.runID})
+	start := startRecord{Time: formatTime(r.begin), Job: o.Job, Event: "start", Host: r.host, PID: pid, RunID: r.runID}
+	if l, ok := shared.(*redisLock); ok {
+		// The lease, for jobwatch advise to weigh against the durations;
+		// none when the run went ahead without its lock.
+		start.LockTTL = l.ttl.Seconds()
+	}
+	r.record(start)
 	if r.table != nil {
 		r.tableErr(r.table.start(o.Job, r.host, pid, r.begin))
 	}

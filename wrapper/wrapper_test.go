@@ -106,6 +106,9 @@ func TestRecordsNameJobPID(t *testing.T) {
 	if strconv.Itoa(recs[0].PID) != strings.TrimSpace(string(data)) {
 		t.Errorf("start record pid %d, command's pid %s", recs[0].PID, data)
 	}
+	if recs[0].LockTTL != nil {
+		t.Errorf("start record without a Redis lock has lock_ttl_seconds %v", *recs[0].LockTTL)
+	}
 	if recs[1].PID != recs[0].PID || recs[1].RunID != recs[0].RunID {
 		t.Errorf("end record %+v does not match start %+v", recs[1], recs[0])
 	}

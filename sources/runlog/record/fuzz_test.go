@@ -37,6 +37,8 @@ func checkEvent(t *testing.T, line []byte, ev model.Event) {
 		t.Fatalf("Parse(%q): invalid UTF-8 in a field", line)
 	case ev.PID < 0 || ev.HolderPID < 0 || ev.Duration < 0:
 		t.Fatalf("Parse(%q): negative pid or duration", line)
+	case ev.LockTTL < 0 || ev.LockTTL > MaxLockTTL || (ev.LockTTL != 0 && ev.Kind != model.Start):
+		t.Fatalf("Parse(%q): lock TTL %v on a %s", line, ev.LockTTL, ev.Kind)
 	}
 }
 
@@ -73,6 +75,9 @@ func seedFile(f *testing.F, name string) {
 
 func FuzzJSON(f *testing.F) {
 	seedFile(f, "testdata/json.txt")
+	// The wrapper's start record with its lease, and a lease just past the bound.
+	f.Add([]byte(`{"time":"2026-12-01T10:00:00.000Z","job":"j","event":"start","host":"h","pid":1,"run_id":"9f1c2e4a7b3d5e60","lock_ttl_seconds":1.5}`))
+	f.Add([]byte(`{"time":"2026-12-01T10:00:00.000Z","job":"j","event":"start","lock_ttl_seconds":"31536000.0000001"}`))
 	for _, tc := range ruleCases {
 		f.Add([]byte(tc.json))
 	}
@@ -163,6 +168,9 @@ func encodeLogfmt(ev model.Event) []byte {
 	if ev.Holder != "" {
 		b.WriteString(" holder=" + q(ev.Holder))
 	}
+	if ev.LockTTL != 0 {
+		b.WriteString(" lock_ttl_seconds=" + strconv.FormatFloat(ev.LockTTL.Seconds(), 'f', -1, 64))
+	}
 	return []byte(b.String())
 }
 
@@ -188,6 +196,9 @@ func FuzzLogfmt(f *testing.F) {
 		}
 		if d := ev2.Duration - ev.Duration; math.Abs(float64(d)) <= float64(time.Microsecond) {
 			ev2.Duration = ev.Duration
+		}
+		if d := ev2.LockTTL - ev.LockTTL; math.Abs(float64(d)) <= float64(time.Microsecond) {
+			ev2.LockTTL = ev.LockTTL
 		}
 		if ev2 != ev {
 			t.Fatalf("%q: %s\nre-encoded %q: %s", line, formatEvent(ev), again, formatEvent(ev2))

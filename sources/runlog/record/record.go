@@ -55,6 +55,8 @@ const (
 	MaxRunIDLen  = 128
 	MaxReasonLen = 255
 	MaxHolderLen = 255
+	// MaxLockTTL bounds lock_ttl_seconds.
+	MaxLockTTL = model.MaxLockTTL
 	// maxIntern bounds each intern table; a full table is cleared.
 	maxIntern = 4096
 )
@@ -112,6 +114,7 @@ const (
 	fHolderPID
 	fLock
 	fHolder
+	fLockTTL
 	nFields
 )
 
@@ -119,7 +122,7 @@ var fieldNames = [nFields]string{
 	fTime: "time", fJob: "job", fEvent: "event", fHost: "host", fPID: "pid",
 	fRunID: "run_id", fStatus: "status", fExitCode: "exit_code",
 	fDuration: "duration_seconds", fReason: "reason", fHolderPID: "holder_pid",
-	fLock: "lock", fHolder: "holder",
+	fLock: "lock", fHolder: "holder", fLockTTL: "lock_ttl_seconds",
 }
 
 func (f field) String() string { return fieldNames[f] }
@@ -153,6 +156,8 @@ func lookupField(k []byte) (field, bool) {
 		return fLock, true
 	case "holder":
 		return fHolder, true
+	case "lock_ttl_seconds":
+		return fLockTTL, true
 	}
 	return 0, false
 }
@@ -433,7 +438,26 @@ func (c *core) finish(ev *model.Event) error {
 		}
 	}
 
+	var lockTTL time.Duration
+	if b, err = c.number(fLockTTL); err != nil {
+		return err
+	}
+	if len(b) > 0 {
+		s, good := parseFloat(b)
+		switch {
+		case !good:
+			return errf(fLockTTL, "not a number: %s", quote(b))
+		case s <= 0:
+			return errf(fLockTTL, "not positive: %s", quote(b))
+		case s > MaxLockTTL.Seconds():
+			return errf(fLockTTL, "longer than %d seconds: %s", int64(MaxLockTTL.Seconds()), quote(b))
+		}
+		lockTTL = time.Duration(math.Round(s * 1e9))
+	}
+
 	switch ev.Kind {
+	case model.Start:
+		ev.LockTTL = lockTTL
 	case model.End:
 		if result == "" {
 			return errors.New("record: status is required for event end")

@@ -49,6 +49,9 @@ func formatEvent(ev model.Event) string {
 	if ev.HolderPID != 0 {
 		fmt.Fprintf(&b, " holder_pid=%d", ev.HolderPID)
 	}
+	if ev.LockTTL != 0 {
+		fmt.Fprintf(&b, " lock_ttl=%s", ev.LockTTL)
+	}
 	if loc := ev.Time.Location(); loc != time.UTC {
 		fmt.Fprintf(&b, " loc=%s", loc)
 	}
@@ -237,6 +240,24 @@ var ruleCases = []ruleCase{
 	{name: "pid negative", json: j(`,"pid":-1`), logfmt: l("pid=-1"), err: `pid: out of range: "-1"`},
 	{name: "pid too large", json: j(`,"pid":2147483648`), logfmt: l("pid=2147483648"), err: `pid: out of range`},
 	{name: "pid overflow", json: j(`,"pid":99999999999999999999`), logfmt: l("pid=99999999999999999999"), err: `pid: not an integer`},
+	{name: "lock ttl", json: j(`,"lock_ttl_seconds":90`), logfmt: l("lock_ttl_seconds=90"),
+		want: with(minEv, func(e *model.Event) { e.LockTTL = 90 * time.Second })},
+	{name: "lock ttl fraction and string", json: j(`,"lock_ttl_seconds":"1.5"`), logfmt: l(`lock_ttl_seconds="1.5"`),
+		want: with(minEv, func(e *model.Event) { e.LockTTL = 1500 * time.Millisecond })},
+	{name: "lock ttl max", json: j(`,"lock_ttl_seconds":31536000`), logfmt: l("lock_ttl_seconds=3.1536e7"),
+		want: with(minEv, func(e *model.Event) { e.LockTTL = MaxLockTTL })},
+	{name: "lock ttl null and empty are absent", json: j(`,"lock_ttl_seconds":null`), logfmt: l("lock_ttl_seconds="), want: &minEv},
+	{name: "lock ttl checked but not kept on an end",
+		json:   `{"time":"2026-11-30T10:00:40.5Z","job":"stats","event":"end","status":"timeout","lock_ttl_seconds":60}`,
+		logfmt: `time=2026-11-30T10:00:40.5Z job=stats event=end status=timeout lock_ttl_seconds=60`,
+		want:   &model.Event{Time: t1, Job: "stats", Kind: model.End, Result: model.Timeout}},
+	{name: "lock ttl zero", json: j(`,"lock_ttl_seconds":0`), logfmt: l("lock_ttl_seconds=-0"), err: `lock_ttl_seconds: not positive: "`},
+	{name: "lock ttl negative", json: j(`,"lock_ttl_seconds":-5`), logfmt: l("lock_ttl_seconds=-5"), err: `lock_ttl_seconds: not positive: "-5"`},
+	{name: "lock ttl too long", json: j(`,"lock_ttl_seconds":31536000.001`), logfmt: l("lock_ttl_seconds=1e300"), err: `lock_ttl_seconds: longer than 31536000 seconds: "`},
+	{name: "lock ttl not a number", json: j(`,"lock_ttl_seconds":"90s"`), logfmt: l("lock_ttl_seconds=90s"), err: `lock_ttl_seconds: not a number: "90s"`},
+	{name: "lock ttl bad on an end", json: `{"time":"2026-11-30T10:00:40.5Z","job":"stats","event":"end","status":"success","lock_ttl_seconds":"x"}`,
+		logfmt: `time=2026-11-30T10:00:40.5Z job=stats event=end status=success lock_ttl_seconds=x`, err: `lock_ttl_seconds: not a number: "x"`},
+	{name: "lock ttl bool", json: j(`,"lock_ttl_seconds":true`), err: `lock_ttl_seconds: must be a number, got "true"`},
 	{name: "pid bool", json: j(`,"pid":true`), err: `pid: must be a number, got "true"`},
 	{name: "pid escaped numeric string", json: j(`,"pid":"\u0034"`), want: with(minEv, func(e *model.Event) { e.PID = 4 })},
 	{name: "holder_pid bad", json: j(`,"holder_pid":"x"`), logfmt: l("holder_pid=x"), err: `holder_pid: not an integer`},
