@@ -24,9 +24,6 @@ const (
 	lockTTLMargin = 2.0
 	// renewalsPerTTL: jobwatch run renews its Redis lease every third of it.
 	renewalsPerTTL = 3
-	// expiringAlertSeconds is JobwatchLockExpiringWhileRunning's threshold
-	// on the remaining TTL a lock probe sees (alerts/).
-	expiringAlertSeconds = 60
 )
 
 // Advice is what `jobwatch advise` says of one job.
@@ -91,12 +88,6 @@ func lockTTLNotes(j Job, suggested float64) []string {
 		notes = append(notes, fmt.Sprintf("lock TTL %s is below %.1f × the longest run (%s): if the wrapper is SIGKILLed or cannot renew it "+
 			"(host stalled, Redis unreachable), a run a little longer than any so far outlives the key and another host starts a second copy; "+
 			"%s leaves room", msSeconds(ttl), ShortLockTTL, promSeconds(longest), promSeconds(suggested)))
-	}
-	// Between renewals a healthy lease falls to two thirds of the TTL.
-	if low := ttl * (renewalsPerTTL - 1) / renewalsPerTTL; low < expiringAlertSeconds {
-		notes = append(notes, fmt.Sprintf("a lock probe of this key sees as little as %s left between renewals: JobwatchLockExpiringWhileRunning "+
-			"(under %s) fires during healthy runs; with a lease of %s or more it fires only when renewals stop",
-			msSeconds(low), promSeconds(expiringAlertSeconds), promSeconds(expiringAlertSeconds*renewalsPerTTL/(renewalsPerTTL-1))))
 	}
 	if p := j.PeriodSeconds; p > 0 && ttl > p && suggested < ttl {
 		runs := "1 run"

@@ -56,7 +56,8 @@ function(c)
     #   JobwatchJobLockLost            a shared lock lost in the last hour, for: 0m
     #   JobwatchLockStale              holder known dead, for: 5m
     #   JobwatchLockWithoutExpiry      Redis key without TTL, for: 2m
-    #   JobwatchLockExpiringWhileRunning  lease under 60s while a run is in
+    #   JobwatchLockExpiringWhileRunning  lease under 60s and under half its
+    #                                  longest in 15m while a run is in
     #                                  progress, for: 0m
     #   JobwatchLockHeldWithoutRun     held longer than the timeout (or 2
     #                                  periods) with no run, for: 5m

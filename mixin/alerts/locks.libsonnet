@@ -52,9 +52,13 @@ local promql = import '../lib/promql.libsonnet';
       },
       {
         alert: 'JobwatchLockExpiringWhileRunning',
-        comment:: 'Value: seconds left of the lease, while a run of the job is in\nprogress on some host: the lease is not being renewed, and another\nhost will take the lock while this run goes on.',
+        comment:: 'Value: seconds left of the lease, under 60 s and under half the\nlongest lease seen in 15 minutes, while a run of the job is in\nprogress on some host: the lease is not being renewed, and another\nhost will take the lock while this run goes on. A lease renewed every\nthird of it (jobwatch run) never falls below two thirds of itself,\nso a short one renewed on time stays quiet.',
         expr: |||
-          %(jobwatch_lock_ttl_seconds)s < 60
+          (
+              %(jobwatch_lock_ttl_seconds)s < 60
+            and
+              %(jobwatch_lock_ttl_seconds)s < 0.5 * max_over_time(%(jobwatch_lock_ttl_seconds)s[15m])
+          )
           and on(%(job)s)
           (sum by (%(job)s) (%(jobwatch_job_running)s) > 0)
         ||| % s,
