@@ -19,7 +19,7 @@ command -v mtail >/dev/null || { echo "mtail missing: apt-get install mtail" >&2
 tmp=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-go build -o "$tmp/jobwatch" ./cmd/jobwatch
+CGO_ENABLED=0 go build -o "$tmp/jobwatch" ./cmd/jobwatch  # as README builds it
 # 2026-11-01T00:00:00Z; start at t+i s, end 40.5 s later.
 gawk -v n="$n" -v t0=1793491200 'BEGIN {
   for (i = 0; i < n / 2; i++) {
