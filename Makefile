@@ -15,8 +15,9 @@ LDFLAGS    := -X $(PKG).Version=$(VERSION) \
               -X $(PKG).BuildDate=$(BUILD_DATE)
 
 .PHONY: build example test e2e bench
+# CGO_ENABLED=0: a static binary, which `jobwatch run` starts faster (README).
 build:
-	go build -trimpath -ldflags "$(LDFLAGS)" -o jobwatch ./cmd/jobwatch
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o jobwatch ./cmd/jobwatch
 
 # The quick start: build, write the example run log relative to now, run
 # jobwatch on the bundled jobwatch.yml (Ctrl-C stops it).

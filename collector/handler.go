@@ -74,6 +74,7 @@ type HandlerOpts struct {
 
 // NewHandler returns the /metrics handler of o.
 func NewHandler(o HandlerOpts) *Handler {
+	tables()
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -145,7 +146,10 @@ type layout struct {
 	prefix []string
 }
 
-func init() {
+// tables fills families, familyOf, the fam indexes and layouts on first
+// use rather than in init(): rendering the layouts costs about 0.2 ms, which
+// every `jobwatch run` under cron would pay for nothing.
+var tables = sync.OnceFunc(func() {
 	for _, d := range jobDescs {
 		info := descInfo[d]
 		families = append(families, family{desc: d, name: info.name, help: info.help})
@@ -161,7 +165,7 @@ func init() {
 	for f := range layouts {
 		layouts[f] = newLayout(f)
 	}
-}
+})
 
 // newLayout renders a job that has every family and keeps each family's
 // header and sample name.
@@ -300,6 +304,7 @@ func dynamic(i int, calendar bool) bool {
 
 // render makes the entry of v, writing its lines with a lineSink.
 func (r *renderer) render(v *model.JobView, format int, now time.Time) *entry {
+	tables()
 	e := &entry{off: make([]uint32, len(families)+1)}
 	switch v.Spec.Schedule.(type) {
 	case nil, schedule.Every:
@@ -325,6 +330,7 @@ func (r *renderer) render(v *model.JobView, format int, now time.Time) *entry {
 // renderReference makes the entry of v through client_golang and expfmt:
 // what render must write (handler_test.go compares them).
 func (r *renderer) renderReference(v *model.JobView, format int, now time.Time) *entry {
+	tables()
 	e := &entry{off: make([]uint32, len(families)+1)}
 	switch v.Spec.Schedule.(type) {
 	case nil, schedule.Every:
@@ -439,6 +445,7 @@ func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
 // build makes the segment of views: the bytes of a job whose view is the
 // one rendered before are copied, the others rendered.
 func (c *cache) build(views []*model.JobView, now time.Time) *segment {
+	tables()
 	nf := len(families)
 	c.r.arena = c.r.arena[:0]
 	s := &segment{views: views, data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}

@@ -32,9 +32,11 @@ type Options struct {
 	// Host is this machine's name (runs reported from it are checked for a
 	// live process); default os.Hostname.
 	Host string
-	// SaveInterval: changed state is written at most this often (default
-	// 1s), and as soon as it changes after a quiet spell. Scrapes show the
-	// state as last written, so this bounds how long a record takes to show.
+	// SaveInterval: changed state is written about this often at most
+	// (default 1s): at once when it changes after a quiet spell, and once
+	// changes stop arriving (a catch-up ends) without waiting for the
+	// interval to be up (saveSchedule). Scrapes show the state as last
+	// written, so this bounds how long a record takes to show.
 	SaveInterval time.Duration
 	// ReapInterval: how often runs whose process is gone are looked for
 	// (default 2s, so a killed run is closed within 10s).
@@ -303,17 +305,17 @@ func (e *Exporter) Run(ctx context.Context) error {
 
 	reap := time.NewTicker(e.opts.ReapInterval)
 	defer reap.Stop()
-	// The saver: a change is saved at once after a quiet spell, else one
-	// SaveInterval after the previous save began; a failed save is retried
-	// one SaveInterval later.
-	timer := time.NewTimer(0) // the state loaded, written once in this format
+	// The saver: the state loaded is written once in this format, then
+	// sched says when changes are saved (saveSchedule).
+	sched := newSaveSchedule(e.opts.SaveInterval)
+	sched.change(time.Now())
+	timer := time.NewTimer(0)
 	defer timer.Stop()
-	armed := true
-	var last time.Time
-	arm := func() {
-		if !armed {
-			timer.Reset(max(e.opts.SaveInterval-time.Since(last), 0))
-			armed = true
+	rearm := func() {
+		if at, ok := sched.due(); ok {
+			timer.Reset(time.Until(at))
+		} else {
+			timer.Stop()
 		}
 	}
 	for {
@@ -337,13 +339,19 @@ func (e *Exporter) Run(ctx context.Context) error {
 			}
 			return errors.Join(err, closeErr, e.store.Close())
 		case <-e.tracker.Changed():
-			arm()
+			sched.change(time.Now())
+			rearm()
 		case <-timer.C:
-			armed = false
-			last = time.Now()
-			if err := e.save(); err != nil {
-				arm() // logged and counted; retried
+			// A timer set for an earlier deadline may fire after a change
+			// moved it: save only when a save is due now.
+			now := time.Now()
+			if at, ok := sched.due(); ok && !now.Before(at) {
+				sched.begin(now)
+				if err := e.save(); err != nil {
+					sched.failed(now) // logged and counted; retried
+				}
 			}
+			rearm()
 		case <-reap.C:
 			e.tracker.Reap()
 		}

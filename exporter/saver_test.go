@@ -159,8 +159,12 @@ func TestScrapesDoNotWrite(t *testing.T) {
 func TestScrapesDoNotSave(t *testing.T) {
 	e, cs, reg, log := startSaverTest(t, time.Hour)
 	waitUntil(t, "the first save", func() bool { return cs.saves.Load() == 1 })
+	// The first record after it settles and is saved early; the next
+	// waits for the hour to be up.
 	appendSuccess(t, log, 1)
-	waitUntil(t, "the record read", func() bool { return runs(t, e, "stats")[0] == 1 })
+	waitUntil(t, "the early save", func() bool { return shown(t, reg) == 1 })
+	appendSuccess(t, log, 2)
+	waitUntil(t, "the record read", func() bool { return runs(t, e, "stats")[0] == 2 })
 	// write_bytes counts every goroutine of the test process (the Go test
 	// runner's own, a previous test's cleanup): a scrape that wrote would
 	// write in every round, so one round of 100 scrapes without a byte
@@ -179,11 +183,11 @@ func TestScrapesDoNotSave(t *testing.T) {
 	if rounds != nil {
 		t.Errorf("100 scrapes wrote in each of 3 rounds: %s", strings.Join(rounds, "; "))
 	}
-	if n := cs.saves.Load(); n != 1 {
-		t.Errorf("100 scrapes made %d saves", n-1)
+	if n := cs.saves.Load(); n != 2 {
+		t.Errorf("100 scrapes made %d saves", n-2)
 	}
-	if got := shown(t, reg); got != 0 {
-		t.Errorf("a scrape shows %v successes not saved yet", got)
+	if got := shown(t, reg); got != 1 {
+		t.Errorf("a scrape shows %v successes, want the 1 saved", got)
 	}
 }
 
@@ -227,5 +231,25 @@ func TestFailedSavesKeepTheShownState(t *testing.T) {
 	waitUntil(t, "the next record shown", func() bool { return shown(t, reg) == 4 })
 	if got := testutil.ToFloat64(e.saveFailures); got != failures {
 		t.Errorf("saves still fail: %v failures, then %v", failures, got)
+	}
+}
+
+// A backlog read shows once its changes stop arriving, long before the
+// SaveInterval (an hour here) is up: the catch-up is saved early, once.
+func TestCatchUpShownWhenItEnds(t *testing.T) {
+	_, cs, reg, log := startSaverTest(t, time.Hour)
+	waitUntil(t, "the first save", func() bool { return cs.saves.Load() == 1 })
+	// One write: the source reads the backlog at once, its changes
+	// microseconds apart.
+	var b strings.Builder
+	for pid := range 200 {
+		b.WriteString(`{"time":"2026-11-30T10:00:00Z","job":"stats","event":"end","host":"a","pid":` + strconv.Itoa(pid+1) + `,"status":"success"}` + "\n")
+	}
+	if _, err := log.WriteString(b.String()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the backlog shown", func() bool { return shown(t, reg) == 200 })
+	if n := cs.saves.Load(); n > 3 {
+		t.Errorf("%d saves for one catch-up", n)
 	}
 }

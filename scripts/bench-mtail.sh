@@ -11,7 +11,9 @@
 # average is printed before and after each round.
 # Prints wall and CPU (user+system) seconds of each, and mtail's time over
 # jobwatch's per round.
-# Usage: scripts/bench-mtail.sh [records=1000000] [rounds=3]
+# With BEFORE=path/to/an/older/jobwatch, that binary's catch-up is timed in
+# the same rounds, for a before/after comparison.
+# Usage: [BEFORE=old-jobwatch] scripts/bench-mtail.sh [records=1000000] [rounds=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000000} rounds=${2:-3}
@@ -19,7 +21,7 @@ command -v mtail >/dev/null || { echo "mtail missing: apt-get install mtail" >&2
 tmp=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-go build -o "$tmp/jobwatch" ./cmd/jobwatch
+CGO_ENABLED=0 go build -o "$tmp/jobwatch" ./cmd/jobwatch  # as README builds it
 # 2026-11-01T00:00:00Z; start at t+i s, end 40.5 s later.
 gawk -v n="$n" -v t0=1793491200 'BEGIN {
   for (i = 0; i < n / 2; i++) {
@@ -40,12 +42,13 @@ timed() {
   /usr/bin/time -f '%e %U %S' -o "$tmp/time" "$@" >"$tmp/out" 2>&1
   awk '{ printf "%.2f %.2f", $1, $2 + $3 }' "$tmp/time"
 }
+# jobwatch_catchup BINARY: prints "wall cpu" of BINARY's catch-up.
 jobwatch_catchup() {
   rm -rf "$tmp/state"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   local t0 t1
   t0=$(date +%s.%N)
-  "$tmp/jobwatch" --config.file="$tmp/jobwatch.yml" --state.path="$tmp/state" --web.listen-address="127.0.0.1:$port" >"$tmp/jw.log" 2>&1 &
+  "$1" --config.file="$tmp/jobwatch.yml" --state.path="$tmp/state" --web.listen-address="127.0.0.1:$port" >"$tmp/jw.log" 2>&1 &
   pid=$!
   # records: the value of jobwatch_source_records_total, 0 before the first
   # scrape answers.
@@ -66,15 +69,18 @@ jobwatch_catchup() {
 for r in $(seq "$rounds"); do
   l0=$(cut -d' ' -f1-3 /proc/loadavg)
   read -r wcw wcc <<<"$(timed wc -l "$tmp/runs.log")"
-  read -r jww jwc <<<"$(jobwatch_catchup)"
+  read -r jww jwc <<<"$(jobwatch_catchup "$tmp/jobwatch")"
+  bfw=0 bfc=0
+  [ -n "${BEFORE:-}" ] && read -r bfw bfc <<<"$(jobwatch_catchup "$BEFORE")"
   read -r mtw mtc <<<"$(timed mtail --one_shot --one_shot_format prometheus --progs scripts/runlog.mtail --logs "$tmp/runs.log")"
   grep -q "jobwatch_job_runs_total{job_name=\"job_00\",prog=\"runlog.mtail\",result=\"success\"} $((n / 200))\$" "$tmp/out" ||
     { echo "mtail did not count $((n / 200)) runs of job_00:" >&2; grep job_00 "$tmp/out" | head -5 >&2; exit 1; }
   l1=$(cut -d' ' -f1-3 /proc/loadavg)
-  awk -v r="$r" -v l0="$l0" -v l1="$l1" -v n="$n" -v wcw="$wcw" -v wcc="$wcc" -v jww="$jww" -v jwc="$jwc" -v mtw="$mtw" -v mtc="$mtc" 'BEGIN {
+  awk -v r="$r" -v l0="$l0" -v l1="$l1" -v n="$n" -v wcw="$wcw" -v wcc="$wcc" -v jww="$jww" -v jwc="$jwc" -v mtw="$mtw" -v mtc="$mtc" -v bfw="$bfw" -v bfc="$bfc" 'BEGIN {
     printf "round %d (load %s -> %s):\n", r, l0, l1
     printf "  wc -l     %6.2f s wall %6.2f s CPU  %5.2f M records/s wall\n", wcw, wcc, n / (wcw > 0 ? wcw : 0.01) / 1e6
     printf "  jobwatch  %6.2f s wall %6.2f s CPU  %5.2f M records/s wall\n", jww, jwc, n / jww / 1e6
+    if (bfw > 0) printf "  before    %6.2f s wall %6.2f s CPU  %5.2f M records/s wall\n", bfw, bfc, n / bfw / 1e6
     printf "  mtail     %6.2f s wall %6.2f s CPU  %5.2f M records/s wall\n", mtw, mtc, n / mtw / 1e6
     printf "  mtail / jobwatch: %.1fx wall, %.1fx CPU\n", mtw / jww, mtc / jwc
   }'

@@ -15,7 +15,7 @@ command -v redis-server >/dev/null || { echo "redis-server missing: apt-get inst
 tmp=$(mktemp -d)
 rpid=""
 trap '[ -n "$rpid" ] && kill "$rpid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-go build -o "$tmp/jobwatch" ./cmd/jobwatch
+CGO_ENABLED=0 go build -o "$tmp/jobwatch" ./cmd/jobwatch  # as README builds it
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" &
 rpid=$!
