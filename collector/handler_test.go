@@ -409,3 +409,26 @@ func TestAcceptsGzip(t *testing.T) {
 		}
 	}
 }
+
+// Lines kept compact are written back as they were, including lines that
+// do not start with a name and the job's label (stored whole).
+func TestCompactLines(t *testing.T) {
+	names := layouts[fmtOpenMetrics].names[familyOf[runsDesc]]
+	label := []byte(`{job_name="a\"b"`)
+	lines := []byte(names[0] + `{job_name="a\"b",result="failure"} 1.0` + "\n" +
+		names[1] + `{job_name="a\"b",result="failure"} 1.7e+09` + "\n" +
+		names[0] + `{job_name="a\"b"} 2.0` + "\n" +
+		names[0] + `{aaa="x",job_name="a\"b"} 3.0` + "\n" + // a label before job_name
+		names[0] + `{job_name="a\"bc"} 4.0` + "\n" + // another job's label
+		`other_name{job_name="a\"b"} 5.0` + "\n")
+	c := compactLines(nil, lines, label, names)
+	if got := expandLines(nil, c, label, names); !bytes.Equal(got, lines) {
+		t.Errorf("written back:\n%s\n--- want\n%s", got, lines)
+	}
+	if verbatims := bytes.Count(c, []byte{verbatim}); verbatims != 3 {
+		t.Errorf("%d lines stored whole, want 3: %q", verbatims, c)
+	}
+	if len(c) >= len(lines)*3/4 {
+		t.Errorf("compact form is %d bytes of %d", len(c), len(lines))
+	}
+}
