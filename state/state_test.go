@@ -1,6 +1,8 @@
 package state
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -440,4 +442,33 @@ func TestStateDirectoryWritableByOthers(t *testing.T) {
 		t.Fatalf("a directory only its owner writes: %v", err)
 	}
 	s.Close()
+}
+
+// The snapshot's frames, written as they are encoded, are the bytes of
+// json.Marshal: the format does not change with the way it is written.
+func TestFrameWriterWritesMarshal(t *testing.T) {
+	var out bytes.Buffer
+	fw := &frameWriter{w: bufio.NewWriter(&out)}
+	fw.enc = json.NewEncoder(&fw.payload)
+	values := []any{
+		header{Format: formatName, Version: Version, Kind: "snapshot", Generation: 3, Written: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)},
+		&entry{Jobs: map[string]*jobRecord{`<a&b> "c"` + "\u2028é": {}}, End: true},
+	}
+	var want []byte
+	for _, v := range values {
+		if err := fw.add(v); err != nil {
+			t.Fatal(err)
+		}
+		payload, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = appendFrame(want, payload)
+	}
+	if err := fw.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) || fw.size != int64(len(want)) {
+		t.Errorf("frames:\n%q (size %d)\n--- want\n%q", out.Bytes(), fw.size, want)
+	}
 }
