@@ -52,6 +52,9 @@ func (j *JobState) LastDurations() []float64 { return lastN(j.DurationHistory, M
 type ring[T any] struct {
 	buf  []T
 	next int // where the next value goes, once buf is full
+	// shared: a view holds buf[:len(buf)], which must not be overwritten
+	// (appending beyond it is safe: the view does not see that far).
+	shared bool
 }
 
 func (r *ring[T]) push(v T, n int) {
@@ -59,14 +62,24 @@ func (r *ring[T]) push(v T, n int) {
 		r.buf = append(r.buf, v)
 		return
 	}
+	if r.shared {
+		r.buf, r.shared = slices.Clone(r.buf), false
+	}
 	r.buf[r.next] = v
 	r.next = (r.next + 1) % n
 }
 
-// ordered is a copy of the values, oldest first (nil when none).
+// ordered is the values, oldest first (nil when none). Until the ring is
+// full they are in order already and are shared with the ring, not
+// copied: most jobs have fewer runs than the ring holds, and every saved
+// view would otherwise copy them.
 func (r *ring[T]) ordered() []T {
 	if len(r.buf) == 0 {
 		return nil
+	}
+	if r.next == 0 {
+		r.shared = true
+		return r.buf[:len(r.buf):len(r.buf)]
 	}
 	out := make([]T, 0, len(r.buf))
 	out = append(out, r.buf[r.next:]...)
