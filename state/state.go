@@ -336,7 +336,7 @@ func (s *Store) Save(c *model.Changes, all *model.Saved) error {
 	if c.Empty() {
 		return nil
 	}
-	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) {
+	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) || manyJobs(c, all) {
 		return s.compact(all)
 	}
 	payload, err := json.Marshal(changesEntry(c))
@@ -352,6 +352,15 @@ func (s *Store) Save(c *model.Changes, all *model.Saved) error {
 	}
 	s.logSize += int64(len(frame))
 	return nil
+}
+
+// manyJobs reports whether c changes so many jobs (a catch-up, a burst)
+// that a snapshot, written frame by frame, is better than one log entry:
+// the entry is one frame, encoded whole in memory (64 MB for 50,000 jobs,
+// which encoding/json's pool then keeps), and the snapshot at most four
+// times its size.
+func manyJobs(c *model.Changes, all *model.Saved) bool {
+	return len(c.Jobs) > max(jobsPerFrame, len(all.JobNames())/4)
 }
 
 // appendFailed drops what a failed append may have left at the log's end,
