@@ -502,12 +502,13 @@ func TestSaveOfManyJobsWritesSnapshot(t *testing.T) {
 	apply(jobsPerFrame+1, 0)
 	gen := s.gen
 	m.save(t)
-	if s.gen != gen+1 || fileSize(t, filepath.Join(dir, LogFile)) != logSize {
+	// A new log holds its header only (whose time may be a few bytes longer).
+	if s.gen != gen+1 || fileSize(t, filepath.Join(dir, LogFile)) > logSize+10 {
 		t.Errorf("a save of %d of %d jobs appended to the log (generation %d, was %d)", jobsPerFrame+1, n, s.gen, gen)
 	}
 	apply(10, 10*time.Minute)
 	m.save(t)
-	if s.gen != gen+1 || fileSize(t, filepath.Join(dir, LogFile)) <= logSize {
+	if s.gen != gen+1 || fileSize(t, filepath.Join(dir, LogFile)) <= logSize+100 {
 		t.Errorf("a save of 10 jobs did not append to the log (generation %d, was %d)", s.gen, gen+1)
 	}
 	want := views(tr)
