@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,7 +55,8 @@ type ring[T any] struct {
 	next int // where the next value goes, once buf is full
 	// shared: a view holds buf[:len(buf)], which must not be overwritten
 	// (appending beyond it is safe: the view does not see that far).
-	shared bool
+	// Atomic: views are also taken under the tracker's read lock.
+	shared atomic.Bool
 }
 
 func (r *ring[T]) push(v T, n int) {
@@ -62,8 +64,9 @@ func (r *ring[T]) push(v T, n int) {
 		r.buf = append(r.buf, v)
 		return
 	}
-	if r.shared {
-		r.buf, r.shared = slices.Clone(r.buf), false
+	if r.shared.Load() {
+		r.buf = slices.Clone(r.buf)
+		r.shared.Store(false)
 	}
 	r.buf[r.next] = v
 	r.next = (r.next + 1) % n
@@ -78,7 +81,7 @@ func (r *ring[T]) ordered() []T {
 		return nil
 	}
 	if r.next == 0 {
-		r.shared = true
+		r.shared.Store(true)
 		return r.buf[:len(r.buf):len(r.buf)]
 	}
 	out := make([]T, 0, len(r.buf))
