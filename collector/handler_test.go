@@ -415,18 +415,32 @@ func TestAcceptsGzip(t *testing.T) {
 func TestCompactLines(t *testing.T) {
 	names := layouts[fmtOpenMetrics].names[familyOf[runsDesc]]
 	label := []byte(`{job_name="a\"b"`)
-	lines := []byte(names[0] + `{job_name="a\"b",result="failure"} 1.0` + "\n" +
-		names[1] + `{job_name="a\"b",result="failure"} 1.7e+09` + "\n" +
-		names[0] + `{job_name="a\"b"} 2.0` + "\n" +
-		names[0] + `{aaa="x",job_name="a\"b"} 3.0` + "\n" + // a label before job_name
-		names[0] + `{job_name="a\"bc"} 4.0` + "\n" + // another job's label
-		`other_name{job_name="a\"b"} 5.0` + "\n")
+	total, created := "jobwatch_job_runs_total", "jobwatch_job_runs_created"
+	lines := []byte(total + `{job_name="a\"b",result="failure"} 1.0` + "\n" +
+		created + `{job_name="a\"b",result="failure"} 1.7e+09` + "\n" +
+		total + `{job_name="a\"b"} 2.0` + "\n" +
+		total + `{aaa="x",job_name="a\"b"} 3.0` + "\n" + // a label before job_name
+		total + `{job_name="a\"bc"} 4.0` + "\n" + // another job's label
+		`other_name{job_name="a\"b"} 5.0` + "\n" +
+		// _created lines repeating the labels before them and the last
+		// _created value: 2 bytes each
+		total + `{job_name="a\"b",result="lost"} 0.0` + "\n" +
+		created + `{job_name="a\"b",result="lost"} 1.7e+09` + "\n" + // repeated
+		total + `{job_name="a\"b",result="success"} 0.0` + "\n" +
+		created + `{job_name="a\"b",result="success"} 1.7e+09` + "\n" + // repeated
+		created + `{job_name="a\"b",result="success"} 1.8e+09` + "\n" + // another value
+		total + `{job_name="a\"b",result="timeout"} 0.0` + "\n" +
+		created + `{job_name="a\"b",result="timeout"} 1.8e+09` + "\n" + // repeated
+		created + `{job_name="a\"b",result="other"} 1.8e+09` + "\n") // other labels
 	c := compactLines(nil, lines, label, names)
 	if got := expandLines(nil, c, label, names); !bytes.Equal(got, lines) {
 		t.Errorf("written back:\n%s\n--- want\n%s", got, lines)
 	}
 	if verbatims := bytes.Count(c, []byte{verbatim}); verbatims != 3 {
 		t.Errorf("%d lines stored whole, want 3: %q", verbatims, c)
+	}
+	if repeats := bytes.Count(c, []byte{repeatCreated, '\n'}); repeats != 3 {
+		t.Errorf("%d _created lines repeated, want 3: %q", repeats, c)
 	}
 	if len(c) >= len(lines)*3/4 {
 		t.Errorf("compact form is %d bytes of %d", len(c), len(lines))

@@ -201,13 +201,24 @@ const verbatim = 0xff
 // format of the layout.
 func (l *layout) lineNames(i int) []string {
 	base := l.prefix[i]
-	return []string{base, strings.TrimSuffix(base, "_total") + "_created", base + "_bucket", base + "_sum", base + "_count"}
+	// OpenMetrics names a counter's family without _total, its samples with.
+	return []string{base, strings.TrimSuffix(base, "_total") + "_created", base + "_bucket", base + "_sum", base + "_count", base + "_total"}
 }
 
-// compactLines appends lines (whole lines of one job, each ending in
-// '\n') in compact form; label is the job's `{job_name="..."` (without the
-// closing brace) and names the family's metric names.
+// repeatCreated stands for an OpenMetrics _created line with the labels of
+// the line before it and the value of the job's previous _created line in
+// the family: a counter's _created sample follows it, and every counter of
+// a job started counting at the same time, so most are stored in 2 bytes.
+const repeatCreated = 0xfe
+
+// tagCreated is the tag of the _created name (see lineNames).
+const tagCreated = 1
+
+// compactLines appends lines (whole lines of one job and family, each
+// ending in '\n') in compact form; label is the job's `{job_name="..."`
+// (without the closing brace) and names the family's metric names.
 func compactLines(dst, lines, label []byte, names []string) []byte {
+	var prev, created []byte // the labels of the line before, the value of the last _created line
 	for len(lines) > 0 {
 		n := bytes.IndexByte(lines, '\n') + 1
 		line := lines[:n]
@@ -223,23 +234,62 @@ func compactLines(dst, lines, label []byte, names []string) []byte {
 				}
 			}
 		}
+		if tag == verbatim {
+			prev = nil
+			dst = append(dst, tag)
+			dst = append(dst, rest...)
+			continue
+		}
+		labels, value := splitValue(rest)
+		if tag == tagCreated && created != nil && prev != nil && bytes.Equal(labels, prev) && bytes.Equal(value, created) {
+			dst = append(dst, repeatCreated, '\n')
+			continue
+		}
+		prev = labels
+		if tag == tagCreated {
+			created = value
+		}
 		dst = append(dst, tag)
 		dst = append(dst, rest...)
 	}
 	return dst
 }
 
+// splitValue splits the rest of a line after the job's label into the
+// labels (up to the space before the value) and the value with its '\n'.
+func splitValue(rest []byte) (labels, value []byte) {
+	sp := bytes.LastIndexByte(rest, ' ') + 1
+	return rest[:sp], rest[sp:]
+}
+
 // expandLines appends the whole lines of compact, made by compactLines
 // with the same label and names.
 func expandLines(dst, compact, label []byte, names []string) []byte {
+	var prev, created []byte // the rests of the line before and of the last _created line
 	for len(compact) > 0 {
 		n := bytes.IndexByte(compact, '\n') + 1
-		if t := compact[0]; t != verbatim {
+		t, rest := compact[0], compact[1:n]
+		compact = compact[n:]
+		switch t {
+		case verbatim:
+			prev = nil
+			dst = append(dst, rest...)
+		case repeatCreated:
+			labels, _ := splitValue(prev)
+			_, value := splitValue(created)
+			dst = append(dst, names[tagCreated]...)
+			dst = append(dst, label...)
+			dst = append(dst, labels...)
+			dst = append(dst, value...)
+		default:
 			dst = append(dst, names[t]...)
 			dst = append(dst, label...)
+			dst = append(dst, rest...)
+			prev = rest
+			if t == tagCreated {
+				created = rest
+			}
 		}
-		dst = append(dst, compact[1:n]...)
-		compact = compact[n:]
 	}
 	return dst
 }
