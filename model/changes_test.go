@@ -150,8 +150,12 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 	live, _ := tr.View()
 	check := func(what string, v *JobView) {
 		t.Helper()
-		if v.Runs[Success] != 1 || v.Runs[Failure] != 0 || v.SkipsByReason["locked"] != 1 || v.LockLost["redis"] != 1 {
-			t.Errorf("%s changed: runs %v, skips %v, locks lost %v", what, v.Runs, v.SkipsByReason, v.LockLost)
+		var observed uint64
+		for _, n := range v.Durations.Counts {
+			observed += n
+		}
+		if v.Runs[Success] != 1 || v.Runs[Failure] != 0 || v.SkipsByReason["locked"] != 1 || v.LockLost["redis"] != 1 || observed != 1 {
+			t.Errorf("%s changed: runs %v, skips %v, locks lost %v, durations %v", what, v.Runs, v.SkipsByReason, v.LockLost, v.Durations.Counts)
 		}
 	}
 	for range 2 {
@@ -166,7 +170,7 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 		}
 		check("a live view", v)
 	}
-	if now := tr.Changes().Jobs["stats"]; now.Runs[Failure] != 2 || now.SkipsByReason["locked"] != 3 || now.LockLost["redis"] != 3 {
+	if now := tr.Changes().Jobs["stats"]; now.Runs[Failure] != 2 || now.SkipsByReason["locked"] != 3 || now.LockLost["redis"] != 3 || now.Durations.Count != 3 {
 		t.Errorf("the model: runs %v, skips %v, locks lost %v", now.Runs, now.SkipsByReason, now.LockLost)
 	}
 }

@@ -56,11 +56,11 @@ type JobState struct {
 	DurationHistory []float64
 }
 
-// viewCopy is a copy for a view: its maps are shared with j, which clones
-// them before it writes one (job.ownMaps); nothing else is shared.
+// viewCopy is a copy for a view: its maps and histogram counts are shared
+// with j, which clones them before it writes one (job.ownMaps); nothing
+// else is shared.
 func (j *JobState) viewCopy() JobState {
 	c := *j
-	c.Durations.Counts = slices.Clone(j.Durations.Counts)
 	c.LostRuns = slices.Clone(j.LostRuns)
 	c.Sources = slices.Clone(j.Sources)
 	if j.RecentSlots != nil {

@@ -95,7 +95,7 @@ type job struct {
 	recent    ring[RecentRun]
 	durations ring[float64]
 	// mapsShared: JobState's maps (Runs, Duplicates, SkipsByReason,
-	// LockLost) are shared with a view (see ownMaps). Atomic: views are
+	// LockLost) and histogram counts are shared with a view (see ownMaps). Atomic: views are
 	// also taken under the tracker's read lock.
 	mapsShared atomic.Bool
 }
@@ -111,6 +111,7 @@ func (j *job) ownMaps() {
 	j.Duplicates = maps.Clone(j.Duplicates)
 	j.SkipsByReason = maps.Clone(j.SkipsByReason)
 	j.LockLost = maps.Clone(j.LockLost)
+	j.Durations.Counts = slices.Clone(j.Durations.Counts)
 	j.mapsShared.Store(false)
 }
 
@@ -628,11 +629,10 @@ func (t *Tracker) view() ([]JobView, []SourceView) {
 	for _, j := range t.jobs {
 		v := JobView{Spec: j.spec, JobState: j.JobState}
 		v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
-		j.mapsShared.Store(true) // SkipsByReason and LockLost
+		j.mapsShared.Store(true) // SkipsByReason, LockLost, Durations.Counts
 		// Only what the collector renders is copied; maps and slices it
 		// does not render are left out.
 		v.Runs, v.Duplicates, v.LostRuns, v.Sources, v.RecentSlots = nil, nil, nil, nil, nil
-		v.Durations.Counts = slices.Clone(j.Durations.Counts)
 		for i, r := range Results {
 			v.RunCounts[i] = j.Runs[r]
 		}
