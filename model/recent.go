@@ -61,6 +61,13 @@ type ring[T any] struct {
 
 func (r *ring[T]) push(v T, n int) {
 	if len(r.buf) < n {
+		if len(r.buf) == cap(r.buf) {
+			// Grown by half, not doubled: most jobs keep a few runs, and
+			// a ring of 200-byte runs is most of a job's memory.
+			grown := make([]T, len(r.buf), min(n, len(r.buf)+max(1, len(r.buf)/2)))
+			copy(grown, r.buf)
+			r.buf = grown
+		}
 		r.buf = append(r.buf, v)
 		return
 	}
