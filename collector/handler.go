@@ -143,7 +143,7 @@ var (
 type layout struct {
 	header [][]byte
 	prefix []string
-	names  [][]string // by family: the metric names of its lines (see compactLines)
+	names  []*lineSet // by family: what its lines start with (see compactLines)
 }
 
 func init() {
@@ -176,7 +176,7 @@ func newLayout(format int) layout {
 		},
 		Open: []model.Run{{Host: "h", PID: 1, Start: t}},
 	}
-	l := layout{header: make([][]byte, len(families)), prefix: make([]string, len(families)), names: make([][]string, len(families))}
+	l := layout{header: make([][]byte, len(families)), prefix: make([]string, len(families)), names: make([]*lineSet, len(families))}
 	var r renderer
 	r.collect(v, t)
 	for i := range families {
@@ -195,7 +195,7 @@ func newLayout(format int) layout {
 		if l.prefix[i] == "" || !bytes.HasPrefix(b, []byte(l.prefix[i])) {
 			panic(fmt.Sprintf("collector: unexpected exposition of %s: %q", families[i].name, r.encode(i, format)))
 		}
-		l.names[i] = l.lineNames(i)
+		l.names[i] = l.lineSet(i, format)
 	}
 	return l
 }

@@ -433,6 +433,23 @@ func TestCompactLines(t *testing.T) {
 		created + `{job_name="a\"b",result="timeout"} 1.8e+09` + "\n" + // repeated
 		created + `{job_name="a\"b",result="other"} 1.8e+09` + "\n" + // other labels
 		total + `{job_name="a\"b",reason="` + strings.Repeat("x", 300) + `"} 1.0` + "\n") // too long for its length byte
+	// A histogram's buckets in the order of their bounds keep their
+	// values only; one out of order does not.
+	h := layouts[fmtOpenMetrics].names[familyOf[durationDesc]]
+	bucket, sum := h.names[tagBucket], h.names[3]
+	hist := []byte(bucket + `{job_name="a\"b",le="0.1"} 0` + "\n" +
+		bucket + `{job_name="a\"b",le="0.5"} 1` + "\n" +
+		bucket + `{job_name="a\"b",le="5.0"} 2` + "\n" + // not the third bound
+		bucket + `{job_name="a\"b",le="5.0"} 3` + "\n" + // the fourth
+		sum + `{job_name="a\"b"} 7.5` + "\n")
+	hc := compactLines(nil, hist, label, h)
+	if got := expandLines(nil, hc, label, h); !bytes.Equal(got, hist) {
+		t.Errorf("written back:\n%s\n--- want\n%s", got, hist)
+	}
+	if n := bytes.Count(hc, []byte{repeatBucket}); n != 3 {
+		t.Errorf("%d buckets kept as values, want 3: %q", n, hc)
+	}
+
 	c := compactLines(nil, lines, label, names)
 	if got := expandLines(nil, c, label, names); !bytes.Equal(got, lines) {
 		t.Errorf("written back:\n%s\n--- want\n%s", got, lines)

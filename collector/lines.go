@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"jobwatch/model"
 )
 
 // lineSink writes a job's metrics as the lines of the exposition in one
@@ -208,19 +210,38 @@ const repeatCreated = 0xfe
 // tagCreated is the tag of the _created name (see lineNames).
 const tagCreated = 1
 
-// lineNames are the metric names family i's lines start with in the
-// format of the layout.
-func (l *layout) lineNames(i int) []string {
+// repeatBucket, then a byte of length and the value, stands for the k-th
+// _bucket line of a job's family whose le label is the k-th of
+// model.DurationBuckets (then +Inf), as the format writes it.
+const repeatBucket = 0xfd
+
+// tagBucket is the tag of the _bucket name (see lineSet).
+const tagBucket = 2
+
+// lineSet is what family i's lines start with in one format.
+type lineSet struct {
+	names []string // the metric names, by tag
+	le    []string // `,le="..."} ` of the duration buckets in order, +Inf last
+}
+
+// lineSet is family i's lineSet in format.
+func (l *layout) lineSet(i, format int) *lineSet {
 	base := l.prefix[i]
 	// OpenMetrics names a counter's family without _total, its samples with.
-	return []string{base, strings.TrimSuffix(base, "_total") + "_created", base + "_bucket", base + "_sum", base + "_count", base + "_total"}
+	ls := &lineSet{names: []string{base, strings.TrimSuffix(base, "_total") + "_created", base + "_bucket", base + "_sum", base + "_count", base + "_total"}}
+	for _, ub := range model.DurationBuckets {
+		ls.le = append(ls.le, `,le="`+string(appendFloat(nil, ub, format))+`"} `)
+	}
+	ls.le = append(ls.le, `,le="+Inf"} `)
+	return ls
 }
 
 // compactLines appends lines (whole lines of one job and family, each
 // ending in '\n') in compact form; label is the job's `{job_name="..."`
-// (without the closing brace) and names the family's metric names.
-func compactLines(dst, lines, label []byte, names []string) []byte {
+// (without the closing brace) and ls the family's.
+func compactLines(dst, lines, label []byte, ls *lineSet) []byte {
 	var prev, created []byte // the labels of the line before, the value of the last _created line
+	buckets := 0             // _bucket lines so far
 	for len(lines) > 0 {
 		n := bytes.IndexByte(lines, '\n') + 1
 		line := lines[:n]
@@ -228,7 +249,7 @@ func compactLines(dst, lines, label []byte, names []string) []byte {
 		tag, rest := byte(verbatim), line
 		if b := bytes.IndexByte(line, '{'); b > 0 {
 			if after, ok := bytes.CutPrefix(line[b:], label); ok && len(after) > 0 && len(after) <= 256 && (after[0] == '}' || after[0] == ',') {
-				for t, name := range names {
+				for t, name := range ls.names {
 					if string(line[:b]) == name {
 						tag, rest = byte(t), after[:len(after)-1]
 						break
@@ -251,6 +272,16 @@ func compactLines(dst, lines, label []byte, names []string) []byte {
 		if tag == tagCreated {
 			created = value
 		}
+		if tag == tagBucket {
+			k := buckets
+			buckets++
+			if k < len(ls.le) && string(labels) == ls.le[k] {
+				dst = append(dst, repeatBucket, byte(len(value)))
+				dst = append(dst, value...)
+				prev = nil // no _created line repeats its labels
+				continue
+			}
+		}
 		dst = append(dst, tag, byte(len(rest)))
 		dst = append(dst, rest...)
 	}
@@ -265,9 +296,10 @@ func splitValue(rest []byte) (labels, value []byte) {
 }
 
 // expandLines appends the whole lines of compact, made by compactLines
-// with the same label and names.
-func expandLines(dst, compact, label []byte, names []string) []byte {
-	var prev, created []byte // the rests of the line before and of the last _created line
+// with the same label and lineSet.
+func expandLines(dst, compact, label []byte, ls *lineSet) []byte {
+	var prev, created []byte // the labels of the line before, the rest of the last _created line
+	buckets := 0
 	for len(compact) > 0 {
 		switch t := compact[0]; t {
 		case verbatim:
@@ -276,25 +308,40 @@ func expandLines(dst, compact, label []byte, names []string) []byte {
 			compact = compact[n:]
 			prev = nil
 		case repeatCreated:
-			labels, _ := splitValue(prev)
 			_, value := splitValue(created)
-			dst = append(dst, names[tagCreated]...)
+			dst = append(dst, ls.names[tagCreated]...)
 			dst = append(dst, label...)
-			dst = append(dst, labels...)
+			dst = append(dst, prev...)
 			dst = append(dst, value...)
 			dst = append(dst, '\n')
 			compact = compact[1:]
+		case repeatBucket:
+			n := 2 + int(compact[1])
+			le := ls.le[buckets]
+			buckets++
+			dst = append(dst, ls.names[tagBucket]...)
+			dst = append(dst, label...)
+			dst = append(dst, le...)
+			dst = append(dst, compact[2:n]...)
+			dst = append(dst, '\n')
+			compact = compact[n:]
+			prev = nil
 		default:
 			n := 2 + int(compact[1])
 			rest := compact[2:n]
 			compact = compact[n:]
-			dst = append(dst, names[t]...)
+			dst = append(dst, ls.names[t]...)
 			dst = append(dst, label...)
 			dst = append(dst, rest...)
 			dst = append(dst, '\n')
-			prev = rest
+			if t == tagCreated || len(compact) > 0 && compact[0] == repeatCreated {
+				prev, _ = splitValue(rest)
+			}
 			if t == tagCreated {
 				created = rest
+			}
+			if t == tagBucket {
+				buckets++
 			}
 		}
 	}
