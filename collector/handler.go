@@ -144,6 +144,7 @@ var (
 type layout struct {
 	header [][]byte
 	prefix []string
+	names  []*lineSet // by family: what its lines start with (see compactLines)
 }
 
 // tables fills families, familyOf, the fam indexes and layouts on first
@@ -179,7 +180,7 @@ func newLayout(format int) layout {
 		},
 		Open: []model.Run{{Host: "h", PID: 1, Start: t}},
 	}
-	l := layout{header: make([][]byte, len(families)), prefix: make([]string, len(families))}
+	l := layout{header: make([][]byte, len(families)), prefix: make([]string, len(families)), names: make([]*lineSet, len(families))}
 	var r renderer
 	r.collect(v, t)
 	for i := range families {
@@ -198,6 +199,7 @@ func newLayout(format int) layout {
 		if l.prefix[i] == "" || !bytes.HasPrefix(b, []byte(l.prefix[i])) {
 			panic(fmt.Sprintf("collector: unexpected exposition of %s: %q", families[i].name, r.encode(i, format)))
 		}
+		l.names[i] = l.lineSet(i, format)
 	}
 	return l
 }
@@ -212,6 +214,7 @@ type renderer struct {
 	mf      dto.MetricFamily
 	lines   lineSink
 	arena   []byte // lines of the entries of the segment being built
+	compact []byte // the same in compact form (see compactLines)
 }
 
 // collect takes the metrics of v at now, sorted within each family as a
@@ -374,8 +377,8 @@ const segmentJobs = 64
 // memory. A segment is never changed once made.
 type segment struct {
 	views []*model.JobView
-	// data[i] holds family i's sample lines of every job, as written; job
-	// k's are data[i][off[i][k]:off[i][k+1]].
+	// data[i] holds family i's sample lines of every job in compact form
+	// (see compactLines); job k's are data[i][off[i][k]:off[i][k+1]].
 	data [][]byte
 	off  [][]uint32
 	// labels holds each job's `{job_name="..."}`: job k's is
@@ -447,7 +450,7 @@ func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
 func (c *cache) build(views []*model.JobView, now time.Time) *segment {
 	tables()
 	nf := len(families)
-	c.r.arena = c.r.arena[:0]
+	c.r.arena, c.r.compact = c.r.arena[:0], c.r.compact[:0]
 	s := &segment{views: views, data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
 	// Where each job's bytes come from: an old segment or a new entry.
 	olds := make([]where, len(views))
@@ -463,7 +466,7 @@ func (c *cache) build(views []*model.JobView, now time.Time) *segment {
 			labels += len(w.seg.label(w.k))
 			continue
 		}
-		e := c.r.render(v, c.format, now)
+		e := c.r.compactEntry(c.r.render(v, c.format, now), c.format)
 		news[k] = e
 		for i := range sizes {
 			sizes[i] += int(e.off[i+1] - e.off[i])
@@ -506,6 +509,20 @@ func (c *cache) build(views []*model.JobView, now time.Time) *segment {
 	return s
 }
 
+// compactEntry is e with its lines in compact form, in r.compact.
+func (r *renderer) compactEntry(e *entry, format int) *entry {
+	names := layouts[format].names
+	label := e.label[:len(e.label)-1] // without the closing brace
+	start := len(r.compact)
+	c := &entry{off: make([]uint32, len(e.off)), label: e.label, calendar: e.calendar}
+	for i := range families {
+		r.compact = compactLines(r.compact, e.data[e.off[i]:e.off[i+1]], label, names[i])
+		c.off[i+1] = uint32(len(r.compact) - start)
+	}
+	c.data = r.compact[start:len(r.compact):len(r.compact)]
+	return c
+}
+
 // segments are the jobs' segments in format for the current saved state.
 func (h *Handler) segments(format int, now time.Time) []*segment {
 	h.mu.Lock()
@@ -540,11 +557,11 @@ type scrapeMem struct {
 	w       *bufio.Writer
 	out     io.Writer // under w: large pieces of cached bytes go to it directly
 	watches []watch
-	num     []byte
+	exp     []byte // lines written back from their compact form, before they go to w
 }
 
 var scrapePool = sync.Pool{New: func() any {
-	return &scrapeMem{w: bufio.NewWriterSize(nil, 64<<10), num: make([]byte, 0, 32)}
+	return &scrapeMem{w: bufio.NewWriterSize(nil, 64<<10), exp: make([]byte, 0, 64<<10)}
 }}
 
 var gzipPool = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
@@ -662,24 +679,23 @@ func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs
 // are returned by its Flush.
 func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 	l := &layouts[format]
+	names := l.names[i]
 	headed := false
 	head := func() {
 		if !headed {
-			s.w.Write(l.header[i])
+			s.exp = append(s.exp, l.header[i]...)
 			headed = true
 		}
 	}
 	always := dynamic(i, false)
 	for n, seg := range segs {
-		if !always && !(seg.calendar != nil && dynamic(i, true)) {
-			if len(seg.data[i]) > 0 {
-				head()
-				s.write(seg.data[i])
-			}
+		cal := seg.calendar != nil && dynamic(i, true)
+		if !always && !cal && len(seg.data[i]) == 0 {
 			continue
 		}
 		for k := range seg.views {
-			if always || seg.calendar[k] {
+			label := seg.label(k)
+			if always || cal && seg.calendar[k] {
 				w := &s.watches[n*segmentJobs+k]
 				var v float64
 				switch i {
@@ -696,21 +712,29 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 					v = w.next
 				}
 				head()
-				s.w.WriteString(l.prefix[i])
-				s.w.Write(seg.label(k))
-				s.num = append(s.num[:0], ' ')
-				s.num = appendFloat(s.num, v, format)
-				s.num = append(s.num, '\n')
-				s.w.Write(s.num)
-				continue
-			}
-			if b := seg.data[i][seg.off[i][k]:seg.off[i][k+1]]; len(b) > 0 {
+				s.exp = append(s.exp, l.prefix[i]...)
+				s.exp = append(s.exp, label...)
+				s.exp = append(s.exp, ' ')
+				s.exp = appendFloat(s.exp, v, format)
+				s.exp = append(s.exp, '\n')
+			} else if b := seg.data[i][seg.off[i][k]:seg.off[i][k+1]]; len(b) > 0 {
 				head()
-				s.write(b)
+				s.exp = expandLines(s.exp, b, label[:len(label)-1], names)
+			}
+			if len(s.exp) >= expFlush {
+				s.write(s.exp)
+				s.exp = s.exp[:0]
 			}
 		}
 	}
+	if len(s.exp) > 0 {
+		s.write(s.exp)
+		s.exp = s.exp[:0]
+	}
 }
+
+// expFlush is how many bytes of lines written back are written at once.
+const expFlush = 48 << 10
 
 // write writes cached bytes: a large piece goes under the buffer, not
 // copied once more through it.

@@ -409,3 +409,58 @@ func TestAcceptsGzip(t *testing.T) {
 		}
 	}
 }
+
+// Lines kept compact are written back as they were, including lines that
+// do not start with a name and the job's label (stored whole).
+func TestCompactLines(t *testing.T) {
+	names := layouts[fmtOpenMetrics].names[familyOf[runsDesc]]
+	label := []byte(`{job_name="a\"b"`)
+	total, created := "jobwatch_job_runs_total", "jobwatch_job_runs_created"
+	lines := []byte(total + `{job_name="a\"b",result="failure"} 1.0` + "\n" +
+		created + `{job_name="a\"b",result="failure"} 1.7e+09` + "\n" +
+		total + `{job_name="a\"b"} 2.0` + "\n" +
+		total + `{aaa="x",job_name="a\"b"} 3.0` + "\n" + // a label before job_name
+		total + `{job_name="a\"bc"} 4.0` + "\n" + // another job's label
+		`other_name{job_name="a\"b"} 5.0` + "\n" +
+		// _created lines repeating the labels before them and the last
+		// _created value: 1 byte each
+		total + `{job_name="a\"b",result="lost"} 0.0` + "\n" +
+		created + `{job_name="a\"b",result="lost"} 1.7e+09` + "\n" + // repeated
+		total + `{job_name="a\"b",result="success"} 0.0` + "\n" +
+		created + `{job_name="a\"b",result="success"} 1.7e+09` + "\n" + // repeated
+		created + `{job_name="a\"b",result="success"} 1.8e+09` + "\n" + // another value
+		total + `{job_name="a\"b",result="timeout"} 0.0` + "\n" +
+		created + `{job_name="a\"b",result="timeout"} 1.8e+09` + "\n" + // repeated
+		created + `{job_name="a\"b",result="other"} 1.8e+09` + "\n" + // other labels
+		total + `{job_name="a\"b",reason="` + strings.Repeat("x", 300) + `"} 1.0` + "\n") // too long for its length byte
+	// A histogram's buckets in the order of their bounds keep their
+	// values only; one out of order does not.
+	h := layouts[fmtOpenMetrics].names[familyOf[durationDesc]]
+	bucket, sum := h.names[tagBucket], h.names[3]
+	hist := []byte(bucket + `{job_name="a\"b",le="0.1"} 0` + "\n" +
+		bucket + `{job_name="a\"b",le="0.5"} 1` + "\n" +
+		bucket + `{job_name="a\"b",le="5.0"} 2` + "\n" + // not the third bound
+		bucket + `{job_name="a\"b",le="5.0"} 3` + "\n" + // the fourth
+		sum + `{job_name="a\"b"} 7.5` + "\n")
+	hc := compactLines(nil, hist, label, h)
+	if got := expandLines(nil, hc, label, h); !bytes.Equal(got, hist) {
+		t.Errorf("written back:\n%s\n--- want\n%s", got, hist)
+	}
+	if n := bytes.Count(hc, []byte{repeatBucket}); n != 3 {
+		t.Errorf("%d buckets kept as values, want 3: %q", n, hc)
+	}
+
+	c := compactLines(nil, lines, label, names)
+	if got := expandLines(nil, c, label, names); !bytes.Equal(got, lines) {
+		t.Errorf("written back:\n%s\n--- want\n%s", got, lines)
+	}
+	if verbatims := bytes.Count(c, []byte{verbatim}); verbatims != 4 {
+		t.Errorf("%d lines stored whole, want 4: %q", verbatims, c)
+	}
+	if repeats := bytes.Count(c, []byte{repeatCreated}); repeats != 3 {
+		t.Errorf("%d _created lines repeated, want 3: %q", repeats, c)
+	}
+	if len(c) >= len(lines)*4/5 {
+		t.Errorf("compact form is %d bytes of %d", len(c), len(lines))
+	}
+}

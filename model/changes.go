@@ -270,7 +270,8 @@ func (s *Saved) View() ([]JobView, []SourceView) {
 
 // view is a copy of j's state, for saving and rendering.
 func (j *job) view() *JobView {
-	v := &JobView{Spec: j.spec, JobState: j.JobState.clone()}
+	v := &JobView{Spec: j.spec, JobState: j.JobState.viewCopy()}
+	j.mapsShared.Store(true)
 	v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
 	for i, r := range Results {
 		v.RunCounts[i] = j.Runs[r]

@@ -136,3 +136,41 @@ func TestMergeAndSavedWith(t *testing.T) {
 		t.Fatal("With of no changes is not the same state")
 	}
 }
+
+// A view shares the job's maps; the job copies them before it writes one,
+// so the view keeps its counts while the model goes on.
+func TestViewMapsKeepTheirCounts(t *testing.T) {
+	clock := &fakeClock{now: at(time.Hour)}
+	tr := newTestTracker(clock, nil)
+	lost := Event{Kind: LockLost, Job: "stats", Host: "web1", PID: 1, Time: at(0), Lock: "redis"}
+	sk := skip("stats", at(0))
+	sk.SkipLabel = "locked"
+	tr.Apply(Batch{Source: "runs", Events: []Event{start("stats", "web1", 1, at(0)), lost, end("stats", "web1", 1, at(time.Minute), Success), sk}})
+	saved := tr.Changes().Jobs["stats"]
+	live, _ := tr.View()
+	check := func(what string, v *JobView) {
+		t.Helper()
+		var observed uint64
+		for _, n := range v.Durations.Counts {
+			observed += n
+		}
+		if v.Runs[Success] != 1 || v.Runs[Failure] != 0 || v.SkipsByReason["locked"] != 1 || v.LockLost["redis"] != 1 || observed != 1 {
+			t.Errorf("%s changed: runs %v, skips %v, locks lost %v, durations %v", what, v.Runs, v.SkipsByReason, v.LockLost, v.Durations.Counts)
+		}
+	}
+	for range 2 {
+		tr.Apply(Batch{Source: "runs", Events: []Event{start("stats", "web1", 2, at(2*time.Minute)), lost, end("stats", "web1", 2, at(3*time.Minute), Failure), sk}})
+		check("a saved view", saved)
+		var v *JobView
+		for i := range live {
+			if live[i].Spec.Name == "stats" {
+				v = &live[i]
+				v.Runs = map[Result]uint64{Success: 1} // a live view leaves Runs out
+			}
+		}
+		check("a live view", v)
+	}
+	if now := tr.Changes().Jobs["stats"]; now.Runs[Failure] != 2 || now.SkipsByReason["locked"] != 3 || now.LockLost["redis"] != 3 || now.Durations.Count != 3 {
+		t.Errorf("the model: runs %v, skips %v, locks lost %v", now.Runs, now.SkipsByReason, now.LockLost)
+	}
+}

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,21 +53,43 @@ func (j *JobState) LastDurations() []float64 { return lastN(j.DurationHistory, M
 type ring[T any] struct {
 	buf  []T
 	next int // where the next value goes, once buf is full
+	// shared: a view holds buf[:len(buf)], which must not be overwritten
+	// (appending beyond it is safe: the view does not see that far).
+	// Atomic: views are also taken under the tracker's read lock.
+	shared atomic.Bool
 }
 
 func (r *ring[T]) push(v T, n int) {
 	if len(r.buf) < n {
+		if len(r.buf) == cap(r.buf) {
+			// Grown by half, not doubled: most jobs keep a few runs, and
+			// a ring of 200-byte runs is most of a job's memory.
+			grown := make([]T, len(r.buf), min(n, len(r.buf)+max(1, len(r.buf)/2)))
+			copy(grown, r.buf)
+			r.buf = grown
+		}
 		r.buf = append(r.buf, v)
 		return
+	}
+	if r.shared.Load() {
+		r.buf = slices.Clone(r.buf)
+		r.shared.Store(false)
 	}
 	r.buf[r.next] = v
 	r.next = (r.next + 1) % n
 }
 
-// ordered is a copy of the values, oldest first (nil when none).
+// ordered is the values, oldest first (nil when none). Until the ring is
+// full they are in order already and are shared with the ring, not
+// copied: most jobs have fewer runs than the ring holds, and every saved
+// view would otherwise copy them.
 func (r *ring[T]) ordered() []T {
 	if len(r.buf) == 0 {
 		return nil
+	}
+	if r.next == 0 {
+		r.shared.Store(true)
+		return r.buf[:len(r.buf):len(r.buf)]
 	}
 	out := make([]T, 0, len(r.buf))
 	out = append(out, r.buf[r.next:]...)

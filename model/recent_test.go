@@ -74,3 +74,26 @@ func TestRing(t *testing.T) {
 		t.Errorf("loaded %v", got)
 	}
 }
+
+// Views share the ring's values until it is full; a view taken at any
+// point keeps its values however many pushes follow.
+func TestRingViewsKeepTheirValues(t *testing.T) {
+	const n = 5
+	var r ring[int]
+	var views [][]int
+	for i := range 4 * n {
+		r.push(i, n)
+		views = append(views, r.ordered())
+	}
+	for i, v := range views {
+		if len(v) != min(i+1, n) {
+			t.Fatalf("view %d: %v", i, v)
+		}
+		for k, x := range v {
+			if want := i + 1 - len(v) + k; x != want {
+				t.Errorf("view %d changed: %v", i, v)
+				break
+			}
+		}
+	}
+}

@@ -99,9 +99,11 @@ func (j *job) attribute(r *Run) {
 				break
 			}
 		}
+		j.ownMaps()
 		j.Duplicates[kind]++
 		return
 	case len(s.Hosts) > mine && j.spec.Scope == "cluster":
+		j.ownMaps()
 		j.Duplicates[DupMultiHost]++
 	}
 	s.Hosts = append(s.Hosts, r.Host)

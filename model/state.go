@@ -2,7 +2,6 @@ package model
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -60,15 +59,12 @@ type JobState struct {
 	LockTTL time.Duration
 }
 
-// clone is a deep copy: nothing it holds is shared with j.
-func (j *JobState) clone() JobState {
+// viewCopy is a copy for a view: its maps and histogram counts are shared
+// with j, which clones them before it writes one (job.ownMaps); nothing
+// else is shared.
+func (j *JobState) viewCopy() JobState {
 	c := *j
-	c.Runs = maps.Clone(j.Runs)
-	c.Durations.Counts = slices.Clone(j.Durations.Counts)
 	c.LostRuns = slices.Clone(j.LostRuns)
-	c.Duplicates = maps.Clone(j.Duplicates)
-	c.SkipsByReason = maps.Clone(j.SkipsByReason)
-	c.LockLost = maps.Clone(j.LockLost)
 	c.Sources = slices.Clone(j.Sources)
 	if j.RecentSlots != nil {
 		c.RecentSlots = make([]SlotRuns, len(j.RecentSlots))
@@ -205,6 +201,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 			continue
 		}
 		j.JobState = sj.JobState
+		j.mapsShared.Store(true) // the snapshot's maps may be its caller's
 		j.recent.load(sj.Recent, MaxRecentRuns)
 		j.durations.load(sj.DurationHistory, MaxDurationHistory)
 		j.Recent, j.DurationHistory = nil, nil // the rings hold them

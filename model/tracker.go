@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -92,6 +94,25 @@ type job struct {
 	// only views of the job carry (see ring).
 	recent    ring[RecentRun]
 	durations ring[float64]
+	// mapsShared: JobState's maps (Runs, Duplicates, SkipsByReason,
+	// LockLost) and histogram counts are shared with a view (see ownMaps). Atomic: views are
+	// also taken under the tracker's read lock.
+	mapsShared atomic.Bool
+}
+
+// ownMaps gives the job maps of its own before one of them is written: a
+// view shares them rather than copying them (most jobs do not change
+// between two views, and every saved view held copies).
+func (j *job) ownMaps() {
+	if !j.mapsShared.Load() {
+		return
+	}
+	j.Runs = maps.Clone(j.Runs)
+	j.Duplicates = maps.Clone(j.Duplicates)
+	j.SkipsByReason = maps.Clone(j.SkipsByReason)
+	j.LockLost = maps.Clone(j.LockLost)
+	j.Durations.Counts = slices.Clone(j.Durations.Counts)
+	j.mapsShared.Store(false)
 }
 
 // endedRun is a run that ended, by key, and when.
@@ -369,6 +390,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		if label == "" {
 			label = SkipOther
 		}
+		j.ownMaps()
 		if j.SkipsByReason == nil {
 			j.SkipsByReason = map[string]uint64{}
 		}
@@ -378,6 +400,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 	case LockLost:
 		// The run goes on (--on-lock-lost=warn) or is killed; its end
 		// record follows and finishes it.
+		j.ownMaps()
 		if j.LockLost == nil {
 			j.LockLost = map[string]uint64{}
 		}
@@ -477,6 +500,7 @@ func (j *job) wasLost(key RunKey) bool {
 }
 
 func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur bool, exit int, hasExit bool) {
+	j.ownMaps()
 	j.Runs[res]++
 	if hasDur {
 		j.observeDuration(dur.Seconds())
@@ -608,10 +632,10 @@ func (t *Tracker) view() ([]JobView, []SourceView) {
 	for _, j := range t.jobs {
 		v := JobView{Spec: j.spec, JobState: j.JobState}
 		v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
+		j.mapsShared.Store(true) // SkipsByReason, LockLost, Durations.Counts
 		// Only what the collector renders is copied; maps and slices it
 		// does not render are left out.
 		v.Runs, v.Duplicates, v.LostRuns, v.Sources, v.RecentSlots = nil, nil, nil, nil, nil
-		v.Durations.Counts = slices.Clone(j.Durations.Counts)
 		for i, r := range Results {
 			v.RunCounts[i] = j.Runs[r]
 		}

@@ -3,7 +3,9 @@
 # with nothing changing and with 200 records a second arriving, each against
 # a floor: a minimal Go server writing the same bytes from memory
 # (internal/cmd/scalebench -floor). Prints a Markdown table for BENCHMARKS.md.
-# Usage: scripts/bench-scrape.sh [jobs=10000,50000,100000] [scrapes=5] [rate=200]
+# Usage: scripts/bench-scrape.sh [jobs=10000,50000,100000] [scrapes=5] [rate=200] [scalebench flags]
+# e.g. scripts/bench-scrape.sh 50000 5 200 -heapprofile /tmp/prof (heap
+# profiles after a GC, once the RSS figures are taken)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${1:-10000,50000,100000} scrapes=${2:-5} rate=${3:-200}
@@ -12,4 +14,4 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/jobwatch" ./cmd/jobwatch
 go build -o "$tmp/scalebench" ./internal/cmd/scalebench
 echo "$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(go version | cut -d' ' -f3)"
-"$tmp/scalebench" -jobwatch "$tmp/jobwatch" -jobs "$jobs" -scrapes "$scrapes" -rate "$rate"
+"$tmp/scalebench" -jobwatch "$tmp/jobwatch" -jobs "$jobs" -scrapes "$scrapes" -rate "$rate" "${@:4}"

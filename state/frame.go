@@ -25,9 +25,13 @@ const (
 var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 func appendFrame(buf, payload []byte) []byte {
+	return append(appendFrameHeader(buf, payload), payload...)
+}
+
+// appendFrameHeader appends the header of payload's frame.
+func appendFrameHeader(buf, payload []byte) []byte {
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(payload)))
-	buf = binary.BigEndian.AppendUint32(buf, crc32.Checksum(payload, castagnoli()))
-	return append(buf, payload...)
+	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(payload, castagnoli()))
 }
 
 // errBadFrame: the frame at the offset is incomplete or fails its checksum.

@@ -8,6 +8,7 @@
 package state
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -335,7 +336,7 @@ func (s *Store) Save(c *model.Changes, all *model.Saved) error {
 	if c.Empty() {
 		return nil
 	}
-	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) {
+	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) || manyJobs(c, all) {
 		return s.compact(all)
 	}
 	payload, err := json.Marshal(changesEntry(c))
@@ -351,6 +352,15 @@ func (s *Store) Save(c *model.Changes, all *model.Saved) error {
 	}
 	s.logSize += int64(len(frame))
 	return nil
+}
+
+// manyJobs reports whether c changes so many jobs (a catch-up, a burst)
+// that a snapshot, written frame by frame, is better than one log entry:
+// the entry is one frame, encoded whole in memory (64 MB for 50,000 jobs,
+// which encoding/json's pool then keeps), and the snapshot at most four
+// times its size.
+func manyJobs(c *model.Changes, all *model.Saved) bool {
+	return len(c.Jobs) > max(jobsPerFrame, len(all.JobNames())/4)
 }
 
 // appendFailed drops what a failed append may have left at the log's end,
@@ -405,51 +415,46 @@ func (s *Store) compact(all *model.Saved) error {
 	}
 	gen := s.gen + 1
 	now := time.Now().UTC()
-	var buf []byte
-	add := func(v any) error {
-		payload, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encoding state: %w", err)
-		}
-		buf = appendFrame(buf, payload)
-		return nil
-	}
-	if err := add(header{Format: formatName, Version: Version, Kind: "snapshot", Generation: gen, Written: now}); err != nil {
-		return err
-	}
-	first := &entry{Sources: map[string]*sourceRecord{}}
-	for _, v := range all.Sources() {
-		first.Sources[v.Name] = sourceToRecord(&v.SourceState)
-	}
-	setRetired(first, all.Retired(), true)
-	names := all.JobNames()
-	e := first
-	for i := 0; ; i += jobsPerFrame {
-		chunk := names[min(i, len(names)):min(i+jobsPerFrame, len(names))]
-		if len(chunk) > 0 {
-			e.Jobs = make(map[string]*jobRecord, len(chunk))
-			for _, n := range chunk {
-				e.Jobs[n] = jobToRecord(all.Job(n))
-			}
-		}
-		e.End = i+jobsPerFrame >= len(names)
-		if err := add(e); err != nil {
+	// The snapshot is written frame by frame as it is encoded: no buffer
+	// of the whole state exists (at 50,000 jobs it was 64 MB, and the
+	// runtime kept its pages).
+	size, err := s.writeFile(SnapshotFile, func(fw *frameWriter) error {
+		if err := fw.add(header{Format: formatName, Version: Version, Kind: "snapshot", Generation: gen, Written: now}); err != nil {
 			return err
 		}
-		if e.End {
-			break
+		first := &entry{Sources: map[string]*sourceRecord{}}
+		for _, v := range all.Sources() {
+			first.Sources[v.Name] = sourceToRecord(&v.SourceState)
 		}
-		e = &entry{}
-	}
-	if err := s.writeFile(SnapshotFile, buf); err != nil {
+		setRetired(first, all.Retired(), true)
+		names := all.JobNames()
+		e := first
+		for i := 0; ; i += jobsPerFrame {
+			chunk := names[min(i, len(names)):min(i+jobsPerFrame, len(names))]
+			if len(chunk) > 0 {
+				e.Jobs = make(map[string]*jobRecord, len(chunk))
+				for _, n := range chunk {
+					e.Jobs[n] = jobToRecord(all.Job(n))
+				}
+			}
+			e.End = i+jobsPerFrame >= len(names)
+			if err := fw.add(e); err != nil {
+				return err
+			}
+			if e.End {
+				return nil
+			}
+			e = &entry{}
+		}
+	})
+	if err != nil {
 		return err
 	}
-	s.gen, s.snapSize = gen, int64(len(buf))
-	buf = nil
-	if err := add(header{Format: formatName, Version: Version, Kind: "log", Generation: gen, Written: now}); err != nil {
-		return err
-	}
-	if err := s.writeFile(LogFile, buf); err != nil {
+	s.gen, s.snapSize = gen, size
+	logSize, err := s.writeFile(LogFile, func(fw *frameWriter) error {
+		return fw.add(header{Format: formatName, Version: Version, Kind: "log", Generation: gen, Written: now})
+	})
+	if err != nil {
 		return err
 	}
 	if err := s.syncDir(); err != nil {
@@ -469,33 +474,69 @@ func (s *Store) compact(all *model.Saved) error {
 		return fmt.Errorf("saving state: %w", &fs.PathError{Op: "open", Path: s.path(LogFile), Err: err})
 	}
 	s.log = os.NewFile(uintptr(fd), s.path(LogFile))
-	s.logSize = int64(len(buf))
+	s.logSize = logSize
 	return nil
 }
 
-// writeFile writes name atomically: a temporary file in the directory,
-// fsynced, renamed over name. The caller fsyncs the directory.
-func (s *Store) writeFile(name string, data []byte) error {
+// frameWriter writes frames to a file through a buffer, and counts them.
+type frameWriter struct {
+	w       *bufio.Writer
+	size    int64
+	payload bytes.Buffer
+	enc     *json.Encoder
+	frame   []byte
+}
+
+// add writes v as one frame: the same bytes as appendFrame of
+// json.Marshal(v).
+func (fw *frameWriter) add(v any) error {
+	fw.payload.Reset()
+	if err := fw.enc.Encode(v); err != nil {
+		return fmt.Errorf("encoding state: %w", err)
+	}
+	payload := bytes.TrimSuffix(fw.payload.Bytes(), []byte("\n")) // Encode ends with a newline; Marshal does not
+	fw.frame = appendFrameHeader(fw.frame[:0], payload)
+	if _, err := fw.w.Write(fw.frame); err != nil {
+		return err
+	}
+	if _, err := fw.w.Write(payload); err != nil {
+		return err
+	}
+	fw.size += int64(frameHeader + len(payload))
+	return nil
+}
+
+// writeFile writes name atomically with the frames write adds: a
+// temporary file in the directory, fsynced, renamed over name. It returns
+// the file's size. The caller fsyncs the directory.
+func (s *Store) writeFile(name string, write func(*frameWriter) error) (int64, error) {
 	tmp, err := os.CreateTemp(s.dir, name+".tmp*")
 	if err != nil {
-		return fmt.Errorf("saving state: %w", err)
+		return 0, fmt.Errorf("saving state: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
+	fw := &frameWriter{w: bufio.NewWriterSize(tmp, 256<<10)}
+	fw.enc = json.NewEncoder(&fw.payload)
+	fw.enc.SetEscapeHTML(true) // as json.Marshal
+	err = write(fw)
+	if err == nil {
+		err = fw.w.Flush()
+	}
+	if err != nil {
 		tmp.Close()
-		return fmt.Errorf("saving state %s: %w", tmp.Name(), err)
+		return 0, fmt.Errorf("saving state %s: %w", tmp.Name(), err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("saving state %s: %w", tmp.Name(), err)
+		return 0, fmt.Errorf("saving state %s: %w", tmp.Name(), err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving state %s: %w", tmp.Name(), err)
+		return 0, fmt.Errorf("saving state %s: %w", tmp.Name(), err)
 	}
 	if err := os.Rename(tmp.Name(), s.path(name)); err != nil {
-		return fmt.Errorf("saving state: %w", err)
+		return 0, fmt.Errorf("saving state: %w", err)
 	}
-	return nil
+	return fw.size, nil
 }
 
 func (s *Store) syncDir() error {

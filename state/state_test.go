@@ -1,6 +1,8 @@
 package state
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -474,4 +476,92 @@ func TestStateDirectoryWritableByOthers(t *testing.T) {
 		t.Fatalf("a directory only its owner writes: %v", err)
 	}
 	s.Close()
+}
+
+// The snapshot's frames, written as they are encoded, are the bytes of
+// json.Marshal: the format does not change with the way it is written.
+func TestFrameWriterWritesMarshal(t *testing.T) {
+	var out bytes.Buffer
+	fw := &frameWriter{w: bufio.NewWriter(&out)}
+	fw.enc = json.NewEncoder(&fw.payload)
+	values := []any{
+		header{Format: formatName, Version: Version, Kind: "snapshot", Generation: 3, Written: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)},
+		&entry{Jobs: map[string]*jobRecord{`<a&b> "c"` + "\u2028é": {}}, End: true},
+	}
+	var want []byte
+	for _, v := range values {
+		if err := fw.add(v); err != nil {
+			t.Fatal(err)
+		}
+		payload, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = appendFrame(want, payload)
+	}
+	if err := fw.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) || fw.size != int64(len(want)) {
+		t.Errorf("frames:\n%q (size %d)\n--- want\n%q", out.Bytes(), fw.size, want)
+	}
+}
+
+// A save that changes most jobs writes a snapshot, not one log entry
+// encoded whole in memory; a save of a few jobs appends to the log.
+func TestSaveOfManyJobsWritesSnapshot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	const n = 2 * jobsPerFrame
+	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }})
+	specs := make([]model.JobSpec, n)
+	for i := range specs {
+		specs[i] = model.JobSpec{Name: fmt.Sprintf("job%04d", i), Schedule: schedule.Every(time.Hour), StaleMultiple: 2}
+	}
+	tr.Configure(specs, []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}})
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := &testModel{tr: tr, store: s}
+	m.save(t) // everything: a snapshot
+	logSize := fileSize(t, filepath.Join(dir, LogFile))
+	apply := func(jobs int, at time.Duration) {
+		var evs []model.Event
+		for i := range jobs {
+			evs = append(evs, ev(model.Start, specs[i].Name, 1, at), ev(model.End, specs[i].Name, 1, at+time.Minute))
+		}
+		tr.Apply(model.Batch{Source: "runs", Events: evs})
+	}
+	apply(jobsPerFrame+1, 0)
+	gen := s.gen
+	m.save(t)
+	// A new log holds its header only (whose time may be a few bytes longer).
+	if s.gen != gen+1 || fileSize(t, filepath.Join(dir, LogFile)) > logSize+10 {
+		t.Errorf("a save of %d of %d jobs appended to the log (generation %d, was %d)", jobsPerFrame+1, n, s.gen, gen)
+	}
+	apply(10, 10*time.Minute)
+	m.save(t)
+	if s.gen != gen+1 || fileSize(t, filepath.Join(dir, LogFile)) <= logSize+100 {
+		t.Errorf("a save of 10 jobs did not append to the log (generation %d, was %d)", s.gen, gen+1)
+	}
+	want := views(tr)
+	s.Close()
+	s2, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	snap, err := s2.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr2 := model.New(model.Options{Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }})
+	tr2.Configure(specs, []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}})
+	if err := tr2.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if got := views(tr2); got != want {
+		t.Error("loaded state differs")
+	}
 }

@@ -45,6 +45,7 @@ func main() {
 	scrapes := flag.Int("scrapes", 5, "scrapes of each server per case")
 	rate := flag.Int("rate", 200, "records a second in the arriving case")
 	setup := flag.String("setup", "", "only write the config and run log of the first of -jobs into this directory")
+	heapDir := flag.String("heapprofile", "", "save jobwatch's heap profiles (after a GC) after catch-up and after the scrapes into this directory")
 	flag.Parse()
 	if *setup != "" {
 		n, err := strconv.Atoi(strings.Split(*jobs, ",")[0])
@@ -78,7 +79,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		if err := runCase(*binary, n, *scrapes, *rate); err != nil {
+		if err := runCase(*binary, n, *scrapes, *rate, *heapDir); err != nil {
 			fmt.Fprintf(os.Stderr, "%d jobs: %v\n", n, err)
 			os.Exit(1)
 		}
@@ -135,7 +136,7 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func runCase(binary string, n, scrapes, rate int) error {
+func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 	dir, err := os.MkdirTemp("", "scalebench")
 	if err != nil {
 		return err
@@ -149,8 +150,12 @@ func runCase(binary string, n, scrapes, rate int) error {
 	if err != nil {
 		return err
 	}
-	jw := &proc{addr: addr, cmd: exec.Command(binary, "--config.file="+filepath.Join(dir, "jobwatch.yml"),
-		"--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--log.level=warn")}
+	args := []string{"--config.file=" + filepath.Join(dir, "jobwatch.yml"),
+		"--state.path=" + filepath.Join(dir, "state"), "--web.listen-address=" + addr, "--log.level=warn"}
+	if heapDir != "" {
+		args = append(args, "--web.enable-pprof")
+	}
+	jw := &proc{addr: addr, cmd: exec.Command(binary, args...)}
 	jw.cmd.Stderr = os.Stderr
 	if err := jw.cmd.Start(); err != nil {
 		return err
@@ -163,6 +168,9 @@ func runCase(binary string, n, scrapes, rate int) error {
 	}
 	catchUp := time.Since(start)
 	rssCatchUp := rss(jw.cmd.Process.Pid)
+	if err := heapProfile(addr, heapDir, fmt.Sprintf("heap-%d-catchup.pb.gz", n)); err != nil {
+		return err
+	}
 
 	// The first scrape of each format renders every job.
 	var first [2]time.Duration
@@ -251,7 +259,29 @@ func runCase(binary string, n, scrapes, rate int) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "%d jobs: peak RSS (VmHWM) %d MB\n", n, hwm(jw.cmd.Process.Pid)>>10)
-	return nil
+	return heapProfile(addr, heapDir, fmt.Sprintf("heap-%d-scraped.pb.gz", n))
+}
+
+// heapProfile saves jobwatch's heap profile, taken after a GC, as
+// dir/name; nothing when dir is empty. It is taken after the RSS figures,
+// since the forced GC changes them.
+func heapProfile(addr, dir, name string) error {
+	if dir == "" {
+		return nil
+	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, name), b, 0o600)
 }
 
 // writeSetup writes the config of n jobs and a run log in which each has
