@@ -734,7 +734,7 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 }
 
 // expFlush is how many bytes of lines written back are written at once.
-const expFlush = 48 << 10
+const expFlush = 512 << 10
 
 // write writes cached bytes: a large piece goes under the buffer, not
 // copied once more through it.
