@@ -733,7 +733,9 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 	}
 }
 
-// expFlush is how many bytes of lines written back are written at once.
+// expFlush is how many bytes of lines written back are written at once:
+// each write is a chunk and a system call, and at 50,000 jobs 48 KB pieces
+// cost a third of a scrape.
 const expFlush = 512 << 10
 
 // write writes cached bytes: a large piece goes under the buffer, not
