@@ -4,13 +4,8 @@
 // job with it.
 package jobname
 
-import "regexp"
-
 // Pattern is what a job_name (or source) label value may look like.
 const Pattern = `^[a-zA-Z_][a-zA-Z0-9_.:-]*$`
-
-// RE is Pattern compiled.
-var RE = regexp.MustCompile(Pattern)
 
 // char marks the bytes allowed after the first.
 var char = func() (t [256]bool) {
