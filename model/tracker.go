@@ -361,7 +361,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		}
 		dur, hasDur := ev.Duration, ev.HasDuration
 		start := ev.Time.Add(-dur)
-		rr := RecentRun{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, Reason: ev.Reason}
+		rr := RecentRunFields{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, Reason: ev.Reason}
 		if hasDur {
 			rr.Start = start
 		}
@@ -396,7 +396,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		}
 		j.SkipsByReason[label]++
 		j.ConsecutiveSkips++
-		j.remember(RecentRun{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
+		j.remember(RecentRunFields{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
 	case LockLost:
 		// The run goes on (--on-lock-lost=warn) or is killed; its end
 		// record follows and finishes it.
@@ -542,7 +542,7 @@ func (t *Tracker) lose(j *job, r *Run, now time.Time) {
 		j.LostRuns = j.LostRuns[len(j.LostRuns)-lostMemory:]
 	}
 	j.finish(Lost, r.Start, now, 0, false, 0, false)
-	j.remember(RecentRun{Start: r.Start, End: now, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
+	j.remember(RecentRunFields{Start: r.Start, End: now, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
 }
 
 // Reap closes runs that can no longer end on their own: runs on this host
