@@ -154,7 +154,7 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		r.RecentSlots = append(r.RecentSlots, slotRecord{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range v.Open {
-		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
+		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
 	}
 	return r
 }
@@ -209,7 +209,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		j.RecentSlots = append(j.RecentSlots, model.SlotRuns{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range r.Open {
-		j.Open = append(j.Open, model.Run{Key: model.RunKey(o.Key), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
+		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
 	}
 	return j
 }
