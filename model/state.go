@@ -208,8 +208,8 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		if j.Runs == nil {
 			j.Runs = map[Result]uint64{}
 		}
-		if j.Duplicates == nil {
-			j.Duplicates = map[string]uint64{}
+		if len(j.Duplicates) == 0 {
+			j.Duplicates = nil // until a duplicate is counted (countDuplicate)
 		}
 		j.open = make([]*Run, 0, len(sj.Open))
 		for i := range sj.Open {

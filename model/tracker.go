@@ -269,7 +269,8 @@ func (t *Tracker) adoptRetired() {
 }
 
 func newJob(now time.Time) *job {
-	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}, Duplicates: map[string]uint64{}}}
+	// Duplicates stays nil until a duplicate is counted: few jobs have one.
+	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}}}
 }
 
 // Apply applies a batch read by a source and stores its position.
