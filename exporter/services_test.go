@@ -92,7 +92,7 @@ func TestCheckinsThroughTheExporter(t *testing.T) {
 	}
 	waitUntil(t, "the check-ins applied and saved", func() bool {
 		jobs, _ := e.View()
-		return len(jobs) == 1 && jobs[0].RunCounts[0] == 1 && len(jobs[0].Recent) == 1 && jobs[0].Recent[0].Output == "output"
+		return len(jobs) == 1 && jobs[0].RunCounts[0] == 1 && len(jobs[0].Recent) == 1 && jobs[0].Recent[0].Fields().Output == "output"
 	})
 	if got := testutil.ToFloat64(e.checkinRejects.WithLabelValues("unknown_job")); got != 2 {
 		t.Errorf("unknown_job rejects %v, want 2", got)

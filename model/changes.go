@@ -3,7 +3,6 @@ package model
 import (
 	"maps"
 	"slices"
-	"sort"
 )
 
 // Changes are the jobs and sources whose state changed since the last call
@@ -288,16 +287,10 @@ func (j *job) sortedOpen() []Run {
 	if len(j.open) == 0 {
 		return nil
 	}
-	open := make([]Run, 0, len(j.open))
-	for _, r := range j.open {
-		open = append(open, *r)
+	open := make([]Run, len(j.open))
+	for i, r := range j.open {
+		open[i] = *r // j.open is sorted
 	}
-	sort.Slice(open, func(a, b int) bool {
-		if !open[a].Start.Equal(open[b].Start) {
-			return open[a].Start.Before(open[b].Start)
-		}
-		return open[a].Key.less(open[b].Key)
-	})
 	return open
 }
 

@@ -14,8 +14,9 @@ const MaxRecentRuns = 50
 // Skipped is the Result of a RecentRun that was skipped.
 const Skipped Result = "skipped"
 
-// RecentRun is one of a job's latest finished or skipped runs.
-type RecentRun struct {
+// RecentRunFields are what a RecentRun holds, spelled out: package state
+// and the status page read a run through them, and make one from them.
+type RecentRunFields struct {
 	Start       time.Time // zero when unknown (an end record without start or duration)
 	End         time.Time // for a skip: when it was skipped
 	Duration    time.Duration
@@ -35,8 +36,151 @@ type RecentRun struct {
 	Overlapped bool
 }
 
+// RecentRun is one of a job's latest finished or skipped runs, in 64 bytes
+// (a fleet's job keeps MaxRecentRuns of them, and RecentRunFields are 192
+// bytes): times as Unix nanoseconds with their zone as a small index, the
+// result as a small code, the texts most runs lack behind one pointer.
+// Values that do not fit (a time outside 1678–2262, a PID or exit code
+// beyond 32 bits, a result jobwatch does not know) are kept whole behind it
+// too, so every RecentRunFields comes back as it was made.
+type RecentRun struct {
+	start, end int64 // Unix nanoseconds; start 0 when not flagged
+	dur        time.Duration
+	host       string
+	more       *recentMore // nil for most runs
+	pid, exit  int32
+	result     uint8 // resultCodes
+	flags      uint8
+	zones      [2]uint8 // of start and end (zoneAt)
+}
+
+// recentMore is what few runs have.
+type recentMore struct {
+	reason, lock, holder, output string
+	wide                         *recentWide
+}
+
+// recentWide holds the values of a run that do not fit its small fields.
+type recentWide struct {
+	start, end time.Time
+	pid, exit  int
+	result     Result
+}
+
+const (
+	rrHasStart uint8 = 1 << iota
+	rrHasDuration
+	rrHasExitCode
+	rrOverlapped
+	rrWideStart // start, end, pid, exit, result: in more.wide
+	rrWideEnd
+	rrWidePID
+	rrWideExit
+)
+
+// resultCodes are the results a RecentRun holds as a code (its index);
+// code 0 is the empty result, and a result not listed is kept whole.
+var resultCodes = [...]Result{"", Success, Failure, Timeout, Lost, Skipped}
+
+const wideResult = uint8(len(resultCodes))
+
+// NewRecentRun makes a RecentRun of f.
+func NewRecentRun(f RecentRunFields) RecentRun {
+	r := RecentRun{dur: f.Duration, host: f.Host, result: wideResult}
+	for i, res := range resultCodes {
+		if res == f.Result {
+			r.result = uint8(i)
+			break
+		}
+	}
+	if f.HasDuration {
+		r.flags |= rrHasDuration
+	}
+	if f.HasExitCode {
+		r.flags |= rrHasExitCode
+	}
+	if f.Overlapped {
+		r.flags |= rrOverlapped
+	}
+	var w recentWide
+	if !f.Start.IsZero() {
+		r.flags |= rrHasStart
+		var ok bool
+		if r.start, r.zones[0], ok = packTime(f.Start); !ok {
+			r.flags |= rrWideStart
+			w.start = f.Start
+		}
+	}
+	var ok bool
+	if r.end, r.zones[1], ok = packTime(f.End); !ok {
+		r.flags |= rrWideEnd
+		w.end = f.End
+	}
+	if r.pid = int32(f.PID); int(r.pid) != f.PID {
+		r.flags |= rrWidePID
+		w.pid = f.PID
+	}
+	if r.exit = int32(f.ExitCode); int(r.exit) != f.ExitCode {
+		r.flags |= rrWideExit
+		w.exit = f.ExitCode
+	}
+	wide := r.flags&(rrWideStart|rrWideEnd|rrWidePID|rrWideExit) != 0 || r.result == wideResult
+	if wide {
+		w.result = f.Result
+	}
+	if f.Reason != "" || f.Lock != "" || f.Holder != "" || f.Output != "" || wide {
+		r.more = &recentMore{reason: f.Reason, lock: f.Lock, holder: f.Holder, output: f.Output}
+		if wide {
+			r.more.wide = &w
+		}
+	}
+	return r
+}
+
+// Fields spells r out.
+func (r RecentRun) Fields() RecentRunFields {
+	f := RecentRunFields{Duration: r.dur, Host: r.host, PID: int(r.pid), ExitCode: int(r.exit),
+		HasDuration: r.flags&rrHasDuration != 0, HasExitCode: r.flags&rrHasExitCode != 0, Overlapped: r.flags&rrOverlapped != 0}
+	var w *recentWide
+	if r.more != nil {
+		f.Reason, f.Lock, f.Holder, f.Output = r.more.reason, r.more.lock, r.more.holder, r.more.output
+		w = r.more.wide
+	}
+	if r.result < wideResult {
+		f.Result = resultCodes[r.result]
+	} else {
+		f.Result = w.result
+	}
+	switch {
+	case r.flags&rrWideStart != 0:
+		f.Start = w.start
+	case r.flags&rrHasStart != 0:
+		f.Start = unpackTime(r.start, r.zones[0])
+	}
+	if r.flags&rrWideEnd != 0 {
+		f.End = w.end
+	} else {
+		f.End = unpackTime(r.end, r.zones[1])
+	}
+	if r.flags&rrWidePID != 0 {
+		f.PID = w.pid
+	}
+	if r.flags&rrWideExit != 0 {
+		f.ExitCode = w.exit
+	}
+	return f
+}
+
+// Result is how the run ended (Skipped for a skip).
+func (r RecentRun) Result() Result {
+	if r.result < wideResult {
+		return resultCodes[r.result]
+	}
+	return r.more.wide.result
+}
+
 // remember adds r to the job's recent runs.
-func (j *job) remember(r RecentRun) { j.recent.push(r, MaxRecentRuns) }
+func (j *job) remember(f RecentRunFields) { j.recent.push(NewRecentRun(f), MaxRecentRuns) }
 
 // RecentRuns are the job's latest finished and skipped runs, oldest first,
 // at most MaxRecentRuns.

@@ -1,8 +1,10 @@
 package model
 
 import (
+	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestRecentAndDurationHistoryBounded(t *testing.T) {
@@ -21,10 +23,10 @@ func TestRecentAndDurationHistoryBounded(t *testing.T) {
 		Recent          []RecentRun
 		DurationHistory []float64
 	}{view.RecentRuns(), view.LastDurations()}
-	if len(before.Recent) != MaxRecentRuns || before.Recent[len(before.Recent)-1].Result != Skipped {
+	if len(before.Recent) != MaxRecentRuns || before.Recent[len(before.Recent)-1].Result() != Skipped {
 		t.Fatalf("%d recent runs, last %+v", len(before.Recent), before.Recent[len(before.Recent)-1])
 	}
-	if r := before.Recent[len(before.Recent)-2]; r.Duration != 130*time.Second || r.PID != 1129 || !r.HasDuration || r.Start != at(129*time.Hour) {
+	if r := before.Recent[len(before.Recent)-2].Fields(); r.Duration != 130*time.Second || r.PID != 1129 || !r.HasDuration || r.Start != at(129*time.Hour) {
 		t.Errorf("newest finished run %+v", r)
 	}
 	if h := before.DurationHistory; len(h) != MaxDurationHistory || h[0] != 31 || h[len(h)-1] != 130 {
@@ -41,7 +43,7 @@ func TestRecentAndDurationHistoryBounded(t *testing.T) {
 	}
 	// A view taken before keeps what it saw while the model goes on.
 	tr.Apply(Batch{Source: "runs", Events: []Event{start("stats", "web1", 1, at(301*time.Hour)), end("stats", "web1", 1, at(301*time.Hour+time.Second), Failure)}})
-	if before.Recent[len(before.Recent)-1].Result != Skipped || before.DurationHistory[len(before.DurationHistory)-1] != 130 {
+	if before.Recent[len(before.Recent)-1].Result() != Skipped || before.DurationHistory[len(before.DurationHistory)-1] != 130 {
 		t.Error("a later run changed an earlier view")
 	}
 }
@@ -95,5 +97,40 @@ func TestRingViewsKeepTheirValues(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// A RecentRun gives back every field it was made of, in its zone (the state
+// file writes a time's offset), whatever does not fit its small fields
+// included.
+func TestRecentRunFields(t *testing.T) {
+	berlin := time.FixedZone("CET", 3600)
+	parsed, err := time.Parse(time.RFC3339Nano, "2026-11-30T10:00:00.123456789+05:30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 30, 9, 0, 0, 7, time.UTC)
+	for _, f := range []RecentRunFields{
+		{},
+		{End: at, Result: Success, Host: "web1", PID: 42, HasExitCode: true},
+		{Start: at.Add(-time.Minute), End: at, Duration: time.Minute, HasDuration: true, Result: Failure, Host: "web1", PID: 1, ExitCode: -3, HasExitCode: true, Overlapped: true},
+		{End: at, Result: Skipped, Reason: "locked", Lock: "redis", Holder: "web2:77"},
+		{End: at, Result: Success, Output: "done"},
+		{Start: at.In(time.Local), End: at.In(berlin), Result: Timeout},
+		{Start: parsed, End: parsed.Add(time.Second), Result: Lost},
+		{Start: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(3000, 1, 1, 0, 0, 0, 1, berlin), Result: Success},
+		{End: at, Result: "exotic", PID: 1 << 40, ExitCode: -1 << 35, HasExitCode: true},
+		{End: time.Unix(0, 0).UTC(), Result: Success},
+	} {
+		got := NewRecentRun(f).Fields()
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", f) {
+			t.Errorf("made of %+v\ngives   %+v", f, got)
+		}
+		if got.Result != NewRecentRun(f).Result() {
+			t.Errorf("Result() %q, Fields().Result %q", NewRecentRun(f).Result(), got.Result)
+		}
+	}
+	if s := unsafe.Sizeof(RecentRun{}); s > 64 {
+		t.Errorf("a RecentRun is %d bytes", s)
 	}
 }

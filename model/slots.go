@@ -99,14 +99,21 @@ func (j *job) attribute(r *Run) {
 				break
 			}
 		}
-		j.ownMaps()
-		j.Duplicates[kind]++
+		j.countDuplicate(kind)
 		return
 	case len(s.Hosts) > mine && j.spec.Scope == "cluster":
-		j.ownMaps()
-		j.Duplicates[DupMultiHost]++
+		j.countDuplicate(DupMultiHost)
 	}
 	s.Hosts = append(s.Hosts, r.Host)
+}
+
+// countDuplicate counts a duplicate run of kind.
+func (j *job) countDuplicate(kind string) {
+	j.ownMaps()
+	if j.Duplicates == nil {
+		j.Duplicates = map[string]uint64{}
+	}
+	j.Duplicates[kind]++
 }
 
 func countHost(hosts []string, h string) int {

@@ -77,7 +77,7 @@ func (j *JobState) viewCopy() JobState {
 
 // Run is a run in progress.
 type Run struct {
-	Key    RunKey
+	// RunID, Host and PID identify it (Key).
 	RunID  string
 	Host   string
 	PID    int
@@ -208,14 +208,17 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		if j.Runs == nil {
 			j.Runs = map[Result]uint64{}
 		}
-		if j.Duplicates == nil {
-			j.Duplicates = map[string]uint64{}
+		if len(j.Duplicates) == 0 {
+			j.Duplicates = nil // until a duplicate is counted (countDuplicate)
 		}
-		j.open = make(map[RunKey]*Run, len(sj.Open))
+		j.open = make([]*Run, 0, len(sj.Open))
 		for i := range sj.Open {
 			r := sj.Open[i]
-			j.open[r.Key] = &r
+			if j.openAt(r.Key()) < 0 {
+				j.open = append(j.open, &r)
+			}
 		}
+		slices.SortFunc(j.open, compareRuns)
 	}
 	for name, r := range s.Retired {
 		if r != nil {

@@ -87,9 +87,12 @@ type Tracker struct {
 type job struct {
 	spec JobSpec
 	JobState
-	open  InFlight[RunKey, *Run] // runs in progress
-	dirty bool                   // in Tracker.dirty
-	ended ring[endedRun]         // the latest runs that ended, for repeated ends
+	// open are the runs in progress, oldest first (Run.Before), at most
+	// MaxOpenRuns. A slice, not a map: most jobs have none or one, and a
+	// map of one run held 400 bytes.
+	open  []*Run
+	dirty bool           // in Tracker.dirty
+	ended ring[endedRun] // the latest runs that ended, for repeated ends
 	// recent and durations hold JobState.Recent and DurationHistory, which
 	// only views of the job carry (see ring).
 	recent    ring[RecentRun]
@@ -266,7 +269,8 @@ func (t *Tracker) adoptRetired() {
 }
 
 func newJob(now time.Time) *job {
-	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}, Duplicates: map[string]uint64{}}, open: InFlight[RunKey, *Run]{}}
+	// Duplicates stays nil until a duplicate is counted: few jobs have one.
+	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}}}
 }
 
 // Apply applies a batch read by a source and stores its position.
@@ -328,15 +332,15 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 	switch ev.Kind {
 	case Start:
 		key := runKey(ev.RunID, ev.Host, ev.PID)
-		if _, dup := j.open[key]; dup {
+		if j.openAt(key) >= 0 {
 			return true // the same start read twice: one run
 		}
 		overlapped := len(j.open) > 0
 		if overlapped {
 			j.Overlaps++
 		}
-		r := &Run{Key: key, RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src, Overlapped: overlapped}
-		if oldest, full := j.open.Add(key, r); full {
+		r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src, Overlapped: overlapped}
+		if oldest, full := j.addOpen(r); full {
 			t.closeOldest(j, ev.Job, oldest)
 		}
 		j.attribute(r)
@@ -361,12 +365,12 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		}
 		dur, hasDur := ev.Duration, ev.HasDuration
 		start := ev.Time.Add(-dur)
-		rr := RecentRun{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, Reason: ev.Reason}
+		rr := RecentRunFields{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, Reason: ev.Reason}
 		if hasDur {
 			rr.Start = start
 		}
 		if r != nil {
-			delete(j.open, r.Key)
+			j.closeOpen(r.Key())
 			start = r.Start
 			rr.Start, rr.Host, rr.PID, rr.Overlapped = r.Start, r.Host, r.PID, r.Overlapped
 			if !hasDur && !ev.Time.Before(r.Start) {
@@ -382,7 +386,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		// row whose status became "skipped") did not run: it leaves the
 		// runs in progress without counting as a finished run.
 		if ev.RunID != "" {
-			delete(j.open, runKey(ev.RunID, "", 0))
+			j.closeOpen(runKey(ev.RunID, "", 0))
 		}
 		j.Skips++
 		j.attributeSkip(ev.Time)
@@ -396,7 +400,7 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		}
 		j.SkipsByReason[label]++
 		j.ConsecutiveSkips++
-		j.remember(RecentRun{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
+		j.remember(RecentRunFields{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
 	case LockLost:
 		// The run goes on (--on-lock-lost=warn) or is killed; its end
 		// record follows and finishes it.
@@ -431,7 +435,50 @@ func (r *Run) Before(o *Run) bool {
 	if !r.Start.Equal(o.Start) {
 		return r.Start.Before(o.Start)
 	}
-	return r.Key.less(o.Key)
+	return r.Key().less(o.Key())
+}
+
+// Key is the run's key: its run id, or host and PID.
+func (r *Run) Key() RunKey { return runKey(r.RunID, r.Host, r.PID) }
+
+// compareRuns is Before as a comparison, for sorting and searching.
+func compareRuns(a, b *Run) int {
+	switch {
+	case a.Before(b):
+		return -1
+	case b.Before(a):
+		return 1
+	}
+	return 0
+}
+
+// openAt is the index of the open run of key, -1 when none is.
+func (j *job) openAt(key RunKey) int {
+	for i, r := range j.open {
+		if r.Key() == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// addOpen adds a run in progress. When that makes more than MaxOpenRuns,
+// the oldest other run is removed and returned, ok true (as InFlight.Add).
+func (j *job) addOpen(r *Run) (evicted *Run, ok bool) {
+	if len(j.open) >= MaxOpenRuns {
+		evicted, ok = j.open[0], true
+		j.open = slices.Delete(j.open, 0, 1)
+	}
+	i, _ := slices.BinarySearchFunc(j.open, r, compareRuns)
+	j.open = slices.Insert(j.open, i, r)
+	return evicted, ok
+}
+
+// closeOpen removes the open run of key, if there is one.
+func (j *job) closeOpen(key RunKey) {
+	if i := j.openAt(key); i >= 0 {
+		j.open = slices.Delete(j.open, i, i+1)
+	}
 }
 
 func (k RunKey) less(o RunKey) bool {
@@ -447,8 +494,8 @@ func (k RunKey) less(o RunKey) bool {
 // findRun finds the open run an end record closes: by run id, else by host
 // and PID.
 func (j *job) findRun(ev *Event) *Run {
-	if r := j.open[runKey(ev.RunID, ev.Host, ev.PID)]; r != nil {
-		return r
+	if i := j.openAt(runKey(ev.RunID, ev.Host, ev.PID)); i >= 0 {
+		return j.open[i]
 	}
 	if ev.PID == 0 {
 		return nil
@@ -536,13 +583,13 @@ func (t *Tracker) closeOldest(j *job, name string, oldest *Run) {
 // lose closes an open run as lost and remembers it, so that its late end
 // record is not counted again.
 func (t *Tracker) lose(j *job, r *Run, now time.Time) {
-	delete(j.open, r.Key)
-	j.LostRuns = append(j.LostRuns, r.Key)
+	j.closeOpen(r.Key())
+	j.LostRuns = append(j.LostRuns, r.Key())
 	if len(j.LostRuns) > lostMemory {
 		j.LostRuns = j.LostRuns[len(j.LostRuns)-lostMemory:]
 	}
 	j.finish(Lost, r.Start, now, 0, false, 0, false)
-	j.remember(RecentRun{Start: r.Start, End: now, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
+	j.remember(RecentRunFields{Start: r.Start, End: now, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
 }
 
 // Reap closes runs that can no longer end on their own: runs on this host
@@ -554,7 +601,7 @@ func (t *Tracker) Reap() {
 	now := t.opts.Now()
 	for name, j := range t.jobs {
 		t.accountMissedByClock(j, now)
-		for _, r := range j.open.Sorted() { // oldest first, so logs come in one order
+		for _, r := range slices.Clone(j.open) { // oldest first, so logs come in one order
 			why := ""
 			switch {
 			case j.spec.Timeout > 0 && now.Sub(r.Start) > j.spec.Timeout:

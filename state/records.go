@@ -117,7 +117,8 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		Sources: j.Sources, SkipsByReason: nonZero(j.SkipsByReason), LockLost: nonZero(j.LockLost),
 		DurationHistory: j.LastDurations(), LockTTL: j.LockTTL.Seconds(),
 	}
-	for _, rr := range j.RecentRuns() {
+	for _, run := range j.RecentRuns() {
+		rr := run.Fields()
 		rec := recentRecord{Start: rr.Start, End: rr.End, Result: string(rr.Result), Host: rr.Host, PID: rr.PID,
 			Reason: rr.Reason, Lock: rr.Lock, Holder: rr.Holder, Output: rr.Output, Overlapped: rr.Overlapped}
 		if rr.HasDuration {
@@ -153,7 +154,7 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		r.RecentSlots = append(r.RecentSlots, slotRecord{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range v.Open {
-		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
+		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
 	}
 	return r
 }
@@ -185,7 +186,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		j.SkipsByReason[model.SkipOther] += r.Skips - byReason
 	}
 	for _, rec := range r.Recent {
-		rr := model.RecentRun{Start: rec.Start, End: rec.End, Result: model.Result(rec.Result), Host: rec.Host, PID: rec.PID,
+		rr := model.RecentRunFields{Start: rec.Start, End: rec.End, Result: model.Result(rec.Result), Host: rec.Host, PID: rec.PID,
 			Reason: rec.Reason, Lock: rec.Lock, Holder: rec.Holder, Output: rec.Output, Overlapped: rec.Overlapped}
 		if rec.Duration != nil {
 			rr.Duration, rr.HasDuration = time.Duration(*rec.Duration*float64(time.Second)), true
@@ -193,7 +194,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		if rec.ExitCode != nil {
 			rr.ExitCode, rr.HasExitCode = *rec.ExitCode, true
 		}
-		j.Recent = append(j.Recent, rr)
+		j.Recent = append(j.Recent, model.NewRecentRun(rr))
 	}
 	for res, n := range r.Runs {
 		j.Runs[model.Result(res)] = n
@@ -208,7 +209,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		j.RecentSlots = append(j.RecentSlots, model.SlotRuns{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range r.Open {
-		j.Open = append(j.Open, model.Run{Key: model.RunKey(o.Key), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
+		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
 	}
 	return j
 }

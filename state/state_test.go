@@ -133,7 +133,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 	backup := m2.tr.Snapshot().Jobs["backup"]
 	if backup.SkipsByReason["locked"] != 1 || backup.LockLost["redis"] != 1 || len(backup.Recent) != 2 ||
-		backup.Recent[0].Holder != "web2:77:r1" || backup.Recent[1].Reason != "lock_lost" || len(backup.DurationHistory) != 1 ||
+		backup.Recent[0].Fields().Holder != "web2:77:r1" || backup.Recent[1].Fields().Reason != "lock_lost" || len(backup.DurationHistory) != 1 ||
 		len(backup.Open) != 1 || !backup.Open[0].Overlapped || backup.LockTTL != 90500*time.Millisecond {
 		t.Errorf("new fields not saved: %+v", backup)
 	}

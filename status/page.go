@@ -107,12 +107,14 @@ func MissedSlots(v *model.JobView, now time.Time) []time.Time {
 	if _, every := s.(schedule.Every); every || s == nil || len(recent) == 0 {
 		return nil
 	}
-	from := recent[0].End
-	if !recent[0].Start.IsZero() {
-		from = recent[0].Start
+	first := recent[0].Fields()
+	from := first.End
+	if !first.Start.IsZero() {
+		from = first.Start
 	}
 	var starts []time.Time
-	for _, r := range recent {
+	for _, run := range recent {
+		r := run.Fields()
 		if !r.Start.IsZero() {
 			starts = append(starts, r.Start)
 		} else {

@@ -306,7 +306,7 @@ func recentRuns(v *model.JobView) []Run {
 	recent := v.RecentRuns()
 	out := make([]Run, 0, len(recent))
 	for i := len(recent) - 1; i >= 0; i-- {
-		r := recent[i]
+		r := recent[i].Fields()
 		run := Run{Start: timePtr(r.Start), End: r.End.UTC(), Result: string(r.Result), Host: r.Host, PID: r.PID,
 			Reason: r.Reason, Lock: r.Lock, Holder: r.Holder, Output: r.Output, Overlapped: r.Overlapped}
 		if r.HasDuration {
