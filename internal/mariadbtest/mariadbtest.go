@@ -9,7 +9,6 @@
 package mariadbtest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -22,12 +21,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"jobwatch/internal/testproc"
 )
 
 // EnvDSN names the environment variable that points the tests at an
@@ -43,10 +43,7 @@ type Server struct {
 	port int
 	args []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *bytes.Buffer
+	proc testproc.Server
 }
 
 // Start starts a throwaway server (or connects to EnvDSN) and registers its
@@ -80,7 +77,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	s := &Server{t: t, dir: dir, port: freePort(t)}
+	s := &Server{t: t, dir: dir, port: testproc.FreePort(t)}
 	s.args = []string{
 		server, "--no-defaults",
 		"--datadir=" + data,
@@ -100,7 +97,7 @@ func Start(t testing.TB) *Server {
 	if os.Geteuid() == 0 {
 		s.args = append(s.args, "--user=root")
 	}
-	t.Cleanup(s.kill)
+	t.Cleanup(s.proc.Kill)
 	s.Start()
 	return s
 }
@@ -115,16 +112,6 @@ func lookServer() (string, error) {
 		}
 	}
 	return "", errors.New("mariadbd not found")
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // External reports whether the server is the one EnvDSN names.
@@ -185,27 +172,13 @@ func (s *Server) Start() {
 	if s.external != nil {
 		t.Skip("cannot start an external server (" + EnvDSN + ")")
 	}
-	s.mu.Lock()
-	if s.cmd != nil {
-		s.mu.Unlock()
-		t.Fatal("mariadbtest: server already running")
-	}
-	cmd := exec.Command(s.args[0], s.args[1:]...)
-	s.log = &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
+	done, err := s.proc.Start(s.args, sysProcAttr())
+	if err != nil {
 		t.Fatalf("starting mariadbd: %v", err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	s.cmd, s.done = cmd, done
-	s.mu.Unlock()
 
 	db := s.open("")
 	defer db.Close()
-	var err error
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -216,7 +189,7 @@ func (s *Server) Start() {
 		}
 		select {
 		case <-done:
-			t.Fatalf("mariadbd exited: %s\n%s", s.errorLog(), s.log)
+			t.Fatalf("mariadbd exited: %s\n%s", s.errorLog(), s.proc.Output())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -245,33 +218,7 @@ func (s *Server) stop(sig syscall.Signal) {
 	if s.external != nil {
 		s.t.Skip("cannot stop an external server (" + EnvDSN + ")")
 	}
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-// kill is the t.Cleanup: the server must not outlive the test.
-func (s *Server) kill() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-done
+	s.proc.Stop(sig, 60*time.Second)
 }
 
 // NewDatabase creates a database with a fresh name, dropped in t.Cleanup

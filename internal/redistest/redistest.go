@@ -5,17 +5,17 @@
 package redistest
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"jobwatch/internal/testproc"
 )
 
 // Server is a redis-server the test may use.
@@ -25,10 +25,7 @@ type Server struct {
 	password string
 	args     []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *bytes.Buffer
+	proc testproc.Server
 }
 
 // Start starts a server, with password required when it is not empty, and
@@ -40,25 +37,15 @@ func Start(t testing.TB, password string) *Server {
 	if err != nil {
 		t.Fatal("redis-server is not installed: install the Debian package redis-server")
 	}
-	s := &Server{t: t, port: freePort(t), password: password}
+	s := &Server{t: t, port: testproc.FreePort(t), password: password}
 	s.args = []string{bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--logfile", ""}
 	if password != "" {
 		s.args = append(s.args, "--requirepass", password)
 	}
-	t.Cleanup(s.kill)
+	t.Cleanup(s.proc.Kill)
 	s.Restart()
 	return s
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Addr is the server's host:port.
@@ -85,22 +72,10 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 func (s *Server) Restart() {
 	t := s.t
 	t.Helper()
-	s.mu.Lock()
-	if s.cmd != nil {
-		s.mu.Unlock()
-		t.Fatal("redistest: server already running")
-	}
-	cmd := exec.Command(s.args[0], s.args[1:]...)
-	s.log = &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
+	done, err := s.proc.Start(s.args, nil)
+	if err != nil {
 		t.Fatalf("starting redis-server: %v", err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	s.cmd, s.done = cmd, done
-	s.mu.Unlock()
 
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, Protocol: 2, MaxRetries: -1})
 	defer c.Close()
@@ -114,11 +89,11 @@ func (s *Server) Restart() {
 		}
 		select {
 		case <-done:
-			t.Fatalf("redis-server exited: %s", s.log)
+			t.Fatalf("redis-server exited: %s", s.proc.Output())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server not ready after 30s: %v\n%s", err, s.log)
+			t.Fatalf("redis-server not ready after 30s: %v\n%s", err, s.proc.Output())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -126,32 +101,4 @@ func (s *Server) Restart() {
 
 // Stop stops the server (SIGTERM; without persistence nothing is saved)
 // and waits until it has exited.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-// kill is the t.Cleanup: the server must not outlive the test.
-func (s *Server) kill() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-done
-}
+func (s *Server) Stop() { s.proc.Stop(syscall.SIGTERM, 30*time.Second) }

@@ -1,15 +1,20 @@
 // Package testproc helps tests that run the real jobwatch binary and other
-// real programs: building it, free loopback addresses, collecting output.
+// real programs: building it, free loopback addresses, collecting output,
+// running a server process.
 package testproc
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BuildJobwatch builds cmd/jobwatch into dir and returns the binary's path.
@@ -26,12 +31,18 @@ func BuildJobwatch(t testing.TB, dir string) string {
 // FreeAddr returns a loopback address with a port free right now.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+}
+
+// FreePort returns a loopback port free right now.
+func FreePort(t testing.TB) int {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("finding a free port: %v", err)
 	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Buffer collects a process's output while a test reads it.
@@ -58,4 +69,80 @@ func WriteFile(t testing.TB, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Server is a server process a test runs (MariaDB, Redis): started, and
+// started again after a stop, with Start; stopped with Stop; killed with
+// Kill, which the test's t.Cleanup must call, so that no server outlives
+// its test.
+type Server struct {
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	out  *Buffer
+}
+
+// Start starts args[0] with args[1:] (attr may be nil), keeping what it
+// prints for Output. done is closed once it has exited.
+func (s *Server) Start(args []string, attr *syscall.SysProcAttr) (done <-chan struct{}, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return nil, errors.New("server already running")
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	s.out = &Buffer{}
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	cmd.SysProcAttr = attr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	d := make(chan struct{})
+	go func() { cmd.Wait(); close(d) }()
+	s.cmd, s.done = cmd, d
+	return d, nil
+}
+
+// Output is what the server printed since it last started.
+func (s *Server) Output() string {
+	s.mu.Lock()
+	out := s.out
+	s.mu.Unlock()
+	if out == nil {
+		return ""
+	}
+	return out.String()
+}
+
+// Stop sends sig and waits until the server has exited, killing it when it
+// has not after grace.
+func (s *Server) Stop(sig syscall.Signal, grace time.Duration) {
+	cmd, done := s.take()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Kill kills the server and waits until it has exited.
+func (s *Server) Kill() {
+	if cmd, done := s.take(); cmd != nil {
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// take forgets the running process, so that it is stopped once.
+func (s *Server) take() (*exec.Cmd, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	return cmd, done
 }
