@@ -7,6 +7,7 @@ package secret
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"regexp"
@@ -163,12 +164,18 @@ func LoadMySQL(s MySQL, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 // dropped; empty is an error. A file others may read is worth a warning
 // (on log, when not nil): it holds a secret.
 func ReadFile(path string, log *slog.Logger) (string, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 && log != nil {
+	defer f.Close()
+	// The mode of the file read, not of whatever is at path a moment later.
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o077 != 0 && log != nil {
 		log.Warn("a secret's file is readable by others than its owner", "path", path, "mode", fi.Mode().Perm().String())
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return "", err
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
