@@ -272,12 +272,6 @@ func (j *job) view() *JobView {
 	v := &JobView{Spec: j.spec, JobState: j.JobState.viewCopy()}
 	j.mapsShared.Store(true)
 	v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
-	for i, r := range Results {
-		v.RunCounts[i] = j.Runs[r]
-	}
-	for i, k := range DuplicateKinds {
-		v.DupCounts[i] = j.Duplicates[k]
-	}
 	v.Open = j.sortedOpen()
 	return v
 }

@@ -49,7 +49,7 @@ func TestChangesHoldWhatChanged(t *testing.T) {
 	// The values taken are copies: later events do not change them.
 	taken := c.Jobs["stats"]
 	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 2, at(2*time.Minute), Failure)}})
-	if taken.RunCounts != [4]uint64{1, 0, 0, 0} || taken.Runs[Failure] != 0 || taken.Durations.Count != 1 {
+	if taken.RunCounts != [4]uint64{1, 0, 0, 0} || taken.Durations.Count != 1 {
 		t.Fatalf("a later event changed a value taken before: %+v", taken)
 	}
 	if c := tr.Changes(); !slices.Equal(jobNames(c), []string{"stats"}) || c.Jobs["stats"].RunCounts != [4]uint64{1, 1, 0, 0} {
@@ -95,7 +95,7 @@ func TestChangesOfReloads(t *testing.T) {
 
 func TestMergeAndSavedWith(t *testing.T) {
 	v := func(name string, runs uint64) *JobView {
-		return &JobView{Spec: JobSpec{Name: name}, RunCounts: [4]uint64{runs}}
+		return &JobView{Spec: JobSpec{Name: name}, JobState: JobState{RunCounts: [4]uint64{runs}}}
 	}
 	full := &Changes{Full: true, Jobs: map[string]*JobView{"a": v("a", 1), "b": v("b", 1)}, Sources: map[string]*SourceView{"s": {Name: "s"}}}
 	s1 := (*Saved)(nil).With(full)
@@ -154,8 +154,8 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 		for _, n := range v.Durations.Counts {
 			observed += n
 		}
-		if v.Runs[Success] != 1 || v.Runs[Failure] != 0 || v.SkipsByReason["locked"] != 1 || v.LockLost["redis"] != 1 || observed != 1 {
-			t.Errorf("%s changed: runs %v, skips %v, locks lost %v, durations %v", what, v.Runs, v.SkipsByReason, v.LockLost, v.Durations.Counts)
+		if v.RunCounts != [4]uint64{1, 0, 0, 0} || v.SkipsByReason["locked"] != 1 || v.LockLost["redis"] != 1 || observed != 1 {
+			t.Errorf("%s changed: runs %v, skips %v, locks lost %v, durations %v", what, v.RunCounts, v.SkipsByReason, v.LockLost, v.Durations.Counts)
 		}
 	}
 	for range 2 {
@@ -165,12 +165,11 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 		for i := range live {
 			if live[i].Spec.Name == "stats" {
 				v = &live[i]
-				v.Runs = map[Result]uint64{Success: 1} // a live view leaves Runs out
 			}
 		}
 		check("a live view", v)
 	}
-	if now := tr.Changes().Jobs["stats"]; now.Runs[Failure] != 2 || now.SkipsByReason["locked"] != 3 || now.LockLost["redis"] != 3 || now.Durations.Count != 3 {
-		t.Errorf("the model: runs %v, skips %v, locks lost %v", now.Runs, now.SkipsByReason, now.LockLost)
+	if now := tr.Changes().Jobs["stats"]; now.RunCounts[1] != 2 || now.SkipsByReason["locked"] != 3 || now.LockLost["redis"] != 3 || now.Durations.Count != 3 {
+		t.Errorf("the model: runs %v, skips %v, locks lost %v", now.RunCounts, now.SkipsByReason, now.LockLost)
 	}
 }

@@ -109,11 +109,7 @@ func (j *job) attribute(r *Run) {
 
 // countDuplicate counts a duplicate run of kind.
 func (j *job) countDuplicate(kind string) {
-	j.ownMaps()
-	if j.Duplicates == nil {
-		j.Duplicates = map[string]uint64{}
-	}
-	j.Duplicates[kind]++
+	j.DupCounts[slices.Index(DuplicateKinds, kind)]++
 }
 
 func countHost(hosts []string, h string) int {

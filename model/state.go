@@ -24,8 +24,9 @@ type JobState struct {
 	HasLastExitCode     bool
 	ConsecutiveFailures uint64
 	ConsecutiveSkips    uint64
-	Runs                map[Result]uint64
-	Skips               uint64
+	// RunCounts are the finished runs by result, in the order of Results.
+	RunCounts [4]uint64
+	Skips     uint64
 	// SkipsByReason counts the skips by their SkipLabel; its values add up
 	// to Skips (a state saved before reasons were counted holds the
 	// difference under SkipOther).
@@ -40,7 +41,9 @@ type JobState struct {
 	// Slot accounting, for calendar schedules.
 	Missed     uint64
 	Unexpected uint64
-	Duplicates map[string]uint64
+	// DupCounts are the duplicate runs by kind, in the order of
+	// DuplicateKinds.
+	DupCounts [3]uint64
 	// SlotsCheckedUntil: every expected run up to here has been counted as
 	// run or missed.
 	SlotsCheckedUntil time.Time
@@ -205,12 +208,6 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		j.recent.load(sj.Recent, MaxRecentRuns)
 		j.durations.load(sj.DurationHistory, MaxDurationHistory)
 		j.Recent, j.DurationHistory = nil, nil // the rings hold them
-		if j.Runs == nil {
-			j.Runs = map[Result]uint64{}
-		}
-		if len(j.Duplicates) == 0 {
-			j.Duplicates = nil // until a duplicate is counted (countDuplicate)
-		}
 		j.open = make([]*Run, 0, len(sj.Open))
 		for i := range sj.Open {
 			r := sj.Open[i]

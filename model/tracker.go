@@ -97,9 +97,9 @@ type job struct {
 	// only views of the job carry (see ring).
 	recent    ring[RecentRun]
 	durations ring[float64]
-	// mapsShared: JobState's maps (Runs, Duplicates, SkipsByReason,
-	// LockLost) and histogram counts are shared with a view (see ownMaps). Atomic: views are
-	// also taken under the tracker's read lock.
+	// mapsShared: JobState's maps (SkipsByReason, LockLost) and histogram
+	// counts are shared with a view (see ownMaps). Atomic: views are also
+	// taken under the tracker's read lock.
 	mapsShared atomic.Bool
 }
 
@@ -110,8 +110,6 @@ func (j *job) ownMaps() {
 	if !j.mapsShared.Load() {
 		return
 	}
-	j.Runs = maps.Clone(j.Runs)
-	j.Duplicates = maps.Clone(j.Duplicates)
 	j.SkipsByReason = maps.Clone(j.SkipsByReason)
 	j.LockLost = maps.Clone(j.LockLost)
 	j.Durations.Counts = slices.Clone(j.Durations.Counts)
@@ -269,8 +267,7 @@ func (t *Tracker) adoptRetired() {
 }
 
 func newJob(now time.Time) *job {
-	// Duplicates stays nil until a duplicate is counted: few jobs have one.
-	return &job{JobState: JobState{FirstWatched: now, Runs: map[Result]uint64{}}}
+	return &job{JobState: JobState{FirstWatched: now}}
 }
 
 // Apply applies a batch read by a source and stores its position.
@@ -548,7 +545,7 @@ func (j *job) wasLost(key RunKey) bool {
 
 func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur bool, exit int, hasExit bool) {
 	j.ownMaps()
-	j.Runs[res]++
+	j.RunCounts[slices.Index(Results, res)]++
 	if hasDur {
 		j.observeDuration(dur.Seconds())
 		j.Durations.Observe(dur.Seconds())
@@ -652,9 +649,7 @@ func (t *Tracker) Position(source string) json.RawMessage {
 type JobView struct {
 	Spec JobSpec
 	JobState
-	RunCounts [4]uint64 // in the order of Results
-	DupCounts [3]uint64 // in the order of DuplicateKinds
-	Open      []Run     // sorted by start time
+	Open []Run // sorted by start time
 }
 
 // SourceView is a copy of one source's state for rendering.
@@ -682,13 +677,7 @@ func (t *Tracker) view() ([]JobView, []SourceView) {
 		j.mapsShared.Store(true) // SkipsByReason, LockLost, Durations.Counts
 		// Only what the collector renders is copied; maps and slices it
 		// does not render are left out.
-		v.Runs, v.Duplicates, v.LostRuns, v.Sources, v.RecentSlots = nil, nil, nil, nil, nil
-		for i, r := range Results {
-			v.RunCounts[i] = j.Runs[r]
-		}
-		for i, k := range DuplicateKinds {
-			v.DupCounts[i] = j.Duplicates[k]
-		}
+		v.LostRuns, v.Sources, v.RecentSlots = nil, nil, nil
 		v.Open = j.sortedOpen()
 		jobs = append(jobs, v)
 	}

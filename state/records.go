@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"time"
 
 	"jobwatch/model"
@@ -131,20 +132,20 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		}
 		r.Recent = append(r.Recent, rec)
 	}
-	for res, n := range j.Runs {
+	for i, n := range j.RunCounts {
 		if n > 0 {
 			if r.Runs == nil {
 				r.Runs = map[string]uint64{}
 			}
-			r.Runs[string(res)] = n
+			r.Runs[string(model.Results[i])] = n
 		}
 	}
-	for kind, n := range j.Duplicates {
+	for i, n := range j.DupCounts {
 		if n > 0 {
 			if r.Duplicates == nil {
 				r.Duplicates = map[string]uint64{}
 			}
-			r.Duplicates[kind] = n
+			r.Duplicates[model.DuplicateKinds[i]] = n
 		}
 	}
 	for _, k := range j.LostRuns {
@@ -166,9 +167,9 @@ func (r *jobRecord) toModel() model.SavedJob {
 		LastDuration: r.LastDuration, HasLastDuration: r.HasLastDuration,
 		LastExitCode: r.LastExitCode, HasLastExitCode: r.HasLastExitCode,
 		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips,
-		Runs: map[model.Result]uint64{}, Skips: r.Skips, Overlaps: r.Overlaps,
+		Skips: r.Skips, Overlaps: r.Overlaps,
 		Durations: model.Histogram{Counts: r.Durations.Counts, Sum: r.Durations.Sum, Count: r.Durations.Count},
-		Missed:    r.Missed, Unexpected: r.Unexpected, Duplicates: map[string]uint64{},
+		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
 		SkipsByReason: r.SkipsByReason, LockLost: r.LockLost, DurationHistory: r.DurationHistory,
 		LockTTL: lockTTL(r.LockTTL),
@@ -196,11 +197,16 @@ func (r *jobRecord) toModel() model.SavedJob {
 		}
 		j.Recent = append(j.Recent, model.NewRecentRun(rr))
 	}
+	// A result or kind this version does not know (none are) is dropped.
 	for res, n := range r.Runs {
-		j.Runs[model.Result(res)] = n
+		if i := slices.Index(model.Results, model.Result(res)); i >= 0 {
+			j.RunCounts[i] = n
+		}
 	}
 	for kind, n := range r.Duplicates {
-		j.Duplicates[kind] = n
+		if i := slices.Index(model.DuplicateKinds, kind); i >= 0 {
+			j.DupCounts[i] = n
+		}
 	}
 	for _, k := range r.LostRuns {
 		j.LostRuns = append(j.LostRuns, model.RunKey(k))
