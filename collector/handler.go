@@ -174,10 +174,11 @@ func newLayout(format int) layout {
 	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	v := &model.JobView{
 		Spec: model.JobSpec{Name: "x", Schedule: schedule.Every(time.Hour), Timeout: time.Minute, StaleMultiple: 2},
-		JobState: model.JobState{
+		JobState: &model.JobState{
 			FirstWatched: t, LastStart: t, LastSuccess: t, LastFailure: t,
-			HasLastDuration: true, HasLastExitCode: true, DurationHistory: []float64{1},
+			HasLastDuration: true, HasLastExitCode: true,
 		},
+		History: model.History{DurationHistory: []float64{1}},
 		Open: []model.Run{{Host: "h", PID: 1, Start: t}},
 	}
 	l := layout{header: make([][]byte, len(families)), prefix: make([]string, len(families)), names: make([]*lineSet, len(families))}

@@ -267,10 +267,11 @@ func (s *Saved) View() ([]JobView, []SourceView) {
 	return jobs, srcs
 }
 
-// view is a copy of j's state, for saving and rendering.
+// view is j's state now, for saving and rendering: it shares the state, which
+// j copies before it next changes (own).
 func (j *job) view() *JobView {
-	v := &JobView{Spec: j.spec, JobState: j.JobState.viewCopy()}
-	j.mapsShared.Store(true)
+	v := &JobView{Spec: j.spec, JobState: j.JobState}
+	j.shared.Store(true)
 	v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
 	v.Open = j.sortedOpen()
 	return v

@@ -95,7 +95,7 @@ func TestChangesOfReloads(t *testing.T) {
 
 func TestMergeAndSavedWith(t *testing.T) {
 	v := func(name string, runs uint64) *JobView {
-		return &JobView{Spec: JobSpec{Name: name}, JobState: JobState{RunCounts: [4]uint64{runs}}}
+		return &JobView{Spec: JobSpec{Name: name}, JobState: &JobState{RunCounts: [4]uint64{runs}}}
 	}
 	full := &Changes{Full: true, Jobs: map[string]*JobView{"a": v("a", 1), "b": v("b", 1)}, Sources: map[string]*SourceView{"s": {Name: "s"}}}
 	s1 := (*Saved)(nil).With(full)
@@ -171,5 +171,88 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 	}
 	if now := tr.Changes().Jobs["stats"]; now.RunCounts[1] != 2 || now.SkipsByReason["locked"] != 3 || now.LockLost["redis"] != 3 || now.Durations.Count != 3 {
 		t.Errorf("the model: runs %v, skips %v, locks lost %v", now.RunCounts, now.SkipsByReason, now.LockLost)
+	}
+}
+
+// A saved view shares its job's state; every kind of change the model
+// makes (each event kind, a lost run, missed slots counted by the clock, a
+// restore) is made on a copy, so views taken before keep their values.
+func TestSavedViewsNeverChange(t *testing.T) {
+	h := func(hh, mm int) time.Time { return time.Date(2026, 11, 30, hh, mm, 0, 0, time.UTC) }
+	clock := &fakeClock{now: h(13, 30)} // the records below are not in the future
+	tr := New(Options{Host: "here", Now: clock.Now, Alive: func(pid int) bool { return pid < 100 }, LostAfter: time.Second})
+	tr.Configure([]JobSpec{
+		{Name: "hourly", Schedule: grid{time.Hour}, Grace: time.Minute, Scope: "cluster", StaleMultiple: 2},
+		{Name: "stats", Schedule: schedule.Every(time.Hour), Timeout: 2 * time.Hour, StaleMultiple: 2},
+	}, []SourceSpec{{Name: "runs", Type: "runlog"}})
+	tr.SetHealth("runs", true, nil)
+	dump := func(v *JobView) string {
+		t.Helper()
+		recent := make([]RecentRunFields, len(v.Recent))
+		for i, r := range v.Recent {
+			recent[i] = r.Fields()
+		}
+		b, err := json.Marshal(struct {
+			*JobState
+			Recent    []RecentRunFields
+			Durations []float64
+			Open      []Run
+		}{v.JobState, recent, v.DurationHistory, v.Open})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	type taken struct {
+		v    *JobView
+		dump string
+	}
+	var views []taken
+	save := func() {
+		for _, v := range tr.Changes().Jobs {
+			views = append(views, taken{v, dump(v)})
+		}
+		live, _ := tr.View()
+		for i := range live {
+			views = append(views, taken{&live[i], dump(&live[i])})
+		}
+	}
+	lost := func(job string, pid int, t time.Time) Event {
+		return Event{Kind: LockLost, Job: job, Host: "a", PID: pid, Time: t, Lock: "redis"}
+	}
+	sk := func(job string, t time.Time, label string) Event {
+		e := skip(job, t)
+		e.SkipLabel = label
+		return e
+	}
+	rounds := [][]Event{
+		{start("hourly", "a", 1, h(10, 0)), start("stats", "a", 1, h(10, 0)), lost("hourly", 1, h(10, 1))},
+		{end("hourly", "a", 1, h(10, 5), Success), end("stats", "a", 1, h(10, 5), Failure), sk("stats", h(10, 6), "locked")},
+		// a double trigger, a second host, an overlap, a skip in a slot
+		{start("hourly", "a", 2, h(10, 0)), start("hourly", "b", 3, h(10, 0)), start("stats", "a", 4, h(10, 7)), start("stats", "a", 5, h(10, 8))},
+		{sk("hourly", h(11, 0), "disabled"), end("stats", "a", 4, h(10, 9), Timeout), lost("stats", 5, h(10, 9))},
+		// a run on this host whose process is gone (pid 200), reaped below
+		{start("hourly", "here", 200, h(13, 0)), start("stats", "here", 201, h(13, 0))},
+	}
+	for i, events := range rounds {
+		tr.Apply(Batch{Source: "runs", Events: events, Position: json.RawMessage(`{"offset":` + string(rune('1'+i)) + `}`)})
+		save()
+	}
+	clock.now = h(16, 0) // past warm-up: slots 14:00 and 15:00 are missed
+	tr.Reap()
+	clock.Advance(2 * time.Second)
+	tr.Reap() // the gone processes are lost now
+	save()
+	tr.Restore(tr.Snapshot())
+	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "a", 5, h(16, 1), Success)}})
+	save()
+	tr.Reap()
+	for i, v := range views {
+		if got := dump(v.v); got != v.dump {
+			t.Errorf("view %d of %s changed:\n was %s\n now %s", i, v.v.Spec.Name, v.dump, got)
+		}
+	}
+	if j := jobView(t, tr, "hourly"); j.Missed < 2 || j.DupCounts == [3]uint64{} || j.RunCounts[3] == 0 {
+		t.Errorf("hourly: missed %d, duplicates %v, runs %v: the rounds did not make the changes they are for", j.Missed, j.DupCounts, j.RunCounts)
 	}
 }

@@ -184,11 +184,11 @@ func (j *job) remember(f RecentRunFields) { j.recent.push(NewRecentRun(f), MaxRe
 
 // RecentRuns are the job's latest finished and skipped runs, oldest first,
 // at most MaxRecentRuns.
-func (j *JobState) RecentRuns() []RecentRun { return lastN(j.Recent, MaxRecentRuns) }
+func (h *History) RecentRuns() []RecentRun { return lastN(h.Recent, MaxRecentRuns) }
 
 // LastDurations are the durations of the job's latest finished runs in
 // seconds, oldest first, at most MaxDurationHistory.
-func (j *JobState) LastDurations() []float64 { return lastN(j.DurationHistory, MaxDurationHistory) }
+func (h *History) LastDurations() []float64 { return lastN(h.DurationHistory, MaxDurationHistory) }
 
 // ring holds a job's latest n values in place: applying a run writes one
 // element and copies nothing. Only a view of the job (taken once per save,

@@ -159,17 +159,26 @@ func (j *job) attributeSkip(at time.Time) {
 }
 
 func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
-	t := j.SlotsCheckedUntil
+	missed, checked := j.missedUntil(sched, until)
+	j.Missed += missed
+	j.SlotsCheckedUntil = checked
+}
+
+// missedUntil is what accountMissed would add to Missed and move
+// SlotsCheckedUntil to, without changing the job.
+func (j *job) missedUntil(sched schedule.Schedule, until time.Time) (missed uint64, checked time.Time) {
+	checked = j.SlotsCheckedUntil
 	for range maxSlotWalk {
-		t = sched.Next(t)
+		t := sched.Next(checked)
 		if t.IsZero() || t.After(until) {
-			return
+			break
 		}
 		if !slices.ContainsFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(t) }) {
-			j.Missed += uint64(schedule.Runs(sched, t))
+			missed += uint64(schedule.Runs(sched, t))
 		}
-		j.SlotsCheckedUntil = t
+		checked = t
 	}
+	return missed, checked
 }
 
 // accountMissedByClock counts the slots whose grace has passed without a run.
@@ -194,12 +203,18 @@ func (t *Tracker) accountMissedByClock(j *job, now time.Time) {
 			return
 		}
 	}
+	// Every job is looked at every few seconds: its state (shared with its
+	// saved view) is copied and marked changed only when it changes.
 	if j.SlotsCheckedUntil.IsZero() {
+		j.own()
 		j.SlotsCheckedUntil = j.FirstWatched
+		t.markJob(j)
 	}
-	before := j.SlotsCheckedUntil
-	j.accountMissed(sched, now.Add(-j.spec.Grace))
-	if !j.SlotsCheckedUntil.Equal(before) {
+	missed, checked := j.missedUntil(sched, now.Add(-j.spec.Grace))
+	if !checked.Equal(j.SlotsCheckedUntil) {
+		j.own()
+		j.Missed += missed
+		j.SlotsCheckedUntil = checked
 		t.markJob(j)
 	}
 }

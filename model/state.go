@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -9,6 +10,8 @@ import (
 
 // JobState is what jobwatch knows of one job. package state saves it in a
 // format of its own (docs/state.md); the model's types carry no file format.
+// A job and its latest view share one JobState, which the job copies
+// before it next changes (job.own): a saved view is never written.
 type JobState struct {
 	// FirstWatched is when jobwatch started watching the job, or the time of
 	// its earliest record if that is earlier (history read on first start):
@@ -51,22 +54,27 @@ type JobState struct {
 	// Sources that reported the job: missed runs are not counted from the
 	// clock while one of them cannot be read.
 	Sources []string
-	// Recent are the latest finished and skipped runs, oldest first, at
-	// most MaxRecentRuns; DurationHistory the latest finished runs'
-	// durations in seconds, at most MaxDurationHistory. A view of the job
-	// carries copies; the live job keeps them in rings (see ring).
-	Recent          []RecentRun
-	DurationHistory []float64
 	// LockTTL is the shared lock's lease named by the latest start record
 	// that named one (jobwatch run --lock-redis); 0 when none has.
 	LockTTL time.Duration
 }
 
-// viewCopy is a copy for a view: its maps and histogram counts are shared
-// with j, which clones them before it writes one (job.ownMaps); nothing
-// else is shared.
-func (j *JobState) viewCopy() JobState {
+// History is a job's latest runs and durations: Recent are the latest
+// finished and skipped runs, oldest first, at most MaxRecentRuns;
+// DurationHistory the latest finished runs' durations in seconds, at most
+// MaxDurationHistory. A view of the job carries them; the live job keeps
+// them in rings (see ring).
+type History struct {
+	Recent          []RecentRun
+	DurationHistory []float64
+}
+
+// clone is a deep copy of j, for the job to write while a view keeps j.
+func (j *JobState) clone() *JobState {
 	c := *j
+	c.SkipsByReason = maps.Clone(j.SkipsByReason)
+	c.LockLost = maps.Clone(j.LockLost)
+	c.Durations.Counts = slices.Clone(j.Durations.Counts)
 	c.LostRuns = slices.Clone(j.LostRuns)
 	c.Sources = slices.Clone(j.Sources)
 	if j.RecentSlots != nil {
@@ -75,7 +83,7 @@ func (j *JobState) viewCopy() JobState {
 			c.RecentSlots[i] = SlotRuns{Slot: rs.Slot, Hosts: slices.Clone(rs.Hosts)}
 		}
 	}
-	return c
+	return &c
 }
 
 // Run is a run in progress.
@@ -160,9 +168,10 @@ type Snapshot struct {
 	Retired map[string]*SourceState
 }
 
-// SavedJob is a job's state with its runs in progress.
+// SavedJob is a job's state with its history and runs in progress.
 type SavedJob struct {
 	JobState
+	History
 	Open []Run
 }
 
@@ -174,7 +183,7 @@ func (t *Tracker) Snapshot() *Snapshot {
 	s := &Snapshot{Jobs: make(map[string]SavedJob, len(t.jobs)), Sources: make(map[string]*SourceState, len(t.sources))}
 	for name, j := range t.jobs {
 		v := j.view()
-		s.Jobs[name] = SavedJob{JobState: v.JobState, Open: v.Open}
+		s.Jobs[name] = SavedJob{JobState: *v.JobState, History: v.History, Open: v.Open}
 	}
 	for name, src := range t.sources {
 		c := src.SourceState.clone()
@@ -203,11 +212,11 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		if j == nil {
 			continue
 		}
-		j.JobState = sj.JobState
-		j.mapsShared.Store(true) // the snapshot's maps may be its caller's
+		st := sj.JobState
+		j.JobState = &st
+		j.shared.Store(true) // the snapshot's maps and slices may be its caller's
 		j.recent.load(sj.Recent, MaxRecentRuns)
 		j.durations.load(sj.DurationHistory, MaxDurationHistory)
-		j.Recent, j.DurationHistory = nil, nil // the rings hold them
 		j.open = make([]*Run, 0, len(sj.Open))
 		for i := range sj.Open {
 			r := sj.Open[i]

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -86,34 +85,30 @@ type Tracker struct {
 
 type job struct {
 	spec JobSpec
-	JobState
+	// The job's state, shared with its latest view while shared is set:
+	// every change of it starts with own.
+	*JobState
+	shared atomic.Bool // atomic: views are also taken under the tracker's read lock
 	// open are the runs in progress, oldest first (Run.Before), at most
 	// MaxOpenRuns. A slice, not a map: most jobs have none or one, and a
 	// map of one run held 400 bytes.
 	open  []*Run
 	dirty bool           // in Tracker.dirty
 	ended ring[endedRun] // the latest runs that ended, for repeated ends
-	// recent and durations hold JobState.Recent and DurationHistory, which
-	// only views of the job carry (see ring).
+	// recent and durations hold the job's History, which only views of
+	// the job carry (see ring).
 	recent    ring[RecentRun]
 	durations ring[float64]
-	// mapsShared: JobState's maps (SkipsByReason, LockLost) and histogram
-	// counts are shared with a view (see ownMaps). Atomic: views are also
-	// taken under the tracker's read lock.
-	mapsShared atomic.Bool
 }
 
-// ownMaps gives the job maps of its own before one of them is written: a
-// view shares them rather than copying them (most jobs do not change
-// between two views, and every saved view held copies).
-func (j *job) ownMaps() {
-	if !j.mapsShared.Load() {
-		return
+// own gives the job a state of its own before it changes: a view shares
+// the state rather than copying it (most jobs do not change between two
+// saves, and every saved view held a copy of its job's state).
+func (j *job) own() {
+	if j.shared.Load() {
+		j.JobState = j.JobState.clone()
+		j.shared.Store(false)
 	}
-	j.SkipsByReason = maps.Clone(j.SkipsByReason)
-	j.LockLost = maps.Clone(j.LockLost)
-	j.Durations.Counts = slices.Clone(j.Durations.Counts)
-	j.mapsShared.Store(false)
 }
 
 // endedRun is a run that ended, by key, and when.
@@ -267,7 +262,7 @@ func (t *Tracker) adoptRetired() {
 }
 
 func newJob(now time.Time) *job {
-	return &job{JobState: JobState{FirstWatched: now}}
+	return &job{JobState: &JobState{FirstWatched: now}}
 }
 
 // Apply applies a batch read by a source and stores its position.
@@ -294,6 +289,7 @@ func (t *Tracker) Apply(b Batch) {
 			src.UnknownJob++
 			continue
 		}
+		j.own()
 		if !slices.Contains(j.Sources, b.Source) {
 			j.Sources = append(j.Sources, b.Source)
 		}
@@ -391,7 +387,6 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		if label == "" {
 			label = SkipOther
 		}
-		j.ownMaps()
 		if j.SkipsByReason == nil {
 			j.SkipsByReason = map[string]uint64{}
 		}
@@ -401,7 +396,6 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 	case LockLost:
 		// The run goes on (--on-lock-lost=warn) or is killed; its end
 		// record follows and finishes it.
-		j.ownMaps()
 		if j.LockLost == nil {
 			j.LockLost = map[string]uint64{}
 		}
@@ -544,7 +538,6 @@ func (j *job) wasLost(key RunKey) bool {
 }
 
 func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur bool, exit int, hasExit bool) {
-	j.ownMaps()
 	j.RunCounts[slices.Index(Results, res)]++
 	if hasDur {
 		j.observeDuration(dur.Seconds())
@@ -580,6 +573,7 @@ func (t *Tracker) closeOldest(j *job, name string, oldest *Run) {
 // lose closes an open run as lost and remembers it, so that its late end
 // record is not counted again.
 func (t *Tracker) lose(j *job, r *Run, now time.Time) {
+	j.own()
 	j.closeOpen(r.Key())
 	j.LostRuns = append(j.LostRuns, r.Key())
 	if len(j.LostRuns) > lostMemory {
@@ -645,10 +639,12 @@ func (t *Tracker) Position(source string) json.RawMessage {
 	return nil
 }
 
-// JobView is a copy of one job's state for rendering.
+// JobView is one job's state for rendering and saving. It is never
+// changed: the job's next change is made on a copy (job.own).
 type JobView struct {
 	Spec JobSpec
-	JobState
+	*JobState
+	History
 	Open []Run // sorted by start time
 }
 
@@ -672,14 +668,7 @@ func (t *Tracker) View() ([]JobView, []SourceView) {
 func (t *Tracker) view() ([]JobView, []SourceView) {
 	jobs := make([]JobView, 0, len(t.jobs))
 	for _, j := range t.jobs {
-		v := JobView{Spec: j.spec, JobState: j.JobState}
-		v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
-		j.mapsShared.Store(true) // SkipsByReason, LockLost, Durations.Counts
-		// Only what the collector renders is copied; maps and slices it
-		// does not render are left out.
-		v.LostRuns, v.Sources, v.RecentSlots = nil, nil, nil
-		v.Open = j.sortedOpen()
-		jobs = append(jobs, v)
+		jobs = append(jobs, *j.view())
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Spec.Name < jobs[b].Spec.Name })
 	srcs := make([]SourceView, 0, len(t.sources))

@@ -105,7 +105,7 @@ type sourceRecord struct {
 }
 
 func jobToRecord(v *model.JobView) *jobRecord {
-	j := &v.JobState
+	j := v.JobState
 	r := &jobRecord{
 		FirstWatched: j.FirstWatched, LastStart: j.LastStart, LastSuccess: j.LastSuccess,
 		LastSuccessStart: j.LastSuccessStart, LastFailure: j.LastFailure,
@@ -116,9 +116,9 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		Durations: histogramRecord{Counts: j.Durations.Counts, Sum: j.Durations.Sum, Count: j.Durations.Count},
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
 		Sources: j.Sources, SkipsByReason: nonZero(j.SkipsByReason), LockLost: nonZero(j.LockLost),
-		DurationHistory: j.LastDurations(), LockTTL: j.LockTTL.Seconds(),
+		DurationHistory: v.LastDurations(), LockTTL: j.LockTTL.Seconds(),
 	}
-	for _, run := range j.RecentRuns() {
+	for _, run := range v.RecentRuns() {
 		rr := run.Fields()
 		rec := recentRecord{Start: rr.Start, End: rr.End, Result: string(rr.Result), Host: rr.Host, PID: rr.PID,
 			Reason: rr.Reason, Lock: rr.Lock, Holder: rr.Holder, Output: rr.Output, Overlapped: rr.Overlapped}
@@ -171,9 +171,8 @@ func (r *jobRecord) toModel() model.SavedJob {
 		Durations: model.Histogram{Counts: r.Durations.Counts, Sum: r.Durations.Sum, Count: r.Durations.Count},
 		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
-		SkipsByReason: r.SkipsByReason, LockLost: r.LockLost, DurationHistory: r.DurationHistory,
-		LockTTL: lockTTL(r.LockTTL),
-	}}
+		SkipsByReason: r.SkipsByReason, LockLost: r.LockLost, LockTTL: lockTTL(r.LockTTL),
+	}, History: model.History{DurationHistory: r.DurationHistory}}
 	// Skips counted before their reasons were (format 1) count as "other",
 	// so that the skips by reason add up to the total.
 	var byReason uint64

@@ -174,7 +174,7 @@ func TestLockTTLIsOptional(t *testing.T) {
 			}
 		})
 	}
-	b, err := json.Marshal(jobToRecord(&model.JobView{}))
+	b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &model.JobState{}}))
 	if err != nil {
 		t.Fatal(err)
 	}
