@@ -179,7 +179,7 @@ func newLayout(format int) layout {
 			HasLastDuration: true, HasLastExitCode: true,
 		},
 		History: model.History{DurationHistory: []float64{1}},
-		Open: []model.Run{{Host: "h", PID: 1, Start: t}},
+		Open:    []model.Run{{Host: "h", PID: 1, Start: t}},
 	}
 	l := layout{header: make([][]byte, len(families)), prefix: make([]string, len(families)), names: make([]*lineSet, len(families))}
 	var r renderer
