@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sort"
@@ -111,11 +112,17 @@ func (j *job) own() {
 	}
 }
 
-// endedRun is a run that ended, by key, and when.
+// endedRun is a run that ended, by its key's hash (16 bytes rather than
+// 64: a fleet's job keeps lostMemory of them; two keys of one job sharing
+// a 64-bit hash within a minute is not a concern), and when (Unix
+// nanoseconds).
 type endedRun struct {
-	key RunKey
-	at  time.Time
+	key uint64
+	at  int64
 }
+
+// endedSeed hashes run keys for endedRun; the hashes are not saved.
+var endedSeed = maphash.MakeSeed()
 
 type source struct {
 	typ string
@@ -511,8 +518,9 @@ func (j *job) endedJustNow(key RunKey, t time.Time) bool {
 	if key.RunID == "" && key.PID == 0 {
 		return false
 	}
+	h, at := maphash.Comparable(endedSeed, key), t.UnixNano()
 	for _, e := range j.ended.buf {
-		if e.key == key && t.Sub(e.at).Abs() <= duplicateEndWindow {
+		if e.key == h && time.Duration(at-e.at).Abs() <= duplicateEndWindow {
 			return true
 		}
 	}
@@ -525,7 +533,7 @@ func (j *job) rememberEnd(key RunKey, t time.Time) {
 	if key.RunID == "" && key.PID == 0 {
 		return
 	}
-	j.ended.push(endedRun{key, t}, lostMemory)
+	j.ended.push(endedRun{maphash.Comparable(endedSeed, key), t.UnixNano()}, lostMemory)
 }
 
 func (j *job) wasLost(key RunKey) bool {
