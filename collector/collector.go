@@ -251,16 +251,14 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 	for i, r := range model.Results {
 		s.counter(runsDesc, float64(j.RunCounts[i]), created, name, string(r))
 	}
-	for _, r := range model.SkipReasons {
-		s.counter(skipsDesc, float64(j.SkipsByReason[r]), created, name, r)
+	for i, r := range model.SkipReasons {
+		s.counter(skipsDesc, float64(j.SkipCounts[i]), created, name, r)
 	}
-	for _, r := range sortedKeys(j.SkipsByReason) {
-		if !slices.Contains(model.SkipReasons, r) {
-			s.counter(skipsDesc, float64(j.SkipsByReason[r]), created, name, r)
-		}
+	for _, r := range sortedKeys(j.SkipsDeclared) {
+		s.counter(skipsDesc, float64(j.SkipsDeclared[r]), created, name, r)
 	}
-	for _, l := range model.LockLayers {
-		s.counter(lockLostDesc, float64(j.LockLost[l]), created, name, l)
+	for i, l := range model.LockLayers {
+		s.counter(lockLostDesc, float64(j.LockLostCounts[i]), created, name, l)
 	}
 	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
 	gauge(runningDesc, float64(len(j.Open)))

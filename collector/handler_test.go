@@ -50,6 +50,7 @@ func everyKind(t *testing.T, now time.Time) *model.Tracker {
 		{Kind: model.Start, Job: "adhoc", Host: "web2", PID: 8, Time: now.Add(-time.Minute)},
 		{Kind: model.Start, Job: "adhoc", Host: "web1", PID: 9, Time: now.Add(-time.Minute)},
 		{Kind: model.Skip, Job: `odd "name"\x`, Host: "web1", PID: 3, Time: now.Add(-time.Minute), SkipLabel: "disabled"},
+		{Kind: model.Skip, Job: "stats", Host: "web1", PID: 4, Time: now.Add(-time.Minute), SkipLabel: "maintenance"}, // a label a regex source declares
 	}, Locks: []model.LockState{
 		{Job: "stats", Lock: "/run/stats.lock", Kind: "flock", Held: true, Holder: "pid 4300", Alive: model.HolderAlive, HeldSince: now.Add(-time.Hour)},
 		{Job: "backup", Lock: "backup", Kind: "redis", Held: true, Holder: "db1", HasTTL: true, TTL: time.Minute, ProbeErrors: 2},

@@ -154,8 +154,8 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 		for _, n := range v.Durations.Counts {
 			observed += n
 		}
-		if v.RunCounts != [4]uint64{1, 0, 0, 0} || v.SkipsByReason["locked"] != 1 || v.LockLost["redis"] != 1 || observed != 1 {
-			t.Errorf("%s changed: runs %v, skips %v, locks lost %v, durations %v", what, v.RunCounts, v.SkipsByReason, v.LockLost, v.Durations.Counts)
+		if v.RunCounts != [4]uint64{1, 0, 0, 0} || v.SkipsByReason()["locked"] != 1 || v.LockLost()["redis"] != 1 || observed != 1 {
+			t.Errorf("%s changed: runs %v, skips %v, locks lost %v, durations %v", what, v.RunCounts, v.SkipCounts, v.LockLostCounts, v.Durations.Counts)
 		}
 	}
 	for range 2 {
@@ -169,8 +169,8 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 		}
 		check("a live view", v)
 	}
-	if now := tr.Changes().Jobs["stats"]; now.RunCounts[1] != 2 || now.SkipsByReason["locked"] != 3 || now.LockLost["redis"] != 3 || now.Durations.Count != 3 {
-		t.Errorf("the model: runs %v, skips %v, locks lost %v", now.RunCounts, now.SkipsByReason, now.LockLost)
+	if now := tr.Changes().Jobs["stats"]; now.RunCounts[1] != 2 || now.SkipsByReason()["locked"] != 3 || now.LockLost()["redis"] != 3 || now.Durations.Count != 3 {
+		t.Errorf("the model: runs %v, skips %v, locks lost %v", now.RunCounts, now.SkipCounts, now.LockLostCounts)
 	}
 }
 

@@ -30,14 +30,18 @@ type JobState struct {
 	// RunCounts are the finished runs by result, in the order of Results.
 	RunCounts [4]uint64
 	Skips     uint64
-	// SkipsByReason counts the skips by their SkipLabel; its values add up
-	// to Skips (a state saved before reasons were counted holds the
-	// difference under SkipOther).
-	SkipsByReason map[string]uint64
-	// LockLost counts the shared locks runs lost, by layer (LockLayers).
-	LockLost  map[string]uint64
-	Overlaps  uint64
-	Durations Histogram
+	// SkipCounts count the skips by their SkipLabel, in the order of
+	// SkipReasons, and SkipsDeclared by the labels a runlog source's
+	// patterns declare (nil until one is counted); together they add up to
+	// Skips (a state saved before reasons were counted holds the
+	// difference under SkipOther). See AddSkips and SkipsByReason.
+	SkipCounts    [4]uint64
+	SkipsDeclared map[string]uint64
+	// LockLostCounts count the shared locks runs lost, by layer, in the
+	// order of LockLayers.
+	LockLostCounts [2]uint64
+	Overlaps       uint64
+	Durations      Histogram
 	// LostRuns are the keys of the latest runs closed as lost.
 	LostRuns []RunKey
 
@@ -72,8 +76,7 @@ type History struct {
 // clone is a deep copy of j, for the job to write while a view keeps j.
 func (j *JobState) clone() *JobState {
 	c := *j
-	c.SkipsByReason = maps.Clone(j.SkipsByReason)
-	c.LockLost = maps.Clone(j.LockLost)
+	c.SkipsDeclared = maps.Clone(j.SkipsDeclared)
 	c.Durations.Counts = slices.Clone(j.Durations.Counts)
 	c.LostRuns = slices.Clone(j.LostRuns)
 	c.Sources = slices.Clone(j.Sources)
@@ -84,6 +87,49 @@ func (j *JobState) clone() *JobState {
 		}
 	}
 	return &c
+}
+
+// AddSkips counts n skips under label.
+func (j *JobState) AddSkips(label string, n uint64) {
+	if i := slices.Index(SkipReasons, label); i >= 0 {
+		j.SkipCounts[i] += n
+		return
+	}
+	if j.SkipsDeclared == nil {
+		j.SkipsDeclared = map[string]uint64{}
+	}
+	j.SkipsDeclared[label] += n
+}
+
+// SkipsByReason are the skips by label, of the labels counted (nil: none).
+func (j *JobState) SkipsByReason() map[string]uint64 {
+	return countsOf(SkipReasons, j.SkipCounts[:], j.SkipsDeclared)
+}
+
+// LockLost are the locks lost by layer, of the layers that lost one (nil:
+// none).
+func (j *JobState) LockLost() map[string]uint64 {
+	return countsOf(LockLayers, j.LockLostCounts[:], nil)
+}
+
+// countsOf is the non-zero counts of names and of more, by name.
+func countsOf(names []string, counts []uint64, more map[string]uint64) map[string]uint64 {
+	var m map[string]uint64
+	add := func(name string, n uint64) {
+		if n > 0 {
+			if m == nil {
+				m = map[string]uint64{}
+			}
+			m[name] = n
+		}
+	}
+	for i, n := range counts {
+		add(names[i], n)
+	}
+	for name, n := range more {
+		add(name, n)
+	}
+	return m
 }
 
 // Run is a run in progress.

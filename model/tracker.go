@@ -394,19 +394,15 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		if label == "" {
 			label = SkipOther
 		}
-		if j.SkipsByReason == nil {
-			j.SkipsByReason = map[string]uint64{}
-		}
-		j.SkipsByReason[label]++
+		j.AddSkips(label, 1)
 		j.ConsecutiveSkips++
 		j.remember(RecentRunFields{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
 	case LockLost:
 		// The run goes on (--on-lock-lost=warn) or is killed; its end
 		// record follows and finishes it.
-		if j.LockLost == nil {
-			j.LockLost = map[string]uint64{}
+		if i := slices.Index(LockLayers, ev.Lock); i >= 0 { // the parsers take no other
+			j.LockLostCounts[i]++
 		}
-		j.LockLost[ev.Lock]++
 	}
 	return true
 }

@@ -115,7 +115,7 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		Skips: j.Skips, Overlaps: j.Overlaps,
 		Durations: histogramRecord{Counts: j.Durations.Counts, Sum: j.Durations.Sum, Count: j.Durations.Count},
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
-		Sources: j.Sources, SkipsByReason: nonZero(j.SkipsByReason), LockLost: nonZero(j.LockLost),
+		Sources: j.Sources, SkipsByReason: j.SkipsByReason(), LockLost: j.LockLost(),
 		DurationHistory: v.LastDurations(), LockTTL: j.LockTTL.Seconds(),
 	}
 	for _, run := range v.RecentRuns() {
@@ -171,19 +171,22 @@ func (r *jobRecord) toModel() model.SavedJob {
 		Durations: model.Histogram{Counts: r.Durations.Counts, Sum: r.Durations.Sum, Count: r.Durations.Count},
 		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
-		SkipsByReason: r.SkipsByReason, LockLost: r.LockLost, LockTTL: lockTTL(r.LockTTL),
+		LockTTL: lockTTL(r.LockTTL),
 	}, History: model.History{DurationHistory: r.DurationHistory}}
 	// Skips counted before their reasons were (format 1) count as "other",
 	// so that the skips by reason add up to the total.
 	var byReason uint64
-	for _, n := range r.SkipsByReason {
+	for reason, n := range r.SkipsByReason {
+		j.AddSkips(reason, n)
 		byReason += n
 	}
 	if r.Skips > byReason {
-		if j.SkipsByReason == nil {
-			j.SkipsByReason = map[string]uint64{}
+		j.AddSkips(model.SkipOther, r.Skips-byReason)
+	}
+	for layer, n := range r.LockLost {
+		if i := slices.Index(model.LockLayers, layer); i >= 0 {
+			j.LockLostCounts[i] = n
 		}
-		j.SkipsByReason[model.SkipOther] += r.Skips - byReason
 	}
 	for _, rec := range r.Recent {
 		rr := model.RecentRunFields{Start: rec.Start, End: rec.End, Result: model.Result(rec.Result), Host: rec.Host, PID: rec.PID,
@@ -236,18 +239,4 @@ func lockTTL(sec float64) time.Duration {
 		return 0
 	}
 	return time.Duration(math.Round(sec * 1e9))
-}
-
-// nonZero is m without its zero counts (nil when none is left).
-func nonZero(m map[string]uint64) map[string]uint64 {
-	var out map[string]uint64
-	for k, n := range m {
-		if n > 0 {
-			if out == nil {
-				out = map[string]uint64{}
-			}
-			out[k] = n
-		}
-	}
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"maps"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,6 +99,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	// Later saves append what changed: backup only, and the position.
 	skip := ev(model.Skip, "backup", 3, 3*time.Minute)
 	skip.Reason, skip.SkipLabel, skip.Lock, skip.Holder = "locked", "locked", "redis", "web2:77:r1"
+	declared := ev(model.Skip, "backup", 4, 3*time.Minute) // a label a regex source declares
+	declared.SkipLabel = "maintenance"
 	lost := ev(model.LockLost, "backup", 5, 4*time.Minute)
 	lost.Lock, lost.Reason = "redis", "key_gone"
 	end := ev(model.End, "backup", 5, 5*time.Minute)
@@ -105,7 +108,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	leased := ev(model.Start, "backup", 5, 3*time.Minute+time.Second)
 	leased.LockTTL = 90500 * time.Millisecond
 	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":2}`), ParseErrors: 1, Events: []model.Event{
-		skip, leased, ev(model.Start, "backup", 6, 3*time.Minute+2*time.Second),
+		skip, declared, leased, ev(model.Start, "backup", 6, 3*time.Minute+2*time.Second),
 		lost, end,
 	}})
 	c := m.tr.Changes()
@@ -132,8 +135,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Fatalf("loaded state differs:\n got %s\nwant %s", got, want)
 	}
 	backup := m2.tr.Snapshot().Jobs["backup"]
-	if backup.SkipsByReason["locked"] != 1 || backup.LockLost["redis"] != 1 || len(backup.Recent) != 2 ||
-		backup.Recent[0].Fields().Holder != "web2:77:r1" || backup.Recent[1].Fields().Reason != "lock_lost" || len(backup.DurationHistory) != 1 ||
+	if !maps.Equal(backup.SkipsByReason(), map[string]uint64{"locked": 1, "maintenance": 1}) || !maps.Equal(backup.LockLost(), map[string]uint64{"redis": 1}) || len(backup.Recent) != 3 ||
+		backup.Recent[0].Fields().Holder != "web2:77:r1" || backup.Recent[2].Fields().Reason != "lock_lost" || len(backup.DurationHistory) != 1 ||
 		len(backup.Open) != 1 || !backup.Open[0].Overlapped || backup.LockTTL != 90500*time.Millisecond {
 		t.Errorf("new fields not saved: %+v", backup)
 	}
