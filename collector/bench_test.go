@@ -212,10 +212,17 @@ func BenchmarkHandler(b *testing.B) {
 func BenchmarkRenderAll(b *testing.B) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	saved := savedOf(manyJobs(benchJobs, now))
-	b.ReportAllocs()
-	for b.Loop() {
-		c := &cache{format: fmtText}
-		c.update(saved, now)
+	for _, f := range []struct {
+		name   string
+		format int
+	}{{"text", fmtText}, {"openmetrics", fmtOpenMetrics}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c := &cache{format: f.format}
+				c.update(saved, now)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchJobs, "ns/job")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchJobs, "ns/job")
 }
