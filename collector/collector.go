@@ -178,7 +178,8 @@ type sink interface {
 	// counter: created is when it started counting (zero: unknown), the
 	// _created sample of OpenMetrics.
 	counter(d *prometheus.Desc, v float64, created time.Time, labelValues ...string)
-	histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, labelValues ...string)
+	// histogram: h's buckets are model.DurationBuckets.
+	histogram(d *prometheus.Desc, h *model.Histogram, labelValues ...string)
 }
 
 // constSink passes each metric on as a const metric.
@@ -196,28 +197,34 @@ func (f constSink) counter(d *prometheus.Desc, v float64, created time.Time, lvs
 	f(prometheus.MustNewConstMetricWithCreatedTimestamp(d, prometheus.CounterValue, v, created, lvs...))
 }
 
-func (f constSink) histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, lvs ...string) {
-	f(prometheus.MustNewConstHistogram(d, count, sum, buckets, lvs...))
+func (f constSink) histogram(d *prometheus.Desc, h *model.Histogram, lvs ...string) {
+	f(prometheus.MustNewConstHistogram(d, h.Count, h.Sum, h.Cumulative(), lvs...))
 }
 
 // collectJob emits the metrics of one job; Collect and the Handler's
 // rendering of a changed job share it.
 func collectJob(s sink, j *model.JobView, now time.Time) {
-	name := j.Spec.Name
-	gauge := func(d *prometheus.Desc, v float64) { s.gauge(d, v, name) }
+	// The label values of every call are in one array, the job's name
+	// first: a slice made for each call would escape through the sink
+	// interface, an allocation per sample.
+	var lv [3]string
+	lv[0] = j.Spec.Name
+	one := lv[:1]
+	two := func(v string) []string { lv[1] = v; return lv[:2] }
+	gauge := func(d *prometheus.Desc, v float64) { s.gauge(d, v, one...) }
 	// A job's counters count from when jobwatch first knew of the job (its
 	// earliest record, or when it was first watched), which is saved: a
 	// restart does not move it, so Prometheus 3 places a counter first seen
 	// with a value (history read on first start) where it began.
 	created := j.FirstWatched
-	counter := func(d *prometheus.Desc, v uint64) { s.counter(d, float64(v), created, name) }
+	counter := func(d *prometheus.Desc, v uint64) { s.counter(d, float64(v), created, one...) }
 	w := j.Watch(now)
 
 	scope := j.Spec.Scope
 	if scope == "" {
 		scope = "host"
 	}
-	s.gauge(infoDesc, 1, name, scope)
+	s.gauge(infoDesc, 1, two(scope)...)
 	if !j.LastSuccess.IsZero() {
 		gauge(lastSuccessDesc, unix(j.LastSuccess))
 	}
@@ -234,7 +241,7 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 	if j.Spec.Timeout > 0 {
 		gauge(timeoutDesc, j.Spec.Timeout.Seconds())
 	}
-	s.histogram(durationDesc, j.Durations.Count, j.Durations.Sum, j.Durations.Cumulative(), name)
+	s.histogram(durationDesc, &j.Durations, one...)
 	if j.HasLastDuration {
 		gauge(lastDurationDesc, j.LastDuration)
 	}
@@ -249,16 +256,16 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 	}
 	gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
 	for i, r := range model.Results {
-		s.counter(runsDesc, float64(j.RunCounts[i]), created, name, string(r))
+		s.counter(runsDesc, float64(j.RunCounts[i]), created, two(string(r))...)
 	}
 	for i, r := range model.SkipReasons {
-		s.counter(skipsDesc, float64(j.SkipCounts[i]), created, name, r)
+		s.counter(skipsDesc, float64(j.SkipCounts[i]), created, two(r)...)
 	}
 	for _, r := range sortedKeys(j.SkipsDeclared) {
-		s.counter(skipsDesc, float64(j.SkipsDeclared[r]), created, name, r)
+		s.counter(skipsDesc, float64(j.SkipsDeclared[r]), created, two(r)...)
 	}
 	for i, l := range model.LockLayers {
-		s.counter(lockLostDesc, float64(j.LockLostCounts[i]), created, name, l)
+		s.counter(lockLostDesc, float64(j.LockLostCounts[i]), created, two(l)...)
 	}
 	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
 	gauge(runningDesc, float64(len(j.Open)))
@@ -266,7 +273,7 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 	counter(missedDesc, j.Missed)
 	counter(unexpectedDesc, j.Unexpected)
 	for i, kind := range model.DuplicateKinds {
-		s.counter(duplicateDesc, float64(j.DupCounts[i]), created, name, kind)
+		s.counter(duplicateDesc, float64(j.DupCounts[i]), created, two(kind)...)
 	}
 	for k, r := range j.Open {
 		// Two open runs can share host and PID only when the PID is unknown
@@ -274,11 +281,16 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 		if k > 0 && r.Host == j.Open[k-1].Host && r.PID == j.Open[k-1].PID {
 			continue
 		}
-		s.gauge(runStartDesc, unix(r.Start), name, r.Host, strconv.Itoa(r.PID))
+		lv[1], lv[2] = r.Host, strconv.Itoa(r.PID)
+		s.gauge(runStartDesc, unix(r.Start), lv[:3]...)
 	}
 }
 
+// sortedKeys are m's keys in order: nil, and no allocation, when m is empty.
 func sortedKeys(m map[string]uint64) []string {
+	if len(m) == 0 {
+		return nil
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

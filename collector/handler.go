@@ -166,6 +166,7 @@ var tables = sync.OnceFunc(func() {
 	for f := range layouts {
 		layouts[f] = newLayout(f)
 	}
+	descLinesOf = newDescLines()
 })
 
 // newLayout renders a job that has every family and keeps each family's
@@ -214,8 +215,8 @@ type renderer struct {
 	buf     bytes.Buffer
 	mf      dto.MetricFamily
 	lines   lineSink
-	arena   []byte // lines of the entries of the segment being built
-	compact []byte // the same in compact form (see compactLines)
+	compact []byte  // the entries of the segment being built, in compact form (see compactLines)
+	entries []entry // of the segment being built, by job
 }
 
 // collect takes the metrics of v at now, sorted within each family as a
@@ -306,41 +307,45 @@ func dynamic(i int, calendar bool) bool {
 	return i == famSince || i == famStale || calendar && (i == famPeriod || i == famNext)
 }
 
-// render makes the entry of v, writing its lines with a lineSink.
-func (r *renderer) render(v *model.JobView, format int, now time.Time) *entry {
-	tables()
-	e := &entry{off: make([]uint32, len(families)+1)}
+// calendar reports whether v's period and next run depend on the time of
+// the scrape.
+func calendar(v *model.JobView) bool {
 	switch v.Spec.Schedule.(type) {
 	case nil, schedule.Every:
-	default:
-		e.calendar = true
+		return false
 	}
-	r.lines.format = format
-	r.lines.reset()
+	return true
+}
+
+// render makes e the entry of v, its lines in compact form (see
+// compactLines), written by a lineSink; the bytes are in r.compact.
+func (r *renderer) render(e *entry, v *model.JobView, format int, now time.Time) {
+	tables()
+	e.calendar = calendar(v)
+	r.lines.reset(format, v.Spec.Name, func(i int) bool { return dynamic(i, e.calendar) })
 	collectJob(&r.lines, v, now)
-	// The lines go to r.arena, which the segment being built copies from.
-	start := len(r.arena)
-	for i := range families {
-		if !dynamic(i, e.calendar) {
-			r.arena = r.lines.appendSorted(r.arena, i)
-		}
-		e.off[i+1] = uint32(len(r.arena) - start)
+	names := layouts[format].names
+	if len(e.off) != len(families)+1 {
+		e.off = make([]uint32, len(families)+1)
 	}
-	e.data = r.arena[start:len(r.arena):len(r.arena)]
-	e.label = append(appendEscaped(append(make([]byte, 0, len(v.Spec.Name)+14), `{job_name="`...), v.Spec.Name), `"}`...)
-	return e
+	start := len(r.compact)
+	for i := range families {
+		if !r.lines.skip[i] {
+			r.compact = r.lines.appendCompact(r.compact, i, names[i])
+		}
+		e.off[i+1] = uint32(len(r.compact) - start)
+	}
+	end := len(r.compact)
+	r.compact = append(append(r.compact, r.lines.label...), '}')
+	e.data = r.compact[start:end:end]
+	e.label = r.compact[end:len(r.compact):len(r.compact)]
 }
 
 // renderReference makes the entry of v through client_golang and expfmt:
 // what render must write (handler_test.go compares them).
 func (r *renderer) renderReference(v *model.JobView, format int, now time.Time) *entry {
 	tables()
-	e := &entry{off: make([]uint32, len(families)+1)}
-	switch v.Spec.Schedule.(type) {
-	case nil, schedule.Every:
-	default:
-		e.calendar = true
-	}
+	e := &entry{off: make([]uint32, len(families)+1), calendar: calendar(v)}
 	r.collect(v, now)
 	l := &layouts[format]
 	var data []byte
@@ -451,7 +456,10 @@ func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
 func (c *cache) build(views []*model.JobView, now time.Time) *segment {
 	tables()
 	nf := len(families)
-	c.r.arena, c.r.compact = c.r.arena[:0], c.r.compact[:0]
+	c.r.compact = c.r.compact[:0]
+	if c.r.entries == nil {
+		c.r.entries = make([]entry, segmentJobs)
+	}
 	s := &segment{views: views, data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
 	// Where each job's bytes come from: an old segment or a new entry.
 	olds := make([]where, len(views))
@@ -467,7 +475,8 @@ func (c *cache) build(views []*model.JobView, now time.Time) *segment {
 			labels += len(w.seg.label(w.k))
 			continue
 		}
-		e := c.r.compactEntry(c.r.render(v, c.format, now), c.format)
+		e := &c.r.entries[k]
+		c.r.render(e, v, c.format, now)
 		news[k] = e
 		for i := range sizes {
 			sizes[i] += int(e.off[i+1] - e.off[i])
@@ -508,20 +517,6 @@ func (c *cache) build(views []*model.JobView, now time.Time) *segment {
 		}
 	}
 	return s
-}
-
-// compactEntry is e with its lines in compact form, in r.compact.
-func (r *renderer) compactEntry(e *entry, format int) *entry {
-	names := layouts[format].names
-	label := e.label[:len(e.label)-1] // without the closing brace
-	start := len(r.compact)
-	c := &entry{off: make([]uint32, len(e.off)), label: e.label, calendar: e.calendar}
-	for i := range families {
-		r.compact = compactLines(r.compact, e.data[e.off[i]:e.off[i+1]], label, names[i])
-		c.off[i+1] = uint32(len(r.compact) - start)
-	}
-	c.data = r.compact[start:len(r.compact):len(r.compact)]
-	return c
 }
 
 // segments are the jobs' segments in format for the current saved state.
@@ -761,15 +756,33 @@ func (e errWriter) Write([]byte) (int, error) { return 0, e.err }
 
 // appendFloat formats f as expfmt does in format.
 func appendFloat(b []byte, f float64, format int) []byte {
-	if format != fmtOpenMetrics {
-		return strconv.AppendFloat(b, f, 'g', -1, 64) // +Inf, -Inf, NaN as expfmt writes them
+	// Most values are whole and small (counts, exit codes, periods): they
+	// are written as integers, which strconv's shortest form of them is
+	// (up to 1e6, where it turns to 1e+06), without its general algorithm;
+	// -0 is written 0, as expfmt does.
+	if i := int64(f); float64(i) == f && i > -1e6 && i < 1e6 {
+		b = strconv.AppendInt(b, i, 10)
+		if format == fmtOpenMetrics {
+			b = append(b, '.', '0')
+		}
+		return b
 	}
 	start := len(b)
-	b = strconv.AppendFloat(b, f, 'g', -1, 64)
-	if !bytes.ContainsAny(b[start:], "e.IN") { // not 1e+06, 0.5, +Inf, NaN
+	b = strconv.AppendFloat(b, f, 'g', -1, 64)                  // +Inf, -Inf, NaN as expfmt writes them
+	if format == fmtOpenMetrics && !hasAny(b[start:], "e.IN") { // not 1e+06, 0.5, +Inf, NaN
 		b = append(b, '.', '0')
 	}
 	return b
+}
+
+// hasAny reports whether b has any of the bytes of set.
+func hasAny(b []byte, set string) bool {
+	for _, c := range b {
+		if strings.IndexByte(set, c) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // acceptsGzip reports whether an Accept-Encoding header takes gzip.

@@ -3,7 +3,10 @@ package collector
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -366,21 +369,89 @@ func TestHandlerPassesPromtool(t *testing.T) {
 	}
 }
 
-// render writes what client_golang and expfmt write, job by job.
+// render writes what client_golang and expfmt write, job by job, in the
+// compact form compactLines makes of expfmt's lines.
 func TestRenderMatchesReference(t *testing.T) {
 	now := t0.Add(2*time.Hour + 30*time.Minute)
-	for _, saved := range []*model.Saved{savedOf(everyKind(t, now)), savedOf(manyJobs(50, now))} {
+	var views []*model.JobView
+	for _, saved := range []*model.Saved{savedOf(everyKind(t, now)), savedOf(manyJobs(50, now)), savedOf(oddJobs(t, now))} {
 		for _, name := range saved.JobNames() {
+			views = append(views, saved.Job(name))
+		}
+	}
+	// Values formatted otherwise than as small whole numbers.
+	for _, f := range [][3]float64{
+		{math.NaN(), math.Inf(1), 1e6}, {math.Inf(-1), math.Copysign(0, -1), -999999},
+		{999999, 1e6 + 0.5, -1e6}, {0.1, 1e-7, 123456789},
+	} {
+		v := *views[0]
+		st := *v.JobState // the view's own: the saved one is shared
+		v.JobState = &st
+		v.Spec.Name = fmt.Sprintf("special_%v", f)
+		v.LastDuration, v.HasLastDuration = f[0], true
+		v.Durations = model.Histogram{Sum: f[1], Count: 3e6, Counts: slices.Repeat([]uint64{uint64(f[2]) & 0xfffff}, len(model.DurationBuckets)+1)}
+		v.LastExitCode, v.HasLastExitCode = int(f[2]), true
+		views = append(views, &v)
+	}
+	for _, v := range views {
+		name := v.Spec.Name
+		{
 			for _, format := range []int{fmtText, fmtOpenMetrics} {
 				var r renderer
-				want := r.renderReference(saved.Job(name), format, now)
-				got := r.render(saved.Job(name), format, now)
-				if !bytes.Equal(got.data, want.data) || !slices.Equal(got.off, want.off) || !bytes.Equal(got.label, want.label) || got.calendar != want.calendar {
-					t.Errorf("job %q, format %d:\n%s\n%v %q\n--- want\n%s\n%v %q", name, format, got.data, got.off, got.label, want.data, want.off, want.label)
+				want := r.renderReference(v, format, now)
+				var got entry
+				r.render(&got, v, format, now)
+				label := want.label[:len(want.label)-1]
+				var compact, expanded []byte
+				for i := range families {
+					ls := layouts[format].names[i]
+					compact = compactLines(compact, want.data[want.off[i]:want.off[i+1]], label, ls)
+					expanded = expandLines(expanded, got.data[got.off[i]:got.off[i+1]], label, ls)
+				}
+				if !bytes.Equal(expanded, want.data) || !bytes.Equal(got.label, want.label) || got.calendar != want.calendar {
+					t.Errorf("job %q, format %d:\n%s\n%q\n--- want\n%s\n%q", name, format, expanded, got.label, want.data, want.label)
+				}
+				// The same compact form, so the same memory, as compactLines.
+				if !bytes.Equal(got.data, compact) {
+					t.Errorf("job %q, format %d: compact form\n%q\n--- want\n%q", name, format, got.data, compact)
 				}
 			}
 		}
 	}
+}
+
+// oddJobs are jobs whose lines take the rarer paths of rendering: names
+// and label values to escape or in UTF-8, lines too long to keep compact,
+// skip reasons of a regex source, runs in progress on several hosts,
+// special float values.
+func oddJobs(t *testing.T, now time.Time) *model.Tracker {
+	t.Helper()
+	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	long := strings.Repeat("x", 300)
+	names := []string{"back\\slash", `quote"d`, "new\nline", "ünïcødé-ジョブ", "a" + long, "z"}
+	var specs []model.JobSpec
+	for _, n := range names {
+		specs = append(specs, model.JobSpec{Name: n, Schedule: schedule.Every(90 * time.Minute), Timeout: 1500 * time.Millisecond, StaleMultiple: 2})
+	}
+	tr.Configure(specs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
+	var evs []model.Event
+	for i, n := range names {
+		evs = append(evs,
+			model.Event{Kind: model.Start, Job: n, Host: "web\"2\"", PID: 1000 + i, Time: now.Add(-3 * time.Hour)},
+			model.Event{Kind: model.End, Job: n, Host: "web\"2\"", PID: 1000 + i, Time: now.Add(-3*time.Hour + 1234567*time.Millisecond), Result: model.Success, HasExitCode: true},
+			model.Event{Kind: model.Start, Job: n, Host: "web1", PID: 7, Time: now.Add(-2 * time.Hour)},
+			model.Event{Kind: model.End, Job: n, Host: "web1", PID: 7, Time: now.Add(-2*time.Hour + 250*time.Millisecond), Result: model.Timeout, ExitCode: -1, HasExitCode: true},
+			model.Event{Kind: model.Skip, Job: n, Host: "web1", PID: 8, Time: now.Add(-time.Hour), SkipLabel: "zz custom\nreason"},
+			model.Event{Kind: model.Skip, Job: n, Host: "web1", PID: 9, Time: now.Add(-time.Hour), SkipLabel: "aa " + long},
+			model.Event{Kind: model.Skip, Job: n, Host: "web1", PID: 9, Time: now.Add(-time.Hour), SkipLabel: "ñ-reason"},
+			model.Event{Kind: model.Start, Job: n, Host: "web9", PID: 12, Time: now.Add(-time.Minute)},
+			model.Event{Kind: model.Start, Job: n, Host: "web10", PID: 3, Time: now.Add(-time.Minute)},
+			model.Event{Kind: model.Start, Job: n, Host: "web10", PID: 20, Time: now.Add(-time.Second)},
+			model.Event{Kind: model.Start, Job: n, Host: "", PID: 0, Time: now.Add(-time.Second)},
+		)
+	}
+	tr.Apply(model.Batch{Source: "runs", Events: evs})
+	return tr
 }
 
 func TestAppendFloat(t *testing.T) {
@@ -390,13 +461,49 @@ func TestAppendFloat(t *testing.T) {
 	}{
 		{0, "0", "0.0"}, {1, "1", "1.0"}, {-1, "-1", "-1.0"}, {0.5, "0.5", "0.5"},
 		{1e21, "1e+21", "1e+21"}, {1764583200.25, "1.76458320025e+09", "1.76458320025e+09"},
-		{3600, "3600", "3600.0"},
+		{3600, "3600", "3600.0"}, {999999, "999999", "999999.0"}, {-999999, "-999999", "-999999.0"},
+		{1e6, "1e+06", "1e+06"}, {-1e6, "-1e+06", "-1e+06"}, {123456.5, "123456.5", "123456.5"},
+		{math.Copysign(0, -1), "0", "0.0"}, {math.NaN(), "NaN", "NaN"}, {math.Inf(1), "+Inf", "+Inf"},
+		{math.Inf(-1), "-Inf", "-Inf"}, {1e-7, "1e-07", "1e-07"}, {1 << 62, "4.611686018427388e+18", "4.611686018427388e+18"},
 	} {
 		if got := string(appendFloat(nil, tc.f, fmtText)); got != tc.text {
 			t.Errorf("text %v: %q, want %q", tc.f, got, tc.text)
 		}
 		if got := string(appendFloat(nil, tc.f, fmtOpenMetrics)); got != tc.om {
 			t.Errorf("OpenMetrics %v: %q, want %q", tc.f, got, tc.om)
+		}
+	}
+}
+
+// appendFloat writes what expfmt writes, for values of every kind.
+func TestAppendFloatMatchesExpfmt(t *testing.T) {
+	d := prometheus.NewDesc("x", "x", nil, nil)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	values := []float64{0, math.Copysign(0, -1), 1, -1, 1e6 - 1, 1e6, 1e6 + 1, -1e6 + 1, -1e6, 1 << 53, 1<<53 + 1, 1 << 63, -1 << 63,
+		math.MaxFloat64, math.SmallestNonzeroFloat64, math.NaN(), math.Inf(1), math.Inf(-1), 0.1, 1e-5, 1e21}
+	for range 3000 {
+		values = append(values, float64(rnd.IntN(4e6)-2e6), rnd.Float64()*1e10, rnd.NormFloat64(), float64(rnd.Int64()), math.Float64frombits(rnd.Uint64()))
+	}
+	for _, f := range values {
+		mf := &dto.MetricFamily{Name: new("x"), Help: new("x"), Type: dto.MetricType_GAUGE.Enum()}
+		m := &dto.Metric{}
+		if err := prometheus.MustNewConstMetric(d, prometheus.GaugeValue, f).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		mf.Metric = []*dto.Metric{m}
+		for format, write := range []func(io.Writer, *dto.MetricFamily) (int, error){
+			expfmt.MetricFamilyToText,
+			func(w io.Writer, mf *dto.MetricFamily) (int, error) { return expfmt.MetricFamilyToOpenMetrics(w, mf) },
+		} {
+			var b bytes.Buffer
+			if _, err := write(&b, mf); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+			want := strings.TrimPrefix(lines[len(lines)-1], "x ")
+			if got := string(appendFloat(nil, f, format)); got != want {
+				t.Errorf("%v (%x) in format %d: %q, want %q", f, math.Float64bits(f), format, got, want)
+			}
 		}
 	}
 }

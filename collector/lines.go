@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -13,22 +14,27 @@ import (
 	"jobwatch/model"
 )
 
-// lineSink writes a job's metrics as the lines of the exposition in one
+// lineSink renders a job's metrics as the lines of the exposition in one
 // format, family by family, as expfmt writes them for client_golang's
-// const metrics (handler_test.go compares the two): no const metric, no
-// protobuf message and no garbage per sample.
+// const metrics (handler_test.go compares the two), and appends them in
+// compact form (see compactLines): no const metric, no protobuf message,
+// no whole line written only to be cut up again, no map and no garbage
+// per sample.
 type lineSink struct {
 	format int
-	fams   [][]byte    // by family: the job's lines
-	keys   [][]lineKey // by family, for families of more than one line
-	keyBuf []byte
-}
-
-// lineKey is where a line is in its family's bytes, and its label values
-// in the order of label names, as a registry sorts samples.
-type lineKey struct {
-	start, end int
-	key        string
+	label  []byte // `{job_name="..."` of the job, escaped
+	skip   []bool // by family: not cached (computed at scrape time)
+	lines  [][]line
+	// unsorted[i]: family i's lines were not written in a registry's order.
+	unsorted []bool
+	buf      []byte // the labels and values of the job's lines
+	// created is the last created time formatted: every counter of a job
+	// has the same, so it is formatted once per job.
+	created      span
+	createdNanos int64
+	hasCreated   bool
+	last         *prometheus.Desc // and lastLines: most calls repeat the Desc before
+	lastLines    *descLines
 }
 
 // labelOrder[d] is the order of d's labels by name.
@@ -45,64 +51,200 @@ func init() {
 	}
 }
 
-func (s *lineSink) reset() {
-	if s.fams == nil {
-		s.fams = make([][]byte, len(families))
-		s.keys = make([][]lineKey, len(families))
-	}
-	for i := range s.fams {
-		s.fams[i] = s.fams[i][:0]
-		s.keys[i] = s.keys[i][:0]
-	}
+// span is where bytes are in lineSink.buf.
+type span struct{ start, end uint32 }
+
+// line is one rendered line: its name's tag in its family's lineSet, and
+// in buf what follows the job's label, split before the value. A line that
+// does not start with the job's label (job_name does not sort first among
+// its labels) has tag verbatim and its start, name included, in labels.
+type line struct {
+	key           [maxKeys]string // label values but job_name's, in label-name order
+	labels, value span
+	tag           byte
 }
 
-// labels appends {a="x",b="y"[,le="v"]} with the labels in name order.
-func (s *lineSink) labels(b []byte, d *prometheus.Desc, lvs []string, le []byte) []byte {
-	m := descInfo[d]
-	b = append(b, '{')
-	for n, k := range labelOrder[d] {
-		if n > 0 {
-			b = append(b, ',')
+// maxKeys is how many labels but job_name a family's lines may have.
+const maxKeys = 2
+
+// descLines is how a lineSink writes the lines of one Desc.
+type descLines struct {
+	fam      int
+	jobFirst bool     // job_name sorts first among the labels
+	others   []int    // the labels but job_name, in name order
+	rest     []string // `,name="` of each of others
+	order    []int    // all labels in name order, for lines written whole
+	whole    []string // `{name="` then `,name="` of each of order
+	name     string   // the sample name
+	created  string   // the _created sample name of a counter
+	bucket   string   // the sample names of a histogram
+	sum      string
+	count    string
+	tags     [2]sampleTags
+}
+
+// sampleTags are the tags (see lineSet) of the names of a Desc's lines in
+// one format, verbatim for one its lineSet lacks.
+type sampleTags struct{ sample, created, bucket, sum, count byte }
+
+// descLinesOf is the descLines of each job Desc, made by tables().
+var descLinesOf map[*prometheus.Desc]*descLines
+
+// newDescLines makes descLinesOf; layouts must be made.
+func newDescLines() map[*prometheus.Desc]*descLines {
+	out := make(map[*prometheus.Desc]*descLines, len(families))
+	for i, f := range families {
+		m := descInfo[f.desc]
+		dl := &descLines{fam: i, order: labelOrder[f.desc], name: m.name, created: strings.TrimSuffix(m.name, "_total") + "_created",
+			bucket: m.name + "_bucket", sum: m.name + "_sum", count: m.name + "_count"}
+		for n, k := range dl.order {
+			sep := ","
+			if n == 0 {
+				sep = "{"
+			}
+			dl.whole = append(dl.whole, sep+m.labels[k]+`="`)
+			if m.labels[k] == "job_name" {
+				dl.jobFirst = n == 0
+				continue
+			}
+			dl.others = append(dl.others, k)
+			dl.rest = append(dl.rest, ","+m.labels[k]+`="`)
 		}
-		b = append(b, m.labels[k]...)
-		b = append(b, '=', '"')
-		b = appendEscaped(b, lvs[k])
-		b = append(b, '"')
+		if len(dl.others) > maxKeys || !slices.Contains(m.labels, "job_name") {
+			panic(fmt.Sprintf("collector: %s: a job's family has job_name and at most %d other labels", m.name, maxKeys))
+		}
+		for format := range dl.tags {
+			names := layouts[format].names[i].names
+			tag := func(name string) byte {
+				if t := slices.Index(names, name); t >= 0 {
+					return byte(t)
+				}
+				return verbatim
+			}
+			dl.tags[format] = sampleTags{sample: tag(m.name), created: tag(dl.created), bucket: tag(dl.bucket), sum: tag(dl.sum), count: tag(dl.count)}
+		}
+		out[f.desc] = dl
 	}
-	if le != nil {
-		b = append(b, `,le="`...)
-		b = append(b, le...)
-		b = append(b, '"')
-	}
-	return append(b, '}', ' ')
+	return out
 }
 
-// sample writes one line of family d (two for a counter with a created
-// time in OpenMetrics: its _created sample follows it, as expfmt writes it).
+// reset starts the lines of job name in format; the families for which
+// skip is true are not written.
+func (s *lineSink) reset(format int, name string, skip func(i int) bool) {
+	if s.lines == nil {
+		s.lines = make([][]line, len(families))
+		s.unsorted = make([]bool, len(families))
+		s.skip = make([]bool, len(families))
+	}
+	s.format = format
+	for i := range s.lines {
+		s.lines[i] = s.lines[i][:0]
+		s.unsorted[i] = false
+		s.skip[i] = skip(i)
+	}
+	s.buf = s.buf[:0]
+	s.hasCreated = false
+	s.label = appendEscaped(append(s.label[:0], `{job_name="`...), name)
+	s.label = append(s.label, '"')
+}
+
+func (s *lineSink) descLines(d *prometheus.Desc) *descLines {
+	if d != s.last {
+		s.last, s.lastLines = d, descLinesOf[d]
+	}
+	return s.lastLines
+}
+
+// appendStart appends what comes before the value of a line of dl whose
+// name is name (tag its tag): the labels after the job's, end (`} ` or
+// the le label of a bucket and `} `) last; or, when the line does not
+// start with the job's label, all of its start, name included.
+func (s *lineSink) appendStart(dl *descLines, tag byte, name string, lvs []string, end string) (byte, span) {
+	b := s.buf
+	start := uint32(len(b))
+	if tag != verbatim && dl.jobFirst {
+		for n, k := range dl.others {
+			b = append(b, dl.rest[n]...)
+			b = appendEscaped(b, lvs[k])
+			b = append(b, '"')
+		}
+	} else {
+		tag = verbatim
+		b = append(b, name...)
+		for n, k := range dl.order {
+			b = append(b, dl.whole[n]...)
+			b = appendEscaped(b, lvs[k])
+			b = append(b, '"')
+		}
+	}
+	s.buf = append(b, end...)
+	return tag, span{start, uint32(len(s.buf))}
+}
+
+// add adds l to family i, noting whether it comes after the lines before
+// in a registry's order.
+func (s *lineSink) add(i int, l line) {
+	if n := len(s.lines[i]); n > 0 && compareKeys(&l.key, &s.lines[i][n-1].key) < 0 {
+		s.unsorted[i] = true
+	}
+	s.lines[i] = append(s.lines[i], l)
+}
+
+func compareKeys(a, b *[maxKeys]string) int {
+	for n := range a {
+		if c := strings.Compare(a[n], b[n]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func (s *lineSink) key(dl *descLines, lvs []string) (key [maxKeys]string) {
+	for n, k := range dl.others {
+		key[n] = lvs[k]
+	}
+	return key
+}
+
+func (s *lineSink) value(v float64) span {
+	start := uint32(len(s.buf))
+	s.buf = appendFloat(s.buf, v, s.format)
+	return span{start, uint32(len(s.buf))}
+}
+
+// count is a histogram's count as the format writes it.
+func (s *lineSink) count(n uint64) span {
+	if s.format != fmtOpenMetrics {
+		return s.value(float64(n))
+	}
+	start := uint32(len(s.buf))
+	s.buf = appendUint(s.buf, n)
+	return span{start, uint32(len(s.buf))}
+}
+
+// sample writes one line of d (two for a counter with a created time in
+// OpenMetrics: its _created sample follows it, as expfmt writes it).
 func (s *lineSink) sample(d *prometheus.Desc, v float64, lvs []string, created time.Time) {
-	i := familyOf[d]
-	start := len(s.fams[i])
-	b := append(s.fams[i], descInfo[d].name...)
-	b = s.labels(b, d, lvs, nil)
-	b = appendFloat(b, v, s.format)
-	b = append(b, '\n')
-	if s.format == fmtOpenMetrics && !created.IsZero() {
-		b = append(b, strings.TrimSuffix(descInfo[d].name, "_total")...)
-		b = append(b, "_created"...)
-		b = s.labels(b, d, lvs, nil)
-		b = appendFloat(b, float64(created.UnixNano())/1e9, s.format)
-		b = append(b, '\n')
+	dl := s.descLines(d)
+	if s.skip[dl.fam] {
+		return
 	}
-	s.fams[i] = b
-	if len(lvs) > 1 {
-		kb := s.keyBuf[:0]
-		for _, k := range labelOrder[d] {
-			kb = append(kb, lvs[k]...)
-			kb = append(kb, 0)
-		}
-		s.keyBuf = kb
-		s.keys[i] = append(s.keys[i], lineKey{start, len(s.fams[i]), string(kb)})
+	tags := &dl.tags[s.format]
+	l := line{key: s.key(dl, lvs)}
+	l.tag, l.labels = s.appendStart(dl, tags.sample, dl.name, lvs, "} ")
+	l.value = s.value(v)
+	s.add(dl.fam, l)
+	if s.format != fmtOpenMetrics || created.IsZero() {
+		return
 	}
+	if n := created.UnixNano(); !s.hasCreated || n != s.createdNanos {
+		s.created, s.createdNanos, s.hasCreated = s.value(float64(n)/1e9), n, true
+	}
+	c := line{key: l.key, labels: l.labels, value: s.created, tag: tags.created}
+	if c.tag == verbatim || l.tag == verbatim {
+		c.tag, c.labels = s.appendStart(dl, c.tag, dl.created, lvs, "} ")
+	}
+	s.add(dl.fam, c)
 }
 
 func (s *lineSink) gauge(d *prometheus.Desc, v float64, lvs ...string) {
@@ -113,63 +255,60 @@ func (s *lineSink) counter(d *prometheus.Desc, v float64, created time.Time, lvs
 	s.sample(d, v, lvs, created)
 }
 
-func (s *lineSink) histogram(d *prometheus.Desc, count uint64, sum float64, buckets map[float64]uint64, lvs ...string) {
-	i := familyOf[d]
-	name := descInfo[d].name
-	b := s.fams[i]
-	var le []byte
-	bounds := make([]float64, 0, len(buckets))
-	for ub := range buckets {
-		bounds = append(bounds, ub)
+// histogram writes h's lines, its buckets those of model.DurationBuckets.
+func (s *lineSink) histogram(d *prometheus.Desc, h *model.Histogram, lvs ...string) {
+	dl := s.descLines(d)
+	if s.skip[dl.fam] {
+		return
 	}
-	slices.Sort(bounds)
-	counts := func(b []byte, n uint64) []byte {
-		if s.format == fmtOpenMetrics {
-			return appendUint(b, n)
+	tags := &dl.tags[s.format]
+	le := layouts[s.format].names[dl.fam].le
+	key := s.key(dl, lvs)
+	add := func(tag byte, name, end string) *line {
+		l := line{key: key}
+		l.tag, l.labels = s.appendStart(dl, tag, name, lvs, end)
+		s.lines[dl.fam] = append(s.lines[dl.fam], l) // one key: in order
+		return &s.lines[dl.fam][len(s.lines[dl.fam])-1]
+	}
+	var acc uint64
+	for k := range model.DurationBuckets {
+		if k < len(h.Counts) {
+			acc += h.Counts[k]
 		}
-		return appendFloat(b, float64(n), fmtText)
+		add(tags.bucket, dl.bucket, le[k]).value = s.count(acc)
 	}
-	for _, ub := range bounds {
-		le = appendFloat(le[:0], ub, s.format)
-		b = append(b, name...)
-		b = append(b, "_bucket"...)
-		b = s.labels(b, d, lvs, le)
-		b = append(counts(b, buckets[ub]), '\n')
-	}
-	if len(bounds) == 0 || bounds[len(bounds)-1] != posInf {
-		b = append(b, name...)
-		b = append(b, "_bucket"...)
-		b = s.labels(b, d, lvs, []byte("+Inf"))
-		b = append(counts(b, count), '\n')
-	}
-	b = append(b, name...)
-	b = append(b, "_sum"...)
-	b = s.labels(b, d, lvs, nil)
-	b = append(appendFloat(b, sum, s.format), '\n')
-	b = append(b, name...)
-	b = append(b, "_count"...)
-	b = s.labels(b, d, lvs, nil)
-	s.fams[i] = append(counts(b, count), '\n')
+	add(tags.bucket, dl.bucket, le[len(le)-1]).value = s.count(h.Count)
+	add(tags.sum, dl.sum, "} ").value = s.value(h.Sum)
+	add(tags.count, dl.count, "} ").value = s.count(h.Count)
 }
 
-// appendSorted appends family i's lines in a registry's order.
-func (s *lineSink) appendSorted(out []byte, i int) []byte {
-	keys := s.keys[i]
-	if len(keys) < 2 {
-		return append(out, s.fams[i]...)
+// appendCompact appends family i's lines, in a registry's order, in
+// compact form; ls is the family's lineSet.
+func (s *lineSink) appendCompact(dst []byte, i int, ls *lineSet) []byte {
+	lines := s.lines[i]
+	if s.unsorted[i] {
+		// Stable: a counter's _created line has its key and stays after it.
+		slices.SortStableFunc(lines, func(a, b line) int { return compareKeys(&a.key, &b.key) })
 	}
-	slices.SortStableFunc(keys, func(a, b lineKey) int { return strings.Compare(a.key, b.key) })
-	for _, k := range keys {
-		out = append(out, s.fams[i][k.start:k.end]...)
+	var c compactor
+	for k := range lines {
+		l := &lines[k]
+		dst = c.append(dst, l.tag, s.buf[l.labels.start:l.labels.end], s.buf[l.value.start:l.value.end], s.label, ls)
 	}
-	return out
+	return dst
 }
 
 // appendEscaped appends a label value as the text formats escape it.
 func appendEscaped(b []byte, v string) []byte {
-	if !strings.ContainsAny(v, "\\\"\n") {
-		return append(b, v...)
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '\\' || c == '"' || c == '\n' {
+			return appendEscapedFrom(append(b, v[:i]...), v[i:])
+		}
 	}
+	return append(b, v...)
+}
+
+func appendEscapedFrom(b []byte, v string) []byte {
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; c {
 		case '\\':
@@ -238,54 +377,74 @@ func (l *layout) lineSet(i, format int) *lineSet {
 
 // compactLines appends lines (whole lines of one job and family, each
 // ending in '\n') in compact form; label is the job's `{job_name="..."`
-// (without the closing brace) and ls the family's.
+// (without the closing brace) and ls the family's. A lineSink writes the
+// same from the lines it renders.
 func compactLines(dst, lines, label []byte, ls *lineSet) []byte {
-	var prev, created []byte // the labels of the line before, the value of the last _created line
-	buckets := 0             // _bucket lines so far
+	var c compactor
 	for len(lines) > 0 {
-		n := bytes.IndexByte(lines, '\n') + 1
+		n := bytes.IndexByte(lines, '\n')
 		line := lines[:n]
-		lines = lines[n:]
+		lines = lines[n+1:]
 		tag, rest := byte(verbatim), line
 		if b := bytes.IndexByte(line, '{'); b > 0 {
-			if after, ok := bytes.CutPrefix(line[b:], label); ok && len(after) > 0 && len(after) <= 256 && (after[0] == '}' || after[0] == ',') {
+			if after, ok := bytes.CutPrefix(line[b:], label); ok && len(after) > 0 && (after[0] == '}' || after[0] == ',') {
 				for t, name := range ls.names {
 					if string(line[:b]) == name {
-						tag, rest = byte(t), after[:len(after)-1]
+						tag, rest = byte(t), after
 						break
 					}
 				}
 			}
 		}
-		if tag == verbatim {
-			prev = nil
-			dst = append(dst, tag)
-			dst = append(dst, rest...)
-			continue
-		}
 		labels, value := splitValue(rest)
-		if tag == tagCreated && created != nil && prev != nil && bytes.Equal(labels, prev) && bytes.Equal(value, created) {
-			dst = append(dst, repeatCreated)
-			continue
-		}
-		prev = labels
-		if tag == tagCreated {
-			created = value
-		}
-		if tag == tagBucket {
-			k := buckets
-			buckets++
-			if k < len(ls.le) && string(labels) == ls.le[k] {
-				dst = append(dst, repeatBucket, byte(len(value)))
-				dst = append(dst, value...)
-				prev = nil // no _created line repeats its labels
-				continue
-			}
-		}
-		dst = append(dst, tag, byte(len(rest)))
-		dst = append(dst, rest...)
+		dst = c.append(dst, tag, labels, value, label, ls)
 	}
 	return dst
+}
+
+// compactor writes one family's lines of a job in compact form, one by
+// one, remembering what the next lines may repeat.
+type compactor struct {
+	prev, created       []byte // the labels of the line before, the value of the last _created line
+	hasPrev, hasCreated bool
+	buckets             int // _bucket lines so far
+}
+
+// append appends a line in compact form: its tag, the labels after the
+// job's (up to the space before the value) and the value; for a line
+// that does not start with its name and the job's label, tag verbatim and
+// its start, name included, in labels.
+func (c *compactor) append(dst []byte, tag byte, labels, value, label []byte, ls *lineSet) []byte {
+	if tag == verbatim || len(labels)+len(value) > 255 {
+		c.hasPrev = false
+		dst = append(dst, verbatim)
+		if tag != verbatim {
+			dst = append(dst, ls.names[tag]...)
+			dst = append(dst, label...)
+		}
+		dst = append(dst, labels...)
+		dst = append(dst, value...)
+		return append(dst, '\n')
+	}
+	if tag == tagCreated && c.hasCreated && c.hasPrev && bytes.Equal(labels, c.prev) && bytes.Equal(value, c.created) {
+		return append(dst, repeatCreated)
+	}
+	c.prev, c.hasPrev = labels, true
+	if tag == tagCreated {
+		c.created, c.hasCreated = value, true
+	}
+	if tag == tagBucket {
+		k := c.buckets
+		c.buckets++
+		if k < len(ls.le) && string(labels) == ls.le[k] {
+			dst = append(dst, repeatBucket, byte(len(value)))
+			c.hasPrev = false // no _created line repeats its labels
+			return append(dst, value...)
+		}
+	}
+	dst = append(dst, tag, byte(len(labels)+len(value)))
+	dst = append(dst, labels...)
+	return append(dst, value...)
 }
 
 // splitValue splits the rest of a line after the job's label into the
