@@ -5,6 +5,8 @@ package collector
 import (
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -255,25 +257,26 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 		gauge(lastExitCodeDesc, float64(j.LastExitCode))
 	}
 	gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
-	for i, r := range model.Results {
-		s.counter(runsDesc, float64(j.RunCounts[i]), created, two(string(r))...)
+	o := seriesOrder()
+	for _, i := range o.results {
+		s.counter(runsDesc, float64(j.RunCounts[i]), created, two(string(model.Results[i]))...)
 	}
-	for i, r := range model.SkipReasons {
-		s.counter(skipsDesc, float64(j.SkipCounts[i]), created, two(r)...)
+	for _, i := range o.skipReasons {
+		s.counter(skipsDesc, float64(j.SkipCounts[i]), created, two(model.SkipReasons[i])...)
 	}
 	for _, r := range sortedKeys(j.SkipsDeclared) {
 		s.counter(skipsDesc, float64(j.SkipsDeclared[r]), created, two(r)...)
 	}
-	for i, l := range model.LockLayers {
-		s.counter(lockLostDesc, float64(j.LockLostCounts[i]), created, two(l)...)
+	for _, i := range o.lockLayers {
+		s.counter(lockLostDesc, float64(j.LockLostCounts[i]), created, two(model.LockLayers[i])...)
 	}
 	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
 	gauge(runningDesc, float64(len(j.Open)))
 	counter(overlapsDesc, j.Overlaps)
 	counter(missedDesc, j.Missed)
 	counter(unexpectedDesc, j.Unexpected)
-	for i, kind := range model.DuplicateKinds {
-		s.counter(duplicateDesc, float64(j.DupCounts[i]), created, two(kind)...)
+	for _, i := range o.dupKinds {
+		s.counter(duplicateDesc, float64(j.DupCounts[i]), created, two(model.DuplicateKinds[i])...)
 	}
 	for k, r := range j.Open {
 		// Two open runs can share host and PID only when the PID is unknown
@@ -297,6 +300,28 @@ func sortedKeys(m map[string]uint64) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// seriesOrder is the order, by name, of the label values of the families
+// with a series per result, skip reason, lock layer or kind of duplicate:
+// collectJob emits them in the order a registry sorts them, which spares a
+// lineSink sorting them for every job.
+var seriesOrder = sync.OnceValue(func() (o struct{ results, skipReasons, lockLayers, dupKinds []int }) {
+	o.results = byName(model.Results)
+	o.skipReasons = byName(model.SkipReasons)
+	o.lockLayers = byName(model.LockLayers)
+	o.dupKinds = byName(model.DuplicateKinds)
+	return o
+})
+
+// byName is the indexes of names in the order of the names.
+func byName[S ~string](names []S) []int {
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(string(names[a]), string(names[b])) })
+	return order
 }
 
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
