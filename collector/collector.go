@@ -278,7 +278,8 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 	for _, i := range o.dupKinds {
 		s.counter(duplicateDesc, float64(j.DupCounts[i]), created, two(model.DuplicateKinds[i])...)
 	}
-	for k, r := range j.Open {
+	for k := range j.Open {
+		r := &j.Open[k]
 		// Two open runs can share host and PID only when the PID is unknown
 		// or reused: one series, the earliest start (Open is sorted).
 		if k > 0 && r.Host == j.Open[k-1].Host && r.PID == j.Open[k-1].PID {

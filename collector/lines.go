@@ -27,14 +27,17 @@ type lineSink struct {
 	lines  [][]line
 	// unsorted[i]: family i's lines were not written in a registry's order.
 	unsorted []bool
-	buf      []byte // the labels and values of the job's lines
+	buf      []byte // the labels, values and keys of the job's lines
 	// created is the last created time formatted: every counter of a job
 	// has the same, so it is formatted once per job.
 	created      span
 	createdNanos int64
 	hasCreated   bool
-	last         *prometheus.Desc // and lastLines: most calls repeat the Desc before
-	lastLines    *descLines
+	// seq is the descLines of the calls of the job before, in order, and
+	// pos the call of this job: collectJob calls in the same order from
+	// job to job, so most calls find their Desc there, not in a map.
+	seq []*descLines
+	pos int
 }
 
 // labelOrder[d] is the order of d's labels by name.
@@ -58,8 +61,9 @@ type span struct{ start, end uint32 }
 // in buf what follows the job's label, split before the value. A line that
 // does not start with the job's label (job_name does not sort first among
 // its labels) has tag verbatim and its start, name included, in labels.
+// It holds no pointer: appending one costs the garbage collector nothing.
 type line struct {
-	key           [maxKeys]string // label values but job_name's, in label-name order
+	key           [maxKeys]span // label values but job_name's, in label-name order
 	labels, value span
 	tag           byte
 }
@@ -69,6 +73,7 @@ const maxKeys = 2
 
 // descLines is how a lineSink writes the lines of one Desc.
 type descLines struct {
+	desc     *prometheus.Desc
 	fam      int
 	jobFirst bool     // job_name sorts first among the labels
 	others   []int    // the labels but job_name, in name order
@@ -95,7 +100,7 @@ func newDescLines() map[*prometheus.Desc]*descLines {
 	out := make(map[*prometheus.Desc]*descLines, len(families))
 	for i, f := range families {
 		m := descInfo[f.desc]
-		dl := &descLines{fam: i, order: labelOrder[f.desc], name: m.name, created: strings.TrimSuffix(m.name, "_total") + "_created",
+		dl := &descLines{desc: f.desc, fam: i, order: labelOrder[f.desc], name: m.name, created: strings.TrimSuffix(m.name, "_total") + "_created",
 			bucket: m.name + "_bucket", sum: m.name + "_sum", count: m.name + "_count"}
 		for n, k := range dl.order {
 			sep := ","
@@ -144,15 +149,20 @@ func (s *lineSink) reset(format int, name string, skip func(i int) bool) {
 	}
 	s.buf = s.buf[:0]
 	s.hasCreated = false
+	s.pos = 0
 	s.label = appendEscaped(append(s.label[:0], `{job_name="`...), name)
 	s.label = append(s.label, '"')
 }
 
 func (s *lineSink) descLines(d *prometheus.Desc) *descLines {
-	if d != s.last {
-		s.last, s.lastLines = d, descLinesOf[d]
+	if s.pos < len(s.seq) && s.seq[s.pos].desc == d {
+		s.pos++
+		return s.seq[s.pos-1]
 	}
-	return s.lastLines
+	dl := descLinesOf[d]
+	s.seq = append(s.seq[:s.pos], dl)
+	s.pos++
+	return dl
 }
 
 // appendStart appends what comes before the value of a line of dl whose
@@ -181,27 +191,31 @@ func (s *lineSink) appendStart(dl *descLines, tag byte, name string, lvs []strin
 	return tag, span{start, uint32(len(s.buf))}
 }
 
-// add adds l to family i, noting whether it comes after the lines before
-// in a registry's order.
-func (s *lineSink) add(i int, l line) {
-	if n := len(s.lines[i]); n > 0 && compareKeys(&l.key, &s.lines[i][n-1].key) < 0 {
-		s.unsorted[i] = true
+// add adds l, a line of dl, noting whether it comes after the lines
+// before in a registry's order.
+func (s *lineSink) add(dl *descLines, l line) {
+	lines := s.lines[dl.fam]
+	if n := len(lines); n > 0 && len(dl.others) > 0 && s.compareKeys(&l.key, &lines[n-1].key) < 0 {
+		s.unsorted[dl.fam] = true
 	}
-	s.lines[i] = append(s.lines[i], l)
+	s.lines[dl.fam] = append(lines, l)
 }
 
-func compareKeys(a, b *[maxKeys]string) int {
+func (s *lineSink) compareKeys(a, b *[maxKeys]span) int {
 	for n := range a {
-		if c := strings.Compare(a[n], b[n]); c != 0 {
+		if c := bytes.Compare(s.buf[a[n].start:a[n].end], s.buf[b[n].start:b[n].end]); c != 0 {
 			return c
 		}
 	}
 	return 0
 }
 
-func (s *lineSink) key(dl *descLines, lvs []string) (key [maxKeys]string) {
+// key copies the label values that order dl's lines to buf.
+func (s *lineSink) key(dl *descLines, lvs []string) (key [maxKeys]span) {
 	for n, k := range dl.others {
-		key[n] = lvs[k]
+		start := uint32(len(s.buf))
+		s.buf = append(s.buf, lvs[k]...)
+		key[n] = span{start, uint32(len(s.buf))}
 	}
 	return key
 }
@@ -233,7 +247,7 @@ func (s *lineSink) sample(d *prometheus.Desc, v float64, lvs []string, created t
 	l := line{key: s.key(dl, lvs)}
 	l.tag, l.labels = s.appendStart(dl, tags.sample, dl.name, lvs, "} ")
 	l.value = s.value(v)
-	s.add(dl.fam, l)
+	s.add(dl, l)
 	if s.format != fmtOpenMetrics || created.IsZero() {
 		return
 	}
@@ -244,7 +258,7 @@ func (s *lineSink) sample(d *prometheus.Desc, v float64, lvs []string, created t
 	if c.tag == verbatim || l.tag == verbatim {
 		c.tag, c.labels = s.appendStart(dl, c.tag, dl.created, lvs, "} ")
 	}
-	s.add(dl.fam, c)
+	s.add(dl, c)
 }
 
 func (s *lineSink) gauge(d *prometheus.Desc, v float64, lvs ...string) {
@@ -288,7 +302,7 @@ func (s *lineSink) appendCompact(dst []byte, i int, ls *lineSet) []byte {
 	lines := s.lines[i]
 	if s.unsorted[i] {
 		// Stable: a counter's _created line has its key and stays after it.
-		slices.SortStableFunc(lines, func(a, b line) int { return compareKeys(&a.key, &b.key) })
+		slices.SortStableFunc(lines, func(a, b line) int { return s.compareKeys(&a.key, &b.key) })
 	}
 	var c compactor
 	for k := range lines {
