@@ -173,15 +173,16 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 	}
 
 	// The first scrape of each format renders every job.
-	var first [2]time.Duration
+	var first, firstCPU [2]time.Duration
 	var bodies [2][]byte
 	for i, accept := range []string{acceptText, acceptOM} {
-		t0 := time.Now()
+		c0, t0 := cpuTime(jw.cmd.Process.Pid), time.Now()
 		b, err := get(addr, accept)
 		if err != nil {
 			return err
 		}
 		first[i], bodies[i] = time.Since(t0), b
+		firstCPU[i] = cpuTime(jw.cmd.Process.Pid) - c0
 	}
 	floorFile := filepath.Join(dir, "floor.txt")
 	if err := os.WriteFile(floorFile, bodies[0], 0o600); err != nil {
@@ -208,8 +209,8 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 		return fmt.Errorf("floor server: %w", err)
 	}
 	fl.addr = strings.TrimSpace(line)
-	fmt.Fprintf(os.Stderr, "%d jobs: catch-up of %d records saved in %.1f s; first scrapes (render of every job) %.2f s text, %.2f s OpenMetrics\n",
-		n, records, catchUp.Seconds(), first[0].Seconds(), first[1].Seconds())
+	fmt.Fprintf(os.Stderr, "%d jobs: catch-up of %d records saved in %.1f s; first scrapes (render of every job) %.2f s text, %.2f s OpenMetrics (jobwatch CPU %.2f s, %.2f s)\n",
+		n, records, catchUp.Seconds(), first[0].Seconds(), first[1].Seconds(), firstCPU[0].Seconds(), firstCPU[1].Seconds())
 
 	for _, arriving := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
