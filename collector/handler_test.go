@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -204,6 +205,35 @@ func TestHandlerMatchesClientGolang(t *testing.T) {
 					t.Error("OpenMetrics without # EOF")
 				}
 			})
+		}
+	}
+}
+
+// Many jobs are rendered on several goroutines (run with -race): the
+// first scrape, and one after a few jobs changed, write what client_golang
+// writes.
+func TestHandlerRendersManyJobsInParallel(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	now := t0.Add(2 * time.Hour)
+	n := 2 * parallelSegments * segmentJobs
+	tr := manyJobs(n, now)
+	saved := savedOf(tr)
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	for step := range 2 {
+		if step == 1 {
+			var evs []model.Event
+			for i := 0; i < n; i += 37 {
+				evs = append(evs, model.Event{Kind: model.Start, Job: fmt.Sprintf("job_%05d", i), Host: "web2", PID: 1 << 20, Time: now})
+			}
+			tr.Apply(model.Batch{Source: "runs", Events: evs})
+			saved = saved.With(tr.Changes())
+		}
+		for _, accept := range []string{acceptText, acceptOM} {
+			_, want := get(t, old, accept, "")
+			_, got := get(t, cur, accept, "")
+			if w, g := sortedLines(want), sortedLines(got); !slices.Equal(w, g) {
+				t.Fatalf("step %d, %s: %d lines, want %d", step, mediaType(accept), len(g), len(w))
+			}
 		}
 	}
 }
