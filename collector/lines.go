@@ -3,7 +3,6 @@ package collector
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -281,7 +280,7 @@ func (s *lineSink) histogram(d *prometheus.Desc, h *model.Histogram, lvs ...stri
 	add := func(tag byte, name, end string) *line {
 		l := line{key: key}
 		l.tag, l.labels = s.appendStart(dl, tag, name, lvs, end)
-		s.lines[dl.fam] = append(s.lines[dl.fam], l) // one key: in order
+		s.add(dl, l)
 		return &s.lines[dl.fam][len(s.lines[dl.fam])-1]
 	}
 	var acc uint64
@@ -339,8 +338,6 @@ func appendEscapedFrom(b []byte, v string) []byte {
 }
 
 func appendUint(b []byte, n uint64) []byte { return strconv.AppendUint(b, n, 10) }
-
-var posInf = math.Inf(1)
 
 // A segment keeps its lines compact: a job's sample line is its family's
 // metric name (one of a few per family: the sample name, and _created,
