@@ -32,16 +32,17 @@ import (
 // write them.
 //
 // A job's lines are rendered (by collectJob into a lineSink, which writes
-// the bytes expfmt would write for client_golang's const metrics) only
-// when its saved view changes: model.Saved hands out a new *JobView for a changed job only, and
-// the pointer is the version. A scrape writes the cached bytes of the other
+// the bytes expfmt would write for client_golang's const metrics, in the
+// compact form the cache keeps) only when its saved view changes:
+// model.Saved hands out a new *JobView for a changed job only, and the
+// pointer is the version. A scrape writes the cached bytes of the other
 // jobs, and computes the values that depend on the time of the scrape
 // (seconds since the last success, staleness, and the period and next run
 // of calendar schedules) from the stored view. The cache is made of
-// segments of consecutive jobs laid out family by family (see segment).
-// Text and OpenMetrics have a cache each, made on the first scrape asking
-// for the format and dropped when the format goes unscraped (cacheIdle).
-// Protobuf,
+// segments of consecutive jobs laid out family by family (see segment),
+// built on every core when there are many (see buildAll). Text and
+// OpenMetrics have a cache each, made on the first scrape asking for the
+// format and dropped when the format goes unscraped (cacheIdle). Protobuf,
 // which Prometheus asks for only with native histograms on, is served by
 // promhttp from the same views, rendered at every scrape.
 type Handler struct {
