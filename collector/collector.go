@@ -174,7 +174,9 @@ func collectSource(ch chan<- prometheus.Metric, s *model.SourceView, now time.Ti
 }
 
 // sink takes the metrics of a job: as client_golang's const metrics
-// (constSink) or as lines of the exposition (lineSink).
+// (constSink) or as lines of the exposition (lineSink). The slice of label
+// values is collectJob's, reused from call to call: a sink keeps the
+// values, never the slice.
 type sink interface {
 	gauge(d *prometheus.Desc, v float64, labelValues ...string)
 	// counter: created is when it started counting (zero: unknown), the
