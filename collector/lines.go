@@ -283,12 +283,10 @@ func (s *lineSink) histogram(d *prometheus.Desc, h *model.Histogram, lvs ...stri
 		s.add(dl, l)
 		return &s.lines[dl.fam][len(s.lines[dl.fam])-1]
 	}
-	var acc uint64
-	for k := range model.DurationBuckets {
-		if k < len(h.Counts) {
-			acc += h.Counts[k]
-		}
-		add(tags.bucket, dl.bucket, le[k]).value = s.count(acc)
+	k := 0
+	for _, n := range h.Buckets() {
+		add(tags.bucket, dl.bucket, le[k]).value = s.count(n)
+		k++
 	}
 	add(tags.bucket, dl.bucket, le[len(le)-1]).value = s.count(h.Count)
 	add(tags.sum, dl.sum, "} ").value = s.value(h.Sum)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"iter"
 	"maps"
 	"slices"
 	"sort"
@@ -193,18 +194,25 @@ func (h *Histogram) Observe(v float64) {
 	h.Count++
 }
 
-// Cumulative returns the bucket counts as Prometheus wants them.
-func (h *Histogram) Cumulative() map[float64]uint64 {
-	m := make(map[float64]uint64, len(DurationBuckets))
-	var acc uint64
-	for i, ub := range DurationBuckets {
-		if i < len(h.Counts) {
-			acc += h.Counts[i]
+// Buckets are the upper bounds of DurationBuckets with their cumulative
+// counts, as Prometheus wants them (the +Inf bucket is Count).
+func (h *Histogram) Buckets() iter.Seq2[float64, uint64] {
+	return func(yield func(float64, uint64) bool) {
+		var acc uint64
+		for i, ub := range DurationBuckets {
+			if i < len(h.Counts) {
+				acc += h.Counts[i]
+			}
+			if !yield(ub, acc) {
+				return
+			}
 		}
-		m[ub] = acc
 	}
-	return m
 }
+
+// Cumulative is Buckets as a map, as client_golang's const histogram takes
+// them.
+func (h *Histogram) Cumulative() map[float64]uint64 { return maps.Collect(h.Buckets()) }
 
 // Snapshot is a whole state as package state loads it, for Restore.
 type Snapshot struct {
