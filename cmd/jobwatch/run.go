@@ -7,12 +7,12 @@ import (
 	"jobwatch/wrapper"
 )
 
-// addRunCommand adds `jobwatch run`; the returned function runs it and
-// returns the exit code. A plain run command line never gets here: the
+// addRunCommand adds `jobwatch run`; the returned function gives the
+// parsed flags. A plain run command line never gets here: the
 // runfirst package runs it before the exporter's packages are initialised.
 // This one serves help, usage errors and the command lines runfirst leaves
 // to kingpin (see runfirst.Parse), with the same flags.
-func addRunCommand(app *kingpin.Application) (*kingpin.CmdClause, func() int) {
+func addRunCommand(app *kingpin.Application) (*kingpin.CmdClause, func() wrapper.Flags) {
 	cmd := app.Command("run", runfirst.Help)
 	values := make([]*string, len(runfirst.Flags))
 	for i, fl := range runfirst.Flags {
@@ -23,14 +23,12 @@ func addRunCommand(app *kingpin.Application) (*kingpin.CmdClause, func() int) {
 		values[i] = c.String()
 	}
 	command := cmd.Arg("command", runfirst.CommandHelp).Strings()
-	return cmd, func() int { return wrapper.RunFlags(runFlags(values, *command)) }
-}
-
-func runFlags(values []*string, command []string) wrapper.Flags {
-	var f wrapper.Flags
-	for i, fl := range runfirst.Flags {
-		fl.Set(&f, *values[i])
+	return cmd, func() wrapper.Flags {
+		var f wrapper.Flags
+		for i, fl := range runfirst.Flags {
+			fl.Set(&f, *values[i])
+		}
+		f.Command = *command
+		return f
 	}
-	f.Command = command
-	return f
 }

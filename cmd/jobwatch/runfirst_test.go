@@ -1,0 +1,92 @@
+package main
+
+import (
+	"io"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/promslog/flag"
+
+	"jobwatch/cmd/jobwatch/internal/runfirst"
+)
+
+// TestRunFirstParsesAsKingpin checks that a command line runfirst runs
+// itself means to it what it means to jobwatch's full command line.
+func TestRunFirstParsesAsKingpin(t *testing.T) {
+	tests := [][]string{
+		{"run", "--job", "b", "--log", "/tmp/r.log", "--lock", "/tmp/l", "--timeout", "10s", "--", "true"},
+		{"run", "--job=b", "--lock-mysql=u:p=w@tcp(db)/x", "--record-table=", "--", "sh", "-c", "exit 3"},
+		{"run", "--job", "b", "--", "cmd", "--job", "x", "--", "@f", "--help"},
+		{"run", "--job", "b", "--lock-redis", "redis://127.0.0.1:1/0", "--lock-ttl", "10s", "--lock-unavailable=run", "--", "true"},
+		{"run", "--job=j", "--log=l", "--lock=k", "--timeout=1", "--kill-after=2", "--skip-exit-code=3",
+			"--lock-redis=r", "--lock-redis-password-file=rp", "--lock-mysql=m", "--lock-mysql-dsn-file=mf", "--lock-name=n",
+			"--lock-ttl=t", "--lock-unavailable=x", "--on-lock-lost=y", "--record-mysql=rm", "--record-mysql-dsn-file=rf",
+			"--record-table=rt", "--", "c"},
+	}
+	for _, args := range tests {
+		early, ok := runfirst.Parse(args)
+		if !ok {
+			t.Errorf("runfirst.Parse(%q): left to kingpin", args)
+			continue
+		}
+		// The application as run builds it, with the global flags.
+		app := kingpin.New("jobwatch", "").Terminate(nil).UsageWriter(io.Discard).ErrorWriter(io.Discard)
+		addVersionFlag(app)
+		app.HelpFlag.Short('h')
+		flag.AddFlags(app, &promslog.Config{})
+		app.Command("serve", "").Default()
+		runCmd, runFlags := addRunCommand(app)
+		cmd, err := app.Parse(args)
+		if err != nil || cmd != runCmd.FullCommand() {
+			t.Errorf("kingpin on %q: command %q, %v", args, cmd, err)
+			continue
+		}
+		if got := runFlags(); !reflect.DeepEqual(got, early) {
+			t.Errorf("%q:\nkingpin  %+v\nrunfirst %+v", args, got, early)
+		}
+	}
+}
+
+// TestRunSkipsExporterInit runs the built binary with Go's init trace: a
+// plain `jobwatch run` must run before the exporter's packages are
+// initialised (here client_golang's, whose default registry registers the
+// Go and process collectors), and a command line left to kingpin must still
+// run, after every package's init.
+func TestRunSkipsExporterInit(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "runs.log")
+	const exporterInit = "init github.com/prometheus/client_golang/prometheus @"
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		exporter bool // whether the exporter's packages are initialised
+	}{
+		{"plain", []string{"run", "--job", "t", "--log", logPath, "--lock", filepath.Join(dir, "t.lock"), "--timeout", "10s", "--", "true"}, false},
+		{"without --", []string{"run", "--job", "t", "--log", logPath, "true"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(readLog(t, logPath))
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Env = append(cmd.Environ(), "GODEBUG=inittrace=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%q: %v\n%s", tc.args, err, out)
+			}
+			if !strings.Contains(string(out), "init jobwatch/wrapper @") {
+				t.Fatalf("no init trace of jobwatch/wrapper:\n%s", out)
+			}
+			if got := strings.Contains(string(out), exporterInit); got != tc.exporter {
+				t.Errorf("%q: client_golang initialised: %v, want %v", tc.args, got, tc.exporter)
+			}
+			if recs := readLog(t, logPath); len(recs) != before+2 || recs[len(recs)-1]["status"] != "success" {
+				t.Errorf("records %v, want a start and a successful end more than %d", recs, before)
+			}
+		})
+	}
+}
