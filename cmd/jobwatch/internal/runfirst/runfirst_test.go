@@ -13,7 +13,7 @@ func defaults() wrapper.Flags {
 		LockUnavailable: wrapper.UnavailableSkip, OnLockLost: wrapper.LostKill, RecordTable: wrapper.DefaultRecordTable}
 }
 
-func TestParse(t *testing.T) {
+func TestRunFirstParse(t *testing.T) {
 	with := func(set func(*wrapper.Flags)) wrapper.Flags {
 		f := defaults()
 		set(&f)
