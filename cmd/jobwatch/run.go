@@ -5,13 +5,15 @@ import (
 
 	"jobwatch/cmd/jobwatch/internal/runfirst"
 	"jobwatch/wrapper"
+	"jobwatch/wrapper/remote"
 )
 
 // addRunCommand adds `jobwatch run`; the returned function gives the
 // parsed flags. A plain run command line never gets here: the
 // runfirst package runs it before the exporter's packages are initialised.
 // This one serves help, usage errors and the command lines runfirst leaves
-// to kingpin (see runfirst.Parse), with the same flags.
+// to kingpin (see runfirst.Parse), with the same flags, and the runs that
+// need a server (the shared lock, the table): package remote.
 func addRunCommand(app *kingpin.Application) (*kingpin.CmdClause, func() wrapper.Flags) {
 	cmd := app.Command("run", runfirst.Help)
 	values := make([]*string, len(runfirst.Flags))
@@ -29,6 +31,7 @@ func addRunCommand(app *kingpin.Application) (*kingpin.CmdClause, func() wrapper
 			fl.Set(&f, *values[i])
 		}
 		f.Command = *command
+		f.Remote = remote.Remote{}
 		return f
 	}
 }

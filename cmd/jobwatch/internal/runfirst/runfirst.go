@@ -4,12 +4,13 @@
 // exporter-toolkit's dependencies) cost a run under cron more than the run
 // itself. Since Go 1.21 the language fixes the order: packages sorted by
 // import path, each as soon as its own imports are done. This package
-// imports only the wrapper, so its init comes after the wrapper's
-// dependencies and before the exporter's, and runs a plain command line
-// from there: `run`, flags of the run command, `--`, the command.
-// Anything else (help, a global flag, a usage error, the command without
-// `--`) is left to main and kingpin, which parse the same flags from
-// Flags. TestRunSkipsExporterInit checks the order on the built binary.
+// imports only the wrapper, which links no network client (the shared lock
+// and the table are package wrapper/remote's), so its init comes early, and
+// runs a plain command line from there: `run`, flags of the run command,
+// `--`, the command. Anything else (help, a global flag, a usage error, the
+// command without `--`, an option that needs a server) is left to main and
+// kingpin, which parse the same flags from Flags.
+// TestRunSkipsExporterInit checks the order on the built binary.
 package runfirst
 
 import (
@@ -86,7 +87,9 @@ var Flags = []Flag{
 // `--` and a command. ok is false for any other command line, including
 // ones kingpin would accept (the command without `--`, a global flag):
 // main parses those. A separate value that starts with - or @ (which
-// kingpin reads as a flag or a file of arguments) is left to it too.
+// kingpin reads as a flag or a file of arguments) is left to it too, and so
+// are the options of the shared lock and the table, which need package
+// wrapper/remote.
 func Parse(args []string) (f wrapper.Flags, ok bool) {
 	if len(args) == 0 || args[0] != "run" {
 		return f, false
@@ -102,7 +105,7 @@ func Parse(args []string) (f wrapper.Flags, ok bool) {
 				return f, false // no command: kingpin's and the wrapper's message
 			}
 			f.Command = args[i+1:]
-			return f, true
+			return f, !remote(f)
 		}
 		name, value, inline := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !strings.HasPrefix(a, "--") || strings.HasPrefix(value, "@") {
@@ -126,6 +129,13 @@ func Parse(args []string) (f wrapper.Flags, ok bool) {
 		Flags[k].set(&f, value)
 	}
 	return f, false // no `--`
+}
+
+// remote reports whether f needs package wrapper/remote, which this package
+// does not link (main passes it).
+func remote(f wrapper.Flags) bool {
+	return f.LockRedis != "" || f.LockRedisPasswordFile != "" || f.LockMySQL != "" || f.LockMySQLDSNFile != "" ||
+		f.RecordMySQL != "" || f.RecordMySQLDSNFile != ""
 }
 
 func lookup(name string) int {

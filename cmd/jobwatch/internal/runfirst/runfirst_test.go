@@ -29,19 +29,17 @@ func TestRunFirstParse(t *testing.T) {
 			with(func(f *wrapper.Flags) {
 				f.Job, f.Log, f.Lock, f.Timeout, f.Command = "b", "/tmp/r.log", "/tmp/l", "10s", []string{"true"}
 			}), true},
-		{"inline values, = and @ in a value", []string{"run", "--job=b", "--lock-mysql=u:p=w@tcp(db)/x", "--record-table=", "--", "sh", "-c", "exit 3"},
+		{"inline values, = and @ in a value", []string{"run", "--job=b", "--lock-name=a=b@c", "--record-table=", "--", "sh", "-c", "exit 3"},
 			with(func(f *wrapper.Flags) {
-				f.Job, f.LockMySQL, f.RecordTable, f.Command = "b", "u:p=w@tcp(db)/x", "", []string{"sh", "-c", "exit 3"}
+				f.Job, f.LockName, f.RecordTable, f.Command = "b", "a=b@c", "", []string{"sh", "-c", "exit 3"}
 			}), true},
 		{"flags after -- are the command's", []string{"run", "--job", "b", "--", "cmd", "--job", "x", "--", "@f"},
 			with(func(f *wrapper.Flags) { f.Job, f.Command = "b", []string{"cmd", "--job", "x", "--", "@f"} }), true},
-		{"every flag", []string{"run", "--job=j", "--log=l", "--lock=k", "--timeout=1", "--kill-after=2", "--skip-exit-code=3",
-			"--lock-redis=r", "--lock-redis-password-file=rp", "--lock-mysql=m", "--lock-mysql-dsn-file=mf", "--lock-name=n",
-			"--lock-ttl=t", "--lock-unavailable=run", "--on-lock-lost=warn", "--record-mysql=rm", "--record-mysql-dsn-file=rf",
+		{"every flag that needs no server", []string{"run", "--job=j", "--log=l", "--lock=k", "--timeout=1", "--kill-after=2",
+			"--skip-exit-code=3", "--lock-name=n", "--lock-ttl=t", "--lock-unavailable=run", "--on-lock-lost=warn",
 			"--record-table=rt", "--", "c"},
 			wrapper.Flags{Job: "j", Log: "l", Lock: "k", Timeout: "1", KillAfter: "2", SkipExitCode: "3",
-				LockRedis: "r", LockRedisPasswordFile: "rp", LockMySQL: "m", LockMySQLDSNFile: "mf", LockName: "n",
-				LockTTL: "t", LockUnavailable: "run", OnLockLost: "warn", RecordMySQL: "rm", RecordMySQLDSNFile: "rf",
+				LockName: "n", LockTTL: "t", LockUnavailable: "run", OnLockLost: "warn",
 				RecordTable: "rt", Command: []string{"c"}}, true},
 		// Left to kingpin.
 		{"no arguments", nil, wrapper.Flags{}, false},
@@ -61,6 +59,12 @@ func TestRunFirstParse(t *testing.T) {
 		{"empty separate value", []string{"run", "--job", "", "--", "true"}, wrapper.Flags{}, false},
 		{"file of arguments", []string{"run", "@args", "--", "true"}, wrapper.Flags{}, false},
 		{"value from a file of arguments", []string{"run", "--job", "@args", "--", "true"}, wrapper.Flags{}, false},
+		{"redis lock", []string{"run", "--job", "b", "--lock-redis", "redis://h:1/0", "--", "true"}, wrapper.Flags{}, false},
+		{"redis password file", []string{"run", "--job", "b", "--lock-redis-password-file=p", "--", "true"}, wrapper.Flags{}, false},
+		{"mysql lock", []string{"run", "--job", "b", "--lock-mysql=u@tcp(h)/", "--", "true"}, wrapper.Flags{}, false},
+		{"mysql lock file", []string{"run", "--job", "b", "--lock-mysql-dsn-file=f", "--", "true"}, wrapper.Flags{}, false},
+		{"table", []string{"run", "--job", "b", "--record-mysql", "u@tcp(h)/", "--", "true"}, wrapper.Flags{}, false},
+		{"table file", []string{"run", "--job", "b", "--record-mysql-dsn-file", "f", "--", "true"}, wrapper.Flags{}, false},
 		{"inline value from a file of arguments", []string{"run", "--job=@args", "--", "true"}, wrapper.Flags{}, false},
 	}
 	for _, tc := range tests {
