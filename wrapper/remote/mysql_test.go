@@ -246,7 +246,7 @@ func TestMySQL(t *testing.T) {
 
 // jobRunsTable is examples/job_runs.sql's table under another name.
 func jobRunsTable(name string) string {
-	b, err := os.ReadFile("../examples/job_runs.sql")
+	b, err := os.ReadFile("../../examples/job_runs.sql")
 	if err != nil {
 		panic(err)
 	}
