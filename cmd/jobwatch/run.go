@@ -4,16 +4,17 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"jobwatch/cmd/jobwatch/internal/runfirst"
+	_ "jobwatch/cmd/jobwatch/internal/runremote" // runs with a shared lock or a table, from its init
 	"jobwatch/wrapper"
 	"jobwatch/wrapper/remote"
 )
 
 // addRunCommand adds `jobwatch run`; the returned function gives the
-// parsed flags. A plain run command line never gets here: the
-// runfirst package runs it before the exporter's packages are initialised.
-// This one serves help, usage errors and the command lines runfirst leaves
-// to kingpin (see runfirst.Parse), with the same flags, and the runs that
-// need a server (the shared lock, the table): package remote.
+// parsed flags. A plain run command line never gets here: package runfirst
+// runs it before the exporter's packages are initialised, and runremote the
+// same with a shared lock or a table. This one serves help, usage errors and
+// the command lines they leave to kingpin (see runfirst.Parse), with the
+// same flags.
 func addRunCommand(app *kingpin.Application) (*kingpin.CmdClause, func() wrapper.Flags) {
 	cmd := app.Command("run", runfirst.Help)
 	values := make([]*string, len(runfirst.Flags))

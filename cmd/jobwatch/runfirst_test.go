@@ -57,8 +57,8 @@ func TestRunFirstParsesAsKingpin(t *testing.T) {
 // TestRunSkipsExporterInit runs the built binary with Go's init trace: a
 // plain `jobwatch run` must run before the exporter's packages are
 // initialised (here client_golang's, whose default registry registers the
-// Go and process collectors), and a command line left to kingpin must still
-// run, after every package's init.
+// Go and process collectors), so must one with a table (runremote), and a
+// command line left to kingpin must still run, after every package's init.
 func TestRunSkipsExporterInit(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
@@ -70,6 +70,8 @@ func TestRunSkipsExporterInit(t *testing.T) {
 		exporter bool // whether the exporter's packages are initialised
 	}{
 		{"plain", []string{"run", "--job", "t", "--log", logPath, "--lock", filepath.Join(dir, "t.lock"), "--timeout", "10s", "--", "true"}, false},
+		// A table that refuses connections: the run goes on, and says so.
+		{"with a table (runremote)", []string{"run", "--job", "t", "--log", logPath, "--record-mysql", "u:pw@tcp(127.0.0.1:1)/db", "--", "true"}, false},
 		{"without --", []string{"run", "--job", "t", "--log", logPath, "true"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,8 +8,8 @@
 // and the table are package wrapper/remote's), so its init comes early, and
 // runs a plain command line from there: `run`, flags of the run command,
 // `--`, the command. Anything else (help, a global flag, a usage error, the
-// command without `--`, an option that needs a server) is left to main and
-// kingpin, which parse the same flags from Flags.
+// command without `--`) is left to main and kingpin, which parse the same
+// flags from Flags; an option that needs a server, to package runremote.
 // TestRunSkipsExporterInit checks the order on the built binary.
 package runfirst
 
@@ -22,14 +22,18 @@ import (
 
 func init() {
 	if f, ok := Parse(os.Args[1:]); ok {
-		// In its own goroutine: the runtime locks the one running init to
-		// the main thread, so each of the run's waits (signal set-up, the
-		// job) would hand the processor to another thread and back; about
-		// 1 ms a run on a 2-core machine.
-		code := make(chan int)
-		go func() { code <- wrapper.RunFlags(f) }()
-		os.Exit(<-code)
+		Exit(f)
 	}
+}
+
+// Exit runs f and exits with the wrapper's code. The run goes in its own
+// goroutine: the runtime locks the one running init to the main thread, so
+// each of the run's waits (signal set-up, the job) would hand the processor
+// to another thread and back; about 1 ms a run on a 2-core machine.
+func Exit(f wrapper.Flags) {
+	code := make(chan int)
+	go func() { code <- wrapper.RunFlags(f) }()
+	os.Exit(<-code)
 }
 
 // Help is the run command's help.
@@ -97,6 +101,12 @@ var Flags = []Flag{
 // are the options of the shared lock and the table, which need package
 // wrapper/remote.
 func Parse(args []string) (f wrapper.Flags, ok bool) {
+	f, ok = parse(args)
+	return f, ok && !NeedsRemote(f)
+}
+
+// parse is Parse without the check for the remote options.
+func parse(args []string) (f wrapper.Flags, ok bool) {
 	if len(args) == 0 || args[0] != "run" {
 		return f, false
 	}
@@ -111,7 +121,7 @@ func Parse(args []string) (f wrapper.Flags, ok bool) {
 				return f, false // no command: kingpin's and the wrapper's message
 			}
 			f.Command = args[i+1:]
-			return f, !remote(f)
+			return f, true
 		}
 		name, value, inline := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !strings.HasPrefix(a, "--") || strings.HasPrefix(value, "@") {
@@ -137,9 +147,16 @@ func Parse(args []string) (f wrapper.Flags, ok bool) {
 	return f, false // no `--`
 }
 
-// remote reports whether f needs package wrapper/remote, which this package
-// does not link (main passes it).
-func remote(f wrapper.Flags) bool {
+// ParseRemote is Parse for the command lines it leaves out only because
+// they need package wrapper/remote (see package runremote).
+func ParseRemote(args []string) (f wrapper.Flags, ok bool) {
+	f, ok = parse(args)
+	return f, ok && NeedsRemote(f)
+}
+
+// NeedsRemote reports whether f needs package wrapper/remote, which this
+// package does not link.
+func NeedsRemote(f wrapper.Flags) bool {
 	return f.LockRedis != "" || f.LockRedisPasswordFile != "" || f.LockMySQL != "" || f.LockMySQLDSNFile != "" ||
 		f.RecordMySQL != "" || f.RecordMySQLDSNFile != ""
 }

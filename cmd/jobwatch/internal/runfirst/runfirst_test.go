@@ -79,3 +79,29 @@ func TestRunFirstParse(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFirstParseRemote: the command lines Parse leaves out for their
+// shared lock or table are ParseRemote's, and only those.
+func TestRunFirstParseRemote(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"run", "--job", "b", "--lock-redis", "redis://h:1/0", "--lock-ttl=10s", "--", "true"}, true},
+		{[]string{"run", "--job", "b", "--lock-mysql-dsn-file=f", "--", "true"}, true},
+		{[]string{"run", "--job", "b", "--log", "-", "--record-mysql", "u@tcp(h)/", "--", "true"}, true},
+		{[]string{"run", "--job", "b", "--", "true"}, false},                             // Parse's
+		{[]string{"run", "--job", "b", "--lock-redis", "redis://h:1/0", "true"}, false}, // kingpin's: no --
+	} {
+		f, ok := ParseRemote(tc.args)
+		if ok != tc.ok {
+			t.Errorf("ParseRemote(%q) ok = %v, want %v", tc.args, ok, tc.ok)
+		}
+		if _, plain := Parse(tc.args); plain && ok {
+			t.Errorf("%q: both Parse and ParseRemote", tc.args)
+		}
+		if ok && (f.Job != "b" || len(f.Command) != 1) {
+			t.Errorf("ParseRemote(%q) = %+v", tc.args, f)
+		}
+	}
+}
