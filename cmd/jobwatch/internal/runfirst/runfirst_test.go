@@ -89,8 +89,8 @@ func TestRunFirstParseRemote(t *testing.T) {
 	}{
 		{[]string{"run", "--job", "b", "--lock-redis", "redis://h:1/0", "--lock-ttl=10s", "--", "true"}, true},
 		{[]string{"run", "--job", "b", "--lock-mysql-dsn-file=f", "--", "true"}, true},
-		{[]string{"run", "--job", "b", "--log", "-", "--record-mysql", "u@tcp(h)/", "--", "true"}, true},
-		{[]string{"run", "--job", "b", "--", "true"}, false},                             // Parse's
+		{[]string{"run", "--job", "b", "--log=-", "--record-mysql", "u@tcp(h)/", "--", "true"}, true},
+		{[]string{"run", "--job", "b", "--", "true"}, false},                            // Parse's
 		{[]string{"run", "--job", "b", "--lock-redis", "redis://h:1/0", "true"}, false}, // kingpin's: no --
 	} {
 		f, ok := ParseRemote(tc.args)
