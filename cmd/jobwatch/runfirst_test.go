@@ -22,6 +22,7 @@ func TestRunFirstParsesAsKingpin(t *testing.T) {
 		{"run", "--job", "b", "--log", "/tmp/r.log", "--lock", "/tmp/l", "--timeout", "10s", "--", "true"},
 		{"run", "--job=b", "--lock-name=a=b@c", "--record-table=", "--", "sh", "-c", "exit 3"},
 		{"run", "--job", "b", "--", "cmd", "--job", "x", "--", "@f", "--help"},
+		{"run", "--job=b", "--log=-", "--timeout=-1", "--", "true"},
 		{"run", "--job=j", "--log=l", "--lock=k", "--timeout=1", "--kill-after=2", "--skip-exit-code=3",
 			"--lock-name=n", "--lock-ttl=t", "--lock-unavailable=x", "--on-lock-lost=y", "--record-table=rt", "--", "c"},
 	}
