@@ -24,8 +24,10 @@ type Flags struct {
 	RecordMySQL, RecordMySQLDSNFile, RecordTable string
 	Command                                      []string
 
-	// Not flags: the host recorded and the MySQL lock's check interval,
-	// when the defaults do not suit (tests).
+	// Not flags: what the table and the shared lock need (package
+	// wrapper/remote; nil refuses their flags), the host recorded and the
+	// MySQL lock's check interval when the defaults do not suit (tests).
+	Remote            Remote
 	Host              string
 	LockCheckInterval time.Duration
 }
@@ -37,7 +39,7 @@ func RunFlags(f Flags) int {
 		LockMySQL: f.LockMySQL, LockMySQLDSNFile: f.LockMySQLDSNFile,
 		LockName: f.LockName, LockUnavailable: f.LockUnavailable, OnLockLost: f.OnLockLost,
 		RecordMySQL: f.RecordMySQL, RecordMySQLDSNFile: f.RecordMySQLDSNFile, RecordTable: f.RecordTable,
-		Host: f.Host, LockCheckInterval: f.LockCheckInterval}
+		Remote: f.Remote, Host: f.Host, LockCheckInterval: f.LockCheckInterval}
 	var errs []error
 	var err error
 	if f.Timeout != "" {

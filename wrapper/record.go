@@ -74,7 +74,8 @@ const (
 	statusSuccess = "success"
 	statusFailure = "failure"
 	statusTimeout = "timeout"
-	statusSkipped = "skipped" // in the job_runs table only
+	// StatusSkipped is a skip's status, in the job_runs table only.
+	StatusSkipped = "skipped"
 )
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }

@@ -3,19 +3,19 @@ package wrapper
 import (
 	"context"
 	"errors"
-	"fmt"
-	"regexp"
 	"strings"
-	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"jobwatch/internal/redact"
 )
 
 // Layers of a lock, as records name them.
 const (
 	layerFile  = "file"
-	layerRedis = "redis"
-	layerMySQL = "mysql"
+	LayerRedis = "redis"
+	LayerMySQL = "mysql"
 )
 
 // What to do when the shared lock's server cannot be reached
@@ -36,34 +36,52 @@ const (
 	reasonLockLost    = "lock_lost"
 )
 
-// Why a shared lock was lost, the reason of a lock_lost record.
-const (
-	lostKeyGone     = "key_gone"        // Redis: the key expired or was deleted
-	lostKeyTaken    = "key_taken"       // Redis: the key holds another token
-	lostUnreachable = "unreachable"     // Redis: not renewed within the TTL
-	lostConnection  = "connection_lost" // MySQL: the lock's connection failed
-	lostNotOwner    = "not_owner"       // MySQL: the lock is free or another connection's
-)
-
-// sharedLock is the second layer: a lock on a server every host can reach.
-type sharedLock interface {
-	layer() string
-	// acquire tries once, without waiting. held: the lock is ours; else
+// SharedLock is the second layer: a lock on a server every host can reach.
+type SharedLock interface {
+	Layer() string // LayerRedis, LayerMySQL
+	// Acquire tries once, without waiting. held: the lock is ours; else
 	// holder is who has it, when known. An error means the server could not
-	// be asked (unavailable); errConfig wraps errors no retry can fix.
-	acquire(ctx context.Context) (held bool, holder string, err error)
-	// watch keeps the lock (renewing or checking it) until ctx ends, and
+	// be asked (unavailable); ConfigError wraps errors no retry can fix.
+	Acquire(ctx context.Context) (held bool, holder string, err error)
+	// Watch keeps the lock (renewing or checking it) until ctx ends, and
 	// returns early, with why, when the lock is lost.
-	watch(ctx context.Context) (lost lockLoss, ok bool)
-	// release lets the lock go if it is still ours, and closes connections.
-	release(ctx context.Context) error
-	close()
+	Watch(ctx context.Context) (lost LockLoss, ok bool)
+	// Release lets the lock go if it is still ours, and closes connections.
+	Release(ctx context.Context) error
+	Close()
+	// LeaseTTL is the lease a start record names; 0 for none.
+	LeaseTTL() time.Duration
 }
 
-// lockLoss says why and to whom a shared lock was lost.
-type lockLoss struct {
-	reason string
-	holder string // the new holder, when known
+// LockLoss says why and to whom a shared lock was lost: the reason and the
+// holder of a lock_lost record.
+type LockLoss struct {
+	Reason string
+	Holder string // the new holder, when known
+}
+
+// Table is the job_runs table of --record-mysql. Its errors say what the
+// table missed; the run goes on.
+type Table interface {
+	Start(job, host string, pid int, at time.Time) error
+	End(job, host string, pid int, started, finished time.Time, status string, code int) error
+	// Finished writes a run that ends as it starts: a skip, or a failure to
+	// start (what: "skip" or "end").
+	Finished(what, job, host string, pid int, at time.Time, status string, code int) error
+	Close()
+}
+
+// Remote opens what needs a server: the job_runs table and the shared lock.
+// Package wrapper/remote implements it; without it (Options.Remote nil)
+// those flags are refused. Kept apart so that jobwatch run's start-up path
+// (cmd/jobwatch/internal/runfirst) links no database or Redis client and
+// no network stack.
+type Remote interface {
+	// Table sets up --record-mysql; nothing is dialled yet.
+	Table(o Options, red *redact.Redactor) (Table, error)
+	// SharedLock sets up --lock-redis or --lock-mysql, whose combination
+	// with the other flags is already checked; token names this run.
+	SharedLock(o Options, token string, red *redact.Redactor) (SharedLock, error)
 }
 
 // errConfig marks an error of the shared lock's configuration or
@@ -72,43 +90,13 @@ var errConfig = errors.New("shared lock misconfigured")
 
 type configError struct{ err error }
 
+// ConfigError marks err as one of the shared lock's configuration or
+// permissions.
+func ConfigError(err error) error { return configError{err} }
+
 func (e configError) Error() string   { return e.err.Error() }
 func (e configError) Unwrap() []error { return []error{e.err, errConfig} }
 func isConfigError(err error) bool    { return errors.Is(err, errConfig) }
-
-// lockNameRE is what a shared lock name may look like: a Redis key or a
-// MySQL GET_LOCK name that needs no quoting anywhere and cannot surprise a
-// shell, a log or a metric.
-var lockNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_.:/-]+$`) })
-
-// Longest lock names: MySQL's GET_LOCK limit, and a Redis key bound of our
-// own (a job name is at most 128 bytes).
-const (
-	maxMySQLLockName = 64
-	maxRedisLockName = 200
-)
-
-// sharedLockName returns --lock-name, or the default for the layer.
-func sharedLockName(name, job, layer string) (string, error) {
-	if name == "" {
-		if layer == layerMySQL {
-			name = "jobwatch." + job
-		} else {
-			name = "jobwatch:" + job
-		}
-	}
-	max := maxRedisLockName
-	if layer == layerMySQL {
-		max = maxMySQLLockName
-	}
-	if len(name) > max {
-		return "", fmt.Errorf("--lock-name %q is %d characters long; a %s lock name may have at most %d (set a shorter --lock-name)", name, len(name), layer, max)
-	}
-	if !lockNameRE().MatchString(name) {
-		return "", fmt.Errorf("--lock-name %q: may only contain letters, digits and _ . : / -", name)
-	}
-	return name, nil
-}
 
 // maxHolder bounds a holder in a record: a Redis value is anyone's input.
 const maxHolder = 255

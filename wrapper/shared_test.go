@@ -33,31 +33,3 @@ func FuzzCleanHolder(f *testing.F) {
 		}
 	})
 }
-
-func TestSharedLockName(t *testing.T) {
-	cases := []struct {
-		name, job, layer, want, err string
-	}{
-		{"", "nightly", layerRedis, "jobwatch:nightly", ""},
-		{"", "nightly", layerMySQL, "jobwatch.nightly", ""},
-		{"site1.nightly", "nightly", layerMySQL, "site1.nightly", ""},
-		{"", "j" + strings.Repeat("x", 60), layerMySQL, "", "at most 64"},
-		{strings.Repeat("x", 65), "j", layerRedis, strings.Repeat("x", 65), ""},
-		{strings.Repeat("x", 201), "j", layerRedis, "", "at most 200"},
-		{"a b", "j", layerRedis, "", "may only contain"},
-		{"a'b", "j", layerMySQL, "", "may only contain"},
-		{"é", "j", layerMySQL, "", "may only contain"},
-	}
-	for _, tc := range cases {
-		got, err := sharedLockName(tc.name, tc.job, tc.layer)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("sharedLockName(%q, %q, %s): %v, want an error with %q", tc.name, tc.job, tc.layer, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("sharedLockName(%q, %q, %s) = %q, %v; want %q", tc.name, tc.job, tc.layer, got, err, tc.want)
-		}
-	}
-}

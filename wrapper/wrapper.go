@@ -16,17 +16,22 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"golang.org/x/sys/unix"
 
 	"jobwatch/internal/jobname"
-	"jobwatch/internal/secret"
+	"jobwatch/internal/redact"
 )
 
 // Defaults of the flags.
 const (
 	DefaultLog       = "/var/log/jobwatch/runs.log"
 	DefaultKillAfter = 10 * time.Second
+	// DefaultRecordTable is --record-table's default, the table the mysql
+	// source reads by default.
+	DefaultRecordTable = "job_runs"
+	// DefaultLockCheckInterval is how often a MySQL lock's connection is
+	// checked while the job runs.
+	DefaultLockCheckInterval = 5 * time.Second
 )
 
 // Exit codes of the wrapper itself; otherwise it exits with the command's own
@@ -78,6 +83,10 @@ type Options struct {
 	// RecordMySQL (a DSN, ${VAR} expanded) or RecordMySQLDSNFile: the run
 	// is also written into RecordTable (DefaultRecordTable when empty).
 	RecordMySQL, RecordMySQLDSNFile, RecordTable string
+
+	// Remote sets up the table and the shared lock (package wrapper/remote);
+	// nil refuses their options.
+	Remote Remote
 
 	// Host is the host name recorded; the machine's hostname when empty.
 	Host string
@@ -138,17 +147,17 @@ func newRunner(o Options) (*runner, int) {
 			host = "unknown"
 		}
 	}
-	return &runner{o: o, log: &runLog{path: o.Log}, host: host, runID: newRunID(), begin: o.Now(), red: &secret.Redactor{}}, 0
+	return &runner{o: o, log: &runLog{path: o.Log}, host: host, runID: newRunID(), begin: o.Now(), red: &redact.Redactor{}}, 0
 }
 
 type runner struct {
 	o     Options
 	log   *runLog
-	table *runTable // --record-mysql, or nil
+	table Table // --record-mysql, or nil
 	host  string
 	runID string
 	begin time.Time
-	red   *secret.Redactor
+	red   *redact.Redactor
 	// endReason is the end record's reason: lock_lost, or lock_unavailable
 	// for a run that went ahead without its shared lock.
 	endReason string
@@ -166,30 +175,20 @@ func (r *runner) openTable() error {
 		}
 		return nil
 	}
-	cfg, err := r.mysqlDSN("--record-mysql", o.RecordMySQL, o.RecordMySQLDSNFile)
-	if err != nil {
-		return err
+	if o.Remote == nil {
+		return errNoRemote
 	}
-	r.table, err = newRunTable(cfg, o.RecordTable, r.red)
+	var err error
+	r.table, err = o.Remote.Table(o, r.red)
 	return err
 }
 
-// mysqlDSN reads a --record-mysql or --lock-mysql DSN (flag names the flag)
-// as the exporter's config reads one, with the wrapper's shorter timeouts
-// and its one redactor, and without a logger: the driver's messages
-// ("unexpected EOF") would only be noise on the job's stderr.
-func (r *runner) mysqlDSN(flag, dsn, file string) (*mysql.Config, error) {
-	cfg, _, err := secret.LoadMySQL(secret.MySQL{DSN: dsn, File: file, DSNName: flag, FileName: flag + "-dsn-file",
-		Getenv: r.o.Getenv, Timeout: mysqlTimeout, Redactor: r.red}, nil)
-	return cfg, err
-}
-
-// mysqlTimeout bounds dialling and each read and write of the wrapper's
-// MySQL connections, unless the DSN sets timeout, readTimeout, writeTimeout.
-const mysqlTimeout = 5 * time.Second
+// errNoRemote: a caller of Run without Options.Remote gave a table or
+// shared lock option.
+var errNoRemote = errors.New("--record-mysql, --lock-redis and --lock-mysql are not available here")
 
 // sharedLock sets up the second layer from the options; nil without one.
-func (r *runner) sharedLock() (sharedLock, error) {
+func (r *runner) sharedLock() (SharedLock, error) {
 	o := r.o
 	redis := o.LockRedis != ""
 	mysql := o.LockMySQL != "" || o.LockMySQLDSNFile != ""
@@ -216,41 +215,19 @@ func (r *runner) sharedLock() (sharedLock, error) {
 	default:
 		return nil, fmt.Errorf("--on-lock-lost must be kill or warn, got %q", o.OnLockLost)
 	}
-	if mysql {
-		name, err := sharedLockName(o.LockName, o.Job, layerMySQL)
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := r.mysqlDSN("--lock-mysql", o.LockMySQL, o.LockMySQLDSNFile)
-		if err != nil {
-			return nil, err
-		}
-		return newMySQLLock(cfg, name, o.LockCheckInterval, r.red)
-	}
-	name, err := sharedLockName(o.LockName, o.Job, layerRedis)
-	if err != nil {
-		return nil, err
-	}
-	ttl := o.LockTTL
-	switch {
-	case ttl == 0 && o.Timeout > 0:
-		ttl = 2 * o.Timeout
-	case ttl == 0:
-		return nil, errors.New("--lock-ttl is required with --lock-redis when no --timeout is set")
-	}
-	if ttl < minLockTTL {
-		return nil, fmt.Errorf("--lock-ttl must be at least %s, got %s", minLockTTL, ttl)
+	if o.Remote == nil {
+		return nil, errNoRemote
 	}
 	token := r.host + ":" + strconv.Itoa(os.Getpid()) + ":" + r.runID
-	return newRedisLock(o.LockRedis, o.LockRedisPasswordFile, name, token, ttl, r.red)
+	return o.Remote.SharedLock(o, token, r.red)
 }
 
 // takeShared takes the shared lock. It returns the lock held (nil when the
 // run goes ahead without one), or done and the wrapper's exit code when the
 // run ends here (skipped or failed).
-func (r *runner) takeShared(shared sharedLock) (held sharedLock, code int, done bool) {
+func (r *runner) takeShared(shared SharedLock) (held SharedLock, code int, done bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
-	ok, holder, err := shared.acquire(ctx)
+	ok, holder, err := shared.Acquire(ctx)
 	cancel()
 	switch {
 	case err != nil && isConfigError(err):
@@ -260,14 +237,14 @@ func (r *runner) takeShared(shared sharedLock) (held sharedLock, code int, done 
 		case UnavailableFail:
 			return nil, r.fail(ExitWrapper, fmt.Errorf("%w (--lock-unavailable=fail)", err)), true
 		case UnavailableRun:
-			r.say("%v; running without the %s lock (--lock-unavailable=run)", err, shared.layer())
+			r.say("%v; running without the %s lock (--lock-unavailable=run)", err, shared.Layer())
 			r.endReason = reasonUnavailable
 			return nil, 0, false
 		}
 		r.say("%v; run skipped (--lock-unavailable=skip)", err)
-		return nil, r.skip(shared.layer(), reasonUnavailable, 0, ""), true
+		return nil, r.skip(shared.Layer(), reasonUnavailable, 0, ""), true
 	case !ok:
-		return nil, r.skip(shared.layer(), reasonLocked, 0, holder), true
+		return nil, r.skip(shared.Layer(), reasonLocked, 0, holder), true
 	}
 	return shared, 0, false
 }
@@ -294,14 +271,14 @@ func (r *runner) run() int {
 		return r.fail(ExitWrapper, err)
 	}
 	if r.table != nil {
-		defer r.table.close()
+		defer r.table.Close()
 	}
 	shared, err := r.sharedLock()
 	if err != nil {
 		return r.fail(ExitWrapper, err)
 	}
 	if shared != nil {
-		defer shared.close()
+		defer shared.Close()
 	}
 
 	// Layer 1, the local lock: refused at once, without a network round
@@ -343,8 +320,8 @@ func (r *runner) run() int {
 		defer func() {
 			ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
 			defer cancel()
-			if err := shared.release(ctx); err != nil && r.endReason != reasonLockLost {
-				r.say("releasing the %s lock: %v", shared.layer(), err)
+			if err := shared.Release(ctx); err != nil && r.endReason != reasonLockLost {
+				r.say("releasing the %s lock: %v", shared.Layer(), err)
 			}
 		}()
 	}
@@ -391,14 +368,14 @@ func (r *runner) run() int {
 	pid := cmd.Process.Pid
 	r.begin = o.Now()
 	start := startRecord{Time: formatTime(r.begin), Job: o.Job, Event: "start", Host: r.host, PID: pid, RunID: r.runID}
-	if l, ok := shared.(*redisLock); ok {
+	if shared != nil {
 		// The lease, for jobwatch advise to weigh against the durations;
 		// none when the run went ahead without its lock.
-		start.LockTTL = l.ttl.Seconds()
+		start.LockTTL = shared.LeaseTTL().Seconds()
 	}
 	r.record(start)
 	if r.table != nil {
-		r.tableErr(r.table.start(o.Job, r.host, pid, r.begin))
+		r.tableErr(r.table.Start(o.Job, r.host, pid, r.begin))
 	}
 
 	exited := make(chan struct{})
@@ -408,15 +385,15 @@ func (r *runner) run() int {
 	}()
 	// The shared lock is kept (renewed, checked) while the job runs; lostC
 	// says when it is lost.
-	var lostC chan lockLoss
+	var lostC chan LockLoss
 	stopWatch := func() {}
 	if shared != nil {
-		lostC = make(chan lockLoss, 1)
+		lostC = make(chan LockLoss, 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		watched := make(chan struct{})
 		go func() {
 			defer close(watched)
-			if l, lost := shared.watch(ctx); lost {
+			if l, lost := shared.Watch(ctx); lost {
 				lostC <- l
 			}
 		}()
@@ -455,17 +432,17 @@ wait:
 			lostC = nil
 			r.endReason = reasonLockLost
 			r.record(lockLostRecord{Time: formatTime(o.Now()), Job: o.Job, Event: "lock_lost", Host: r.host, PID: pid, RunID: r.runID,
-				Lock: shared.layer(), Reason: l.reason, Holder: cleanHolder(r.red.String(l.holder))})
+				Lock: shared.Layer(), Reason: l.Reason, Holder: cleanHolder(r.red.String(l.Holder))})
 			switch {
 			case timedOut:
-				r.say("%s lock lost (%s) while the job is being stopped for its timeout", shared.layer(), l.reason)
+				r.say("%s lock lost (%s) while the job is being stopped for its timeout", shared.Layer(), l.Reason)
 				continue
 			case o.OnLockLost == LostWarn:
-				r.say("%s lock lost (%s); the job goes on (--on-lock-lost=warn)", shared.layer(), l.reason)
+				r.say("%s lock lost (%s); the job goes on (--on-lock-lost=warn)", shared.Layer(), l.Reason)
 				continue
 			}
 			lockLost = true
-			r.say("%s lock lost (%s), sending SIGTERM to process group %d", shared.layer(), l.reason, pid)
+			r.say("%s lock lost (%s), sending SIGTERM to process group %d", shared.Layer(), l.Reason, pid)
 			terminate()
 		case <-killC:
 			signalGroup(pid, unix.SIGKILL)
@@ -513,7 +490,7 @@ func (r *runner) end(pid, code int, timedOut, lockLost bool) int {
 	r.record(endRecord{Time: formatTime(now), Job: r.o.Job, Event: "end", Host: r.host, PID: pid, RunID: r.runID,
 		Status: status, ExitCode: code, Duration: seconds(now.Sub(r.begin)), Reason: r.endReason})
 	if r.table != nil {
-		r.tableErr(r.table.end(r.o.Job, r.host, pid, r.begin, now, status, code))
+		r.tableErr(r.table.End(r.o.Job, r.host, pid, r.begin, now, status, code))
 	}
 	return r.exit(code)
 }
@@ -528,7 +505,7 @@ func (r *runner) fail(code int, err error) int {
 	r.record(endRecord{Time: formatTime(now), Job: r.o.Job, Event: "end", Host: r.host, PID: pid, RunID: r.runID,
 		Status: statusFailure, ExitCode: code, Duration: seconds(now.Sub(r.begin))})
 	if r.table != nil {
-		r.tableErr(r.table.finished("end", r.o.Job, r.host, pid, now, statusFailure, code))
+		r.tableErr(r.table.Finished("end", r.o.Job, r.host, pid, now, statusFailure, code))
 	}
 	return r.exit(code)
 }
@@ -543,7 +520,7 @@ func (r *runner) skip(layer, reason string, holderPID int, holder string) int {
 	r.record(skipRecord{Time: formatTime(now), Job: r.o.Job, Event: "skip", Host: r.host, PID: os.Getpid(),
 		Reason: reason, Lock: layer, HolderPID: holderPID, Holder: cleanHolder(r.red.String(holder))})
 	if r.table != nil {
-		r.tableErr(r.table.finished("skip", r.o.Job, r.host, os.Getpid(), now, statusSkipped, r.o.SkipExitCode))
+		r.tableErr(r.table.Finished("skip", r.o.Job, r.host, os.Getpid(), now, StatusSkipped, r.o.SkipExitCode))
 	}
 	return r.exit(r.o.SkipExitCode)
 }

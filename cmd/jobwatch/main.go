@@ -33,6 +33,7 @@ import (
 	"jobwatch/exporter"
 	"jobwatch/internal/ratelog"
 	"jobwatch/status"
+	"jobwatch/wrapper"
 )
 
 // defaultPort lies outside 9100-9999, which Prometheus' default port
@@ -100,7 +101,7 @@ func run(args []string) int {
 	check := app.Command("check-config", "Validate a configuration file, reporting every problem at once.")
 	checkFile := check.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
 
-	runCmd, runJob := addRunCommand(app)
+	runCmd, runFlags := addRunCommand(app)
 	schedCmd, schedJob := addScheduleCommand(app)
 	discoverCmd, discoverRun := addDiscoverCommand(app)
 	statusCmds := addStatusCommands(app)
@@ -111,9 +112,10 @@ func run(args []string) int {
 		return 2
 	}
 	// jobwatch run, under every cron job, logs nothing of its own: it
-	// returns before the logger is built.
+	// returns before the logger is built. (A plain run command line does
+	// not get here at all: see package runfirst.)
 	if cmd == runCmd.FullCommand() {
-		return runJob()
+		return wrapper.RunFlags(runFlags())
 	}
 	// Warnings that can repeat without bound (one per record) carry a
 	// ratelog marker and are summarised once a minute.

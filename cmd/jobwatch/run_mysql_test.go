@@ -13,6 +13,7 @@ import (
 
 	"jobwatch/internal/mariadbtest"
 	"jobwatch/wrapper"
+	"jobwatch/wrapper/remote"
 )
 
 // TestRunRecordMySQLExported: jobwatch run --record-mysql on two hosts
@@ -65,7 +66,7 @@ sources:
 		var stderr bytes.Buffer
 		code := wrapper.Run(wrapper.Options{
 			Job: "nightly", Host: host, Log: filepath.Join(dir, host+".log"), Lock: filepath.Join(dir, host+".lock"),
-			RecordMySQL: dsn, SkipExitCode: 75, Command: command, Now: now,
+			RecordMySQL: dsn, Remote: remote.Remote{}, SkipExitCode: 75, Command: command, Now: now,
 			Stdout: &bytes.Buffer{}, Stderr: &stderr,
 		})
 		return code, stderr.String()

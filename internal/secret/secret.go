@@ -16,53 +16,17 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"jobwatch/internal/redact"
 )
 
 // envRefRE is a ${NAME} reference in a dsn. Only the braced form is expanded,
 // so that a literal $ in a password needs no escaping.
 var envRefRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
-// Redactor hides secrets (passwords, values taken from the environment,
-// whole DSNs and URLs) in messages. The zero value is ready; one Redactor
-// may collect the secrets of several DSNs and URLs (jobwatch run's).
-type Redactor struct{ secrets []string }
-
-// Add makes s a secret.
-func (r *Redactor) Add(s string) {
-	if s != "" {
-		r.secrets = append(r.secrets, s)
-	}
-}
-
-// String returns s with every secret replaced.
-func (r *Redactor) String(s string) string {
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, "xxxxx")
-	}
-	return s
-}
-
-// redactedError keeps the chain of err (errors.Is and As still work) but
-// prints without secrets.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// Err returns err printing without secrets.
-func (r *Redactor) Err(err error) error {
-	if err == nil {
-		return nil
-	}
-	var re *redactedError
-	if errors.As(err, &re) && re == err {
-		return err
-	}
-	return &redactedError{msg: r.String(err.Error()), err: err}
-}
+// Redactor hides secrets in messages (package redact, which jobwatch run's
+// start-up path imports without this package's MySQL driver).
+type Redactor = redact.Redactor
 
 // MySQL says where a DSN comes from: DSN inline (with ${VAR} expanded by
 // Getenv) or the content of File. Names are the config keys or flags, for

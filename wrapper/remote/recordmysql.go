@@ -1,4 +1,4 @@
-package wrapper
+package remote
 
 import (
 	"context"
@@ -12,11 +12,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"jobwatch/internal/secret"
+	"jobwatch/wrapper"
 )
-
-// DefaultRecordTable is --record-table's default, the table the mysql
-// source reads by default.
-const DefaultRecordTable = "job_runs"
 
 // tableRE is a table name, optionally database.table: plain identifiers,
 // quoted in the statements, so a flag cannot inject SQL.
@@ -97,7 +94,7 @@ func (t *runTable) exec(what string, f func(ctx context.Context) error) error {
 }
 
 // start inserts the run's row, in progress.
-func (t *runTable) start(job, host string, pid int, at time.Time) error {
+func (t *runTable) Start(job, host string, pid int, at time.Time) error {
 	return t.exec("start", func(ctx context.Context) error {
 		res, err := t.db.ExecContext(ctx, "INSERT INTO "+t.quoted+" (job_name, started_at, host, pid) VALUES (?, ?, ?, ?)",
 			job, at.UTC(), host, pid)
@@ -111,7 +108,7 @@ func (t *runTable) start(job, host string, pid int, at time.Time) error {
 
 // end finishes the run's row; when the start was missed it inserts the
 // whole run as one finished row.
-func (t *runTable) end(job, host string, pid int, started, finished time.Time, status string, code int) error {
+func (t *runTable) End(job, host string, pid int, started, finished time.Time, status string, code int) error {
 	return t.exec("end", func(ctx context.Context) error {
 		if t.id == 0 {
 			return t.insertFinished(ctx, job, host, pid, started, finished, status, code)
@@ -129,7 +126,7 @@ func (t *runTable) end(job, host string, pid int, started, finished time.Time, s
 
 // finished records a run that never had a row in progress: a skip, or a
 // run that could not start.
-func (t *runTable) finished(what, job, host string, pid int, at time.Time, status string, code int) error {
+func (t *runTable) Finished(what, job, host string, pid int, at time.Time, status string, code int) error {
 	return t.exec(what, func(ctx context.Context) error {
 		return t.insertFinished(ctx, job, host, pid, at, at, status, code)
 	})
@@ -139,7 +136,7 @@ func (t *runTable) insertFinished(ctx context.Context, job, host string, pid int
 	cols := "job_name, started_at, finished_at, status, host, pid"
 	marks := "?, ?, ?, ?, ?, ?"
 	args := []any{job, started.UTC(), finished.UTC(), status, host, pid}
-	if t.exitCode && status != statusSkipped {
+	if t.exitCode && status != wrapper.StatusSkipped {
 		cols += ", exit_code"
 		marks += ", ?"
 		args = append(args, code)
@@ -148,4 +145,4 @@ func (t *runTable) insertFinished(ctx context.Context, job, host string, pid int
 	return err
 }
 
-func (t *runTable) close() { t.db.Close() }
+func (t *runTable) Close() { t.db.Close() }

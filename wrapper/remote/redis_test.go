@@ -1,4 +1,4 @@
-package wrapper
+package remote
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"jobwatch/internal/procfs"
 	"jobwatch/internal/redistest"
+	"jobwatch/wrapper"
 )
 
 // waitJob is a job that runs until the file $1 exists, then exits 0.
@@ -246,20 +248,20 @@ func TestRedisLockLost(t *testing.T) {
 				t.Errorf("lock_lost %+v, want lock redis, reason %s, holder %q", lost, tc.reason, tc.other)
 			}
 			code, stderr := wait()
-			if code != ExitWrapper || !strings.Contains(stderr, "redis lock lost ("+tc.reason+")") {
-				t.Errorf("exit %d stderr %q, want %d and the loss", code, stderr, ExitWrapper)
+			if code != wrapper.ExitWrapper || !strings.Contains(stderr, "redis lock lost ("+tc.reason+")") {
+				t.Errorf("exit %d stderr %q, want %d and the loss", code, stderr, wrapper.ExitWrapper)
 			}
 			recs := readRecords(t, log)
 			if events(recs) != "start,lock_lost,end" {
 				t.Fatalf("records %s", events(recs))
 			}
-			if e := recs[2]; e.Status != "failure" || *e.ExitCode != ExitWrapper || e.Reason != "lock_lost" {
+			if e := recs[2]; e.Status != "failure" || *e.ExitCode != wrapper.ExitWrapper || e.Reason != "lock_lost" {
 				t.Errorf("end %+v, want failure, 125, reason lock_lost", e)
 			}
 			b, _ := os.ReadFile(pids)
 			for _, p := range strings.Fields(string(b)) {
 				pid, _ := strconv.Atoi(p)
-				if st, ok := readStat(pid); ok && st.live() {
+				if st, ok := procfs.ReadStat(pid); ok && st.Live() {
 					t.Errorf("grandchild %d survived the lost lock", pid)
 				}
 			}
@@ -354,8 +356,8 @@ func TestRedisUnavailable(t *testing.T) {
 				t.Errorf("start of a run without its lock has lock_ttl_seconds %v", *s.LockTTL)
 			}
 		}},
-		{"fail", ExitWrapper, "end", func(t *testing.T, recs []record) {
-			if e := recs[0]; e.Status != "failure" || *e.ExitCode != ExitWrapper {
+		{"fail", wrapper.ExitWrapper, "end", func(t *testing.T, recs []record) {
+			if e := recs[0]; e.Status != "failure" || *e.ExitCode != wrapper.ExitWrapper {
 				t.Errorf("end %+v, want a failure, 125", e)
 			}
 		}},
@@ -414,8 +416,8 @@ func TestRedisRestartLosesLock(t *testing.T) {
 			if !tc.restart && time.Since(stopped) < ttl-ttl/3 {
 				t.Errorf("lost after %s: before the lease could have expired", time.Since(stopped))
 			}
-			if code, _ := wait(); code != ExitWrapper {
-				t.Errorf("exit %d, want %d", code, ExitWrapper)
+			if code, _ := wait(); code != wrapper.ExitWrapper {
+				t.Errorf("exit %d, want %d", code, wrapper.ExitWrapper)
 			}
 		})
 	}
@@ -501,8 +503,8 @@ func TestSharedLockFlagErrors(t *testing.T) {
 			args := append([]string{"--job", "j", "--log", log}, tc.args...)
 			args = append(args, "--", "touch", marker)
 			code, stderr := wrap(t, args...)
-			if code != ExitWrapper || !strings.Contains(stderr, tc.want) {
-				t.Errorf("exit %d stderr %q, want %d and %q", code, stderr, ExitWrapper, tc.want)
+			if code != wrapper.ExitWrapper || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d stderr %q, want %d and %q", code, stderr, wrapper.ExitWrapper, tc.want)
 			}
 			if _, err := os.Stat(marker); err == nil {
 				t.Error("the command ran")
@@ -565,7 +567,7 @@ func TestRedisHostileHolder(t *testing.T) {
 		t.Fatalf("exit %d stderr %q, want a quiet skip", code, stderr)
 	}
 	recs := readRecords(t, log)
-	if events(recs) != "skip" || !strings.HasPrefix(recs[0].Holder, "evil?line?xxx") || len(recs[0].Holder) != maxHolder {
+	if events(recs) != "skip" || !strings.HasPrefix(recs[0].Holder, "evil?line?xxx") || len(recs[0].Holder) != 255 { // wrapper's maxHolder
 		t.Errorf("records %+v, want one skip with the holder cleaned and cut", recs)
 	}
 }

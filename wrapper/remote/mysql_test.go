@@ -1,4 +1,4 @@
-package wrapper
+package remote
 
 import (
 	"database/sql"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"jobwatch/internal/mariadbtest"
+
+	"jobwatch/wrapper"
 )
 
 // The MySQL layer and the job_runs table, against one throwaway MariaDB.
@@ -99,8 +101,8 @@ func TestMySQL(t *testing.T) {
 		if lost.Lock != "mysql" || lost.Reason != "connection_lost" {
 			t.Errorf("lock_lost %+v", lost)
 		}
-		if code, _ := wait(); code != ExitWrapper {
-			t.Errorf("exit %d, want %d", code, ExitWrapper)
+		if code, _ := wait(); code != wrapper.ExitWrapper {
+			t.Errorf("exit %d, want %d", code, wrapper.ExitWrapper)
 		}
 		if recs := readRecords(t, log); events(recs) != "start,lock_lost,end" || recs[2].Reason != "lock_lost" {
 			t.Errorf("records %+v", recs)
@@ -229,8 +231,8 @@ func TestMySQL(t *testing.T) {
 		}
 		// Without a run log the records are lost: not a success.
 		code, _ = wrap(t, "--job", "j", "--log", "-", "--record-mysql", down, "--", "true")
-		if code != ExitWrapper {
-			t.Errorf("--log - with the table down: exit %d, want %d", code, ExitWrapper)
+		if code != wrapper.ExitWrapper {
+			t.Errorf("--log - with the table down: exit %d, want %d", code, wrapper.ExitWrapper)
 		}
 		code, stderr = wrap(t, "--job", "j", "--log", "-", "--record-mysql", dsn, "--", "true")
 		if code != 0 || stderr != "" {
@@ -244,7 +246,7 @@ func TestMySQL(t *testing.T) {
 
 // jobRunsTable is examples/job_runs.sql's table under another name.
 func jobRunsTable(name string) string {
-	b, err := os.ReadFile("../examples/job_runs.sql")
+	b, err := os.ReadFile("../../examples/job_runs.sql")
 	if err != nil {
 		panic(err)
 	}

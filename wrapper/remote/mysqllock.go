@@ -1,4 +1,4 @@
-package wrapper
+package remote
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"jobwatch/internal/secret"
+	"jobwatch/wrapper"
 )
 
 // mysqlLock is GET_LOCK(name, 0) on one dedicated connection (a sql.Conn,
@@ -27,10 +28,6 @@ type mysqlLock struct {
 	conn     *sql.Conn
 }
 
-// DefaultLockCheckInterval is how often a MySQL lock's connection is
-// checked while the job runs.
-const DefaultLockCheckInterval = 5 * time.Second
-
 func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *secret.Redactor) (*mysqlLock, error) {
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
@@ -39,9 +36,9 @@ func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *s
 	return &mysqlLock{cfg: cfg, name: name, interval: interval, red: red, db: sql.OpenDB(c)}, nil
 }
 
-func (l *mysqlLock) layer() string { return layerMySQL }
+func (l *mysqlLock) Layer() string { return wrapper.LayerMySQL }
 
-func (l *mysqlLock) acquire(ctx context.Context) (bool, string, error) {
+func (l *mysqlLock) Acquire(ctx context.Context) (bool, string, error) {
 	conn, err := l.db.Conn(ctx)
 	if err != nil {
 		return false, "", l.error("connecting", err)
@@ -54,7 +51,7 @@ func (l *mysqlLock) acquire(ctx context.Context) (bool, string, error) {
 	switch {
 	case !got.Valid:
 		conn.Close()
-		return false, "", configError{fmt.Errorf("mysql %s: GET_LOCK(%q) returned NULL", l.cfg.Addr, l.name)}
+		return false, "", wrapper.ConfigError(fmt.Errorf("mysql %s: GET_LOCK(%q) returned NULL", l.cfg.Addr, l.name))
 	case got.Int64 == 1:
 		l.conn = conn
 		return true, "", nil
@@ -89,18 +86,18 @@ func (l *mysqlLock) error(op string, err error) error {
 	case errors.As(err, &nerr), errors.Is(err, mysql.ErrInvalidConn), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.As(err, &merr):
-		return configError{err}
+		return wrapper.ConfigError(err)
 	}
 	return err
 }
 
-func (l *mysqlLock) watch(ctx context.Context) (lockLoss, bool) {
+func (l *mysqlLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
 	t := time.NewTicker(l.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return lockLoss{}, false
+			return wrapper.LockLoss{}, false
 		case <-t.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, l.interval)
@@ -108,18 +105,18 @@ func (l *mysqlLock) watch(ctx context.Context) (lockLoss, bool) {
 		err := l.conn.QueryRowContext(cctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", l.name).Scan(&mine)
 		cancel()
 		if ctx.Err() != nil {
-			return lockLoss{}, false
+			return wrapper.LockLoss{}, false
 		}
 		switch {
 		case err != nil:
-			return lockLoss{reason: lostConnection}, true
+			return wrapper.LockLoss{Reason: lostConnection}, true
 		case !mine.Valid || mine.Int64 != 1:
-			return lockLoss{reason: lostNotOwner}, true
+			return wrapper.LockLoss{Reason: lostNotOwner}, true
 		}
 	}
 }
 
-func (l *mysqlLock) release(ctx context.Context) error {
+func (l *mysqlLock) Release(ctx context.Context) error {
 	if l.conn == nil {
 		return nil
 	}
@@ -133,7 +130,10 @@ func (l *mysqlLock) release(ctx context.Context) error {
 	return nil
 }
 
-func (l *mysqlLock) close() {
+// LeaseTTL is 0: a MySQL lock lasts as long as its connection.
+func (l *mysqlLock) LeaseTTL() time.Duration { return 0 }
+
+func (l *mysqlLock) Close() {
 	if l.conn != nil {
 		l.conn.Close()
 	}

@@ -1,4 +1,4 @@
-package wrapper
+package remote
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"jobwatch/internal/secret"
+	"jobwatch/wrapper"
 )
 
 // go-redis logs some events (a failed dial, a pool message) through its own
@@ -78,9 +79,9 @@ func newRedisLock(url, passwordFile, key, token string, ttl time.Duration, red *
 	return &redisLock{client: redis.NewClient(opt), addr: opt.Addr, key: key, token: token, ttl: ttl, red: red}, nil
 }
 
-func (l *redisLock) layer() string { return layerRedis }
+func (l *redisLock) Layer() string { return wrapper.LayerRedis }
 
-func (l *redisLock) acquire(ctx context.Context) (bool, string, error) {
+func (l *redisLock) Acquire(ctx context.Context) (bool, string, error) {
 	// A SET retried after a lost reply finds our own token: GET tells.
 	for range 3 {
 		l.got = time.Now()
@@ -118,7 +119,7 @@ func (l *redisLock) error(op string, err error) error {
 				return err
 			}
 		}
-		return configError{err}
+		return wrapper.ConfigError(err)
 	}
 	return err
 }
@@ -126,7 +127,7 @@ func (l *redisLock) error(op string, err error) error {
 // watch renews the lease every ttl/3. A renewal that fails (the server
 // unreachable) is retried every ttl/10; when none has succeeded for a whole
 // TTL, the key may have expired on the server, and the lock counts as lost.
-func (l *redisLock) watch(ctx context.Context) (lockLoss, bool) {
+func (l *redisLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
 	every := l.ttl / 3
 	retry := l.ttl / 10
 	lastOK := l.got
@@ -135,7 +136,7 @@ func (l *redisLock) watch(ctx context.Context) (lockLoss, bool) {
 	for {
 		select {
 		case <-ctx.Done():
-			return lockLoss{}, false
+			return wrapper.LockLoss{}, false
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, every)
@@ -149,28 +150,31 @@ func (l *redisLock) watch(ctx context.Context) (lockLoss, bool) {
 				continue
 			}
 			if err == nil {
-				return lockLoss{reason: lostKeyGone}, true
+				return wrapper.LockLoss{Reason: lostKeyGone}, true
 			}
 		case string:
 			if err == nil {
-				return lockLoss{reason: lostKeyTaken, holder: v}, true
+				return wrapper.LockLoss{Reason: lostKeyTaken, Holder: v}, true
 			}
 		}
 		if ctx.Err() != nil {
-			return lockLoss{}, false
+			return wrapper.LockLoss{}, false
 		}
 		if time.Since(lastOK) >= l.ttl {
-			return lockLoss{reason: lostUnreachable}, true
+			return wrapper.LockLoss{Reason: lostUnreachable}, true
 		}
 		t.Reset(retry)
 	}
 }
 
-func (l *redisLock) release(ctx context.Context) error {
+func (l *redisLock) Release(ctx context.Context) error {
 	if err := l.client.Eval(ctx, releaseScript, []string{l.key}, l.token).Err(); err != nil {
 		return l.error("release", err)
 	}
 	return nil
 }
 
-func (l *redisLock) close() { l.client.Close() }
+func (l *redisLock) Close() { l.client.Close() }
+
+// LeaseTTL is the lease, which the start record names.
+func (l *redisLock) LeaseTTL() time.Duration { return l.ttl }
