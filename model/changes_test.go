@@ -256,3 +256,23 @@ func TestSavedViewsNeverChange(t *testing.T) {
 		t.Errorf("hourly: missed %d, duplicates %v, runs %v: the rounds did not make the changes they are for", j.Missed, j.DupCounts, j.RunCounts)
 	}
 }
+
+// The count arrays are indexed by their names' lists: a name added to a
+// list needs its array grown.
+func TestCountArraysMatchTheirNames(t *testing.T) {
+	var j JobState
+	for _, c := range []struct {
+		what   string
+		counts int
+		names  int
+	}{
+		{"RunCounts/Results", len(j.RunCounts), len(Results)},
+		{"SkipCounts/SkipReasons", len(j.SkipCounts), len(SkipReasons)},
+		{"LockLostCounts/LockLayers", len(j.LockLostCounts), len(LockLayers)},
+		{"DupCounts/DuplicateKinds", len(j.DupCounts), len(DuplicateKinds)},
+	} {
+		if c.counts != c.names {
+			t.Errorf("%s: %d counts for %d names", c.what, c.counts, c.names)
+		}
+	}
+}
