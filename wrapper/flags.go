@@ -32,6 +32,64 @@ type Flags struct {
 	LockCheckInterval time.Duration
 }
 
+// RunHelp is the run command's help.
+const RunHelp = "Run a command under non-blocking locks (local, then shared across hosts) and a timeout, recording each run in a run log."
+
+// RunCommandHelp is the help of the run command's command argument.
+const RunCommandHelp = "The command and its arguments, after --."
+
+// RunFlag is one flag of the run command.
+type RunFlag struct {
+	Name, Help, Default, PlaceHolder string
+	set                              func(*Flags, string)
+}
+
+// Set stores v, the flag's value, in f.
+func (fl RunFlag) Set(f *Flags, v string) { fl.set(f, v) }
+
+// RunFlagTable are the run command's flags, in the order of its help: the
+// one table kingpin's run command, cmd/jobwatch/internal/runfirst's early
+// parser and the tests' helper processes read. Durations
+// and the skip code are parsed by the wrapper, so that a malformed value in
+// a crontab line is recorded as a failed run instead of only a usage error
+// nobody reads.
+var RunFlagTable = []RunFlag{
+	{"job", "Job name, as in jobwatch.yml (required).", "", "NAME",
+		func(f *Flags, v string) { f.Job = v }},
+	{"log", "Run log to append records to (default " + DefaultLog + "); - for none (with --record-mysql).", DefaultLog, "PATH",
+		func(f *Flags, v string) { f.Log = v }},
+	{"lock", "Lock file: skip the run if another run holds it (created if missing, never deleted).", "", "PATH",
+		func(f *Flags, v string) { f.Lock = v }},
+	{"timeout", "Kill the command's process group after this long (e.g. 30m, 90s, or seconds); 0: no timeout.", "0", "DURATION",
+		func(f *Flags, v string) { f.Timeout = v }},
+	{"kill-after", "After the timeout's SIGTERM, SIGKILL the process group this much later.", DefaultKillAfter.String(), "DURATION",
+		func(f *Flags, v string) { f.KillAfter = v }},
+	{"skip-exit-code", "Exit code when the run is skipped (a lock is held, or the shared lock's server cannot be reached).", "0", "N",
+		func(f *Flags, v string) { f.SkipExitCode = v }},
+	{"lock-redis", "Shared lock on a Redis server, taken after --lock: redis://[user:password@]host:port/db, rediss:// (TLS) or unix:///path.", "", "URL",
+		func(f *Flags, v string) { f.LockRedis = v }},
+	{"lock-redis-password-file", "File holding the Redis password (instead of the URL's).", "", "PATH",
+		func(f *Flags, v string) { f.LockRedisPasswordFile = v }},
+	{"lock-mysql", "Shared lock with MySQL GET_LOCK, taken after --lock: a go-sql-driver DSN; ${VAR} is replaced by the environment variable.", "", "DSN",
+		func(f *Flags, v string) { f.LockMySQL = v }},
+	{"lock-mysql-dsn-file", "File holding the --lock-mysql DSN.", "", "PATH",
+		func(f *Flags, v string) { f.LockMySQLDSNFile = v }},
+	{"lock-name", `Shared lock name (default "jobwatch:<job>" for Redis, "jobwatch.<job>" for MySQL, at most 64 characters).`, "", "NAME",
+		func(f *Flags, v string) { f.LockName = v }},
+	{"lock-ttl", "Redis lease length, renewed every third of it (default 2 x --timeout; required with --lock-redis without --timeout).", "", "DURATION",
+		func(f *Flags, v string) { f.LockTTL = v }},
+	{"lock-unavailable", "When the shared lock's server cannot be reached: skip, run (without it) or fail.", UnavailableSkip, "skip|run|fail",
+		func(f *Flags, v string) { f.LockUnavailable = v }},
+	{"on-lock-lost", "When the shared lock is lost while the job runs: kill (the job's process group) or warn.", LostKill, "kill|warn",
+		func(f *Flags, v string) { f.OnLockLost = v }},
+	{"record-mysql", "Also write the run into a job_runs table (a go-sql-driver DSN; ${VAR} expanded). With --log -, the table only.", "", "DSN",
+		func(f *Flags, v string) { f.RecordMySQL = v }},
+	{"record-mysql-dsn-file", "File holding the --record-mysql DSN.", "", "PATH",
+		func(f *Flags, v string) { f.RecordMySQLDSNFile = v }},
+	{"record-table", "Table for --record-mysql (may be database.table).", DefaultRecordTable, "NAME",
+		func(f *Flags, v string) { f.RecordTable = v }},
+}
+
 // RunFlags parses f and runs the command as Run does.
 func RunFlags(f Flags) int {
 	o := Options{Job: f.Job, Log: f.Log, Lock: f.Lock, Command: f.Command, KillAfter: DefaultKillAfter,

@@ -45,23 +45,9 @@ func TestMain(m *testing.M) {
 func runFromArgs(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var f Flags
-	fs.StringVar(&f.Job, "job", "", "")
-	fs.StringVar(&f.Log, "log", "", "")
-	fs.StringVar(&f.Lock, "lock", "", "")
-	fs.StringVar(&f.Timeout, "timeout", "", "")
-	fs.StringVar(&f.KillAfter, "kill-after", "", "")
-	fs.StringVar(&f.SkipExitCode, "skip-exit-code", "", "")
-	fs.StringVar(&f.LockRedis, "lock-redis", "", "")
-	fs.StringVar(&f.LockRedisPasswordFile, "lock-redis-password-file", "", "")
-	fs.StringVar(&f.LockMySQL, "lock-mysql", "", "")
-	fs.StringVar(&f.LockMySQLDSNFile, "lock-mysql-dsn-file", "", "")
-	fs.StringVar(&f.LockName, "lock-name", "", "")
-	fs.StringVar(&f.LockTTL, "lock-ttl", "", "")
-	fs.StringVar(&f.LockUnavailable, "lock-unavailable", "", "")
-	fs.StringVar(&f.OnLockLost, "on-lock-lost", "", "")
-	fs.StringVar(&f.RecordMySQL, "record-mysql", "", "")
-	fs.StringVar(&f.RecordMySQLDSNFile, "record-mysql-dsn-file", "", "")
-	fs.StringVar(&f.RecordTable, "record-table", "", "")
+	for _, fl := range RunFlagTable {
+		fs.Func(fl.Name, "", func(v string) error { fl.Set(&f, v); return nil })
+	}
 	f.Host = os.Getenv(testHostEnv)
 	if d := os.Getenv(testCheckEnv); d != "" {
 		f.LockCheckInterval, _ = time.ParseDuration(d)

@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/alecthomas/kingpin/v2"
 
-	"jobwatch/cmd/jobwatch/internal/runfirst"
 	_ "jobwatch/cmd/jobwatch/internal/runremote" // runs with a shared lock or a table, from its init
 	"jobwatch/wrapper"
 	"jobwatch/wrapper/remote"
@@ -16,19 +15,19 @@ import (
 // the command lines they leave to kingpin (see runfirst.Parse), with the
 // same flags.
 func addRunCommand(app *kingpin.Application) (*kingpin.CmdClause, func() wrapper.Flags) {
-	cmd := app.Command("run", runfirst.Help)
-	values := make([]*string, len(runfirst.Flags))
-	for i, fl := range runfirst.Flags {
+	cmd := app.Command("run", wrapper.RunHelp)
+	values := make([]*string, len(wrapper.RunFlagTable))
+	for i, fl := range wrapper.RunFlagTable {
 		c := cmd.Flag(fl.Name, fl.Help).PlaceHolder(fl.PlaceHolder)
 		if fl.Default != "" {
 			c = c.Default(fl.Default)
 		}
 		values[i] = c.String()
 	}
-	command := cmd.Arg("command", runfirst.CommandHelp).Strings()
+	command := cmd.Arg("command", wrapper.RunCommandHelp).Strings()
 	return cmd, func() wrapper.Flags {
 		var f wrapper.Flags
-		for i, fl := range runfirst.Flags {
+		for i, fl := range wrapper.RunFlagTable {
 			fl.Set(&f, *values[i])
 		}
 		f.Command = *command

@@ -9,7 +9,7 @@
 // runs a plain command line from there: `run`, flags of the run command,
 // `--`, the command. Anything else (help, a global flag, a usage error, the
 // command without `--`) is left to main and kingpin, which parse the same
-// flags from Flags; an option that needs a server, to package runremote.
+// flags from wrapper.RunFlagTable; an option that needs a server, to package runremote.
 // TestRunSkipsExporterInit checks the order on the built binary.
 package runfirst
 
@@ -36,64 +36,8 @@ func Exit(f wrapper.Flags) {
 	os.Exit(<-code)
 }
 
-// Help is the run command's help.
-const Help = "Run a command under non-blocking locks (local, then shared across hosts) and a timeout, recording each run in a run log."
-
-// CommandHelp is the help of the command argument.
-const CommandHelp = "The command and its arguments, after --."
-
-// Flag is one flag of the run command.
-type Flag struct {
-	Name, Help, Default, PlaceHolder string
-	set                              func(*wrapper.Flags, string)
-}
-
-// Set stores v, the flag's value, in f.
-func (fl Flag) Set(f *wrapper.Flags, v string) { fl.set(f, v) }
-
-// Flags are the run command's flags, in the order of its help. Durations
-// and the skip code are parsed by the wrapper, so that a malformed value in
-// a crontab line is recorded as a failed run instead of only a usage error
-// nobody reads.
-var Flags = []Flag{
-	{"job", "Job name, as in jobwatch.yml (required).", "", "NAME",
-		func(f *wrapper.Flags, v string) { f.Job = v }},
-	{"log", "Run log to append records to (default " + wrapper.DefaultLog + "); - for none (with --record-mysql).", wrapper.DefaultLog, "PATH",
-		func(f *wrapper.Flags, v string) { f.Log = v }},
-	{"lock", "Lock file: skip the run if another run holds it (created if missing, never deleted).", "", "PATH",
-		func(f *wrapper.Flags, v string) { f.Lock = v }},
-	{"timeout", "Kill the command's process group after this long (e.g. 30m, 90s, or seconds); 0: no timeout.", "0", "DURATION",
-		func(f *wrapper.Flags, v string) { f.Timeout = v }},
-	{"kill-after", "After the timeout's SIGTERM, SIGKILL the process group this much later.", wrapper.DefaultKillAfter.String(), "DURATION",
-		func(f *wrapper.Flags, v string) { f.KillAfter = v }},
-	{"skip-exit-code", "Exit code when the run is skipped (a lock is held, or the shared lock's server cannot be reached).", "0", "N",
-		func(f *wrapper.Flags, v string) { f.SkipExitCode = v }},
-	{"lock-redis", "Shared lock on a Redis server, taken after --lock: redis://[user:password@]host:port/db, rediss:// (TLS) or unix:///path.", "", "URL",
-		func(f *wrapper.Flags, v string) { f.LockRedis = v }},
-	{"lock-redis-password-file", "File holding the Redis password (instead of the URL's).", "", "PATH",
-		func(f *wrapper.Flags, v string) { f.LockRedisPasswordFile = v }},
-	{"lock-mysql", "Shared lock with MySQL GET_LOCK, taken after --lock: a go-sql-driver DSN; ${VAR} is replaced by the environment variable.", "", "DSN",
-		func(f *wrapper.Flags, v string) { f.LockMySQL = v }},
-	{"lock-mysql-dsn-file", "File holding the --lock-mysql DSN.", "", "PATH",
-		func(f *wrapper.Flags, v string) { f.LockMySQLDSNFile = v }},
-	{"lock-name", `Shared lock name (default "jobwatch:<job>" for Redis, "jobwatch.<job>" for MySQL, at most 64 characters).`, "", "NAME",
-		func(f *wrapper.Flags, v string) { f.LockName = v }},
-	{"lock-ttl", "Redis lease length, renewed every third of it (default 2 x --timeout; required with --lock-redis without --timeout).", "", "DURATION",
-		func(f *wrapper.Flags, v string) { f.LockTTL = v }},
-	{"lock-unavailable", "When the shared lock's server cannot be reached: skip, run (without it) or fail.", wrapper.UnavailableSkip, "skip|run|fail",
-		func(f *wrapper.Flags, v string) { f.LockUnavailable = v }},
-	{"on-lock-lost", "When the shared lock is lost while the job runs: kill (the job's process group) or warn.", wrapper.LostKill, "kill|warn",
-		func(f *wrapper.Flags, v string) { f.OnLockLost = v }},
-	{"record-mysql", "Also write the run into a job_runs table (a go-sql-driver DSN; ${VAR} expanded). With --log -, the table only.", "", "DSN",
-		func(f *wrapper.Flags, v string) { f.RecordMySQL = v }},
-	{"record-mysql-dsn-file", "File holding the --record-mysql DSN.", "", "PATH",
-		func(f *wrapper.Flags, v string) { f.RecordMySQLDSNFile = v }},
-	{"record-table", "Table for --record-mysql (may be database.table).", wrapper.DefaultRecordTable, "NAME",
-		func(f *wrapper.Flags, v string) { f.RecordTable = v }},
-}
-
 // Parse reads args (the command line without the program name) when it is
-// `run`, flags of Flags each at most once as --name=value or --name value,
+// `run`, flags of wrapper.RunFlagTable each at most once as --name=value or --name value,
 // `--` and a command. ok is false for any other command line, including
 // ones kingpin would accept (the command without `--`, a global flag):
 // main parses those. A separate value that starts with - or @ (which
@@ -110,10 +54,10 @@ func parse(args []string) (f wrapper.Flags, ok bool) {
 	if len(args) == 0 || args[0] != "run" {
 		return f, false
 	}
-	for _, fl := range Flags {
-		fl.set(&f, fl.Default)
+	for _, fl := range wrapper.RunFlagTable {
+		fl.Set(&f, fl.Default)
 	}
-	seen := make([]bool, len(Flags))
+	seen := make([]bool, len(wrapper.RunFlagTable))
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -142,7 +86,7 @@ func parse(args []string) (f wrapper.Flags, ok bool) {
 			}
 		}
 		seen[k] = true
-		Flags[k].set(&f, value)
+		wrapper.RunFlagTable[k].Set(&f, value)
 	}
 	return f, false // no `--`
 }
@@ -162,7 +106,7 @@ func NeedsRemote(f wrapper.Flags) bool {
 }
 
 func lookup(name string) int {
-	for i, fl := range Flags {
+	for i, fl := range wrapper.RunFlagTable {
 		if fl.Name == name {
 			return i
 		}
