@@ -176,10 +176,10 @@ func TestDeletedAndBack(t *testing.T) {
 		t.Errorf("Err() = %v, want nil", h.tl.Err())
 	}
 	if n := h.logs.count("WARN") + h.logs.count("ERROR"); n != 0 {
-		t.Errorf("%d warnings or errors logged: %q", n, h.logs.recs)
+		t.Errorf("%d warnings or errors logged: %q", n, h.logs.lines())
 	}
 	if n := h.logs.count("waiting for it"); n != 1 {
-		t.Errorf("%d 'waiting' messages, want 1: %q", n, h.logs.recs)
+		t.Errorf("%d 'waiting' messages, want 1: %q", n, h.logs.lines())
 	}
 }
 
