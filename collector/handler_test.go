@@ -3,6 +3,7 @@ package collector
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
@@ -234,6 +236,64 @@ func TestHandlerRendersManyJobsInParallel(t *testing.T) {
 			if w, g := sortedLines(want), sortedLines(got); !slices.Equal(w, g) {
 				t.Fatalf("step %d, %s: %d lines, want %d", step, mediaType(accept), len(g), len(w))
 			}
+		}
+	}
+}
+
+// A scrape is written in chunks by a goroutine of its own while the next
+// chunk is filled (run with -race): whatever the chunk size, from every
+// line its own chunk to one chunk for all, the body is the same bytes.
+func TestHandlerChunksKeepTheBody(t *testing.T) {
+	defer func(n int) { chunkSize = n }(chunkSize)
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(manyJobs(10*segmentJobs, now))
+	h := NewHandler(HandlerOpts{Registry: prometheus.NewPedanticRegistry(), Saved: func() *model.Saved { return saved }, Now: func() time.Time { return now }})
+	for _, accept := range []string{acceptText, acceptOM} {
+		chunkSize = math.MaxInt
+		_, want := get(t, h, accept, "")
+		if len(want) < 3*576<<10 {
+			t.Fatalf("%s: a body of %d bytes does not fill the chunks", mediaType(accept), len(want))
+		}
+		for _, size := range []int{1, 1000, 64 << 10, 512 << 10} {
+			chunkSize = size
+			if _, got := get(t, h, accept, ""); !bytes.Equal(got, want) {
+				t.Fatalf("%s, chunks of %d bytes: %d bytes differ from the body in one chunk (%d bytes)", mediaType(accept), size, len(got), len(want))
+			}
+		}
+	}
+}
+
+// failingWriter is a client gone away: every write fails.
+type failingWriter struct {
+	header http.Header
+	writes int
+}
+
+func (w *failingWriter) Header() http.Header { return w.header }
+func (w *failingWriter) WriteHeader(int)     {}
+func (w *failingWriter) Write([]byte) (int, error) {
+	w.writes++
+	return 0, errors.New("connection reset by peer")
+}
+
+// When the client is gone, the scrape returns after the first failed
+// write, writes nothing more, and counts one encoding error.
+func TestHandlerClientGone(t *testing.T) {
+	defer func(n int) { chunkSize = n }(chunkSize)
+	chunkSize = 4 << 10
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(manyJobs(3*segmentJobs, now))
+	h := NewHandler(HandlerOpts{Registry: prometheus.NewPedanticRegistry(), Saved: func() *model.Saved { return saved }, Now: func() time.Time { return now }})
+	for i, accept := range []string{acceptText, acceptOM} {
+		w := &failingWriter{header: http.Header{}}
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Header.Set("Accept", accept)
+		h.ServeHTTP(w, req)
+		if w.writes != 1 {
+			t.Errorf("%s: %d writes to a client gone at the first", mediaType(accept), w.writes)
+		}
+		if got := testutil.ToFloat64(h.errCount.WithLabelValues("encoding")); got != float64(i+1) {
+			t.Errorf("%s: %v encoding errors counted, want %d", mediaType(accept), got, i+1)
 		}
 	}
 }
