@@ -16,7 +16,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,6 +29,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"jobwatch/internal/scale"
 )
 
 const (
@@ -50,7 +51,7 @@ func main() {
 	if *setup != "" {
 		n, err := strconv.Atoi(strings.Split(*jobs, ",")[0])
 		if err == nil {
-			err = writeSetup(*setup, filepath.Join(*setup, "runs.log"), n)
+			err = scale.WriteSetup(*setup, filepath.Join(*setup, "runs.log"), n, time.Now())
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -143,7 +144,7 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 	}
 	defer os.RemoveAll(dir)
 	logPath := filepath.Join(dir, "runs.log")
-	if err := writeSetup(dir, logPath, n); err != nil {
+	if err := scale.WriteSetup(dir, logPath, n, time.Now()); err != nil {
 		return err
 	}
 	addr, err := freeAddr()
@@ -162,8 +163,8 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 	}
 	defer jw.stop()
 	start := time.Now()
-	records := uint64(6 * n)
-	if err := waitRecords(addr, records, 5*time.Minute); err != nil {
+	records := uint64(scale.RecordsPerJob * n)
+	if err := scale.WaitRecords(addr, records, 5*time.Minute); err != nil {
 		return err
 	}
 	catchUp := time.Since(start)
@@ -292,41 +293,6 @@ func heapProfile(addr, dir, name string) error {
 	return os.WriteFile(filepath.Join(dir, name), b, 0o600)
 }
 
-// writeSetup writes the config of n jobs and a run log in which each has
-// a success, a failure, a skip and a run in progress.
-func writeSetup(dir, logPath string, n int) error {
-	var cfg bytes.Buffer
-	cfg.WriteString("jobs:\n")
-	for i := range n {
-		fmt.Fprintf(&cfg, "  - name: job_%06d\n    every: 1h\n    timeout: 2h\n", i)
-	}
-	fmt.Fprintf(&cfg, "sources:\n  - name: runs\n    type: runlog\n    path: %s\n    format: json\n", logPath)
-	if err := os.WriteFile(filepath.Join(dir, "jobwatch.yml"), cfg.Bytes(), 0o600); err != nil {
-		return err
-	}
-	f, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	now := time.Now().UTC()
-	ts := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339Nano) }
-	for i := range n {
-		j, p := fmt.Sprintf("job_%06d", i), 4*i+1
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", ts(3*time.Hour), j, p)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"end","host":"web1","pid":%d,"status":"success","exit_code":0}`+"\n", ts(2*time.Hour), j, p)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", ts(time.Hour+time.Minute), j, p+1)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"end","host":"web1","pid":%d,"status":"failure","exit_code":1}`+"\n", ts(time.Hour), j, p+1)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"skip","host":"web1","pid":%d,"reason":"locked"}`+"\n", ts(30*time.Minute), j, p+2)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", ts(time.Minute), j, p+3)
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // stream appends rate records a second (start and end pairs, job after
 // job) in ten writes a second until ctx ends; it returns how many.
 func stream(ctx context.Context, logPath string, n, rate int) int {
@@ -346,12 +312,10 @@ func stream(ctx context.Context, logPath string, n, rate int) int {
 		case <-tick.C:
 		}
 		b.Reset()
-		t := time.Now().UTC().Format(time.RFC3339Nano)
+		t := time.Now()
 		for range rate / 20 {
-			j := fmt.Sprintf("job_%06d", next%n)
 			next, pid = next+1, pid+1
-			fmt.Fprintf(&b, `{"time":%q,"job":%q,"event":"start","host":"web2","pid":%d}`+"\n", t, j, pid)
-			fmt.Fprintf(&b, `{"time":%q,"job":%q,"event":"end","host":"web2","pid":%d,"status":"success","exit_code":0}`+"\n", t, j, pid)
+			scale.AppendSuccess(&b, scale.JobName((next-1)%n), "web2", pid, t)
 			written += 2
 		}
 		if _, err := f.Write(b.Bytes()); err != nil {
@@ -360,15 +324,13 @@ func stream(ctx context.Context, logPath string, n, rate int) int {
 	}
 }
 
-var client = &http.Client{Transport: &http.Transport{DisableCompression: true}}
-
 func get(addr, accept string) ([]byte, error) {
 	req, err := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", accept)
-	rsp, err := client.Do(req)
+	rsp, err := scale.Client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -387,38 +349,13 @@ func timed(addr, accept string) (time.Duration, int, error) {
 	}
 	req.Header.Set("Accept", accept)
 	t0 := time.Now()
-	rsp, err := client.Do(req)
+	rsp, err := scale.Client.Do(req)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer rsp.Body.Close()
 	n, err := io.Copy(io.Discard, rsp.Body)
 	return time.Since(t0), int(n), err
-}
-
-// waitRecords waits until jobwatch shows (so has saved) want records.
-func waitRecords(addr string, want uint64, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var got uint64
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequest("GET", "http://"+addr+"/metrics?name[]=jobwatch_source_records_total", nil)
-		rsp, err := client.Do(req)
-		if err == nil {
-			b, _ := io.ReadAll(rsp.Body)
-			rsp.Body.Close()
-			for line := range strings.Lines(string(b)) {
-				if v, ok := strings.CutPrefix(line, `jobwatch_source_records_total{source="runs"} `); ok {
-					f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-					got = uint64(f)
-				}
-			}
-			if got >= want {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return errors.New("timed out waiting for the catch-up: " + strconv.FormatUint(got, 10) + " records shown")
 }
 
 func procStatus(pid int, key string) int {
