@@ -3,6 +3,7 @@ package wrapper
 import (
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -339,6 +340,12 @@ func TestTimeoutPromptWhenJobObeys(t *testing.T) {
 // SIGTERM, SIGINT and SIGHUP sent to the wrapper reach the job, and the run is
 // recorded as it ended.
 func TestSignalsForwarded(t *testing.T) {
+	// The suite may run under nohup, and a wrapper started with a signal
+	// ignored keeps it ignored (TestIgnoredSignalsStayIgnored): this process
+	// takes the signals, so that the wrappers it starts have them at their
+	// defaults.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Reset(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -370,6 +377,66 @@ func TestSignalsForwarded(t *testing.T) {
 			waitFor(t, "the job's group to end", 5*time.Second, func() bool { return !groupAlive(jobPID) })
 		})
 	}
+}
+
+// A wrapper started with SIGHUP ignored (nohup) leaves it ignored, for
+// itself and its job, and still forwards SIGTERM: a SIGHUP does not end the
+// run, the SIGTERM after it does.
+func TestIgnoredSignalsStayIgnored(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "runs.log")
+	helper := wrapCmd(t, "--log", log, "--job", "j", "--", "sh", "-c", "sleep 60; :")
+	cmd := exec.Command("nohup", helper.Args...)
+	cmd.Env = helper.Env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var jobPID int
+	waitFor(t, "start record", 10*time.Second, func() bool {
+		if recs := readRecords(t, log); len(recs) > 0 {
+			jobPID = recs[0].PID
+			return true
+		}
+		return false
+	})
+	t.Cleanup(func() { unix.Kill(-jobPID, unix.SIGKILL) })
+	for _, pid := range []int{cmd.Process.Pid, jobPID} {
+		if ign := ignoredSignals(t, pid); ign&(1<<(syscall.SIGHUP-1)) == 0 {
+			t.Errorf("pid %d: SIGHUP not ignored (SigIgn %x)", pid, ign)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // let sh start its child
+	// An ignored signal is discarded when it is sent; one forwarded would
+	// end the job before the SIGTERM (lower signals are delivered first).
+	cmd.Process.Signal(syscall.SIGHUP)
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit %d, want %d", code, 128+int(syscall.SIGTERM))
+	}
+	if recs := readRecords(t, log); events(recs) != "start,end" || *recs[1].ExitCode != 128+int(syscall.SIGTERM) {
+		t.Errorf("records %+v, want an end with exit_code %d", recs, 128+int(syscall.SIGTERM))
+	}
+	waitFor(t, "the job's group to end", 5*time.Second, func() bool { return !groupAlive(jobPID) })
+}
+
+// ignoredSignals is the SigIgn mask of process pid.
+func ignoredSignals(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatalf("SigIgn %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no SigIgn in /proc/%d/status", pid)
+	return 0
 }
 
 // Many wrappers appending to one log at once write only whole records, and
