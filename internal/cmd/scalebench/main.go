@@ -9,7 +9,8 @@
 // then scrapes jobwatch and the floor in turns, in text and OpenMetrics:
 // first with nothing changing, then with records arriving at -rate a
 // second. It prints one Markdown table row per case, with jobwatch's CPU
-// time per scrape and its resident memory.
+// time per scrape and its resident memory, then times scrapes of each
+// format with gzip, as Prometheus asks for them by default.
 package main
 
 import (
@@ -267,6 +268,21 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 			fmt.Fprintf(os.Stderr, "%d jobs: %d records written while scraping\n", n, written)
 		}
 	}
+	// Prometheus asks for gzip by default (scrape_configs'
+	// enable_compression); the floor writes no compressed bytes to compare.
+	for _, accept := range []string{acceptText, acceptOM} {
+		var ds []time.Duration
+		size := 0
+		for range scrapes {
+			d, sz, err := timedAs(jw.addr, accept, "gzip")
+			if err != nil {
+				return err
+			}
+			ds, size = append(ds, d), sz
+		}
+		fmt.Fprintf(os.Stderr, "%d jobs: gzip scrapes, %s: %.3f s (%.3f–%.3f), %.1f MB\n", n, map[string]string{acceptText: "text", acceptOM: "OpenMetrics"}[accept],
+			median(ds).Seconds(), slices.Min(ds).Seconds(), slices.Max(ds).Seconds(), float64(size)/1e6)
+	}
 	fmt.Fprintf(os.Stderr, "%d jobs: peak RSS (VmHWM) %d MB\n", n, hwm(jw.cmd.Process.Pid)>>10)
 	return heapProfile(addr, heapDir, fmt.Sprintf("heap-%d-scraped.pb.gz", n))
 }
@@ -342,12 +358,19 @@ func get(addr, accept string) ([]byte, error) {
 }
 
 // timed is one scrape's wall time (request to last byte) and size.
-func timed(addr, accept string) (time.Duration, int, error) {
+func timed(addr, accept string) (time.Duration, int, error) { return timedAs(addr, accept, "") }
+
+// timedAs is timed, asking for the body in encoding (gzip, as Prometheus
+// asks by default), which is read as it comes.
+func timedAs(addr, accept, encoding string) (time.Duration, int, error) {
 	req, err := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return 0, 0, err
 	}
 	req.Header.Set("Accept", accept)
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
 	t0 := time.Now()
 	rsp, err := scale.Client.Do(req)
 	if err != nil {
