@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"jobwatch/model"
@@ -105,17 +106,19 @@ func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			return fmt.Errorf("saved position of %s: %w", r.name, err)
 		}
 	}
-	t := tail.New(r.path, pos, tail.Options{Logger: r.tailLog, Waker: r.waker})
+	// Records are parsed on this goroutine while the batch before them is
+	// applied on another: in a catch-up each is about half of the work, and
+	// they run on two cores. Batches are applied in order, each with its
+	// position; before the tailer waits, and before Run returns, every batch
+	// handed over has been applied. Two event buffers take turns, so one
+	// batch at most waits.
+	var pending sync.WaitGroup
+	t := tail.New(r.path, pos, tail.Options{Logger: r.tailLog, Waker: r.waker, Idle: pending.Wait})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go r.reportHealth(ctx, t, sink)
 
-	// Records are parsed on this goroutine while the batch before them is
-	// applied on another: in a catch-up each is about half of the work, and
-	// they run on two cores. Batches are applied in order, each with its
-	// position, and every batch handed over is applied before Run returns.
-	// Two event buffers take turns, so one batch at most waits.
 	batches := make(chan model.Batch, 1)
 	buffers := make(chan []model.Event, 2)
 	buffers <- nil
@@ -126,6 +129,7 @@ func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 		for b := range batches {
 			sink.Apply(b)
 			buffers <- b.Events
+			pending.Done()
 		}
 	}()
 	err := t.Run(ctx, func(lines []tail.Line, p tail.Position, resets int) {
@@ -154,6 +158,7 @@ func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 		if err != nil {
 			panic(err) // a struct of numbers and a string always marshals
 		}
+		pending.Add(1)
 		batches <- model.Batch{Source: r.name, Events: events, ParseErrors: bad, PositionResets: resets, Position: position}
 	})
 	close(batches)

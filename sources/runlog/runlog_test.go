@@ -140,6 +140,54 @@ func TestRunLogJSONAndBadLines(t *testing.T) {
 	}
 }
 
+// gatedSink holds every Apply until its gate is closed.
+type gatedSink struct {
+	*healthSink
+	gate chan struct{}
+}
+
+func (g *gatedSink) Apply(b model.Batch) {
+	<-g.gate
+	g.healthSink.Apply(b)
+}
+
+// Batches are applied on a goroutine of their own while the next ones are
+// parsed, but the tailer goes idle (a StepWaker's Step returns) only once
+// every batch it read has been applied: a pass over the file is whole when
+// it ends.
+func TestRunLogAppliesEveryBatchBeforeIdle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.log")
+	appendLines(t, path,
+		`{"time":"2026-11-30T10:00:00Z","job":"stats","event":"start","host":"web1","pid":1}`,
+		`{"time":"2026-11-30T10:00:40Z","job":"stats","event":"end","host":"web1","pid":1,"status":"success"}`,
+		`{"time":"2026-11-30T11:00:00Z","job":"stats","event":"start","host":"web1","pid":2}`,
+		`{"time":"2026-11-30T11:00:40Z","job":"stats","event":"end","host":"web1","pid":2,"status":"success"}`,
+	)
+	sink := &gatedSink{healthSink: newSink("stats"), gate: make(chan struct{})}
+	src := newRunLog(t, path, "json")
+	w := tail.NewStepWaker()
+	src.waker = w
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, nil, sink) }()
+	idle := make(chan struct{})
+	go func() { w.Idle(); close(idle) }()
+	select {
+	case <-idle:
+		t.Fatal("the tailer went idle while its batch waited to be applied")
+	case <-time.After(200 * time.Millisecond): // a tailer going idle early would have by now
+	}
+	close(sink.gate)
+	<-idle
+	if j, _ := view(t, sink.Tracker, "stats"); j.RunCounts[0] != 2 {
+		t.Errorf("idle with %d of 2 runs applied", j.RunCounts[0])
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRunLogRegexReadsAnApplicationLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.log")
 	appendLines(t, path,

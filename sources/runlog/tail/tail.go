@@ -89,6 +89,11 @@ type Options struct {
 	Waker Waker
 	// Logger gets rotations, truncations, resets and read errors.
 	Logger *slog.Logger
+	// Idle, when set, runs on Run's goroutine each time the Tailer has read
+	// what there is, before it waits: a caller that hands batches on to be
+	// processed elsewhere finishes them there, so that an idle Tailer (a
+	// StepWaker's Step returning) means every line read has been processed.
+	Idle func()
 }
 
 // Stats counts what happened to the file since New. The caller can expose
@@ -223,6 +228,9 @@ func (t *Tailer) Run(ctx context.Context, fn func(lines []Line, pos Position, re
 		t.step()
 		if ctx.Err() != nil {
 			return nil
+		}
+		if t.opts.Idle != nil {
+			t.opts.Idle()
 		}
 		if err := w.Wait(ctx); err != nil {
 			return nil
