@@ -609,6 +609,7 @@ type scrapeMem struct {
 	done    chan struct{}
 	failed  atomic.Bool // a write failed: the scrape may stop filling
 	err     error       // the first write error, read after done
+	panicked any         // a panic of a write, to go on in the scrape's goroutine
 }
 
 // chunkSize is how many bytes a chunk holds before it is written (a
@@ -646,7 +647,7 @@ func (s *scrapeMem) start(out io.Writer) {
 	s.free = make(chan []byte, chunksCount)
 	s.done = make(chan struct{})
 	s.failed.Store(false)
-	s.err = nil
+	s.err, s.panicked = nil, nil
 	s.chunk = s.chunks[0][:0]
 	for _, c := range s.chunks[1:] {
 		s.free <- c[:0]
@@ -654,15 +655,28 @@ func (s *scrapeMem) start(out io.Writer) {
 	go func() {
 		defer close(s.done)
 		for b := range s.full {
-			if s.err == nil {
-				if _, err := out.Write(b); err != nil {
-					s.err = err
-					s.failed.Store(true)
-				}
+			if !s.failed.Load() {
+				s.writeChunk(out, b)
 			}
 			s.free <- b[:0]
 		}
 	}()
+}
+
+// writeChunk writes b to out. A panic goes on in the scrape's goroutine
+// (finish), where net/http recovers it, not in this one, where nothing
+// would.
+func (s *scrapeMem) writeChunk(out io.Writer, b []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.panicked = p
+			s.failed.Store(true)
+		}
+	}()
+	if _, err := out.Write(b); err != nil {
+		s.err = err
+		s.failed.Store(true)
+	}
 }
 
 // Write appends p to the chunk being filled (the registry's encoder
@@ -690,6 +704,10 @@ func (s *scrapeMem) finish() error {
 	close(s.full)
 	<-s.done
 	s.chunk = nil
+	if p := s.panicked; p != nil {
+		s.panicked = nil
+		panic(p)
+	}
 	return s.err
 }
 

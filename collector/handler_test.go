@@ -298,6 +298,30 @@ func TestHandlerClientGone(t *testing.T) {
 	}
 }
 
+// panickingWriter panics at its first write.
+type panickingWriter struct{ failingWriter }
+
+func (w *panickingWriter) Write([]byte) (int, error) { panic("write panicked") }
+
+// A panic of a write, which happens on the pipeline's goroutine, goes on in
+// the scrape's, where net/http recovers it; the process goes on.
+func TestHandlerWritePanicReachesTheScrape(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	saved := savedOf(everyKind(t, now))
+	h := NewHandler(HandlerOpts{Registry: prometheus.NewPedanticRegistry(), Saved: func() *model.Saved { return saved }, Now: func() time.Time { return now }})
+	got := func() (p any) {
+		defer func() { p = recover() }()
+		h.ServeHTTP(&panickingWriter{failingWriter{header: http.Header{}}}, httptest.NewRequest("GET", "/metrics", nil))
+		return nil
+	}()
+	if got != "write panicked" {
+		t.Fatalf("ServeHTTP recovered %v, want the write's panic", got)
+	}
+	if _, body := get(t, h, acceptText, ""); !bytes.Contains(body, []byte("jobwatch_job_info")) {
+		t.Fatal("no scrape after the panic")
+	}
+}
+
 func TestHandlerGzipAndProtobuf(t *testing.T) {
 	now := t0.Add(2 * time.Hour)
 	saved := savedOf(everyKind(t, now))
