@@ -601,14 +601,14 @@ type watch struct {
 // calls run on two cores. Without it, writing back was half of a cached
 // scrape's CPU time, spent while the socket waited (BENCHMARKS.md).
 type scrapeMem struct {
-	watches []watch
-	chunk   []byte   // being filled
-	chunks  [][]byte // every chunk of this scrapeMem, to reuse
-	full    chan []byte
-	free    chan []byte
-	done    chan struct{}
-	failed  atomic.Bool // a write failed: the scrape may stop filling
-	err     error       // the first write error, read after done
+	watches  []watch
+	chunk    []byte   // being filled
+	chunks   [][]byte // every chunk of this scrapeMem, to reuse
+	full     chan []byte
+	free     chan []byte
+	done     chan struct{}
+	failed   atomic.Bool // a write failed: the scrape may stop filling
+	err      error       // the first write error, read after done
 	panicked any         // a panic of a write, to go on in the scrape's goroutine
 }
 
