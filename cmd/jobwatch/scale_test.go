@@ -2,9 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,19 +151,9 @@ func TestScale(t *testing.T) {
 // scrapeAs scrapes addr's /metrics in the format accept names.
 func scrapeAs(t *testing.T, addr, accept string) []byte {
 	t.Helper()
-	req, err := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	body, err := scale.Scrape(addr, accept)
 	if err != nil {
 		t.Fatal(err)
-	}
-	req.Header.Set("Accept", accept)
-	rsp, err := scale.Client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rsp.Body.Close()
-	body, err := io.ReadAll(rsp.Body)
-	if err != nil || rsp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: %v %s", err, rsp.Status)
 	}
 	return body
 }
@@ -229,19 +216,9 @@ func parsedValues(t *testing.T, lines []string) []string {
 // procStatusKB is the kB value of key in /proc/PID/status.
 func procStatusKB(t *testing.T, pid int, key string) int {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	kb, err := scale.StatusKB(pid, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			if err != nil {
-				t.Fatalf("%s: %q", key, line)
-			}
-			return kb
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", key, pid)
-	return 0
+	return kb
 }

@@ -73,6 +73,38 @@ func AppendSuccess(w *bytes.Buffer, job, host string, pid int, t time.Time) {
 // Client scrapes without compression, as the floor is read.
 var Client = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 
+// Scrape returns the body of addr's /metrics in the format accept asks for.
+func Scrape(addr, accept string) ([]byte, error) {
+	req, err := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", accept)
+	rsp, err := Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer rsp.Body.Close()
+	if rsp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", addr, rsp.Status)
+	}
+	return io.ReadAll(rsp.Body)
+}
+
+// StatusKB is the value in kB of key (VmRSS, VmHWM) in /proc/PID/status.
+func StatusKB(pid int, key string) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", key, pid)
+}
+
 // WaitRecords waits until jobwatch on addr shows (so has saved) want
 // records of Source, asking for that family only.
 func WaitRecords(addr string, want uint64, timeout time.Duration) error {

@@ -189,7 +189,7 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 		first[i], firstCPU[i] = d, cpuTime(jw.cmd.Process.Pid)-c0
 	}
 	for i, accept := range []string{acceptText, acceptOM} {
-		if bodies[i], err = get(addr, accept); err != nil {
+		if bodies[i], err = scale.Scrape(addr, accept); err != nil {
 			return err
 		}
 	}
@@ -340,23 +340,6 @@ func stream(ctx context.Context, logPath string, n, rate int) int {
 	}
 }
 
-func get(addr, accept string) ([]byte, error) {
-	req, err := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", accept)
-	rsp, err := scale.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer rsp.Body.Close()
-	if rsp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", addr, rsp.Status)
-	}
-	return io.ReadAll(rsp.Body)
-}
-
 // timed is one scrape's wall time (request to last byte) and size.
 func timed(addr, accept string) (time.Duration, int, error) { return timedAs(addr, accept, "") }
 
@@ -381,19 +364,9 @@ func timedAs(addr, accept, encoding string) (time.Duration, int, error) {
 	return time.Since(t0), int(n), err
 }
 
-func procStatus(pid int, key string) int {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			kb, _ := strconv.Atoi(strings.Fields(v)[0])
-			return kb
-		}
-	}
-	return 0
-}
-
-func rss(pid int) int { return procStatus(pid, "VmRSS") }
-func hwm(pid int) int { return procStatus(pid, "VmHWM") }
+// rss and hwm are VmRSS and VmHWM of pid, in kB; 0 once it has gone.
+func rss(pid int) int { kb, _ := scale.StatusKB(pid, "VmRSS"); return kb }
+func hwm(pid int) int { kb, _ := scale.StatusKB(pid, "VmHWM"); return kb }
 
 // cpuTime is the user and system time of pid.
 func cpuTime(pid int) time.Duration {
