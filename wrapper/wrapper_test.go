@@ -247,15 +247,7 @@ func TestLockOutlivesKilledWrapper(t *testing.T) {
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var jobPID int
-	waitFor(t, "start record", 10*time.Second, func() bool {
-		if recs := readRecords(t, log); len(recs) > 0 {
-			jobPID = recs[0].PID
-			return true
-		}
-		return false
-	})
-	t.Cleanup(func() { unix.Kill(-jobPID, unix.SIGKILL) })
+	jobPID := startedJob(t, log)
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -354,15 +346,7 @@ func TestSignalsForwarded(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			var jobPID int
-			waitFor(t, "start record", 10*time.Second, func() bool {
-				if recs := readRecords(t, log); len(recs) > 0 {
-					jobPID = recs[0].PID
-					return true
-				}
-				return false
-			})
-			t.Cleanup(func() { unix.Kill(-jobPID, unix.SIGKILL) })
+			jobPID := startedJob(t, log)
 			time.Sleep(50 * time.Millisecond) // let sh start its child
 			cmd.Process.Signal(sig)
 			cmd.Wait()
@@ -390,15 +374,7 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var jobPID int
-	waitFor(t, "start record", 10*time.Second, func() bool {
-		if recs := readRecords(t, log); len(recs) > 0 {
-			jobPID = recs[0].PID
-			return true
-		}
-		return false
-	})
-	t.Cleanup(func() { unix.Kill(-jobPID, unix.SIGKILL) })
+	jobPID := startedJob(t, log)
 	for _, pid := range []int{cmd.Process.Pid, jobPID} {
 		if ign := ignoredSignals(t, pid); ign&(1<<(syscall.SIGHUP-1)) == 0 {
 			t.Errorf("pid %d: SIGHUP not ignored (SigIgn %x)", pid, ign)
@@ -417,6 +393,22 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 		t.Errorf("records %+v, want an end with exit_code %d", recs, 128+int(syscall.SIGTERM))
 	}
 	waitFor(t, "the job's group to end", 5*time.Second, func() bool { return !groupAlive(jobPID) })
+}
+
+// startedJob waits for the start record in log and returns the job's pid;
+// its process group is killed when the test ends.
+func startedJob(t *testing.T, log string) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "start record", 10*time.Second, func() bool {
+		if recs := readRecords(t, log); len(recs) > 0 {
+			pid = recs[0].PID
+			return true
+		}
+		return false
+	})
+	t.Cleanup(func() { unix.Kill(-pid, unix.SIGKILL) })
+	return pid
 }
 
 // ignoredSignals is the SigIgn mask of process pid.
