@@ -154,4 +154,12 @@ type Batch struct {
 	// Locks, from a lock probe, replace the source's lock states when not
 	// nil.
 	Locks []LockState
+	// AtEnd: the source has handed over everything there was to read when
+	// it made this batch (a run log read to its end, a poll that found no
+	// more rows). Until its next batch, a record it hands over is dated at
+	// most its late window (SourceSpec.LateWindow) before the moment it is
+	// handed over, so its watermark follows the clock. A batch without
+	// AtEnd says the source is still reading (catching up): its watermark
+	// is the latest record time it has handed over, less the window.
+	AtEnd bool
 }

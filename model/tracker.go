@@ -33,6 +33,12 @@ type SourceSpec struct {
 	// journal). A source whose identity changes starts over; one removed
 	// and configured again, or renamed, takes over its old position.
 	Identity string
+	// Runs: the source reports runs (a lock probe does not), so the
+	// decisions of the jobs it may report wait for its watermark.
+	Runs bool
+	// LateWindow is how late, in event time, the source may hand over a
+	// record: its watermark is that far behind what it has read.
+	LateWindow time.Duration
 }
 
 // Options configure a Tracker.

@@ -42,6 +42,16 @@ type Source interface {
 	Run(ctx context.Context, from json.RawMessage, sink Sink) error
 }
 
+// RunReporter is implemented by the Config of a source that reports runs
+// (a lock probe's does not). LateWindow is how late, in event time, the
+// source may hand over a record: how far behind the latest record it has
+// read (or, once it has read to its end, behind the clock) its watermark
+// is. Jobs' slots are decided only up to the lowest watermark of the
+// sources that report them (docs/schedules.md).
+type RunReporter interface {
+	LateWindow() time.Duration
+}
+
 // Checker is implemented by sources that can check more of their config than
 // its syntax (a database's table and columns) for `jobwatch check-config`.
 type Checker interface {
