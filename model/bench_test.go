@@ -17,9 +17,9 @@ func BenchmarkApply(b *testing.B) {
 	for i := range 100 {
 		jobs = append(jobs, JobSpec{Name: fmt.Sprintf("job_%03d", i), Schedule: schedule.Every(time.Hour), StaleMultiple: 2})
 	}
-	tr.Configure(jobs, []SourceSpec{{Name: "runs", Type: "runlog"}})
+	tr.Configure(jobs, []SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
 	t0 := time.Now().Add(-time.Hour)
-	batch := Batch{Source: "runs", Position: []byte(`{"offset":1}`)}
+	batch := Batch{Source: "runs", AtEnd: true, Position: []byte(`{"offset":1}`)}
 	for i := range 50 {
 		job := jobs[i*2%100].Name
 		batch.Events = append(batch.Events,
@@ -43,7 +43,7 @@ func memJobs(n, runs int, now time.Time) *Tracker {
 	for i := range specs {
 		specs[i] = JobSpec{Name: fmt.Sprintf("job_%05d", i), Schedule: schedule.Every(time.Hour), Timeout: time.Hour, StaleMultiple: 2}
 	}
-	tr.Configure(specs, []SourceSpec{{Name: "runs", Type: "runlog"}})
+	tr.Configure(specs, []SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
 	for i := range specs {
 		j := specs[i].Name
 		var evs []Event
@@ -65,7 +65,7 @@ func memJobs(n, runs int, now time.Time) *Tracker {
 				Event{Kind: End, Job: j, Host: "web1", PID: 1000 + k, Time: at.Add(time.Duration(k+1) * time.Second), Result: res, HasExitCode: true})
 		}
 		evs = append(evs, Event{Kind: Start, Job: j, Host: "web1", PID: i + 4, Time: now.Add(-time.Second)})
-		tr.Apply(Batch{Source: "runs", Events: evs})
+		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: evs})
 	}
 	return tr
 }

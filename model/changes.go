@@ -274,6 +274,10 @@ func (j *job) view() *JobView {
 	j.shared.Store(true)
 	v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
 	v.Open = j.sortedOpen()
+	if len(j.pending) > 0 {
+		v.Pending = slices.Clone(j.pending)
+	}
+	v.DecidedUntil = j.decided
 	return v
 }
 

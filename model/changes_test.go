@@ -34,7 +34,7 @@ func TestChangesHoldWhatChanged(t *testing.T) {
 		t.Fatal("no change signalled")
 	}
 
-	tr.Apply(Batch{Source: "runs", Position: json.RawMessage(`{"offset":1}`), Events: []Event{
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Position: json.RawMessage(`{"offset":1}`), Events: []Event{
 		start("stats", "web1", 1, at(0)), end("stats", "web1", 1, at(time.Minute), Success),
 	}})
 	select {
@@ -48,7 +48,7 @@ func TestChangesHoldWhatChanged(t *testing.T) {
 	}
 	// The values taken are copies: later events do not change them.
 	taken := c.Jobs["stats"]
-	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 2, at(2*time.Minute), Failure)}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("stats", "web1", 2, at(2*time.Minute), Failure)}})
 	if taken.RunCounts != [4]uint64{1, 0, 0, 0} || taken.Durations.Count != 1 {
 		t.Fatalf("a later event changed a value taken before: %+v", taken)
 	}
@@ -58,7 +58,7 @@ func TestChangesHoldWhatChanged(t *testing.T) {
 
 	// A lost run (reaped) is a change of its job; a health change one of its
 	// source.
-	tr.Apply(Batch{Source: "runs", Events: []Event{start("backup", "host", 7, at(0))}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("backup", "host", 7, clock.now.Add(-29*time.Minute-30*time.Second))}})
 	tr.SetHealth("runs", true, nil)
 	tr.Changes()
 	clock.Advance(time.Minute)
@@ -145,7 +145,7 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 	lost := Event{Kind: LockLost, Job: "stats", Host: "web1", PID: 1, Time: at(0), Lock: "redis"}
 	sk := skip("stats", at(0))
 	sk.SkipLabel = "locked"
-	tr.Apply(Batch{Source: "runs", Events: []Event{start("stats", "web1", 1, at(0)), lost, end("stats", "web1", 1, at(time.Minute), Success), sk}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("stats", "web1", 1, at(0)), lost, end("stats", "web1", 1, at(time.Minute), Success), sk}})
 	saved := tr.Changes().Jobs["stats"]
 	live, _ := tr.View()
 	check := func(what string, v *JobView) {
@@ -159,7 +159,7 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 		}
 	}
 	for range 2 {
-		tr.Apply(Batch{Source: "runs", Events: []Event{start("stats", "web1", 2, at(2*time.Minute)), lost, end("stats", "web1", 2, at(3*time.Minute), Failure), sk}})
+		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("stats", "web1", 2, at(2*time.Minute)), lost, end("stats", "web1", 2, at(3*time.Minute), Failure), sk}})
 		check("a saved view", saved)
 		var v *JobView
 		for i := range live {
@@ -180,11 +180,11 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 func TestSavedViewsNeverChange(t *testing.T) {
 	h := func(hh, mm int) time.Time { return time.Date(2026, 11, 30, hh, mm, 0, 0, time.UTC) }
 	clock := &fakeClock{now: h(13, 30)} // the records below are not in the future
-	tr := New(Options{Host: "here", Now: clock.Now, Alive: func(pid int) bool { return pid < 100 }, LostAfter: time.Second})
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(pid int) bool { return pid < 100 }, LostAfter: time.Second})
 	tr.Configure([]JobSpec{
 		{Name: "hourly", Schedule: grid{time.Hour}, Grace: time.Minute, Scope: "cluster", StaleMultiple: 2},
 		{Name: "stats", Schedule: schedule.Every(time.Hour), Timeout: 2 * time.Hour, StaleMultiple: 2},
-	}, []SourceSpec{{Name: "runs", Type: "runlog"}})
+	}, []SourceSpec{{Name: "runs", Type: "runlog", Runs: true, LateWindow: time.Hour}}) // the rounds go back in time
 	tr.SetHealth("runs", true, nil)
 	dump := func(v *JobView) string {
 		t.Helper()
@@ -235,7 +235,7 @@ func TestSavedViewsNeverChange(t *testing.T) {
 		{start("hourly", "here", 200, h(13, 0)), start("stats", "here", 201, h(13, 0))},
 	}
 	for i, events := range rounds {
-		tr.Apply(Batch{Source: "runs", Events: events, Position: json.RawMessage(`{"offset":` + string(rune('1'+i)) + `}`)})
+		tr.Apply(Batch{Source: "runs", AtEnd: i == len(rounds)-1, Events: events, Position: json.RawMessage(`{"offset":` + string(rune('1'+i)) + `}`)})
 		save()
 	}
 	clock.now = h(16, 0) // past warm-up: slots 14:00 and 15:00 are missed
@@ -244,7 +244,7 @@ func TestSavedViewsNeverChange(t *testing.T) {
 	tr.Reap() // the gone processes are lost now
 	save()
 	tr.Restore(tr.Snapshot())
-	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "a", 5, h(16, 1), Success)}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("stats", "a", 5, h(16, 1), Success)}})
 	save()
 	tr.Reap()
 	for i, v := range views {

@@ -12,7 +12,7 @@ import (
 func TestEarliestRecordCountsForStaleness(t *testing.T) {
 	clock := &fakeClock{now: at(49 * time.Hour)}
 	tr := newTestTracker(clock, nil)
-	tr.Apply(Batch{Source: "runs", Events: []Event{
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{
 		start("backup", "db1", 9, at(0)), end("backup", "db1", 9, at(time.Minute), Failure),
 	}})
 	v := jobView(t, tr, "backup")
@@ -24,7 +24,7 @@ func TestEarliestRecordCountsForStaleness(t *testing.T) {
 		t.Error("a daily job without a success for two days is not stale")
 	}
 	// A later record does not move it forward.
-	tr.Apply(Batch{Source: "runs", Events: []Event{start("backup", "db1", 10, at(47*time.Hour))}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("backup", "db1", 10, at(47*time.Hour))}})
 	if v := jobView(t, tr, "backup"); !v.FirstWatched.Equal(at(0)) {
 		t.Errorf("first watched moved to %v", v.FirstWatched)
 	}
@@ -36,7 +36,7 @@ func TestRepeatedEndIsNotASecondRun(t *testing.T) {
 	clock := &fakeClock{now: at(time.Hour)}
 	tr := newTestTracker(clock, nil)
 	withID := func(e Event, id string) Event { e.RunID = id; return e }
-	tr.Apply(Batch{Source: "runs", Events: []Event{
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{
 		start("stats", "web1", 42, at(0)),
 		end("stats", "web1", 42, at(40*time.Second), Success),
 		end("stats", "web1", 42, at(41*time.Second), Success), // repeated: same host and pid
@@ -64,16 +64,16 @@ func TestRepeatedEndIsNotASecondRun(t *testing.T) {
 // job was started; it declined to run. It is neither missed nor unexpected.
 func TestSkipFillsItsSlot(t *testing.T) {
 	clock := &fakeClock{now: at(0)}
-	tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }})
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
 	every10, err := schedule.ParseCron("*/10 * * * *", time.UTC, schedule.Debian)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr.Configure([]JobSpec{{Name: "sync", Schedule: every10, Grace: time.Minute, StaleMultiple: 2}},
-		[]SourceSpec{{Name: "runs", Type: "runlog"}})
+		[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
 	tr.SetHealth("runs", true, nil)
 	clock.now = at(time.Hour)
-	tr.Apply(Batch{Source: "runs", Events: []Event{
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{
 		start("sync", "web1", 1, at(10*time.Second)),               // 10:00 ran
 		skip("sync", at(10*time.Minute+5*time.Second)),             // 10:10 skipped
 		skip("sync", at(20*time.Minute+3*time.Second)),             // 10:20 skipped

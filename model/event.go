@@ -134,6 +134,16 @@ type Event struct {
 	// Output is the end of what the run printed, when the source has it
 	// (a check-in's body).
 	Output string
+
+	// late: it came after its job had decided past its time.
+	late bool
+}
+
+// Held is a record the model holds for its job's watermark, with the source
+// that handed it over.
+type Held struct {
+	Event
+	Source string
 }
 
 // Batch is what a source hands the tracker at once: events in the order they

@@ -20,7 +20,7 @@ func TestRecentAndDurationHistoryBounded(t *testing.T) {
 	}
 	evs = append(evs, skip("stats", at(200*time.Hour)))
 	clock.now = at(300 * time.Hour)
-	tr.Apply(Batch{Source: "runs", Events: evs})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: evs})
 	view := jobView(t, tr, "stats")
 	before := struct {
 		Recent          []RecentRun
@@ -45,7 +45,7 @@ func TestRecentAndDurationHistoryBounded(t *testing.T) {
 		t.Error("a quantile of nothing")
 	}
 	// A view taken before keeps what it saw while the model goes on.
-	tr.Apply(Batch{Source: "runs", Events: []Event{start("stats", "web1", 1, at(301*time.Hour)), end("stats", "web1", 1, at(301*time.Hour+time.Second), Failure)}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("stats", "web1", 1, at(301*time.Hour)), end("stats", "web1", 1, at(301*time.Hour+time.Second), Failure)}})
 	if before.Recent[len(before.Recent)-1].Result() != Skipped || before.DurationHistory[len(before.DurationHistory)-1] != 130 {
 		t.Error("a later run changed an earlier view")
 	}

@@ -27,13 +27,9 @@ const (
 	// recentSlots bounds how many slots remember which hosts ran in them:
 	// enough for records that arrive a little out of order.
 	recentSlots = 8
-	// maxSlotWalk bounds one accounting walk over missed slots (a minutely
-	// job down for a year is 525,600 slots).
-	maxSlotWalk = 1_000_000
-	// warmUp: after a start or reload, missed slots are not counted from the
-	// clock until the sources have had time to catch up with what was
-	// written meanwhile; a run read late would otherwise be counted missed.
-	warmUp = 10 * time.Second
+	// maxSlotWalk bounds one accounting walk over missed slots, which
+	// missedHorizon keeps to about maxMissedHorizon.
+	maxSlotWalk = 2 * maxMissedHorizon
 )
 
 // SlotRuns is an expected run time and the hosts whose runs belong to it. A
@@ -168,6 +164,9 @@ func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
 // SlotsCheckedUntil to, without changing the job.
 func (j *job) missedUntil(sched schedule.Schedule, until time.Time) (missed uint64, checked time.Time) {
 	checked = j.SlotsCheckedUntil
+	if from, far := missedHorizon(sched, checked, until); far {
+		checked = from
+	}
 	for range maxSlotWalk {
 		t := sched.Next(checked)
 		if t.IsZero() || t.After(until) {
@@ -181,40 +180,25 @@ func (j *job) missedUntil(sched schedule.Schedule, until time.Time) (missed uint
 	return missed, checked
 }
 
-// accountMissedByClock counts the slots whose grace has passed without a run.
-// It does so only when every source that reports the job (every source, for
-// a job none has reported yet) can be read and has had time to catch up: a
-// run that was only not read yet is not missed.
-func (t *Tracker) accountMissedByClock(j *job, now time.Time) {
-	sched := j.calendar()
-	if sched == nil || now.Sub(t.started) < warmUp {
-		return
-	}
-	if len(j.Sources) == 0 {
-		// No source has reported the job yet: any of them may.
-		for _, src := range t.sources {
-			if !src.up {
-				return
-			}
+// missedHorizon: when more than maxMissedHorizon expected runs lie after
+// from and up to until, far is true and start is the instant just before
+// the earliest of the last maxMissedHorizon of them, from which missed runs
+// are counted instead (a first record dated years ago would otherwise count
+// millions of missed runs).
+func missedHorizon(sched schedule.Schedule, from, until time.Time) (start time.Time, far bool) {
+	t := from
+	for range maxMissedHorizon + 1 {
+		if t = sched.Next(t); t.IsZero() || t.After(until) {
+			return time.Time{}, false
 		}
 	}
-	for _, name := range j.Sources {
-		if src := t.sources[name]; src != nil && !src.up {
-			return
+	p := sched.Prev(until)
+	for range maxMissedHorizon - 1 {
+		q := sched.Prev(p.Add(-time.Nanosecond))
+		if q.IsZero() || !q.After(from) {
+			break
 		}
+		p = q
 	}
-	// Every job is looked at every few seconds: its state (shared with its
-	// saved view) is copied and marked changed only when it changes.
-	if j.SlotsCheckedUntil.IsZero() {
-		j.own()
-		j.SlotsCheckedUntil = j.FirstWatched
-		t.markJob(j)
-	}
-	missed, checked := j.missedUntil(sched, now.Add(-j.spec.Grace))
-	if !checked.Equal(j.SlotsCheckedUntil) {
-		j.own()
-		j.Missed += missed
-		j.SlotsCheckedUntil = checked
-		t.markJob(j)
-	}
+	return p.Add(-time.Nanosecond), true
 }

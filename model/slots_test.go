@@ -14,9 +14,9 @@ func (g grid) Next(t time.Time) time.Time { return t.Truncate(g.step).Add(g.step
 func (g grid) Prev(t time.Time) time.Time { return t.Truncate(g.step) }
 
 func slotTracker(clock *fakeClock, scope string) *Tracker {
-	tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }})
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
 	tr.Configure([]JobSpec{{Name: "hourly", Schedule: grid{time.Hour}, Grace: time.Minute, Scope: scope, StaleMultiple: 2}},
-		[]SourceSpec{{Name: "runs", Type: "runlog"}})
+		[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
 	tr.SetHealth("runs", true, nil)
 	return tr
 }
@@ -38,11 +38,11 @@ func TestSlots(t *testing.T) {
 			start("hourly", "a", 1, h(10, 0, 5)),
 			start("hourly", "a", 2, h(13, 0, 2)),
 		}, want{missed: 2}},
-		{"a run past grace is unexpected", "host", []Event{
+		{"a run past grace is unexpected, and its slot missed", "host", []Event{
 			start("hourly", "a", 1, h(10, 0, 5)),
 			start("hourly", "a", 2, h(10, 30, 0)),
 			start("hourly", "a", 3, h(11, 1, 1)),
-		}, want{unexpected: 2}},
+		}, want{missed: 1, unexpected: 2}},
 		{"second run of a slot while the first runs: overlap", "host", []Event{
 			start("hourly", "a", 1, h(10, 0, 1)),
 			start("hourly", "a", 2, h(10, 0, 30)),
@@ -69,6 +69,7 @@ func TestSlots(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := &fakeClock{now: h(14, 0, 0)}
 			tr := slotTracker(clock, tc.scope)
+			// A source still reading: decided up to its last record.
 			tr.Apply(Batch{Source: "runs", Events: tc.events})
 			j := jobView(t, tr, "hourly")
 			got := want{j.Missed, j.Unexpected, j.DupCounts[0], j.DupCounts[1], j.DupCounts[2]}
@@ -81,13 +82,22 @@ func TestSlots(t *testing.T) {
 
 func TestMissedSlotsByTheClock(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 1, 0, 0, time.UTC)}
-	tr := slotTracker(clock, "host") // first watched at 10:01
+	tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }}) // the start-up hold as configured by default
+	configure := func() {
+		tr.Configure([]JobSpec{{Name: "hourly", Schedule: grid{time.Hour}, Grace: time.Minute, StaleMultiple: 2}}, []SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
+	}
+	configure() // first watched at 10:01
 	missed := func() uint64 { return jobView(t, tr, "hourly").Missed }
-	clock.Advance(65 * time.Minute) // 11:06, but within the warm-up of a restart
-	tr.Configure([]JobSpec{{Name: "hourly", Schedule: grid{time.Hour}, Grace: time.Minute, StaleMultiple: 2}}, []SourceSpec{{Name: "runs", Type: "runlog"}})
+	clock.Advance(65 * time.Minute) // 11:06, but within the hold of a restart
+	configure()
 	tr.Reap()
 	if m := missed(); m != 0 {
-		t.Fatalf("counted %d during warm-up", m)
+		t.Fatalf("counted %d before the source read anything", m)
+	}
+	tr.Apply(Batch{Source: "runs", AtEnd: true}) // read to its end: nothing new
+	tr.Reap()
+	if m := missed(); m != 0 {
+		t.Fatalf("counted %d during the hold", m)
 	}
 	clock.Advance(115 * time.Minute) // 13:01: 11:00, 12:00 and 13:00 are past their grace
 	tr.Reap()
@@ -104,7 +114,7 @@ func TestMissedSlotsByTheClock(t *testing.T) {
 	}
 	// The runs come in once it is back: 14:00 ran, 15:00 did not.
 	tr.SetHealth("runs", true, nil)
-	tr.Apply(Batch{Source: "runs", Events: []Event{start("hourly", "a", 2, time.Date(2026, 11, 30, 14, 0, 3, 0, time.UTC))}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("hourly", "a", 2, time.Date(2026, 11, 30, 14, 0, 3, 0, time.UTC))}})
 	tr.Reap()
 	if m := missed(); m != 4 {
 		t.Fatalf("missed %d, want 4", m)
@@ -165,9 +175,9 @@ func TestSlotsCatchUp(t *testing.T) {
 				t.Fatal(err)
 			}
 			clock := &fakeClock{now: at("2027-03-29T12:00:00Z")}
-			tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }})
+			tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
 			tr.Configure([]JobSpec{{Name: "j", Schedule: s, Grace: 5 * time.Minute, Scope: "host", StaleMultiple: 2}},
-				[]SourceSpec{{Name: "runs", Type: "runlog"}})
+				[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
 			tr.SetHealth("runs", true, nil)
 			tr.Apply(Batch{Source: "runs", Events: tc.events})
 			j := jobView(t, tr, "j")

@@ -156,6 +156,9 @@ type SourceState struct {
 	ParseErrors    uint64
 	UnknownJob     uint64
 	PositionResets uint64
+	// LateRecords are records that came after their job had decided past
+	// their time.
+	LateRecords uint64
 	// Position is the source's own, opaque to the model and to the state
 	// file (which holds it as the source wrote it).
 	Position json.RawMessage
@@ -216,6 +219,9 @@ func (h *Histogram) Cumulative() map[float64]uint64 { return maps.Collect(h.Buck
 
 // Snapshot is a whole state as package state loads it, for Restore.
 type Snapshot struct {
+	// Written is when the state was last saved: the model's clock does
+	// not go back before it.
+	Written time.Time
 	Jobs    map[string]SavedJob
 	Sources map[string]*SourceState
 	// Retired are the states of sources removed from the config.
@@ -226,7 +232,10 @@ type Snapshot struct {
 type SavedJob struct {
 	JobState
 	History
-	Open []Run
+	Open    []Run
+	Pending []Held
+	// DecidedUntil: see JobView.
+	DecidedUntil time.Time
 }
 
 // Snapshot copies the whole state (for tests and tools; the saver takes
@@ -237,7 +246,7 @@ func (t *Tracker) Snapshot() *Snapshot {
 	s := &Snapshot{Jobs: make(map[string]SavedJob, len(t.jobs)), Sources: make(map[string]*SourceState, len(t.sources))}
 	for name, j := range t.jobs {
 		v := j.view()
-		s.Jobs[name] = SavedJob{JobState: *v.JobState, History: v.History, Open: v.Open}
+		s.Jobs[name] = SavedJob{JobState: *v.JobState, History: v.History, Open: v.Open, Pending: v.Pending, DecidedUntil: v.DecidedUntil}
 	}
 	for name, src := range t.sources {
 		c := src.SourceState.clone()
@@ -279,7 +288,13 @@ func (t *Tracker) Restore(s *Snapshot) error {
 			}
 		}
 		slices.SortFunc(j.open, compareRuns)
+		j.decided = sj.DecidedUntil
+		j.pending = j.pending[:0]
+		for i := range sj.Pending {
+			j.hold(&sj.Pending[i].Event, sj.Pending[i].Source)
+		}
 	}
+	t.clock.atLeast(s.Written)
 	for name, r := range s.Retired {
 		if r != nil {
 			t.retired[name] = *r

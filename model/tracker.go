@@ -46,7 +46,10 @@ type Options struct {
 	// Host is this machine's host name: runs reported from it are checked
 	// for a live process.
 	Host string
+	// Now is the wall clock, Mono a monotonic one (default: the process's);
+	// the model's now never goes back (see steadyClock).
 	Now  func() time.Time
+	Mono func() time.Duration
 	// Alive reports whether a process exists; default: kill(pid, 0).
 	Alive  func(pid int) bool
 	Logger *slog.Logger
@@ -56,12 +59,21 @@ type Options struct {
 	// run is closed as lost: the end record of a process that just exited
 	// may still be on its way.
 	LostAfter time.Duration
+	// StartupHold: after Configure nothing is decided for this long, and
+	// until every source has read to its end once (default
+	// DefaultStartupHold; NoStartupHold for none, in tests that apply a
+	// record and look at once).
+	StartupHold time.Duration
 }
 
 // Defaults of Options.
 const (
 	DefaultMaxClockSkew = 5 * time.Minute
 	DefaultLostAfter    = 5 * time.Second
+	// DefaultStartupHold: a source slow to start, or to say it has caught
+	// up, holds no run back.
+	DefaultStartupHold = 10 * time.Second
+	NoStartupHold      = -1
 	// maxRetired bounds how many removed sources' positions are kept.
 	maxRetired = 64
 	// lostMemory bounds how many closed-as-lost runs are remembered per job,
@@ -72,7 +84,8 @@ const (
 // Tracker is the job model: it applies events from every source and keeps,
 // per job, what the collector renders. It is safe for concurrent use.
 type Tracker struct {
-	opts Options
+	opts  Options
+	clock steadyClock
 
 	mu      sync.RWMutex
 	started time.Time // of the current configuration
@@ -102,6 +115,10 @@ type job struct {
 	open  []*Run
 	dirty bool           // in Tracker.dirty
 	ended ring[endedRun] // the latest runs that ended, for repeated ends
+	// pending are the records held for the job's watermark, in the order
+	// they are applied (compareEvents); see eventtime.go.
+	pending []Held
+	decided time.Time // JobView.DecidedUntil
 	// recent and durations hold the job's History, which only views of
 	// the job carry (see ring).
 	recent    ring[RecentRun]
@@ -134,6 +151,7 @@ type source struct {
 	typ string
 	SourceState
 	locks []LockState // from a lock probe's last round
+	clock sourceClock
 }
 
 // New returns a Tracker watching no jobs yet; call Configure.
@@ -153,7 +171,13 @@ func New(o Options) *Tracker {
 	if o.LostAfter == 0 {
 		o.LostAfter = DefaultLostAfter
 	}
-	return &Tracker{opts: o, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, notify: make(chan struct{}, 1)}
+	if o.StartupHold == 0 {
+		o.StartupHold = DefaultStartupHold
+	}
+	if o.Mono == nil {
+		o.Mono = sinceProcessStart
+	}
+	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, notify: make(chan struct{}, 1)}
 }
 
 func processAlive(pid int) bool {
@@ -167,7 +191,7 @@ func processAlive(pid int) bool {
 func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.opts.Now()
+	now := t.clock.now()
 	next := make(map[string]*job, len(jobs))
 	for _, s := range jobs {
 		j := t.jobs[s.Name]
@@ -194,6 +218,9 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		}
 		src.typ = s.Type
 		src.Identity = s.Identity
+		// Every source starts reading again: the start-up hold waits for
+		// each to read to its end (eventtime.go).
+		src.clock = sourceClock{runs: s.Runs, window: s.LateWindow}
 		nextSrc[s.Name] = src
 	}
 	for name, src := range t.sources {
@@ -227,7 +254,7 @@ func (t *Tracker) retire(name string, s SourceState) {
 	if s.Identity == "" || s.Position == nil {
 		return
 	}
-	s.Retired = t.opts.Now()
+	s.Retired = t.clock.now()
 	t.retired[name] = s
 	t.retiredChanged = true
 	for len(t.retired) > maxRetired {
@@ -278,7 +305,11 @@ func newJob(now time.Time) *job {
 	return &job{JobState: &JobState{FirstWatched: now}}
 }
 
-// Apply applies a batch read by a source and stores its position.
+// Apply takes a batch read by a source and stores its position. Its records
+// are held until the watermark of every source that reports their job has
+// passed them, then applied in time order (eventtime.go); a record dated
+// before what its job has decided already is late, and applied at once
+// where it can be.
 func (t *Tracker) Apply(b Batch) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -288,7 +319,9 @@ func (t *Tracker) Apply(b Batch) {
 		// batch): nothing of it is kept.
 		return
 	}
-	horizon := t.opts.Now().Add(t.opts.MaxClockSkew)
+	now := t.clock.now()
+	horizon := now.Add(t.opts.MaxClockSkew)
+	var touched []*job
 	for i := range b.Events {
 		ev := &b.Events[i]
 		if ev.Time.After(horizon) {
@@ -297,6 +330,9 @@ func (t *Tracker) Apply(b Batch) {
 			continue
 		}
 		src.Records++
+		if ev.Time.After(src.clock.seen) {
+			src.clock.seen = ev.Time
+		}
 		j := t.jobs[ev.Job]
 		if j == nil {
 			src.UnknownJob++
@@ -312,11 +348,25 @@ func (t *Tracker) Apply(b Batch) {
 		if ev.Time.Before(j.FirstWatched) {
 			j.FirstWatched = ev.Time
 		}
-		if !t.apply(j, ev, b.Source) {
-			src.ParseErrors++
+		if !j.decided.IsZero() && ev.Time.Before(j.decided) {
+			src.LateRecords++
+			t.opts.Logger.Debug("late record: its job has decided past its time", "source", b.Source, "job", ev.Job, "time", ev.Time, "decided_until", j.decided)
+			late := *ev
+			late.late = true
+			if !t.apply(j, &late, b.Source) {
+				src.ParseErrors++
+			}
+		} else {
+			j.hold(ev, b.Source)
+		}
+		if len(touched) == 0 || touched[len(touched)-1] != j {
+			touched = append(touched, j) // a job twice is decided once: the second finds nothing new
 		}
 		t.markJob(j)
 	}
+	src.clock.reported = true
+	src.clock.atEnd = b.AtEnd
+	src.clock.endedOnce = src.clock.endedOnce || b.AtEnd
 	src.ParseErrors += uint64(b.ParseErrors)
 	src.PositionResets += uint64(b.PositionResets)
 	if b.Position != nil {
@@ -328,6 +378,9 @@ func (t *Tracker) Apply(b Batch) {
 	}
 	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil || locksChanged {
 		t.markSource(b.Source) // an empty poll leaves nothing new to save
+	}
+	for _, j := range touched {
+		t.decideJob(j, now)
 	}
 }
 
@@ -341,7 +394,9 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		if j.openAt(key) >= 0 {
 			return true // the same start read twice: one run
 		}
-		overlapped := len(j.open) > 0
+		// A late record is not judged against the runs around it: those
+		// before it have been decided.
+		overlapped := !ev.late && j.overlaps(ev.Host)
 		if overlapped {
 			j.Overlaps++
 		}
@@ -349,7 +404,9 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		if oldest, full := j.addOpen(r); full {
 			t.closeOldest(j, ev.Job, oldest)
 		}
-		j.attribute(r)
+		if !ev.late {
+			j.attribute(r)
+		}
 		j.ConsecutiveSkips = 0
 		if ev.LockTTL > 0 && !ev.Time.Before(j.LastStart) {
 			j.LockTTL = ev.LockTTL // the latest start's: the lease configured now
@@ -395,7 +452,9 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 			j.closeOpen(runKey(ev.RunID, "", 0))
 		}
 		j.Skips++
-		j.attributeSkip(ev.Time)
+		if !ev.late {
+			j.attributeSkip(ev.Time)
+		}
 		label := ev.SkipLabel
 		if label == "" {
 			label = SkipOther
@@ -411,6 +470,16 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		}
 	}
 	return true
+}
+
+// overlaps reports whether a run starting on host overlaps one in progress:
+// any run of a cluster-scope job, a run on the same host for a host-scope
+// job (whose hosts each run it, at the same time).
+func (j *job) overlaps(host string) bool {
+	if j.spec.Scope == "cluster" {
+		return len(j.open) > 0
+	}
+	return slices.ContainsFunc(j.open, func(r *Run) bool { return r.Host == host })
 }
 
 // RunKey identifies a run: by its run id when the records carry one, else
@@ -577,7 +646,7 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 // progress let go to make room (see MaxOpenRuns).
 func (t *Tracker) closeOldest(j *job, name string, oldest *Run) {
 	t.opts.Logger.Warn("too many runs in progress; closing the oldest as lost", ratelog.Per("job"), "job", name, "limit", MaxOpenRuns, "host", oldest.Host, "pid", oldest.PID, "started", oldest.Start)
-	t.lose(j, oldest, t.opts.Now())
+	t.lose(j, oldest, t.clock.now())
 }
 
 // lose closes an open run as lost and remembers it, so that its late end
@@ -593,51 +662,65 @@ func (t *Tracker) lose(j *job, r *Run, now time.Time) {
 	j.remember(RecentRunFields{Start: r.Start, End: now, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
 }
 
-// Reap closes runs that can no longer end on their own: runs on this host
-// whose process is gone, and runs open longer than their job's timeout.
-// The exporter calls it every few seconds.
+// Reap decides what every job's watermark allows now (eventtime.go), and
+// closes the runs on this host whose process is gone. The exporter calls it
+// every few seconds.
 func (t *Tracker) Reap() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.opts.Now()
+	now := t.clock.now()
 	for name, j := range t.jobs {
-		t.accountMissedByClock(j, now)
+		t.decideJob(j, now)
 		for _, r := range slices.Clone(j.open) { // oldest first, so logs come in one order
-			why := ""
-			switch {
-			case j.spec.Timeout > 0 && now.Sub(r.Start) > j.spec.Timeout:
-				why = "open longer than the job's timeout"
-			case r.Host == t.opts.Host && r.PID > 0:
-				if t.opts.Alive(r.PID) {
-					r.goneSince = time.Time{}
-					continue
-				}
-				if r.goneSince.IsZero() {
-					r.goneSince = now
-				}
-				if now.Sub(r.goneSince) < t.opts.LostAfter {
-					continue
-				}
-				why = "process is gone"
-			default:
+			if r.Host != t.opts.Host || r.PID <= 0 {
 				continue
 			}
-			t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", why)
+			if t.opts.Alive(r.PID) {
+				r.goneSince = time.Time{}
+				continue
+			}
+			if r.goneSince.IsZero() {
+				r.goneSince = now
+			}
+			if now.Sub(r.goneSince) < t.opts.LostAfter || j.endHeld(r) {
+				continue
+			}
+			t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", "process is gone")
 			t.lose(j, r, now)
 			t.markJob(j)
 		}
 	}
 }
 
+// endHeld reports whether the end of r is among the job's records held for
+// its watermark: its process is gone because it ended.
+func (j *job) endHeld(r *Run) bool {
+	return slices.ContainsFunc(j.pending, func(ev Held) bool {
+		return ev.Kind == End && (runKey(ev.RunID, ev.Host, ev.PID) == r.Key() || ev.Host == r.Host && ev.PID == r.PID)
+	})
+}
+
 // SetHealth records whether a source can be read now.
 func (t *Tracker) SetHealth(name string, up bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if src := t.sources[name]; src != nil && src.up != up {
+	src := t.sources[name]
+	if src == nil {
+		return
+	}
+	if !up && !src.clock.down {
+		src.clock.watermark(t.clock.now()) // held where it is now
+	}
+	src.clock.down = !up
+	if src.up != up {
 		src.up = up
 		t.markSource(name)
 	}
 }
+
+// Now is the model's clock: the wall clock, never going back (see
+// steadyClock). Scrapes judge "seconds since" figures by it.
+func (t *Tracker) Now() time.Time { return t.clock.now() }
 
 // Position returns the stored position of a source (nil: none yet).
 func (t *Tracker) Position(source string) json.RawMessage {
@@ -656,6 +739,14 @@ type JobView struct {
 	*JobState
 	History
 	Open []Run // sorted by start time
+	// Pending are the records held for the job's watermark, not yet
+	// applied, in the order they will be.
+	Pending []Held
+	// DecidedUntil: every record dated up to it has been applied, in time
+	// order, and every slot whose grace ended by then decided
+	// (eventtime.go); zero until the first decision. As of the job's last
+	// change: a job that only moves it on is not saved for that alone.
+	DecidedUntil time.Time
 }
 
 // SourceView is a copy of one source's state for rendering.

@@ -17,14 +17,14 @@ func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 
 func newTestTracker(clock *fakeClock, alive map[int]bool) *Tracker {
 	tr := New(Options{
-		Host:  "here",
+		Host: "here", StartupHold: NoStartupHold,
 		Now:   clock.Now,
 		Alive: func(pid int) bool { return alive[pid] },
 	})
 	tr.Configure([]JobSpec{
 		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
 		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: 30 * time.Minute, StaleMultiple: 2},
-	}, []SourceSpec{{Name: "runs", Type: "runlog"}})
+	}, []SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
 	return tr
 }
 
@@ -207,7 +207,7 @@ func TestReapClosesRunsOfGoneProcesses(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	alive := map[int]bool{1: true, 2: false}
 	tr := newTestTracker(clock, alive)
-	tr.Apply(Batch{Source: "runs", Events: []Event{
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{
 		start("stats", "here", 1, at(0)),
 		start("stats", "here", 2, at(0)),
 		start("stats", "elsewhere", 3, at(0)), // another host: its PID means nothing here
@@ -223,7 +223,7 @@ func TestReapClosesRunsOfGoneProcesses(t *testing.T) {
 		t.Fatalf("after LostAfter: running %d lost %d consecutive failures %d; want 2, 1, 1", len(j.Open), j.RunCounts[3], j.ConsecutiveFailures)
 	}
 	// The real end of the lost run arrives late: not counted again.
-	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "here", 2, at(time.Minute), Failure)}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("stats", "here", 2, at(time.Minute), Failure)}})
 	if j := jobView(t, tr, "stats"); j.RunCounts[1] != 0 {
 		t.Fatalf("late end of a lost run counted as a failure too")
 	}
@@ -232,7 +232,7 @@ func TestReapClosesRunsOfGoneProcesses(t *testing.T) {
 func TestReapClosesRunsPastTimeout(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	tr := newTestTracker(clock, nil)
-	tr.Apply(Batch{Source: "runs", Events: []Event{start("backup", "elsewhere", 1, at(0))}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("backup", "elsewhere", 1, at(0))}})
 	clock.Advance(30 * time.Minute)
 	tr.Reap()
 	if n := len(jobView(t, tr, "backup").Open); n != 1 {
@@ -261,7 +261,7 @@ func TestWatchStaleness(t *testing.T) {
 	check(90*time.Minute, false)
 	clock.Advance(31 * time.Minute)
 	check(121*time.Minute, true)
-	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 1, clock.now, Success)}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("stats", "web1", 1, clock.now, Success)}})
 	check(0, false)
 	clock.Advance(114 * time.Minute) // 1.9 periods
 	check(114*time.Minute, false)
@@ -272,7 +272,7 @@ func TestWatchStaleness(t *testing.T) {
 func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	clock := &fakeClock{now: t0.Add(time.Hour)}
 	tr := newTestTracker(clock, nil)
-	tr.Apply(Batch{Source: "runs", Position: json.RawMessage(`{"offset":123}`), Events: []Event{
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Position: json.RawMessage(`{"offset":123}`), Events: []Event{
 		start("stats", "web1", 1, at(0)),
 		end("stats", "web1", 1, at(40*time.Second), Success),
 		start("stats", "web1", 2, at(50*time.Second)),
@@ -288,7 +288,9 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	a, as := tr.View()
 	b, bs := tr2.View()
 	if !equalWant(a, b) || !equalWant(as, bs) {
-		t.Fatalf("restored state differs:\n%+v\n%+v", a, b)
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		t.Fatalf("restored state differs:\n%s\n%s", ja, jb)
 	}
 	if got := string(tr2.Position("runs")); got != `{"offset":123}` {
 		t.Fatalf("position %s", got)
@@ -299,7 +301,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 func TestConfigureKeepsStateOfRemainingJobs(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	tr := newTestTracker(clock, nil)
-	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 1, at(0), Success)}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("stats", "web1", 1, at(0), Success)}})
 	clock.Advance(time.Hour)
 	tr.Configure([]JobSpec{{Name: "stats", Schedule: schedule.Every(time.Minute), StaleMultiple: 3}, {Name: "new", Schedule: schedule.Every(time.Minute), StaleMultiple: 2}}, nil)
 	if j := jobView(t, tr, "stats"); j.RunCounts[0] != 1 || j.Spec.StaleMultiple != 3 {
@@ -312,7 +314,7 @@ func TestConfigureKeepsStateOfRemainingJobs(t *testing.T) {
 		t.Fatalf("removed job still tracked: %d jobs", len(jobs))
 	}
 	// A batch of a source removed by the reload is dropped, not a panic.
-	tr.Apply(Batch{Source: "runs", Events: []Event{end("stats", "web1", 1, at(0), Success)}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("stats", "web1", 1, at(0), Success)}})
 }
 
 // Starts whose ends never come cannot grow the model, or the run-start
@@ -324,7 +326,7 @@ func TestOpenRunsAreBounded(t *testing.T) {
 	for i := range MaxOpenRuns + 5 {
 		evs = append(evs, start("stats", "elsewhere", i+1, at(time.Duration(i)*time.Millisecond)))
 	}
-	tr.Apply(Batch{Source: "runs", Events: evs})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: evs})
 	j := jobView(t, tr, "stats")
 	if len(j.Open) != MaxOpenRuns || j.RunCounts[3] != 5 {
 		t.Fatalf("open %d lost %d, want %d and 5", len(j.Open), j.RunCounts[3], MaxOpenRuns)
@@ -342,7 +344,7 @@ func TestRetiredSourcesKeepTheirPosition(t *testing.T) {
 	jobs := []JobSpec{{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}}
 	runs := SourceSpec{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}
 	tr.Configure(jobs, []SourceSpec{runs})
-	tr.Apply(Batch{Source: "runs", Position: json.RawMessage(`{"offset":10}`), Events: []Event{start("stats", "a", 1, at(0))}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Position: json.RawMessage(`{"offset":10}`), Events: []Event{start("stats", "a", 1, at(0))}})
 
 	tr.Configure(jobs, nil) // removed
 	if got := tr.Position("runs"); got != nil {
@@ -398,7 +400,7 @@ func TestLockTTLOfLatestStart(t *testing.T) {
 		{"older start read late", withTTL(start("stats", "web2", 4, at(30*time.Second)), 10*time.Second), 90 * time.Second},
 		{"newer lease replaces it", withTTL(start("stats", "web1", 5, at(3*time.Minute)), 2*time.Minute), 2 * time.Minute},
 	} {
-		tr.Apply(Batch{Source: "runs", Events: []Event{tc.ev}})
+		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{tc.ev}})
 		if got := jobView(t, tr, "stats").LockTTL; got != tc.want {
 			t.Errorf("%s: lock TTL %v, want %v", tc.name, got, tc.want)
 		}

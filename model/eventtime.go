@@ -1,0 +1,304 @@
+package model
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+
+	"jobwatch/internal/ratelog"
+)
+
+// Event time. A job's verdicts (which slot ran, was skipped or missed,
+// which runs overlapped, which start an end closes) depend on the records'
+// own times, never on the order in which sources hand them over. A record
+// is held in its job's pending list, sorted by time, until every source
+// that reports the job has read past it (the job's watermark); then the
+// records before the watermark are applied in time order, and the slots
+// whose grace ends before it are decided. A decision is final and saved
+// with the records still pending, so no counter goes back; a record dated
+// before what is decided already (later than its source's late window
+// allows) is late: applied where it can be, counted, and never reopens a
+// slot. docs/schedules.md, "Event time and watermarks".
+
+const (
+	// maxPending bounds a job's records held for its watermark. Past it,
+	// the oldest are decided anyway (up to the watermark of the sources
+	// that have reported, when one is known): during the start-up hold a
+	// source catching up on a backlog hands over far more than the window
+	// holds, and a job's pending records are saved with it at every save.
+	maxPending = 1024
+	// maxMissedHorizon bounds how many expected runs are counted missed at
+	// once: a job whose first record is dated years ago, or a source down
+	// for months, counts at most its last maxMissedHorizon slots.
+	maxMissedHorizon = 1000
+)
+
+// sourceClock is what the model knows of a source's progress in event time
+// since the current configuration started it.
+type sourceClock struct {
+	runs   bool
+	window time.Duration
+	// reported: a batch came since the configuration started; endedOnce:
+	// one of them said the source had read to its end.
+	reported, endedOnce bool
+	atEnd               bool
+	down                bool      // SetHealth said so: the watermark stays
+	seen                time.Time // the latest record time handed over
+	mark                time.Time // the watermark as last computed
+}
+
+// watermark is the time before which the source will hand over no more
+// records: the clock less its window while it is at its end, else the
+// latest record it has handed over less its window; held where it was
+// while the source is down. ok is false until the source has reported.
+func (c *sourceClock) watermark(now time.Time) (time.Time, bool) {
+	if !c.reported {
+		return time.Time{}, false
+	}
+	if !c.down {
+		w := c.seen.Add(-c.window)
+		if c.atEnd {
+			w = now.Add(-c.window)
+		}
+		if w.After(c.mark) {
+			c.mark = w
+		}
+	}
+	return c.mark, true
+}
+
+// reporting are the sources whose watermarks a job's decisions wait for:
+// those that have reported it, or every source of runs while none has.
+func (t *Tracker) reporting(j *job, yield func(*source)) {
+	n := 0
+	for _, name := range j.Sources {
+		if src := t.sources[name]; src != nil && src.clock.runs {
+			yield(src)
+			n++
+		}
+	}
+	if n == 0 {
+		for _, src := range t.sources {
+			if src.clock.runs {
+				yield(src)
+			}
+		}
+	}
+}
+
+// decidable is how far a job's decisions may go now: the lowest watermark
+// of the sources that report it (the clock when no source of runs is
+// configured). ok is false while nothing may be decided: during the
+// start-up hold (Options.StartupHold after Configure, and until each of those sources
+// has read to its end once), unless the job holds more than maxPending
+// records.
+func (t *Tracker) decidable(j *job, now time.Time) (time.Time, bool) {
+	var mark time.Time
+	some, reported, ended := false, true, true
+	t.reporting(j, func(src *source) {
+		w, ok := src.clock.watermark(now)
+		switch {
+		case !ok:
+			reported = false
+		case !some || w.Before(mark):
+			mark, some = w, true
+		}
+		ended = ended && src.clock.endedOnce
+	})
+	if !some && reported { // no source of runs: nothing can arrive late
+		mark, some = now, true
+	}
+	held := now.Sub(t.started) < t.opts.StartupHold || !ended
+	if t.opts.StartupHold < 0 {
+		held = false
+	}
+	if reported && !held {
+		return mark, some
+	}
+	if len(j.pending) <= maxPending {
+		return time.Time{}, false
+	}
+	forced := j.pending[len(j.pending)-maxPending].Time
+	if some && mark.Before(forced) {
+		forced = mark
+	}
+	t.opts.Logger.Warn("deciding a job's records before every source has caught up: too many held", ratelog.Per("job"), "job", j.spec.Name, "held", len(j.pending), "limit", maxPending, "until", forced)
+	return forced, true
+}
+
+// decide applies the job's pending records dated up to to, in time order,
+// closes the runs that outlived the job's timeout by then, and counts the
+// slots whose grace ended by then that had no run. A job whose decisions
+// only move on in time, with nothing applied, lost or counted, is not
+// copied or marked changed: every job is decided every few seconds.
+func (t *Tracker) decide(j *job, to time.Time) {
+	if !to.After(j.decided) {
+		return
+	}
+	j.decided = to
+	sched := j.calendar()
+	due := len(j.pending) > 0 && !j.pending[0].Time.After(to) ||
+		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) })
+	if !due && sched != nil {
+		if _, checked := j.missedUntil(sched, to.Add(-j.spec.Grace)); !checked.Equal(j.SlotsCheckedUntil) || j.SlotsCheckedUntil.IsZero() {
+			due = true
+		}
+	}
+	if !due {
+		return
+	}
+	j.own()
+	n := 0
+	for n < len(j.pending) && !j.pending[n].Time.After(to) {
+		h := &j.pending[n]
+		t.timeOut(j, h.Time)
+		if !t.apply(j, &h.Event, h.Source) {
+			t.countRepeat(h.Source)
+		}
+		n++
+	}
+	if n > 0 {
+		clear(j.pending[:n]) // drop the strings they hold
+		j.pending = slices.Delete(j.pending, 0, n)
+	}
+	t.timeOut(j, to)
+	if sched != nil {
+		if j.SlotsCheckedUntil.IsZero() {
+			j.SlotsCheckedUntil = j.FirstWatched
+		}
+		j.accountMissed(sched, to.Add(-j.spec.Grace))
+	}
+	t.markJob(j)
+}
+
+// decideJob decides what the job's watermark allows now.
+func (t *Tracker) decideJob(j *job, now time.Time) {
+	if to, ok := t.decidable(j, now); ok {
+		t.decide(j, to)
+	}
+}
+
+// timeOut closes as lost, at start plus timeout, the runs whose job's
+// timeout ended before at (in event time: a run whose end is held with the
+// records still pending is not closed).
+func (t *Tracker) timeOut(j *job, at time.Time) {
+	if j.spec.Timeout <= 0 {
+		return
+	}
+	for len(j.open) > 0 {
+		i := slices.IndexFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(at) })
+		if i < 0 {
+			return
+		}
+		r := j.open[i]
+		t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", "open longer than the job's timeout")
+		t.lose(j, r, r.Start.Add(j.spec.Timeout))
+	}
+}
+
+// countRepeat counts a record that repeats one applied already (see
+// apply) as its source's unreadable record.
+func (t *Tracker) countRepeat(source string) {
+	if src := t.sources[source]; src != nil {
+		src.ParseErrors++
+		t.markSource(source)
+	}
+}
+
+// hold keeps ev in its job's pending records, in time order.
+func (j *job) hold(ev *Event, source string) {
+	h := Held{Event: *ev, Source: source}
+	i := len(j.pending)
+	if i > 0 && compareHeld(&h, &j.pending[i-1]) < 0 {
+		i, _ = slices.BinarySearchFunc(j.pending, &h, func(a Held, b *Held) int { return compareHeld(&a, b) })
+	}
+	j.pending = slices.Insert(j.pending, i, h)
+}
+
+// kindOrder orders records of one instant: a lost lock before the end it
+// comes with, an end before a start (a run that ends as the next starts
+// does not overlap it).
+var kindOrder = [...]int{LockLost: 0, End: 1, Skip: 2, Start: 3}
+
+func kindRank(k Kind) int {
+	if int(k) < len(kindOrder) {
+		return kindOrder[k]
+	}
+	return len(kindOrder)
+}
+
+// compareEvents is the order records are applied in: by time, then by
+// everything they hold, so that records of one instant are applied in the
+// same order whichever source handed them over first.
+func compareEvents(a, b *Event) int {
+	if c := a.Time.Compare(b.Time); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)); c != 0 {
+		return c
+	}
+	return cmp.Or(
+		cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.Host, b.Host), cmp.Compare(a.PID, b.PID),
+		cmp.Compare(a.Result, b.Result), cmp.Compare(a.ExitCode, b.ExitCode), compareBool(a.HasExitCode, b.HasExitCode),
+		cmp.Compare(a.Duration, b.Duration), compareBool(a.HasDuration, b.HasDuration),
+		cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.SkipLabel, b.SkipLabel), cmp.Compare(a.Lock, b.Lock),
+		cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.HolderPID, b.HolderPID), cmp.Compare(a.LockTTL, b.LockTTL),
+		cmp.Compare(a.Output, b.Output),
+	)
+}
+
+// compareHeld is compareEvents, then by source.
+func compareHeld(a, b *Held) int {
+	return cmp.Or(compareEvents(&a.Event, &b.Event), cmp.Compare(a.Source, b.Source))
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+// steadyClock is the model's now: the wall clock, but when that is behind
+// the latest now given (nor the time the saved state was written), that
+// one plus the monotonic time since, so that a backward step of the host's
+// clock does not move "seconds since" figures back. A forward step is
+// taken as it comes. docs/faults.md, "Clock steps".
+type steadyClock struct {
+	mu   sync.Mutex // scrapes read it beside the tracker's lock
+	wall func() time.Time
+	mono func() time.Duration
+	// last and lastMono are the latest now given and the monotonic time
+	// then.
+	last     time.Time
+	lastMono time.Duration
+}
+
+func (c *steadyClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, m := c.wall(), c.mono()
+	if w.Before(c.last) { // stepped back: go on from where it was
+		w = c.last.Add(m - c.lastMono)
+	}
+	c.last, c.lastMono = w, m
+	return w
+}
+
+// atLeast moves the clock's floor up to t.
+func (c *steadyClock) atLeast(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.last) {
+		c.last, c.lastMono = t, c.mono()
+	}
+}
+
+// processStart is the origin of the default monotonic clock.
+var processStart = time.Now()
+
+func sinceProcessStart() time.Duration { return time.Since(processStart) }
