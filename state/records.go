@@ -46,6 +46,74 @@ type jobRecord struct {
 	DurationHistory     []float64         `json:"duration_history,omitempty"`
 	// LockTTL in seconds; absent (as in states written before it) is none.
 	LockTTL float64 `json:"lock_ttl_seconds,omitempty"`
+	// DecidedUntil and Pending: how far the job's decisions have gone in
+	// event time, and the records held for its watermark (format 3).
+	DecidedUntil time.Time    `json:"decided_until,omitzero"`
+	Pending      []heldRecord `json:"pending,omitempty"`
+}
+
+// heldRecord is a record held for its job's watermark: what a source read,
+// with the source's name.
+type heldRecord struct {
+	Source    string    `json:"source"`
+	Time      time.Time `json:"time"`
+	Kind      string    `json:"kind"`
+	Host      string    `json:"host,omitempty"`
+	PID       int       `json:"pid,omitempty"`
+	RunID     string    `json:"run_id,omitempty"`
+	Result    string    `json:"result,omitempty"`
+	ExitCode  *int      `json:"exit_code,omitempty"`
+	Duration  *float64  `json:"duration_seconds,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	SkipLabel string    `json:"skip_label,omitempty"`
+	Lock      string    `json:"lock,omitempty"`
+	Holder    string    `json:"holder,omitempty"`
+	HolderPID int       `json:"holder_pid,omitempty"`
+	LockTTL   float64   `json:"lock_ttl_seconds,omitempty"`
+	Output    string    `json:"output,omitempty"`
+}
+
+func heldToRecord(h *model.Held) heldRecord {
+	r := heldRecord{Source: h.Source, Time: h.Time, Kind: h.Kind.String(), Host: h.Host, PID: h.PID, RunID: h.RunID,
+		Result: string(h.Result), Reason: h.Reason, SkipLabel: h.SkipLabel, Lock: h.Lock, Holder: h.Holder,
+		HolderPID: h.HolderPID, LockTTL: h.LockTTL.Seconds(), Output: h.Output}
+	if h.HasExitCode {
+		c := h.ExitCode
+		r.ExitCode = &c
+	}
+	if h.HasDuration {
+		// Nanoseconds survive the trip: float64 holds durations up to 104
+		// days exactly.
+		d := h.Duration.Seconds()
+		r.Duration = &d
+	}
+	return r
+}
+
+// toModel converts a held record; ok is false for one no record could be
+// (a kind or result this version does not know), which is dropped.
+func (r *heldRecord) toModel() (model.Held, bool) {
+	kind, ok := model.ParseKind(r.Kind)
+	if !ok {
+		return model.Held{}, false
+	}
+	h := model.Held{Source: r.Source, Event: model.Event{Time: r.Time, Kind: kind, Host: r.Host, PID: r.PID, RunID: r.RunID,
+		Reason: r.Reason, SkipLabel: r.SkipLabel, Lock: r.Lock, Holder: r.Holder, HolderPID: r.HolderPID,
+		LockTTL: lockTTL(r.LockTTL), Output: r.Output}}
+	if kind == model.End {
+		res, ok := model.ParseStatus(r.Result)
+		if !ok {
+			return model.Held{}, false
+		}
+		h.Result = res
+	}
+	if r.ExitCode != nil {
+		h.ExitCode, h.HasExitCode = *r.ExitCode, true
+	}
+	if r.Duration != nil && *r.Duration >= 0 && *r.Duration < math.MaxInt64/1e9 {
+		h.Duration, h.HasDuration = time.Duration(math.Round(*r.Duration*1e9)), true
+	}
+	return h, true
 }
 
 // recentRecord is one of a job's latest finished or skipped runs.
@@ -99,6 +167,7 @@ type sourceRecord struct {
 	ParseErrors    uint64          `json:"parse_errors"`
 	UnknownJob     uint64          `json:"unknown_job"`
 	PositionResets uint64          `json:"position_resets"`
+	LateRecords    uint64          `json:"late_records,omitempty"`
 	Position       json.RawMessage `json:"position,omitempty"`
 	Identity       string          `json:"identity,omitempty"`
 	Retired        time.Time       `json:"retired,omitzero"`
@@ -117,6 +186,10 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
 		Sources: j.Sources, SkipsByReason: j.SkipsByReason(), LockLost: j.LockLost(),
 		DurationHistory: v.LastDurations(), LockTTL: j.LockTTL.Seconds(),
+		DecidedUntil: v.DecidedUntil,
+	}
+	for i := range v.Pending {
+		r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
 	}
 	for _, run := range v.RecentRuns() {
 		rr := run.Fields()
@@ -172,7 +245,12 @@ func (r *jobRecord) toModel() model.SavedJob {
 		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
 		LockTTL: lockTTL(r.LockTTL),
-	}, History: model.History{DurationHistory: r.DurationHistory}}
+	}, History: model.History{DurationHistory: r.DurationHistory}, DecidedUntil: r.DecidedUntil}
+	for i := range r.Pending {
+		if h, ok := r.Pending[i].toModel(); ok {
+			j.Pending = append(j.Pending, h)
+		}
+	}
 	// Skips counted before their reasons were (format 1) count as "other",
 	// so that the skips by reason add up to the total.
 	var byReason uint64
@@ -224,12 +302,12 @@ func (r *jobRecord) toModel() model.SavedJob {
 
 func sourceToRecord(s *model.SourceState) *sourceRecord {
 	return &sourceRecord{Records: s.Records, ParseErrors: s.ParseErrors, UnknownJob: s.UnknownJob,
-		PositionResets: s.PositionResets, Position: s.Position, Identity: s.Identity, Retired: s.Retired}
+		PositionResets: s.PositionResets, LateRecords: s.LateRecords, Position: s.Position, Identity: s.Identity, Retired: s.Retired}
 }
 
 func (r *sourceRecord) toModel() *model.SourceState {
 	return &model.SourceState{Records: r.Records, ParseErrors: r.ParseErrors, UnknownJob: r.UnknownJob,
-		PositionResets: r.PositionResets, Position: r.Position, Identity: r.Identity, Retired: r.Retired}
+		PositionResets: r.PositionResets, LateRecords: r.LateRecords, Position: r.Position, Identity: r.Identity, Retired: r.Retired}
 }
 
 // lockTTL converts a saved lease; a value no record could have carried

@@ -37,7 +37,10 @@ const (
 )
 
 // Version is the format written; Load reads it and every earlier one.
-const Version = 2
+// Format 3 adds what event time needs (a job's records held for its
+// watermark and how far it has decided, a source's late records, when each
+// save was written); a format-2 state loads with none held.
+const Version = 3
 
 const formatName = "jobwatch-state"
 
@@ -153,6 +156,8 @@ type entry struct {
 	RetiredNone bool `json:"retired_none,omitempty"`
 	// End marks the last entry of a complete snapshot.
 	End bool `json:"end,omitempty"`
+	// Written is when a log entry was saved (format 3).
+	Written time.Time `json:"written,omitzero"`
 }
 
 // Load reads the saved state; it returns nil and no error when there is none
@@ -214,6 +219,7 @@ func readSnapshot(data []byte, st *model.Snapshot) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	st.Written = h.Written
 	for {
 		payload, next, err := nextFrame(data, off)
 		if err != nil {
@@ -283,6 +289,9 @@ func readLog(data []byte, gen uint64, st *model.Snapshot) error {
 }
 
 func apply(st *model.Snapshot, e *entry) {
+	if e.Written.After(st.Written) {
+		st.Written = e.Written
+	}
 	for _, n := range e.RemovedJobs {
 		delete(st.Jobs, n)
 	}
@@ -339,7 +348,9 @@ func (s *Store) Save(c *model.Changes, all *model.Saved) error {
 	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) || manyJobs(c, all) {
 		return s.compact(all)
 	}
-	payload, err := json.Marshal(changesEntry(c))
+	ce := changesEntry(c)
+	ce.Written = time.Now().UTC()
+	payload, err := json.Marshal(ce)
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
 	}
