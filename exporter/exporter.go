@@ -41,6 +41,10 @@ type Options struct {
 	// ReapInterval: how often runs whose process is gone are looked for
 	// (default 2s, so a killed run is closed within 10s).
 	ReapInterval time.Duration
+	// StartupHold: after a start or reload nothing is decided for this
+	// long, and until every source has read to its end (default
+	// model.DefaultStartupHold; negative: none, for tests).
+	StartupHold time.Duration
 	// Location is the zone of schedules that name none (default: the zone
 	// jobwatch runs in).
 	Location *time.Location
@@ -50,6 +54,9 @@ type Options struct {
 	// NewSource builds a source from its config; default sources.New.
 	NewSource func(config.Source, sources.Deps) (sources.Source, error)
 }
+
+// decideInterval is how often the jobs holding records are decided.
+const decideInterval = 100 * time.Millisecond
 
 // Exporter is a running jobwatch.
 type Exporter struct {
@@ -131,7 +138,7 @@ func New(o Options) (*Exporter, error) {
 	}
 	e := &Exporter{
 		opts:    o,
-		tracker: model.New(model.Options{Host: o.Host, Now: o.Now, Logger: o.Logger}),
+		tracker: model.New(model.Options{Host: o.Host, Now: o.Now, Logger: o.Logger, StartupHold: o.StartupHold}),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "jobwatch_config_last_reload_successful", Help: "1 if the last config reload succeeded."}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -142,8 +149,10 @@ func New(o Options) (*Exporter, error) {
 			Name: "jobwatch_state_last_save_timestamp_seconds", Help: "Time of the last successful state save."}),
 	}
 	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}, e.newServiceMetrics()...)
-	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, o.Now)}, own...)
-	e.served = append([]prometheus.Collector{collector.NewSources(savedView{e}, o.Now)}, own...)
+	// Scrapes judge "seconds since" by the model's clock, which a
+	// backward step of the host's clock does not move back.
+	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, e.tracker.Now)}, own...)
+	e.served = append([]prometheus.Collector{collector.NewSources(savedView{e}, e.tracker.Now)}, own...)
 	gen, err := e.load()
 	if err != nil {
 		return nil, err
@@ -190,6 +199,9 @@ func (e *Exporter) ServedCollectors() []prometheus.Collector { return e.served }
 // Saved is the state as last saved: what scrapes show (see savedView).
 func (e *Exporter) Saved() *model.Saved { return e.saved.Load() }
 
+// Now is the model's clock (model.Tracker.Now), for the status page.
+func (e *Exporter) Now() time.Time { return e.tracker.Now() }
+
 // Tracker is the job model, for tests.
 func (e *Exporter) Tracker() *model.Tracker { return e.tracker }
 
@@ -210,7 +222,11 @@ func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
 			continue
 		}
 		g.sources = append(g.sources, src)
-		g.specs = append(g.specs, model.SourceSpec{Name: src.Name(), Type: src.Type(), Identity: sc.Identity()})
+		spec := model.SourceSpec{Name: src.Name(), Type: src.Type(), Identity: sc.Identity()}
+		if r, ok := sc.Config.(sources.RunReporter); ok {
+			spec.Runs, spec.LateWindow = true, r.LateWindow()
+		}
+		g.specs = append(g.specs, spec)
 	}
 	if err := config.Join(errs...); err != nil {
 		return nil, err
@@ -305,6 +321,10 @@ func (e *Exporter) Run(ctx context.Context) error {
 
 	reap := time.NewTicker(e.opts.ReapInterval)
 	defer reap.Stop()
+	// Records held for their watermark are decided soon after it passes
+	// them, not only at the next reap.
+	decide := time.NewTicker(decideInterval)
+	defer decide.Stop()
 	// The saver: the state loaded is written once in this format, then
 	// sched says when changes are saved (saveSchedule).
 	sched := newSaveSchedule(e.opts.SaveInterval)
@@ -354,6 +374,8 @@ func (e *Exporter) Run(ctx context.Context) error {
 			rearm()
 		case <-reap.C:
 			e.tracker.Reap()
+		case <-decide.C:
+			e.tracker.DecideHeld()
 		}
 	}
 }

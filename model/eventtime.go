@@ -172,6 +172,26 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	t.markJob(j)
 }
 
+// DecideHeld decides what the watermarks allow now for the jobs that hold
+// records, so that a record shows about its source's late window after it
+// was read rather than at the next Reap. The exporter calls it often; it
+// looks at no other job.
+func (t *Tracker) DecideHeld() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.now()
+	for j := range t.holding {
+		if t.jobs[j.spec.Name] != j {
+			delete(t.holding, j) // removed by a reload
+			continue
+		}
+		t.decideJob(j, now)
+		if len(j.pending) == 0 {
+			delete(t.holding, j)
+		}
+	}
+}
+
 // decideJob decides what the job's watermark allows now.
 func (t *Tracker) decideJob(j *job, now time.Time) {
 	if to, ok := t.decidable(j, now); ok {

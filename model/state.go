@@ -291,7 +291,10 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		j.decided = sj.DecidedUntil
 		j.pending = j.pending[:0]
 		for i := range sj.Pending {
-			j.hold(&sj.Pending[i].Event, sj.Pending[i].Source)
+			ev := sj.Pending[i].Event
+			ev.Job = name // the state holds a job's records without their job's name
+			j.hold(&ev, sj.Pending[i].Source)
+			t.holding[j] = struct{}{}
 		}
 	}
 	t.clock.atLeast(s.Written)

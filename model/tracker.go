@@ -92,6 +92,7 @@ type Tracker struct {
 	jobs    map[string]*job
 	sources map[string]*source
 	retired map[string]SourceState // of sources no longer configured
+	holding map[*job]struct{}      // jobs that may hold records (DecideHeld)
 
 	// What changed since the last Changes, for the saver (see changes.go).
 	dirty          []*job
@@ -177,7 +178,7 @@ func New(o Options) *Tracker {
 	if o.Mono == nil {
 		o.Mono = sinceProcessStart
 	}
-	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, notify: make(chan struct{}, 1)}
+	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1)}
 }
 
 func processAlive(pid int) bool {
@@ -358,6 +359,7 @@ func (t *Tracker) Apply(b Batch) {
 			}
 		} else {
 			j.hold(ev, b.Source)
+			t.holding[j] = struct{}{}
 		}
 		if len(touched) == 0 || touched[len(touched)-1] != j {
 			touched = append(touched, j) // a job twice is decided once: the second finds nothing new
