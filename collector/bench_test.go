@@ -21,7 +21,7 @@ const benchJobs = 10000
 // manyJobs is a tracker of n jobs, each with a finished run, a failure, a
 // skip and one run in progress: every per-job series is present.
 func manyJobs(n int, now time.Time) *model.Tracker {
-	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
 	specs := make([]model.JobSpec, n)
 	for i := range specs {
 		specs[i] = model.JobSpec{Name: fmt.Sprintf("job_%05d", i), Schedule: schedule.Every(time.Hour), Timeout: time.Hour, StaleMultiple: 2}

@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
 func populated(now time.Time) *model.Tracker {
-	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
 	tr.Configure([]model.JobSpec{
 		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: 30 * time.Minute, Scope: "cluster", StaleMultiple: 2},
 		{Name: "stats", Schedule: schedule.Every(time.Hour), Scope: "host", StaleMultiple: 2},

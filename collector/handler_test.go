@@ -540,7 +540,7 @@ func TestRenderMatchesReference(t *testing.T) {
 // special float values.
 func oddJobs(t *testing.T, now time.Time) *model.Tracker {
 	t.Helper()
-	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
 	long := strings.Repeat("x", 300)
 	names := []string{"back\\slash", `quote"d`, "new\nline", "ünïcødé-ジョブ", "a" + long, "z"}
 	var specs []model.JobSpec

@@ -69,7 +69,9 @@ func (c *sourceClock) watermark(now time.Time) (time.Time, bool) {
 }
 
 // reporting are the sources whose watermarks a job's decisions wait for:
-// those that have reported it, or every source of runs while none has.
+// those that have reported it, and every source of runs that has not read
+// to its end once since the configuration started it (it may hold records
+// of the job; every source, for a job none has reported).
 func (t *Tracker) reporting(j *job, yield func(*source)) {
 	n := 0
 	for _, name := range j.Sources {
@@ -78,11 +80,9 @@ func (t *Tracker) reporting(j *job, yield func(*source)) {
 			n++
 		}
 	}
-	if n == 0 {
-		for _, src := range t.sources {
-			if src.clock.runs {
-				yield(src)
-			}
+	for name, src := range t.sources {
+		if src.clock.runs && (n == 0 || !src.clock.endedOnce && !slices.Contains(j.Sources, name)) {
+			yield(src)
 		}
 	}
 }
@@ -141,7 +141,9 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	due := len(j.pending) > 0 && !j.pending[0].Time.After(to) ||
 		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) })
 	if !due && sched != nil {
-		if _, checked := j.missedUntil(sched, to.Add(-j.spec.Grace)); !checked.Equal(j.SlotsCheckedUntil) || j.SlotsCheckedUntil.IsZero() {
+		if j.SlotsCheckedUntil.IsZero() {
+			due = true
+		} else if _, checked := j.missedUntil(sched, to.Add(-j.spec.Grace)); !checked.Equal(j.SlotsCheckedUntil) {
 			due = true
 		}
 	}
@@ -149,6 +151,11 @@ func (t *Tracker) decide(j *job, to time.Time) {
 		return
 	}
 	j.own()
+	if sched != nil && j.SlotsCheckedUntil.IsZero() {
+		// Slots count from when the job was first watched (or its earliest
+		// record), whatever record comes first.
+		j.SlotsCheckedUntil = j.FirstWatched
+	}
 	n := 0
 	for n < len(j.pending) && !j.pending[n].Time.After(to) {
 		h := &j.pending[n]
@@ -164,9 +171,6 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	}
 	t.timeOut(j, to)
 	if sched != nil {
-		if j.SlotsCheckedUntil.IsZero() {
-			j.SlotsCheckedUntil = j.FirstWatched
-		}
 		j.accountMissed(sched, to.Add(-j.spec.Grace))
 	}
 	t.markJob(j)

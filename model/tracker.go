@@ -712,6 +712,8 @@ func (t *Tracker) SetHealth(name string, up bool, err error) {
 	}
 	if !up && !src.clock.down {
 		src.clock.watermark(t.clock.now()) // held where it is now
+		// Back up, it is not at its end until it says so again.
+		src.clock.atEnd = false
 	}
 	src.clock.down = !up
 	if src.up != up {

@@ -100,7 +100,7 @@ func fixtureTracker(t *testing.T) *model.Tracker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := model.New(model.Options{Host: "fixture-host"})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "fixture-host"})
 	// The sources as the fixture's jobwatch named them: the state follows
 	// what they read (testdata/v1/make.sh ran in /tmp/jobwatch-v1-fixture).
 	tr.Configure(jobs, []model.SourceSpec{

@@ -702,7 +702,7 @@ func TestJournalTrackerOverlap(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := jAt(3600)
-	tr := model.New(model.Options{
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold,
 		Host:  "elsewhere", // no liveness checks of the fixture's PIDs
 		Now:   func() time.Time { return now },
 		Alive: func(int) bool { return true },

@@ -290,7 +290,7 @@ func TestMySQL(t *testing.T) {
 // at once count running=2 and an overlap; a jobwatch restart from the
 // tracker's stored position counts nothing twice.
 func testMySQLTracker(t *testing.T, f *fixture) {
-	tr := model.New(model.Options{Alive: func(int) bool { return true }})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Alive: func(int) bool { return true }})
 	tr.Configure([]model.JobSpec{{Name: "nightly", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2}},
 		[]model.SourceSpec{{Name: "db", Type: Type}})
 	job := func() model.JobView {

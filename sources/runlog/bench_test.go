@@ -83,7 +83,7 @@ func benchIngest(b *testing.B, n int) {
 			b.SetBytes(fi.Size())
 			cpu0 := cpuTime()
 			for b.Loop() {
-				tr := model.New(model.Options{Host: "bench", Alive: func(int) bool { return true }})
+				tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "bench", Alive: func(int) bool { return true }})
 				tr.Configure(jobs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
 				src := newRunLog(&testing.T{}, path, format)
 				w := &benchWaker{idle: make(chan struct{})}

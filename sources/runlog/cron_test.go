@@ -45,7 +45,7 @@ func TestRunLogCronFormat(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := model.New(model.Options{Host: "web1", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "web1", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
 	var specs []model.JobSpec
 	for _, j := range []string{"backup", "cleanup", "slow", "report"} {
 		specs = append(specs, model.JobSpec{Name: j, Schedule: schedule.Every(time.Minute), StaleMultiple: 2})

@@ -154,7 +154,7 @@ TZ=UTC exec faketime -f '@2026-12-01 09:59:50 x60' /usr/sbin/cron -f -L 15
 	}
 
 	now := time.Now().Add(time.Minute)
-	tr := model.New(model.Options{Host: "cronhost", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "cronhost", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
 	var specs []model.JobSpec
 	for _, j := range []string{"ok", "cleanup", "report"} {
 		specs = append(specs, model.JobSpec{Name: j, Schedule: schedule.Every(time.Minute), StaleMultiple: 2})

@@ -40,7 +40,7 @@ func (h *healthSink) lastHealth() (bool, int) {
 }
 
 func newSink(jobs ...string) *healthSink {
-	tr := model.New(model.Options{Host: "test-host", Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "test-host", Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }})
 	var specs []model.JobSpec
 	for _, j := range jobs {
 		specs = append(specs, model.JobSpec{Name: j, Schedule: schedule.Every(time.Hour), StaleMultiple: 2})

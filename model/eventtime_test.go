@@ -1,0 +1,417 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"jobwatch/schedule"
+)
+
+// The oracle of event time: the same records, handed over by one to four
+// sources in any interleaving (a run's start in one source and its end in
+// another, records late within their source's window, backlogs of very
+// different sizes, a source down for a while), give exactly what the one
+// time-ordered stream gives.
+
+const (
+	oracleWindow = 5 * time.Second
+	oracleSlots  = 240 // four hours of a minutely job
+)
+
+var oracleStart = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+func oracleJobs() []JobSpec {
+	minutely := grid{time.Minute}
+	return []JobSpec{
+		{Name: "host", Schedule: minutely, Grace: 20 * time.Second, Timeout: 4 * time.Minute, Scope: "host", StaleMultiple: 2},
+		{Name: "cluster", Schedule: minutely, Grace: 20 * time.Second, Scope: "cluster", StaleMultiple: 2},
+		{Name: "every", Schedule: schedule.Every(time.Minute), StaleMultiple: 2},
+	}
+}
+
+// oracleRecords are a few hours of runs of each job: on time, missed,
+// skipped, overlapping, triggered twice, on two hosts, lost (no end: closed
+// at the timeout), with and without durations and run ids.
+func oracleRecords(rng *rand.Rand) []Event {
+	var out []Event
+	id := 0
+	for _, job := range []string{"host", "cluster", "every"} {
+		for slot := range oracleSlots {
+			at := oracleStart.Add(time.Duration(slot+1) * time.Minute)
+			runs := 1
+			switch r := rng.IntN(100); {
+			case r < 8:
+				continue // missed
+			case r < 16:
+				ev := Event{Kind: Skip, Job: job, Host: "a", Time: at.Add(time.Duration(rng.IntN(15000)) * time.Millisecond), Reason: "locked", SkipLabel: "locked"}
+				out = append(out, ev)
+				continue
+			case r < 22:
+				runs = 2
+			}
+			for n := range runs {
+				id++
+				host := "a"
+				if job != "every" && rng.IntN(4) == 0 {
+					host = "b"
+				}
+				start := at.Add(time.Duration(rng.IntN(15000)+n*500) * time.Millisecond)
+				if rng.IntN(30) == 0 {
+					start = at.Add(30 * time.Second) // past grace: unexpected
+				}
+				dur := time.Duration(1+rng.IntN(30)) * time.Second
+				if rng.IntN(10) == 0 {
+					dur = time.Duration(70+rng.IntN(100)) * time.Second // into the next slots
+				}
+				runID := ""
+				pid := 1000 + id
+				if rng.IntN(2) == 0 {
+					runID, pid = fmt.Sprintf("r%d", id), 0
+				}
+				out = append(out, Event{Kind: Start, Job: job, Host: host, PID: pid, RunID: runID, Time: start})
+				if rng.IntN(40) == 0 {
+					continue // never ends
+				}
+				end := Event{Kind: End, Job: job, Host: host, PID: pid, RunID: runID, Time: start.Add(dur), Result: Success, ExitCode: 0, HasExitCode: true}
+				if rng.IntN(5) == 0 {
+					end.Result, end.ExitCode = Failure, 1
+				}
+				if rng.IntN(2) == 0 {
+					end.Duration, end.HasDuration = dur, true
+				}
+				out = append(out, end)
+			}
+		}
+	}
+	return out
+}
+
+func oracleTracker(clock *fakeClock, sources int) *Tracker {
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+	var specs []SourceSpec
+	for i := range sources {
+		specs = append(specs, SourceSpec{Name: fmt.Sprintf("s%d", i), Type: "runlog", Runs: true, LateWindow: oracleWindow})
+	}
+	tr.Configure(oracleJobs(), specs)
+	return tr
+}
+
+// oracleEnd is after every record, its timeout and its slot's grace.
+var oracleEnd = oracleStart.Add((oracleSlots + 30) * time.Minute)
+
+// singleStream is the reference: every record, in time order, read by one
+// source as a backlog, then the clock past the end.
+func singleStream(records []Event) string {
+	clock := &fakeClock{now: oracleStart}
+	tr := oracleTracker(clock, 1)
+	sorted := slices.Clone(records)
+	slices.SortStableFunc(sorted, func(a, b Event) int { return a.Time.Compare(b.Time) })
+	clock.now = oracleEnd
+	for len(sorted) > 0 {
+		n := min(len(sorted), 100)
+		tr.Apply(Batch{Source: "s0", Events: sorted[:n]})
+		sorted = sorted[n:]
+	}
+	tr.Apply(Batch{Source: "s0", AtEnd: true})
+	clock.now = oracleEnd.Add(time.Hour)
+	tr.Reap()
+	return verdicts(tr)
+}
+
+// interleaved hands the records over live: each to one of k sources, read
+// within the window after its time; one source may be down for a while and
+// then catch up; the clock moves in random steps with reaps in between.
+func interleaved(rng *rand.Rand, records []Event, k int) string {
+	clock := &fakeClock{now: oracleStart}
+	tr := oracleTracker(clock, k)
+	type arrival struct {
+		at time.Time
+		ev Event
+	}
+	queues := make([][]arrival, k)
+	for _, ev := range records {
+		s := rng.IntN(k)
+		// Readable up to half the window after its time; the clock's steps
+		// take up the other half (a source hands over what it can read
+		// within a step, as a tailer does within its wake-up).
+		queues[s] = append(queues[s], arrival{ev.Time.Add(time.Duration(rng.Int64N(int64(oracleWindow / 2)))), ev})
+	}
+	for s := range queues {
+		slices.SortStableFunc(queues[s], func(a, b arrival) int { return a.at.Compare(b.at) })
+	}
+	// One source is down from downFrom to downTo (in one run of three).
+	down := rng.IntN(3*k) % (k + 2)
+	downFrom := oracleStart.Add(time.Duration(rng.IntN(oracleSlots)) * time.Minute)
+	downTo := downFrom.Add(time.Duration(rng.IntN(90)) * time.Minute)
+	downSeen := false
+	for clock.now.Before(oracleEnd) {
+		clock.Advance(time.Duration(1 + rng.Int64N(int64(oracleWindow/2))))
+		for _, s := range rng.Perm(k) {
+			name := fmt.Sprintf("s%d", s)
+			// Down (once it has read what came before: its failure is seen
+			// at once), it hands over nothing until it is back.
+			isDown := s == down && !clock.now.Before(downFrom) && clock.now.Before(downTo)
+			if isDown && downSeen {
+				continue
+			}
+			tr.SetHealth(name, true, nil)
+			// Caught up in batches of random size, at its end after the last.
+			q := queues[s]
+			n := 0
+			for n < len(q) && !q[n].at.After(clock.now) {
+				n++
+			}
+			for n > 0 {
+				m := min(n, 1+rng.IntN(50))
+				evs := make([]Event, m)
+				for i := range m {
+					evs[i] = q[i].ev
+				}
+				q, n = q[m:], n-m
+				tr.Apply(Batch{Source: name, Events: evs, AtEnd: n == 0})
+			}
+			tr.Apply(Batch{Source: name, AtEnd: true})
+			queues[s] = q
+			if isDown {
+				tr.SetHealth(name, false, nil)
+				downSeen = true
+			}
+		}
+		switch rng.IntN(4) {
+		case 0:
+			tr.Reap()
+		case 1:
+			tr.DecideHeld()
+		}
+	}
+	for s := range k {
+		name := fmt.Sprintf("s%d", s)
+		tr.SetHealth(name, true, nil)
+		var evs []Event
+		for _, a := range queues[s] {
+			evs = append(evs, a.ev)
+		}
+		tr.Apply(Batch{Source: name, Events: evs, AtEnd: true})
+	}
+	clock.now = oracleEnd.Add(time.Hour)
+	tr.Reap()
+	return verdicts(tr)
+}
+
+// verdicts are every job's counters, times, runs in progress and recent
+// runs: what the jobwatch_job_* series are rendered from. Which source
+// reported a job or started a run is left out: that is all that may differ.
+func verdicts(tr *Tracker) string {
+	jobs, srcs := tr.View()
+	type verdict struct {
+		Name    string
+		State   JobState
+		Recent  []RecentRunFields
+		Open    []Run
+		Pending int
+		Decided time.Time
+	}
+	var out []verdict
+	for _, j := range jobs {
+		v := verdict{Name: j.Spec.Name, State: *j.JobState, Pending: len(j.Pending), Decided: j.DecidedUntil}
+		v.State.Sources = nil
+		for _, r := range j.Recent {
+			v.Recent = append(v.Recent, r.Fields())
+		}
+		for _, r := range j.Open {
+			r.Source = ""
+			v.Open = append(v.Open, r)
+		}
+		out = append(out, v)
+	}
+	var late uint64
+	for _, s := range srcs {
+		late += s.LateRecords
+	}
+	b, err := json.MarshalIndent(struct {
+		Jobs []verdict
+		Late uint64
+	}{out, late}, "", " ")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func checkInterleaving(t *testing.T, seed uint64, k int) {
+	t.Helper()
+	records := oracleRecords(rand.New(rand.NewPCG(seed, 1)))
+	want := singleStream(records)
+	got := interleaved(rand.New(rand.NewPCG(seed, 2)), records, k)
+	if got != want {
+		t.Fatalf("seed %d over %d sources: verdicts differ from the one time-ordered stream:\n%s", seed, k, firstDiff(got, want))
+	}
+}
+
+// firstDiff shows where two verdicts part.
+func firstDiff(got, want string) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	from := max(0, i-600)
+	return fmt.Sprintf("got  ...%s\nwant ...%s", got[from:min(len(got), i+300)], want[from:min(len(want), i+300)])
+}
+
+func TestEventTimeOracle(t *testing.T) {
+	rounds := 12
+	if testing.Short() {
+		rounds = 3
+	}
+	for seed := range uint64(rounds) {
+		for k := 1; k <= 4; k++ {
+			checkInterleaving(t, seed, k)
+		}
+	}
+}
+
+func FuzzEventTimeInterleavings(f *testing.F) {
+	f.Add(uint64(1), uint8(2))
+	f.Add(uint64(7), uint8(4))
+	f.Fuzz(func(t *testing.T, seed uint64, sources uint8) {
+		checkInterleaving(t, seed, 1+int(sources%4))
+	})
+}
+
+// The cases of issue 23, each through two sources, against one stream.
+func TestEventTimeCases(t *testing.T) {
+	min := func(m int, s int) time.Time {
+		return oracleStart.Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
+	}
+	run := func(m int, pid int) []Event {
+		return []Event{
+			{Kind: Start, Job: "host", Host: "a", PID: pid, Time: min(m, 2)},
+			{Kind: End, Job: "host", Host: "a", PID: pid, Time: min(m, 12), Result: Success, HasExitCode: true},
+		}
+	}
+	t.Run("a skip for an earlier slot after later runs", func(t *testing.T) {
+		clock := &fakeClock{now: min(10, 0)}
+		tr := oracleTracker(clock, 2)
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: slices.Concat(run(1, 1), run(3, 3))})
+		tr.Apply(Batch{Source: "s1", AtEnd: true, Events: []Event{{Kind: Skip, Job: "host", Host: "a", Time: min(2, 5), SkipLabel: "locked"}}})
+		clock.Advance(time.Minute)
+		tr.Reap()
+		if j := jobView(t, tr, "host"); j.Missed != 7 || j.Skips != 1 { // 4 to 10 had nothing
+			t.Fatalf("missed %d skips %d, want 7 and 1", j.Missed, j.Skips)
+		}
+	})
+	t.Run("a run's start in one source, its end in the other, read first", func(t *testing.T) {
+		clock := &fakeClock{now: min(10, 0)}
+		tr := oracleTracker(clock, 2)
+		var starts, ends []Event
+		for m := 1; m <= 5; m++ {
+			r := run(m, m)
+			starts, ends = append(starts, r[0]), append(ends, r[1])
+		}
+		tr.Apply(Batch{Source: "s1", AtEnd: true, Events: ends})
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: starts})
+		tr.Reap()
+		j := jobView(t, tr, "host")
+		if j.Overlaps != 0 || len(j.Open) != 0 || j.RunCounts[0] != 5 || j.Durations.Count != 5 {
+			t.Fatalf("overlaps %d running %d successes %d durations %d; want 0 0 5 5", j.Overlaps, len(j.Open), j.RunCounts[0], j.Durations.Count)
+		}
+	})
+	t.Run("a source behind the other at start", func(t *testing.T) {
+		clock := &fakeClock{now: min(10, 0)}
+		tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }}) // the start-up hold
+		tr.Configure(oracleJobs(), []SourceSpec{{Name: "s0", Runs: true, LateWindow: oracleWindow}, {Name: "s1", Runs: true, LateWindow: oracleWindow}})
+		var recent []Event
+		for m := 1; m <= 9; m++ {
+			recent = append(recent, run(m, m)...)
+		}
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: recent[:8]})
+		clock.Advance(11 * time.Second) // the hold is over; s1 has not read to its end yet
+		tr.Reap()
+		tr.Apply(Batch{Source: "s1", Events: recent[8:]})
+		tr.Reap()
+		if j := jobView(t, tr, "host"); j.Missed != 0 || j.DecidedUntil.After(min(9, 12)) {
+			t.Fatalf("missed %d, decided until %s: s1 had not caught up", j.Missed, j.DecidedUntil)
+		}
+		tr.Apply(Batch{Source: "s1", AtEnd: true})
+		tr.Reap()
+		if j := jobView(t, tr, "host"); j.Missed != 0 || j.RunCounts[0] != 9 {
+			t.Fatalf("missed %d successes %d, want 0 and 9", j.Missed, j.RunCounts[0])
+		}
+	})
+	t.Run("a late record is applied, counted, and reopens nothing", func(t *testing.T) {
+		clock := &fakeClock{now: min(10, 0)}
+		tr := oracleTracker(clock, 1)
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: run(1, 1)})
+		tr.Reap() // 2 to 9 missed
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: run(4, 4)})
+		j := jobView(t, tr, "host")
+		_, srcs := tr.View()
+		if j.Missed != 8 || j.RunCounts[0] != 2 || srcs[0].LateRecords != 2 || j.Overlaps != 0 {
+			t.Fatalf("missed %d successes %d late %d overlaps %d; want 8 2 2 0", j.Missed, j.RunCounts[0], srcs[0].LateRecords, j.Overlaps)
+		}
+	})
+}
+
+// Runs of a host-scope job on two hosts at once are what it is for: no
+// overlap. A cluster-scope job's are.
+func TestOverlapsPerHost(t *testing.T) {
+	for _, tc := range []struct {
+		scope string
+		want  uint64
+	}{{"host", 1}, {"cluster", 2}} {
+		clock := &fakeClock{now: oracleEnd}
+		tr := oracleTracker(clock, 1)
+		job := tc.scope
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: []Event{
+			{Kind: Start, Job: job, Host: "a", PID: 1, Time: oracleStart},
+			{Kind: Start, Job: job, Host: "b", PID: 1, Time: oracleStart.Add(time.Second)},
+			{Kind: Start, Job: job, Host: "a", PID: 2, Time: oracleStart.Add(2 * time.Second)},
+		}})
+		if j := jobView(t, tr, job); j.Overlaps != tc.want {
+			t.Errorf("scope %s: %d overlaps, want %d", tc.scope, j.Overlaps, tc.want)
+		}
+	}
+}
+
+// A backward step of the host's clock does not move "now" back: seconds
+// since the last success go on growing, and the job turns stale when it
+// should. A forward step is taken as it comes.
+func TestClockSteps(t *testing.T) {
+	wall := oracleStart
+	var mono time.Duration
+	tr := New(Options{Host: "here", Now: func() time.Time { return wall }, Mono: func() time.Duration { return mono }, StartupHold: NoStartupHold})
+	tr.Configure([]JobSpec{{Name: "j", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}}, []SourceSpec{{Name: "s", Runs: true}})
+	tr.Apply(Batch{Source: "s", AtEnd: true, Events: []Event{{Kind: End, Job: "j", Host: "a", Time: wall, Result: Success}}})
+	step := func(wallBy, monoBy time.Duration) time.Time {
+		wall, mono = wall.Add(wallBy), mono+monoBy
+		return tr.Now()
+	}
+	if now := step(-3*time.Hour, time.Minute); !now.Equal(oracleStart.Add(time.Minute)) {
+		t.Fatalf("after a step back of 3h and a minute: now %s, want %s", now, oracleStart.Add(time.Minute))
+	}
+	now := step(time.Hour, 2*time.Hour+time.Minute) // the wall is still 2h behind what has passed
+	j := jobView(t, tr, "j")
+	if w := j.Watch(now); w.SinceSuccess != 2*time.Hour+2*time.Minute || !w.Stale {
+		t.Fatalf("since success %s stale %v; want 2h2m and stale", w.SinceSuccess, w.Stale)
+	}
+	if now := step(5*time.Hour, time.Second); !now.Equal(wall) {
+		t.Fatalf("a step forward: now %s, want the wall clock %s", now, wall)
+	}
+}
+
+// A job whose first record is dated decades ago counts its missed runs
+// over the last maxMissedHorizon slots only.
+func TestMissedRunsHorizon(t *testing.T) {
+	clock := &fakeClock{now: oracleStart}
+	tr := oracleTracker(clock, 1)
+	old := time.Date(2000, 1, 1, 0, 0, 5, 0, time.UTC)
+	tr.Apply(Batch{Source: "s0", AtEnd: true, Events: []Event{{Kind: Start, Job: "host", Host: "a", PID: 1, Time: old}, {Kind: End, Job: "host", Host: "a", PID: 1, Time: old.Add(time.Second), Result: Success}}})
+	tr.Reap()
+	if j := jobView(t, tr, "host"); j.Missed != maxMissedHorizon {
+		t.Fatalf("missed %d, want %d", j.Missed, maxMissedHorizon)
+	}
+}
