@@ -143,9 +143,11 @@ func interleaved(rng *rand.Rand, records []Event, k int) string {
 	for s := range queues {
 		slices.SortStableFunc(queues[s], func(a, b arrival) int { return a.at.Compare(b.at) })
 	}
-	// One source is down from downFrom to downTo (in one run of three).
+	// One source is down from downFrom to downTo (in one run of three),
+	// after it has reported every job (the jobs a source holds back are
+	// those it has reported: one it never did is decided without it).
 	down := rng.IntN(3*k) % (k + 2)
-	downFrom := oracleStart.Add(time.Duration(rng.IntN(oracleSlots)) * time.Minute)
+	downFrom := oracleStart.Add(time.Duration(30+rng.IntN(oracleSlots-30)) * time.Minute)
 	downTo := downFrom.Add(time.Duration(rng.IntN(90)) * time.Minute)
 	downSeen := false
 	for clock.now.Before(oracleEnd) {
