@@ -28,7 +28,7 @@ func BenchmarkScrapeSaving(b *testing.B) {
 		fmt.Fprintf(&cfg, "  - name: job_%05d\n    every: 1h\n", i)
 	}
 	writeFile(&testing.T{}, filepath.Join(dir, "jobwatch.yml"), cfg.String())
-	e, err := New(Options{ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
+	e, err := New(Options{StartupHold: -1, ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -87,7 +87,7 @@ sources:
 	writeFile(t, filepath.Join(dir, "runs.log"), strings.Join(lines, "\n")+"\n")
 
 	clock := &testClock{now: time.Date(2026, 4, 2, 1, 0, 0, 0, time.UTC)} // 03:00 in Berlin
-	e, err := New(Options{ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state"),
+	e, err := New(Options{StartupHold: -1, ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state"),
 		Now: clock.Now, Host: "jobwatch-test", SaveInterval: 10 * time.Millisecond, ReapInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ jobwatch_job_period_seconds{job_name="daily_timer"} 86400
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	e2, err := New(Options{ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state"),
+	e2, err := New(Options{StartupHold: -1, ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state"),
 		Now: clock.Now, Host: "jobwatch-test"})
 	if err != nil {
 		t.Fatal(err)

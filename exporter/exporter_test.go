@@ -131,7 +131,7 @@ func TestNewRefusesABadStateFile(t *testing.T) {
 	stateDir := filepath.Join(dir, "state")
 	os.MkdirAll(stateDir, 0o700)
 	writeFile(t, filepath.Join(stateDir, "state.json"), `{"version":99}`)
-	_, err := New(Options{ConfigFile: cfg, StateDir: stateDir})
+	_, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: stateDir})
 	if err == nil || !strings.Contains(err.Error(), "state.json") || !strings.Contains(err.Error(), "version 99") {
 		t.Fatalf("New with a state of another version: %v", err)
 	}
@@ -141,7 +141,7 @@ func TestJobSpecs(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	writeFile(t, cfg, "stale_multiple: 3\njobs:\n  - name: a\n    every: 10m\n    timeout: 5m\n    grace: 1m\n    scope: cluster\n  - name: b\n    every: 1h\n")
-	e, err := New(Options{ConfigFile: cfg, StateDir: filepath.Join(dir, "state")})
+	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func startStreamBench(b *testing.B, n int) *streamBench {
 	}
 	s := &streamBench{log: log, n: n, when: time.Now().Add(-time.Hour)}
 	s.write(b, 2*n) // a finished run of every job
-	s.e, err = New(Options{ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
+	s.e, err = New(Options{StartupHold: -1, ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func startSaverTest(t *testing.T, interval time.Duration) (*Exporter, *countingS
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	writeFile(t, cfg, testConfig)
 	writeFile(t, filepath.Join(dir, "runs.log"), "")
-	e, err := New(Options{ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), SaveInterval: interval})
+	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), SaveInterval: interval})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestDiscoveryMetrics(t *testing.T) {
 	}
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	writeFile(t, cfg, "jobs:\n  - name: backup\n    every: 1d\ndiscovery:\n  enabled: true\n  interval: 1h\n  root: "+root+"\n")
-	e, err := New(Options{ConfigFile: cfg, StateDir: filepath.Join(dir, "state")})
+	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestCheckinsThroughTheExporter(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	writeFile(t, cfg, "jobs:\n  - name: backup\n    every: 1d\n")
-	e, err := New(Options{ConfigFile: cfg, StateDir: filepath.Join(dir, "state")})
+	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		t.Fatal(err)
 	}

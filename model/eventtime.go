@@ -133,10 +133,10 @@ func (t *Tracker) decidable(j *job, now time.Time) (time.Time, bool) {
 // only move on in time, with nothing applied, lost or counted, is not
 // copied or marked changed: every job is decided every few seconds.
 func (t *Tracker) decide(j *job, to time.Time) {
-	if !to.After(j.decided) {
+	if to.Before(j.decided) {
 		return
 	}
-	j.decided = to
+	j.decided = to // an equal to still applies records held at that instant
 	sched := j.calendar()
 	due := len(j.pending) > 0 && !j.pending[0].Time.After(to) ||
 		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) })

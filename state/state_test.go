@@ -29,7 +29,7 @@ type testModel struct {
 
 func newTestModel(t *testing.T, dir string) *testModel {
 	t.Helper()
-	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }, StartupHold: model.NoStartupHold})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }})
 	tr.Configure([]model.JobSpec{
 		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
 		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2},
@@ -515,7 +515,7 @@ func TestFrameWriterWritesMarshal(t *testing.T) {
 func TestSaveOfManyJobsWritesSnapshot(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	const n = 2 * jobsPerFrame
-	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }, StartupHold: model.NoStartupHold})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }})
 	specs := make([]model.JobSpec, n)
 	for i := range specs {
 		specs[i] = model.JobSpec{Name: fmt.Sprintf("job%04d", i), Schedule: schedule.Every(time.Hour), StaleMultiple: 2}
@@ -559,7 +559,7 @@ func TestSaveOfManyJobsWritesSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr2 := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }, StartupHold: model.NoStartupHold})
+	tr2 := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }})
 	tr2.Configure(specs, []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}})
 	if err := tr2.Restore(snap); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 func fixture(t *testing.T) *model.Tracker {
 	t.Helper()
 	now := t0
-	tr := model.New(model.Options{Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
 	hourly, err := schedule.ParseCron("0 * * * *", time.UTC, schedule.Debian)
 	if err != nil {
 		t.Fatal(err)

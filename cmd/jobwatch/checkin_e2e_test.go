@@ -95,7 +95,7 @@ func TestCheckinsOverTLS(t *testing.T) {
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	testproc.WriteFile(t, cfg, checkinConfig)
 	addr := freePort(t)
-	cmd := exec.Command(bin, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--web.config.file="+webCfg)
+	cmd := exec.Command(bin, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--web.config.file="+webCfg, "--sources.startup-hold=0s")
 	logs := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	must(t, cmd.Start())

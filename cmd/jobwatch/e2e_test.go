@@ -34,7 +34,7 @@ func freePort(t testing.TB) string { return testproc.FreeAddr(t) }
 
 func startJobwatch(t testing.TB, bin, configFile, stateDir, addr string) *instance {
 	t.Helper()
-	cmd := exec.Command(bin, "--config.file="+configFile, "--state.path="+stateDir, "--web.listen-address="+addr, "--log.level=debug", "--web.enable-lifecycle")
+	cmd := exec.Command(bin, "--config.file="+configFile, "--state.path="+stateDir, "--web.listen-address="+addr, "--log.level=debug", "--web.enable-lifecycle", "--sources.startup-hold=0s")
 	logs := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -31,6 +31,7 @@ import (
 
 	"jobwatch/collector"
 	"jobwatch/exporter"
+	"jobwatch/model"
 	"jobwatch/internal/ratelog"
 	"jobwatch/status"
 	"jobwatch/wrapper"
@@ -96,6 +97,7 @@ func run(args []string) int {
 	serve := app.Command("serve", "Watch the configured sources and serve metrics (the default).").Default()
 	configFile := serve.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
 	statePath := serve.Flag("state.path", "Directory for jobwatch's state (default: data/ beside the config file).").String()
+	startupHold := serve.Flag("sources.startup-hold", "After a start or reload, decide no job's runs (missed, overlapping, ...) for this long, and until every source has read to its end once (docs/schedules.md); 0 for none.").Default(model.DefaultStartupHold.String()).Duration()
 	webOpts := addWebFlags(serve)
 
 	check := app.Command("check-config", "Validate a configuration file, reporting every problem at once.")
@@ -138,7 +140,7 @@ func run(args []string) int {
 		if dir == "" {
 			dir = filepath.Join(filepath.Dir(*configFile), "data")
 		}
-		if err := serveMetrics(logger, *configFile, dir, webOpts); err != nil {
+		if err := serveMetrics(logger, *configFile, dir, *startupHold, webOpts); err != nil {
 			logger.Error("jobwatch stopped", "err", err)
 			return 1
 		}
@@ -171,13 +173,16 @@ func checkConfig(path string) int {
 	return 0
 }
 
-func serveMetrics(logger *slog.Logger, configFile, stateDir string, o *webOptions) error {
+func serveMetrics(logger *slog.Logger, configFile, stateDir string, startupHold time.Duration, o *webOptions) error {
 	logger.Info("starting jobwatch", "version", version.Info(), "config", configFile, "state", stateDir)
 	statusPage := ""
 	if o.externalURL != "" {
 		statusPage = strings.TrimSuffix(o.externalURL, "/") + "/status"
 	}
-	exp, err := exporter.New(exporter.Options{ConfigFile: configFile, StateDir: stateDir, Logger: logger, StatusPageURL: statusPage})
+	if startupHold == 0 {
+		startupHold = -1 // none; exporter.Options takes 0 for the default
+	}
+	exp, err := exporter.New(exporter.Options{ConfigFile: configFile, StateDir: stateDir, Logger: logger, StatusPageURL: statusPage, StartupHold: startupHold})
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func startWith(t *testing.T, bin string, extra ...string) *instance {
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, filepath.Join(dir, "runs.log")))
 	testproc.WriteFile(t, filepath.Join(dir, "runs.log"), "")
-	return startIn(t, bin, dir, append([]string{"--config.file=" + cfg, "--state.path=" + filepath.Join(dir, "state")}, extra...)...)
+	return startIn(t, bin, dir, append([]string{"--config.file=" + cfg, "--state.path=" + filepath.Join(dir, "state"), "--sources.startup-hold=0s"}, extra...)...)
 }
 
 // startIn starts the binary in dir with args and a free listen address.

@@ -291,7 +291,7 @@ func TestMySQL(t *testing.T) {
 // tracker's stored position counts nothing twice.
 func testMySQLTracker(t *testing.T, f *fixture) {
 	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Alive: func(int) bool { return true }})
-	tr.Configure([]model.JobSpec{{Name: "nightly", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2}},
+	tr.Configure([]model.JobSpec{{Name: "nightly", Schedule: schedule.Every(24 * time.Hour), Scope: "cluster", StaleMultiple: 2}}, // one host at a time: two at once overlap
 		[]model.SourceSpec{{Name: "db", Type: Type}})
 	job := func() model.JobView {
 		jobs, _ := tr.View()
