@@ -31,8 +31,8 @@ import (
 
 	"jobwatch/collector"
 	"jobwatch/exporter"
-	"jobwatch/model"
 	"jobwatch/internal/ratelog"
+	"jobwatch/model"
 	"jobwatch/status"
 	"jobwatch/wrapper"
 )
