@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -73,18 +74,86 @@ func (c *sourceClock) watermark(now time.Time) (time.Time, bool) {
 // to its end once since the configuration started it (it may hold records
 // of the job; every source, for a job none has reported).
 func (t *Tracker) reporting(j *job, yield func(*source)) {
-	n := 0
-	for _, name := range j.Sources {
-		if src := t.sources[name]; src != nil && src.clock.runs {
-			yield(src)
-			n++
+	for name := range reportingNames(j.Sources, func(name string) *sourceClock {
+		if src := t.sources[name]; src != nil {
+			return &src.clock
+		}
+		return nil
+	}, func(yield func(string, *sourceClock) bool) {
+		for name, src := range t.sources {
+			if !yield(name, &src.clock) {
+				return
+			}
+		}
+	}) {
+		yield(t.sources[name])
+	}
+}
+
+// reportingNames is reporting over any set of source clocks: clock looks
+// one up by name, all yields every one.
+func reportingNames(jobSources []string, clock func(string) *sourceClock, all iter.Seq2[string, *sourceClock]) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		n := 0
+		for _, name := range jobSources {
+			if c := clock(name); c != nil && c.runs {
+				if !yield(name) {
+					return
+				}
+				n++
+			}
+		}
+		for name, c := range all {
+			if c.runs && (n == 0 || !c.endedOnce && !slices.Contains(jobSources, name)) {
+				if !yield(name) {
+					return
+				}
+			}
 		}
 	}
-	for name, src := range t.sources {
-		if src.clock.runs && (n == 0 || !src.clock.endedOnce && !slices.Contains(j.Sources, name)) {
-			yield(src)
+}
+
+// DecisionsBehind is how far behind now the job's decisions are: now less
+// the lowest watermark of the sources that report it (sources are the
+// saved sources' views), or less what it has decided while one of them has
+// not read to its end since it started. A source down, or catching up,
+// holds it back; about the sources' late windows is its usual value.
+func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Duration {
+	clock := func(name string) *sourceClock {
+		for _, s := range sources {
+			if s.Name == name {
+				c := s.clock // a copy: watermark moves its mark on
+				return &c
+			}
+		}
+		return nil
+	}
+	mark, some, held := time.Time{}, false, false
+	for name := range reportingNames(v.Sources, clock, func(yield func(string, *sourceClock) bool) {
+		for _, s := range sources {
+			c := s.clock
+			if !yield(s.Name, &c) {
+				return
+			}
+		}
+	}) {
+		c := clock(name)
+		w, ok := c.watermark(now)
+		held = held || !ok || !c.endedOnce
+		if ok && (!some || w.Before(mark)) {
+			mark, some = w, true
 		}
 	}
+	switch {
+	case held:
+		mark = v.DecidedUntil
+		if mark.IsZero() {
+			mark = v.FirstWatched
+		}
+	case !some:
+		return 0 // no source of runs: nothing to wait for
+	}
+	return max(now.Sub(mark), 0)
 }
 
 // decidable is how far a job's decisions may go now: the lowest watermark

@@ -366,6 +366,9 @@ func (t *Tracker) Apply(b Batch) {
 		}
 		t.markJob(j)
 	}
+	if !src.clock.reported || src.clock.atEnd != b.AtEnd {
+		t.markSource(b.Source) // its watermark follows the clock, or stops following it
+	}
 	src.clock.reported = true
 	src.clock.atEnd = b.AtEnd
 	src.clock.endedOnce = src.clock.endedOnce || b.AtEnd
@@ -759,6 +762,7 @@ type SourceView struct {
 	Up         bool
 	SourceState
 	Locks []LockState // of a lock probe
+	clock sourceClock // for JobView.DecisionsBehind
 }
 
 // View copies the live state, jobs and sources sorted by name. Scrapes
