@@ -1,6 +1,7 @@
 // Package config reads and validates jobwatch.yml: the file-level settings,
-// the jobs, and the list of sources with their names and types. Each
-// source's own block is decoded and validated by the package of its type,
+// the jobs, and the list of sources with their names and types. Each job's
+// schedule is read with package schedule, as serve reads it; each source's
+// own block is decoded and validated by the package of its type,
 // registered with package sources. Every problem is reported at once, each
 // naming the job or source it belongs to and, when it has one, its line.
 package config
@@ -16,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"jobwatch/internal/jobname"
+	"jobwatch/schedule"
 )
 
 // DefaultStaleMultiple is how many periods without success make a job stale.
@@ -84,31 +86,29 @@ func (s Source) Identity() string {
 	return s.Config.Identity()
 }
 
-// JobCheck validates what package config cannot see into, such as schedule
-// expressions; its errors are reported with config's own, naming the job.
-type JobCheck func(Job) []error
-
-// Load reads and validates the config file at path. Relative paths in
-// source blocks are taken from the file's directory.
-func Load(path string, checks ...JobCheck) (*Config, error) {
+// Load reads and validates the config file at path, every job's schedule
+// included. Relative paths in source blocks are taken from the file's
+// directory.
+func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	defer f.Close()
-	cfg, err := parse(f, dirOf(path), checks)
+	cfg, err := parse(f, dirOf(path))
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// Parse reads and validates a config; relative paths stay as they are.
-func Parse(r io.Reader, checks ...JobCheck) (*Config, error) {
-	return parse(r, "", checks)
+// Parse reads and validates a config, every job's schedule included;
+// relative paths stay as they are.
+func Parse(r io.Reader) (*Config, error) {
+	return parse(r, "")
 }
 
-func parse(r io.Reader, dir string, checks []JobCheck) (*Config, error) {
+func parse(r io.Reader, dir string) (*Config, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func parse(r io.Reader, dir string, checks []JobCheck) (*Config, error) {
 	if cfg.StaleMultiple < 1 {
 		errs = append(errs, fmt.Errorf("stale_multiple must be at least 1, got %d", cfg.StaleMultiple))
 	}
-	errs = append(errs, cfg.decodeJobs(f.Jobs, checks)...)
+	errs = append(errs, cfg.decodeJobs(f.Jobs)...)
 	errs = append(errs, cfg.decodeSources(f.Sources)...)
 	if f.Checkins.Kind != 0 {
 		e := Decode(&f.Checkins, &cfg.Checkins, "")
@@ -153,7 +153,7 @@ func parse(r io.Reader, dir string, checks []JobCheck) (*Config, error) {
 	return cfg, nil
 }
 
-func (c *Config) decodeJobs(nodes []yaml.Node, checks []JobCheck) []error {
+func (c *Config) decodeJobs(nodes []yaml.Node) []error {
 	var errs []error
 	if len(nodes) == 0 {
 		errs = append(errs, errors.New("no jobs configured"))
@@ -171,9 +171,7 @@ func (c *Config) decodeJobs(nodes []yaml.Node, checks []JobCheck) []error {
 		decoded := len(jobErrs) == 0
 		jobErrs = append(jobErrs, j.validate(decoded)...)
 		if decoded {
-			for _, check := range checks {
-				jobErrs = append(jobErrs, check(j)...)
-			}
+			jobErrs = append(jobErrs, j.ScheduleSpec().Check()...)
 		}
 		if first, dup := seen[j.Name]; dup && j.Name != "" {
 			jobErrs = append(jobErrs, fmt.Errorf("duplicate job name (line %d; first at line %d)", nodes[i].Line, first))
@@ -243,7 +241,7 @@ func (j *Job) validate(decoded bool) []error {
 	case !jobname.Valid(j.Name):
 		errs = append(errs, fmt.Errorf("name %q must match %s", j.Name, jobname.Pattern))
 	}
-	if err := j.CheckScheduleKinds(); err != nil && decoded {
+	if err := j.ScheduleSpec().CheckKinds(); err != nil && decoded {
 		errs = append(errs, err)
 	}
 	for _, d := range []struct {
@@ -254,13 +252,10 @@ func (j *Job) validate(decoded bool) []error {
 			errs = append(errs, fmt.Errorf("%s must not be negative", d.field))
 		}
 	}
-	switch j.Cron {
-	case "", "debian", "cronie":
-		if j.Cron != "" && j.Schedule == "" {
-			errs = append(errs, errors.New("cron: applies only to schedule, not to every or on_calendar"))
-		}
-	default:
+	if _, err := schedule.ParseFlavour(j.Cron); err != nil {
 		errs = append(errs, fmt.Errorf("cron must be debian or cronie, got %q", j.Cron))
+	} else if j.Cron != "" && j.Schedule == "" {
+		errs = append(errs, errors.New("cron: applies only to schedule, not to every or on_calendar"))
 	}
 	switch j.Scope {
 	case "", "host", "cluster":
@@ -270,19 +265,22 @@ func (j *Job) validate(decoded bool) []error {
 	return errs
 }
 
-// CheckScheduleKinds reports a job that sets not exactly one of every,
-// schedule and on_calendar.
-func (j *Job) CheckScheduleKinds() error {
-	kinds := 0
-	for _, set := range []bool{j.Every > 0, j.Schedule != "", len(j.OnCalendar) > 0} {
-		if set {
-			kinds++
-		}
+// ScheduleSpec is the job's schedule as package schedule reads it:
+// schedule.New(j.ScheduleSpec(), local) is the job's schedule in a config
+// that validated. A cron: that is not a flavour (which validate reports)
+// reads as Debian's, so that it is reported once.
+func (j *Job) ScheduleSpec() schedule.Spec {
+	flavour, err := schedule.ParseFlavour(j.Cron)
+	if err != nil {
+		flavour = schedule.Debian
 	}
-	if kinds != 1 {
-		return fmt.Errorf("exactly one of every, schedule and on_calendar is required, got %d", kinds)
+	return schedule.Spec{
+		Every:      j.Every.D(),
+		Cron:       j.Schedule,
+		OnCalendar: j.OnCalendar,
+		Timezone:   j.Timezone,
+		Flavour:    flavour,
 	}
-	return nil
 }
 
 // JobNames lists the configured job names.

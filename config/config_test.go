@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,12 +57,6 @@ sources:
 
 // Every problem is reported at once, each naming its job or source.
 func TestParseReportsEveryProblem(t *testing.T) {
-	hook := func(j config.Job) []error {
-		if j.Timezone != "" {
-			return []error{errors.New("checked by the hook")}
-		}
-		return nil
-	}
 	_, err := config.Parse(strings.NewReader(`
 stale_multiple: -1
 jobs:
@@ -114,7 +107,7 @@ sources:
       x.service: nosuchjob
   - name: t
     type: ftp
-`), hook)
+`))
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -124,7 +117,8 @@ sources:
 		`job "bad name": name "bad name" must match`,
 		`job "nosched": exactly one of every, schedule and on_calendar is required, got 0`,
 		`job "both": exactly one of every, schedule and on_calendar is required, got 2`,
-		`job "zone": checked by the hook`,
+		`job "zone": timezone: unknown time zone "Mars/Olympus"`,
+		`job "zone": timezone: applies only to schedule and on_calendar, not to every`,
 		`job "scoped": scope must be host or cluster`,
 		"jobs[7]: name is required",
 		`job "flavour": cron must be debian or cronie, got "vixie"`,
@@ -147,6 +141,41 @@ sources:
 	}
 	if strings.Contains(err.Error(), `job "cronie"`) {
 		t.Errorf("cron: cronie rejected:\n%v", err)
+	}
+}
+
+// Every job's schedule is read as serve reads it, so that a bad one is a
+// config error from every caller of Parse and Load, naming its job.
+func TestParseChecksSchedules(t *testing.T) {
+	_, err := config.Parse(strings.NewReader(`
+jobs:
+  - name: feb30
+    schedule: "0 0 30 2 *"
+  - name: calendars
+    on_calendar: ["*-*-* 03:00", "Mo 04:00"]
+    timezone: Europe/Berlin
+  - name: cronie
+    schedule: "CRON_TZ=Asia/Tokyo 0 12 * * *"
+    cron: cronie
+  - name: flavour
+    schedule: "0 99 * * *"
+    cron: vixie
+`))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`job "feb30": schedule: "0 0 30 2 *": never fires`,
+		`job "calendars": on_calendar[1]: "Mo 04:00"`,
+		`job "flavour": cron must be debian or cronie, got "vixie"`,
+		`job "flavour": schedule: "0 99 * * *": hour: 99 out of range 0-23`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), `job "cronie"`) || strings.Contains(err.Error(), "unknown cron flavour") {
+		t.Errorf("a valid job rejected, or the flavour reported twice:\n%v", err)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/wrapper"
+	"jobwatch/internal/runcmd"
 )
 
 // Command is what discover reads from a job's command line: the wrappers
@@ -373,7 +373,7 @@ func timeoutDuration(s string) (time.Duration, bool) {
 	return time.Duration(f * float64(mult)), true
 }
 
-// jobwatchRun reads jobwatch run's flags (cmd/jobwatch/run.go).
+// jobwatchRun reads jobwatch run's flags (wrapper.RunFlagTable).
 func (c *Command) jobwatchRun(w []string) []string {
 	c.Run = true
 	for len(w) > 0 && strings.HasPrefix(w[0], "--") {
@@ -403,7 +403,7 @@ func (c *Command) jobwatchRun(w []string) []string {
 			c.Lock = val
 			c.LockBlocking = false
 		case "--timeout":
-			if d, err := wrapper.ParseDuration(val); err == nil && d > 0 && (c.Timeout == 0 || d < c.Timeout) {
+			if d, err := runcmd.ParseDuration(val); err == nil && d > 0 && (c.Timeout == 0 || d < c.Timeout) {
 				c.Timeout = d
 			}
 		}

@@ -50,17 +50,16 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// parseConfig reads a generated config as jobwatch does (exporter's
-// loadConfig: config checks plus the schedule checks) and builds every
-// job's schedule.
+// parseConfig reads a generated config as jobwatch does (config.Parse
+// checks the schedules too) and builds every job's schedule.
 func parseConfig(t *testing.T, data []byte) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse(bytes.NewReader(data), schedule.Validate)
+	cfg, err := config.Parse(bytes.NewReader(data))
 	if err != nil {
 		t.Fatalf("generated config is not valid: %v\n%s", err, data)
 	}
 	for _, j := range cfg.Jobs {
-		if _, err := schedule.FromJob(j, time.UTC); err != nil {
+		if _, err := schedule.New(j.ScheduleSpec(), time.UTC); err != nil {
 			t.Errorf("job %q: %v", j.Name, err)
 		}
 	}
@@ -363,6 +362,10 @@ sources:
 	if _, err := Generate(h, GenerateOptions{Merge: []byte("jobs: [")}); err == nil {
 		t.Error("merging a broken file: no error")
 	}
+	// A schedule jobwatch would refuse is refused here too.
+	if _, err := Generate(h, GenerateOptions{Merge: []byte("jobs:\n  - name: feb30\n    schedule: \"0 0 30 2 *\"\n")}); err == nil || !strings.Contains(err.Error(), `job "feb30": schedule: "0 0 30 2 *": never fires`) {
+		t.Errorf("merging a file with a bad schedule: %v", err)
+	}
 }
 
 func TestScan(t *testing.T) {
@@ -522,7 +525,7 @@ func FuzzGenerate(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Generate: %v", err)
 			}
-			cfg, err := config.Parse(bytes.NewReader(out), schedule.Validate)
+			cfg, err := config.Parse(bytes.NewReader(out))
 			if err != nil {
 				t.Fatalf("generated config rejected: %v\n%s", err, out)
 			}

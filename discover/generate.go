@@ -14,13 +14,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"jobwatch/config"
-	"jobwatch/wrapper"
+	"jobwatch/internal/runcmd"
 )
 
 // GenerateOptions shape the generated config.
 type GenerateOptions struct {
 	// RunLog is the run log of jobwatch run lines without --log;
-	// wrapper.DefaultLog when empty.
+	// runcmd.DefaultLog when empty.
 	RunLog string
 	// Merge is the text of an existing config: its jobs and sources are
 	// kept, and only the jobs it does not watch yet are added.
@@ -216,7 +216,7 @@ func sourcesFor(h *Host, jobs []*Job, o GenerateOptions, taken map[string]bool) 
 				p = o.RunLog
 			}
 			if p == "" {
-				p = wrapper.DefaultLog
+				p = runcmd.DefaultLog
 			}
 			logs[p] = append(logs[p], j.Name)
 		}
@@ -382,7 +382,7 @@ func merge(h *Host, o GenerateOptions) ([]byte, error) {
 				p = o.RunLog
 			}
 			if p == "" {
-				p = wrapper.DefaultLog
+				p = runcmd.DefaultLog
 			}
 			if read[p] {
 				continue

@@ -1,5 +1,5 @@
 // Package docs holds jobwatch's documentation pages; its tests keep their
-// links and the metrics reference true.
+// links, the metrics reference and development.md's layout table true.
 package docs
 
 import (

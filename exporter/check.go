@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"jobwatch/config"
-	"jobwatch/schedule"
 	"jobwatch/sources"
 )
 
@@ -17,7 +16,7 @@ import (
 // to do so. A source whose server cannot be reached is a warning, not an
 // error: the config may be right, the network down.
 func Check(ctx context.Context, path string) (cfg *config.Config, warnings []string, err error) {
-	cfg, err = loadConfig(path)
+	cfg, err = config.Load(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -25,7 +24,7 @@ func Check(ctx context.Context, path string) (cfg *config.Config, warnings []str
 		return nil, nil, err
 	}
 	for _, j := range cfg.Jobs {
-		for _, w := range schedule.Warnings(j, nil, time.Now()) {
+		for _, w := range j.ScheduleSpec().Warnings(nil, time.Now()) {
 			warnings = append(warnings, fmt.Sprintf("job %q: %s", j.Name, w))
 		}
 	}

@@ -304,7 +304,7 @@ func (e *Exporter) Reload() error {
 }
 
 func (e *Exporter) load() (*generation, error) {
-	cfg, err := loadConfig(e.opts.ConfigFile)
+	cfg, err := config.Load(e.opts.ConfigFile)
 	if err != nil {
 		return nil, err
 	}

@@ -15,19 +15,13 @@ import (
 // systemd timers fire within AccuracySec, one minute by default.
 const DefaultCalendarGrace = time.Minute
 
-// loadConfig reads the config file with the schedule checks config itself
-// cannot make, so that every problem is reported at once.
-func loadConfig(path string) (*config.Config, error) {
-	return config.Load(path, schedule.Validate)
-}
-
 // JobSpecs turns the configured jobs into the model's job specs; local is
 // the zone of schedules that name none (nil: the zone jobwatch runs in).
 func JobSpecs(cfg *config.Config, local *time.Location) ([]model.JobSpec, error) {
 	specs := make([]model.JobSpec, 0, len(cfg.Jobs))
 	var errs []error
 	for _, j := range cfg.Jobs {
-		sched, err := schedule.FromJob(j, local)
+		sched, err := schedule.New(j.ScheduleSpec(), local)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("job %q: %w", j.Name, err))
 			continue

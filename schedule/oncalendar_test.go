@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"jobwatch/config"
 )
 
 func TestOnCalendarDST(t *testing.T) {
@@ -148,18 +146,18 @@ func TestOnCalendarWhiteSpaceRejected(t *testing.T) {
 
 func TestWarningsSystemdStops(t *testing.T) {
 	from := mustTime(t, "2027-06-01T00:00:00Z")
-	w := Warnings(config.Job{OnCalendar: config.StringSet{"*-*-* 00/2:00"}, Timezone: "America/Santiago"}, nil, from)
+	w := Spec{OnCalendar: []string{"*-*-* 00/2:00"}, Timezone: "America/Santiago"}.Warnings(nil, from)
 	if len(w) != 1 || !strings.Contains(w[0], "Failed to determine next elapse") || !strings.Contains(w[0], "2027-09-05T01:00:00-03:00") {
 		t.Errorf("warnings %q", w)
 	}
-	if w := Warnings(config.Job{OnCalendar: config.StringSet{"*-*-* 00/2:00"}, Timezone: "Europe/Berlin"}, nil, from); len(w) != 0 {
+	if w := (Spec{OnCalendar: []string{"*-*-* 00/2:00"}, Timezone: "Europe/Berlin"}).Warnings(nil, from); len(w) != 0 {
 		t.Errorf("Berlin: warnings %q", w)
 	}
-	w = Warnings(config.Job{Schedule: "CRON_TZ=Asia/Tokyo 0 12 * * *"}, time.UTC, from)
+	w = Spec{Cron: "CRON_TZ=Asia/Tokyo 0 12 * * *"}.Warnings(time.UTC, from)
 	if len(w) != 1 || !strings.Contains(w[0], `schedule: "CRON_TZ=Asia/Tokyo 0 12 * * *": CRON_TZ=Asia/Tokyo is ignored`) {
 		t.Errorf("CRON_TZ: warnings %q", w)
 	}
-	if w := Warnings(config.Job{Schedule: "CRON_TZ=Asia/Tokyo 0 12 * * *", Cron: "cronie"}, time.UTC, from); len(w) != 0 {
+	if w := (Spec{Cron: "CRON_TZ=Asia/Tokyo 0 12 * * *", Flavour: Cronie}).Warnings(time.UTC, from); len(w) != 0 {
 		t.Errorf("cronie: warnings %q", w)
 	}
 }

@@ -2,11 +2,15 @@
 //
 // Three kinds of schedule exist, one per job: a fixed period (Every), a cron
 // expression (ParseCron) and one or more systemd OnCalendar expressions
-// (ParseOnCalendar). FromJob picks the kind from a config.Job; Validate
-// reports every problem of a job's schedule fields at once. Cron and
+// (ParseOnCalendar). New picks the kind from a Spec, a job's schedule fields
+// as plain values; Spec.Check reports every problem of them at once. Cron and
 // OnCalendar schedules are read on the wall clock of a time zone; what
 // happens when that clock jumps (DST) is documented on ParseCron,
 // ParseOnCalendar and in docs/schedules.md.
+//
+// The package imports no other package of jobwatch (a test in
+// internal/layering checks it): config validates every job's schedule by
+// calling it, and discover reads the schedules it finds with it.
 package schedule
 
 import (

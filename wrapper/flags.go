@@ -3,10 +3,11 @@ package wrapper
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"jobwatch/internal/runcmd"
 )
 
 // Flags are jobwatch run's command-line values as typed. RunFlags parses
@@ -14,7 +15,7 @@ import (
 // every other reason it could not run.
 type Flags struct {
 	Job, Log, Lock     string
-	Timeout, KillAfter string // durations; see ParseDuration
+	Timeout, KillAfter string // durations; see runcmd.ParseDuration
 	SkipExitCode       string
 	// The shared lock and the table, as the flags of the same names.
 	LockRedis, LockRedisPasswordFile             string
@@ -101,17 +102,17 @@ func RunFlags(f Flags) int {
 	var errs []error
 	var err error
 	if f.Timeout != "" {
-		if o.Timeout, err = ParseDuration(f.Timeout); err != nil {
+		if o.Timeout, err = runcmd.ParseDuration(f.Timeout); err != nil {
 			errs = append(errs, fmt.Errorf("--timeout: %w", err))
 		}
 	}
 	if f.KillAfter != "" {
-		if o.KillAfter, err = ParseDuration(f.KillAfter); err != nil {
+		if o.KillAfter, err = runcmd.ParseDuration(f.KillAfter); err != nil {
 			errs = append(errs, fmt.Errorf("--kill-after: %w", err))
 		}
 	}
 	if f.LockTTL != "" {
-		if o.LockTTL, err = ParseDuration(f.LockTTL); err != nil {
+		if o.LockTTL, err = runcmd.ParseDuration(f.LockTTL); err != nil {
 			errs = append(errs, fmt.Errorf("--lock-ttl: %w", err))
 		}
 	}
@@ -132,17 +133,4 @@ func RunFlags(f Flags) int {
 		return r.fail(ExitWrapper, errors.New(strings.Join(msgs, "; ")))
 	}
 	return r.run()
-}
-
-// ParseDuration reads a Go duration ("90s", "1h30m") or, as timeout(1) does,
-// a bare number of seconds ("90", "0.5").
-func ParseDuration(s string) (time.Duration, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d, nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/float64(time.Second) {
-		return 0, fmt.Errorf("%q is not a duration (like 90s, 30m, 1h30m, or seconds)", s)
-	}
-	return time.Duration(f * float64(time.Second)), nil
 }

@@ -20,11 +20,12 @@ import (
 
 	"jobwatch/internal/jobname"
 	"jobwatch/internal/redact"
+	"jobwatch/internal/runcmd"
 )
 
 // Defaults of the flags.
 const (
-	DefaultLog       = "/var/log/jobwatch/runs.log"
+	DefaultLog       = runcmd.DefaultLog
 	DefaultKillAfter = 10 * time.Second
 	// DefaultRecordTable is --record-table's default, the table the mysql
 	// source reads by default.

@@ -40,7 +40,7 @@ func printSchedule(w io.Writer, file, job, after string, count int) error {
 	if count < 1 {
 		return fmt.Errorf("--count must be at least 1")
 	}
-	cfg, err := config.Load(file, schedule.Validate)
+	cfg, err := config.Load(file)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func printSchedule(w io.Writer, file, job, after string, count int) error {
 		if j.Name != job {
 			continue
 		}
-		s, err := schedule.FromJob(j, nil)
+		s, err := schedule.New(j.ScheduleSpec(), nil)
 		if err != nil {
 			return fmt.Errorf("job %q: %w", job, err)
 		}

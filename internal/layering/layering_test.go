@@ -3,7 +3,8 @@
 // no source package imports Prometheus (sources turn records into events;
 // they know nothing of metrics), and the collector neither queries a
 // database nor touches files (it renders the model; reading and writing
-// belong to the sources and the saver).
+// belong to the sources and the saver); schedule imports no other package
+// of jobwatch (config calls it), and discover does not import wrapper.
 package layering
 
 import (
@@ -104,5 +105,35 @@ func TestCollectorTouchesNoFiles(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// importsOf returns the jobwatch packages pkg depends on, itself left out.
+func importsOf(t *testing.T, pkg string) []string {
+	t.Helper()
+	var out []string
+	for _, d := range goList(t, "-deps", pkg) {
+		if d != pkg && (d == "jobwatch" || strings.HasPrefix(d, "jobwatch/")) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// schedule is a leaf: config validates schedules by calling it, so it
+// cannot know config, nor anything else of jobwatch.
+func TestScheduleIsALeaf(t *testing.T) {
+	if deps := importsOf(t, "jobwatch/schedule"); len(deps) > 0 {
+		t.Errorf("schedule imports %v (see go list -deps jobwatch/schedule)", deps)
+	}
+}
+
+// discover reads jobwatch run's command lines; what it shares with the
+// wrapper that runs them is in internal/runcmd, not in wrapper.
+func TestDiscoverImportsNoWrapper(t *testing.T) {
+	for _, d := range importsOf(t, "jobwatch/discover") {
+		if d == "jobwatch/wrapper" || strings.HasPrefix(d, "jobwatch/wrapper/") {
+			t.Errorf("discover imports %s (see go list -deps jobwatch/discover)", d)
+		}
 	}
 }
