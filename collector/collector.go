@@ -65,6 +65,8 @@ var (
 	sourceParseErrDesc   = desc("source_parse_errors_total", "Lines, rows or entries of the source that could not be read as records.", "source")
 	sourceUnknownJobDesc = desc("source_unknown_job_records_total", "Records of the source about jobs that are not configured, and so ignored.", "source")
 	sourceResetsDesc     = desc("source_position_resets_total", "Times the source's saved position no longer existed and reading went on from the nearest point.", "source")
+	sourceLateDesc       = desc("source_late_records_total", "Records of the source that came after their job had decided past their time (later than the source's late window): applied where they could be, without reopening a decided slot.", "source")
+	behindDesc           = desc("job_decisions_behind_seconds", "How far behind now the job's verdicts (missed, overlapping and duplicate runs, runs closed at their timeout) are: they wait until every source that reports the job has read past a time.", jobLabels...)
 )
 
 // Viewer gives the state to render; *model.Tracker is one.
@@ -123,7 +125,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	if c.parts == jobParts {
 		return
 	}
-	for _, d := range []*prometheus.Desc{sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc} {
+	for _, d := range []*prometheus.Desc{sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc, sourceLateDesc} {
 		ch <- d
 	}
 	for _, d := range lockDescs {
@@ -133,7 +135,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // jobDescs are the families of each job, as collectJob emits them.
 var jobDescs = []*prometheus.Desc{
-	lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
+	lastSuccessDesc, sinceSuccessDesc, behindDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
 	timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
 	runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
 }
@@ -150,8 +152,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	jobs, sources := c.model.View()
 	if c.parts != sourceParts {
 		emit := constSink(func(m prometheus.Metric) { ch <- m })
+		srcs := make([]*model.SourceView, len(sources))
+		for i := range sources {
+			srcs[i] = &sources[i]
+		}
 		for i := range jobs {
-			collectJob(emit, &jobs[i], now)
+			collectJob(emit, &jobs[i], now, jobs[i].DecisionsBehind(srcs, now))
 		}
 	}
 	if c.parts == jobParts {
@@ -168,6 +174,7 @@ func collectSource(ch chan<- prometheus.Metric, s *model.SourceView, now time.Ti
 	ch <- prometheus.MustNewConstMetric(sourceParseErrDesc, prometheus.CounterValue, float64(s.ParseErrors), s.Name)
 	ch <- prometheus.MustNewConstMetric(sourceUnknownJobDesc, prometheus.CounterValue, float64(s.UnknownJob), s.Name)
 	ch <- prometheus.MustNewConstMetric(sourceResetsDesc, prometheus.CounterValue, float64(s.PositionResets), s.Name)
+	ch <- prometheus.MustNewConstMetric(sourceLateDesc, prometheus.CounterValue, float64(s.LateRecords), s.Name)
 	for i := range s.Locks {
 		collectLock(ch, &s.Locks[i], unix(now))
 	}
@@ -206,8 +213,9 @@ func (f constSink) histogram(d *prometheus.Desc, h *model.Histogram, lvs ...stri
 }
 
 // collectJob emits the metrics of one job; Collect and the Handler's
-// rendering of a changed job share it.
-func collectJob(s sink, j *model.JobView, now time.Time) {
+// rendering of a changed job share it. behind is JobView.DecisionsBehind
+// (the Handler writes its own at each scrape).
+func collectJob(s sink, j *model.JobView, now time.Time, behind time.Duration) {
 	// The label values of every call are in one array, the job's name
 	// first: a slice made for each call would escape through the sink
 	// interface, an allocation per sample.
@@ -233,6 +241,7 @@ func collectJob(s sink, j *model.JobView, now time.Time) {
 		gauge(lastSuccessDesc, unix(j.LastSuccess))
 	}
 	gauge(sinceSuccessDesc, w.SinceSuccess.Seconds())
+	gauge(behindDesc, behind.Seconds())
 	gauge(periodDesc, w.Period.Seconds())
 	gauge(staleMultipleDesc, float64(j.Spec.StaleMultiple))
 	gauge(staleDesc, boolFloat(w.Stale))

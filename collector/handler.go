@@ -135,6 +135,7 @@ var (
 	familyOf  map[*prometheus.Desc]int // index in families
 	famSince  int
 	famStale  int
+	famBehind int
 	famPeriod int
 	famNext   int
 	famLabel  int // always present, with job_name only: where a job's label is read
@@ -162,7 +163,7 @@ var tables = sync.OnceFunc(func() {
 	for i, f := range families {
 		familyOf[f.desc] = i
 	}
-	famSince, famStale = familyOf[sinceSuccessDesc], familyOf[staleDesc]
+	famSince, famStale, famBehind = familyOf[sinceSuccessDesc], familyOf[staleDesc], familyOf[behindDesc]
 	famPeriod, famNext = familyOf[periodDesc], familyOf[nextRunDesc]
 	famLabel = familyOf[consecFailuresDesc]
 	for f := range layouts {
@@ -244,7 +245,7 @@ func (r *renderer) collect(v *model.JobView, now time.Time) {
 		}
 		i := familyOf[m.Desc()]
 		r.metrics[i] = append(r.metrics[i], d)
-	}), v, now)
+	}), v, now, 0)
 	for _, ms := range r.metrics {
 		if len(ms) > 1 {
 			slices.SortStableFunc(ms, compareMetrics)
@@ -306,7 +307,7 @@ type entry struct {
 
 // dynamic reports whether family i of a job is computed at scrape time.
 func dynamic(i int, calendar bool) bool {
-	return i == famSince || i == famStale || calendar && (i == famPeriod || i == famNext)
+	return i == famSince || i == famStale || i == famBehind || calendar && (i == famPeriod || i == famNext)
 }
 
 // calendar reports whether v's period and next run depend on the time of
@@ -325,7 +326,7 @@ func (r *renderer) render(e *entry, v *model.JobView, format int, now time.Time)
 	tables()
 	e.calendar = calendar(v)
 	r.lines.reset(format, v.Spec.Name, func(i int) bool { return dynamic(i, e.calendar) })
-	collectJob(&r.lines, v, now)
+	collectJob(&r.lines, v, now, 0) // dynamic: written at each scrape
 	names := layouts[format].names
 	if len(e.off) != len(families)+1 {
 		e.off = make([]uint32, len(families)+1)
@@ -565,8 +566,9 @@ func (c *cache) build(r *renderer, views []*model.JobView, now time.Time) *segme
 	return s
 }
 
-// segments are the jobs' segments in format for the current saved state.
-func (h *Handler) segments(format int, now time.Time) []*segment {
+// segments are the jobs' segments in format for the current saved state,
+// and its sources.
+func (h *Handler) segments(format int, now time.Time) ([]*segment, []*model.SourceView) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.caches[format]
@@ -583,15 +585,15 @@ func (h *Handler) segments(format int, now time.Time) []*segment {
 		saved = h.saved()
 	}
 	if saved == nil {
-		return nil
+		return nil, nil
 	}
-	return c.update(saved, now)
+	return c.update(saved, now), saved.Sources()
 }
 
 // watch is what a scrape computes for one job.
 type watch struct {
-	since, period, next float64
-	stale, hasNext      bool
+	since, period, next, behind float64
+	stale, hasNext              bool
 }
 
 // scrapeMem is one scrape's reusable memory, and its pipeline: the scrape
@@ -753,8 +755,9 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 	}
 	now := h.now()
 	var segs []*segment
+	var srcs []*model.SourceView
 	if only == nil || slices.ContainsFunc(families, func(f family) bool { return only[f.name] }) {
-		segs = h.segments(format, now)
+		segs, srcs = h.segments(format, now)
 	}
 
 	hdr := rsp.Header()
@@ -771,7 +774,7 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 	}
 	s := scrapePool.Get().(*scrapeMem)
 	defer scrapePool.Put(s)
-	if err := s.pipeTo(out, func() error { return h.write(s, contentType, format, mfs, segs, now, only) }); err != nil {
+	if err := s.pipeTo(out, func() error { return h.write(s, contentType, format, mfs, segs, srcs, now, only) }); err != nil {
 		if h.errorLog != nil {
 			h.errorLog.Println("error encoding and sending metric family:", err)
 		}
@@ -781,13 +784,13 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 
 // write writes the registry's families mfs and the jobs' families, merged
 // in name order, into s; only, when not nil, are the families to write.
-func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, segs []*segment, now time.Time, only map[string]bool) error {
+func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, segs []*segment, srcs []*model.SourceView, now time.Time, only map[string]bool) error {
 	s.watches = s.watches[:0]
 	for _, seg := range segs {
 		for _, v := range seg.views {
 			w := v.Watch(now)
 			s.watches = append(s.watches, watch{
-				since: w.SinceSuccess.Seconds(), stale: w.Stale,
+				since: w.SinceSuccess.Seconds(), stale: w.Stale, behind: v.DecisionsBehind(srcs, now).Seconds(),
 				period: w.Period.Seconds(), next: unix(w.NextRun), hasNext: !w.NextRun.IsZero(),
 			})
 		}
@@ -849,6 +852,8 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 					v = w.since
 				case famStale:
 					v = boolFloat(w.stale)
+				case famBehind:
+					v = w.behind
 				case famPeriod:
 					v = w.period
 				case famNext:

@@ -686,3 +686,46 @@ func TestCompactLines(t *testing.T) {
 		t.Errorf("compact form is %d bytes of %d", len(c), len(lines))
 	}
 }
+
+// How far behind a job's decisions are: its source's late window while the
+// source is at its end, the time since it went down once it is down; the
+// same through the Collector and the Handler, which writes it at each
+// scrape.
+func TestDecisionsBehind(t *testing.T) {
+	now := t0
+	clock := func() time.Time { return now }
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: clock, Alive: func(int) bool { return true }})
+	tr.Configure([]model.JobSpec{{Name: "j", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}},
+		[]model.SourceSpec{{Name: "a", Type: "runlog", Runs: true, LateWindow: 2 * time.Second}, {Name: "b", Type: "mysql", Runs: true, LateWindow: 10 * time.Minute}})
+	tr.SetHealth("a", true, nil)
+	tr.Apply(model.Batch{Source: "a", AtEnd: true, Events: []model.Event{{Kind: model.End, Job: "j", Host: "h", Time: now.Add(-time.Minute), Result: model.Success}}})
+	var saved *model.Saved
+	current := func() *model.Saved { return saved }
+	old, cur := servers(current, clock)
+	check := func(want string) {
+		t.Helper()
+		saved = saved.With(tr.Changes())
+		line := `jobwatch_job_decisions_behind_seconds{job_name="j"} ` + want
+		for name, h := range map[string]http.Handler{"Collector": old, "Handler": cur} {
+			if _, body := get(t, h, acceptText, ""); !strings.Contains(string(body), line+"\n") {
+				t.Errorf("%s: no %q in\n%s", name, line, grepLines(string(body), "decisions_behind"))
+			}
+		}
+	}
+	check("60") // b has read nothing yet: nothing is decided since the job's first record
+	tr.Apply(model.Batch{Source: "b", AtEnd: true})
+	check("2") // b reports no run of j: a's window
+	tr.SetHealth("a", false, nil)
+	now = now.Add(time.Hour)
+	check("3602")
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -24,7 +24,7 @@ import (
 // time, not only on the state.
 var nowDependent = []string{
 	"jobwatch_job_seconds_since_last_success", "jobwatch_job_stale{", "jobwatch_job_next_run_timestamp_seconds",
-	"jobwatch_job_period_seconds",
+	"jobwatch_job_period_seconds", "jobwatch_job_decisions_behind_seconds",
 }
 
 // render is the collector's text exposition of the model's saved view,
@@ -65,10 +65,15 @@ lines:
 
 // upgradeExposition rewrites what the fixture's jobwatch showed into what
 // the same state shows since: skips counted by reason (those counted before
-// reasons were are "other"), and the lost shared locks of every job (none).
+// reasons were are "other"), the lost shared locks of every job (none), and
+// each source's late records (none).
 func upgradeExposition(text string) string {
 	var out strings.Builder
 	for line := range strings.Lines(text) {
+		if rest, ok := strings.CutPrefix(line, `jobwatch_source_records_total{source="`); ok {
+			src, _, _ := strings.Cut(rest, `"`)
+			fmt.Fprintf(&out, "jobwatch_source_late_records_total{source=%q} 0\n", src)
+		}
 		rest, ok := strings.CutPrefix(line, `jobwatch_job_skips_total{job_name="`)
 		if !ok {
 			out.WriteString(line)
