@@ -74,19 +74,36 @@ func (c *sourceClock) watermark(now time.Time) (time.Time, bool) {
 // to its end once since the configuration started it (it may hold records
 // of the job; every source, for a job none has reported).
 func (t *Tracker) reporting(j *job, yield func(*source)) {
-	for name := range reportingNames(j.Sources, func(name string) *sourceClock {
-		if src := t.sources[name]; src != nil {
-			return &src.clock
-		}
-		return nil
-	}, func(yield func(string, *sourceClock) bool) {
-		for name, src := range t.sources {
-			if !yield(name, &src.clock) {
-				return
+	// The sources not at their end yet are kept aside (none, mostly): a
+	// reap looks at every job, and walking every source for each was most
+	// of its cost with hundreds of sources.
+	if t.unended == nil {
+		t.unended = []*source{}
+		for _, src := range t.sources {
+			if src.clock.runs && !src.clock.endedOnce {
+				t.unended = append(t.unended, src)
 			}
 		}
-	}) {
-		yield(t.sources[name])
+	}
+	n := 0
+	for _, name := range j.Sources {
+		if src := t.sources[name]; src != nil && src.clock.runs {
+			yield(src)
+			n++
+		}
+	}
+	if n == 0 {
+		for _, src := range t.sources {
+			if src.clock.runs {
+				yield(src)
+			}
+		}
+		return
+	}
+	for _, src := range t.unended {
+		if !slices.ContainsFunc(j.Sources, func(name string) bool { return t.sources[name] == src }) {
+			yield(src)
+		}
 	}
 }
 

@@ -93,6 +93,9 @@ type Tracker struct {
 	sources map[string]*source
 	retired map[string]SourceState // of sources no longer configured
 	holding map[*job]struct{}      // jobs that may hold records (DecideHeld)
+	// unended are the sources of runs that have not read to their end
+	// since Configure; nil: to be found again (see reporting).
+	unended []*source
 
 	// What changed since the last Changes, for the saver (see changes.go).
 	dirty          []*job
@@ -236,6 +239,7 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		delete(t.removedSources, name)
 	}
 	t.sources = nextSrc
+	t.unended = nil
 	t.adoptRetired()
 	t.started = now
 	t.changedAll() // specs changed: every job's view does
@@ -368,6 +372,9 @@ func (t *Tracker) Apply(b Batch) {
 	}
 	if !src.clock.reported || src.clock.atEnd != b.AtEnd {
 		t.markSource(b.Source) // its watermark follows the clock, or stops following it
+	}
+	if b.AtEnd && !src.clock.endedOnce {
+		t.unended = nil
 	}
 	src.clock.reported = true
 	src.clock.atEnd = b.AtEnd
