@@ -32,9 +32,16 @@ func buildBinary(t testing.TB) string { return testproc.BuildJobwatch(t, t.TempD
 
 func freePort(t testing.TB) string { return testproc.FreeAddr(t) }
 
+// startJobwatch starts jobwatch with no start-up hold: the tests that
+// use it look at what they wrote at once.
 func startJobwatch(t testing.TB, bin, configFile, stateDir, addr string) *instance {
 	t.Helper()
-	cmd := exec.Command(bin, "--config.file="+configFile, "--state.path="+stateDir, "--web.listen-address="+addr, "--log.level=debug", "--web.enable-lifecycle", "--sources.startup-hold=0s")
+	return startJobwatchArgs(t, bin, configFile, stateDir, addr, "--sources.startup-hold=0s")
+}
+
+func startJobwatchArgs(t testing.TB, bin, configFile, stateDir, addr string, extra ...string) *instance {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--config.file=" + configFile, "--state.path=" + stateDir, "--web.listen-address=" + addr, "--log.level=debug", "--web.enable-lifecycle"}, extra...)...)
 	logs := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
