@@ -33,6 +33,13 @@ const Type = "checkin"
 // DefaultMaxBody bounds a check-in's request body.
 const DefaultMaxBody = 100 << 10
 
+// LateWindow is the check-in source's late window (model.SourceSpec's):
+// a check-in is stamped when the receiver takes it and handed over as soon
+// as it is on disk, so it is handed over at most this long after its time.
+// The exporter wires the source, not the registry, so the window is a
+// constant rather than a config key.
+const LateWindow = time.Second
+
 // Options configure a Receiver.
 type Options struct {
 	// Dir is the spool directory, inside the state directory.
@@ -161,7 +168,10 @@ func (s *Source) Type() string { return Type }
 // batchLines bounds the check-ins applied in one batch.
 const batchLines = 1000
 
-// Run applies the spool from position from until ctx is done.
+// Run applies the spool from position from until ctx is done. A batch
+// that reads the spool to its end says AtEnd: every check-in's, and the
+// last of the replay at start; when the spool has nothing (more) to read
+// after a batch that did not say it, or at start, a batch says it alone.
 func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
 	var pos Position
 	if from != nil {
@@ -174,6 +184,7 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 		s.r.opts.Logger.Warn("removing applied check-in spool segments", "err", err)
 	}
 	up := false
+	atEnd := false // the last batch handed over said AtEnd
 	for {
 		changed := s.r.spool.Changed() // before reading, not to miss a commit
 		lines, next, err := readFrom(s.r.opts.Dir, pos, batchLines)
@@ -193,16 +204,8 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			sink.SetHealth(Type, true, nil)
 		}
 		if len(lines) > 0 {
-			b := model.Batch{Source: Type, Events: make([]model.Event, 0, len(lines))}
-			for _, line := range lines {
-				ev, err := decode(line)
-				if err != nil {
-					b.ParseErrors++
-					continue
-				}
-				b.Events = append(b.Events, ev)
-			}
-			b.Position, _ = json.Marshal(next)
+			b := batchOf(lines, next)
+			atEnd = b.AtEnd
 			sink.Apply(b)
 			if next.Segment != pos.Segment {
 				// The segment just finished stays until the next one is
@@ -215,6 +218,10 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			if len(lines) == batchLines {
 				continue
 			}
+		} else if !atEnd {
+			// No position: nothing new to save.
+			atEnd = true
+			sink.Apply(model.Batch{Source: Type, AtEnd: true})
 		}
 		select {
 		case <-ctx.Done():
@@ -222,6 +229,22 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 		case <-changed:
 		}
 	}
+}
+
+// batchOf is the batch of spool lines read up to next. Fewer lines than a
+// batch holds read the spool to its end: the batch says AtEnd.
+func batchOf(lines [][]byte, next Position) model.Batch {
+	b := model.Batch{Source: Type, Events: make([]model.Event, 0, len(lines)), AtEnd: len(lines) < batchLines}
+	for _, line := range lines {
+		ev, err := decode(line)
+		if err != nil {
+			b.ParseErrors++
+			continue
+		}
+		b.Events = append(b.Events, ev)
+	}
+	b.Position, _ = json.Marshal(next)
+	return b
 }
 
 // decode turns a spool line into an event.

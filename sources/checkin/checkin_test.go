@@ -352,6 +352,88 @@ func TestSourceAppliesSpool(t *testing.T) {
 	}
 }
 
+// The source says AtEnd on every batch that reads the spool to its end: a
+// check-in's, the last of the replay at start (alone when the replay's
+// last batch was full, or when there was nothing to replay), and on no
+// batch before it; nothing while idle.
+func TestSourceAtEnd(t *testing.T) {
+	type note struct {
+		events int
+		atEnd  bool
+	}
+	for _, tc := range []struct {
+		spooled int
+		want    []note
+	}{
+		{0, []note{{0, true}}},
+		{3, []note{{3, true}}},
+		{batchLines, []note{{batchLines, false}, {0, true}}},
+		{batchLines + 5, []note{{batchLines, false}, {5, true}}},
+	} {
+		t.Run(fmt.Sprintf("%d spooled", tc.spooled), func(t *testing.T) {
+			dir := t.TempDir()
+			r := newReceiver(t, dir, nil)
+			defer r.Close()
+			line, err := json.Marshal(spoolRecord{V: spoolVersion, Time: t0, Job: "sync", Event: "skip", Reason: "locked"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			line = append(line, '\n')
+			var wg sync.WaitGroup
+			for range tc.spooled {
+				wg.Go(func() {
+					if err := r.spool.Append(line); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+
+			snk := &sink{applied: make(chan struct{}, 10)}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- r.Source().Run(ctx, nil, snk) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			}()
+			// take waits for n more batches and returns all applied so far.
+			take := func(n int) []note {
+				t.Helper()
+				for range n {
+					select {
+					case <-snk.applied:
+					case <-time.After(10 * time.Second):
+						t.Fatal("no batch within 10s")
+					}
+				}
+				snk.mu.Lock()
+				defer snk.mu.Unlock()
+				var out []note
+				for _, b := range snk.batches {
+					out = append(out, note{len(b.Events), b.AtEnd})
+					if b.AtEnd && len(b.Events) == 0 && b.Position != nil {
+						t.Errorf("an AtEnd batch without events carries a position %s", b.Position)
+					}
+				}
+				return out
+			}
+			if got := take(len(tc.want)); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("batches of the replay %v, want %v", got, tc.want)
+			}
+			// Idle, the source hands nothing over: the next batch is the
+			// next check-in's.
+			do(r, "POST", "/ping/backup/start?rid="+rid, "")
+			want := append(tc.want, note{1, true})
+			if got := take(1); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("batches after a check-in %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"time":"2026-12-01T10:00:00Z","job":"a","event":"end","status":"success","exit_code":0}`))
 	f.Add([]byte(`{"v":1,"time":"2026-12-01T10:00:00Z","job":"a","event":"skip","reason":"locked"}`))

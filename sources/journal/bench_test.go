@@ -168,10 +168,10 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 						r.line(l)
 					}
 					if r.pending >= j.maxBatch {
-						r.flush()
+						r.flush(false)
 					}
 				}
-				r.flush()
+				r.flush(false)
 			}
 			if got := sink.events.Load(); got != fx.wantEvs {
 				b.Errorf("%d events, want %d", got, fx.wantEvs)

@@ -1,10 +1,12 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"jobwatch/config"
 	"jobwatch/sources"
@@ -26,7 +28,23 @@ func decode(b config.Block) (sources.Config, []error) {
 	return &c, errs
 }
 
-var _ sources.Config = (*Config)(nil)
+var (
+	_ sources.Config      = (*Config)(nil)
+	_ sources.RunReporter = (*Config)(nil)
+)
+
+// DefaultLateWindow is a journal source's late window: journald stamps an
+// entry when it receives it, and a follower hands it over within moments.
+const DefaultLateWindow = 2 * time.Second
+
+// LateWindow is how late, in event time, an entry may be handed over: the
+// late_window key, defaulted.
+func (j *Config) LateWindow() time.Duration {
+	if j.Lateness == 0 {
+		return DefaultLateWindow
+	}
+	return j.Lateness.D()
+}
 
 // Identity is the journal read: the directory or files (none: the system
 // journal).
@@ -47,6 +65,9 @@ type Config struct {
 	Files     []string          `yaml:"files"`
 	Units     map[string]string `yaml:"units"` // unit -> job
 	Cron      []CronMatch       `yaml:"cron"`
+	// Lateness is the late_window key as written (0: the default); see
+	// LateWindow.
+	Lateness config.Duration `yaml:"late_window"`
 }
 
 // CronMatch maps cron daemon CMD lines whose command matches Match to Job.
@@ -62,6 +83,9 @@ func (j *Config) validate(jobs map[string]bool) []error {
 	}
 	if len(j.Units) == 0 && len(j.Cron) == 0 {
 		errs = append(errs, fmt.Errorf("needs units or cron"))
+	}
+	if j.Lateness < 0 {
+		errs = append(errs, errors.New("late_window must not be negative"))
 	}
 	units := make([]string, 0, len(j.Units))
 	for u := range j.Units {

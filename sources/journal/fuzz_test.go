@@ -51,7 +51,7 @@ func FuzzJournalEntry(f *testing.F) {
 		r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
 		r.line(line)
 		r.line(line) // the same entry twice: no second start or end
-		r.flush()
+		r.flush(false)
 		jEvs := sink.events()
 		if len(jEvs) > 2 {
 			t.Fatalf("one entry gave %d events", len(jEvs))

@@ -266,6 +266,7 @@ type journalReader struct {
 	pending  int            // entries read since the last flush
 	startIdx map[string]int // run id -> index of its Start in batch.Events
 	resets   int            // position resets not yet handed over
+	atEnd    bool           // the last batch handed over said AtEnd
 
 	// Cursor handling of the current journalctl run.
 	expect     string // the saved cursor, printed first if it still exists
@@ -315,7 +316,10 @@ func (r *journalReader) args(follow bool) []string {
 
 // read runs journalctl once and applies what it prints. Without follow it
 // returns nil when journalctl exits 0 after printing everything; with follow
-// it returns only on an error, journalctl's exit, or when ctx is done.
+// it returns only on an error, journalctl's exit, or when ctx is done. The
+// batches that say AtEnd are the last of a catch-up pass that exited
+// cleanly and, following, each one that a pause of journalctl's output
+// ends.
 func (r *journalReader) read(ctx context.Context, follow bool) error {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -351,7 +355,6 @@ func (r *journalReader) read(ctx context.Context, follow bool) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	var waitErr error
 loop:
 	for {
 		select {
@@ -363,18 +366,32 @@ loop:
 				r.line(l)
 			}
 			if r.pending >= r.j.maxBatch {
-				r.flush()
+				r.flush(false) // more may be waiting in the pipe
 			}
 			if r.pending > 0 {
 				timer.Reset(r.j.pause)
 			}
 		case <-timer.C:
-			r.flush()
+			// journalctl has printed nothing for a pause. Following, it
+			// has printed every entry the journal holds: --follow prints
+			// what there is, flushes its output and only then waits for
+			// more, so its output pauses there and nowhere else but for a
+			// stall (the follower starts from the cursor a catch-up pass
+			// has just reached, so the little it prints first is recent
+			// anyway). That pause is where the source knows it is caught
+			// up: the batch says AtEnd. A catch-up pass pausing is only
+			// slow: its end is its exit, below.
+			r.flush(follow)
 		case <-ctx.Done():
 			break loop
 		}
 	}
-	r.flush()
+	// A catch-up pass's last batch waits for journalctl's exit: only a
+	// clean exit says it printed everything the journal held.
+	held := !follow && ctx.Err() == nil
+	if !held {
+		r.flush(false)
+	}
 	if ctx.Err() != nil {
 		cancel() // kills journalctl
 	}
@@ -384,15 +401,24 @@ loop:
 	}
 	// Cancelling only when needed: Wait reports a cancelled context as an
 	// error even after a clean exit.
-	waitErr = cmd.Wait()
+	waitErr := cmd.Wait()
 	if r.first && r.expect != "" && ctx.Err() == nil && !follow {
 		// journalctl printed nothing, not even the saved cursor's entry: it is gone.
 		r.cursorGone(r.expect)
-		r.flush()
+	}
+	err = exitError(follow, readErr, waitErr, stderr)
+	if held {
+		r.flush(err == nil && ctx.Err() == nil)
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
+	return err
+}
+
+// exitError is why a run of journalctl did not read the journal through:
+// nil only for a catch-up pass that exited cleanly having read all of it.
+func exitError(follow bool, readErr, waitErr error, stderr *tailBuffer) error {
 	if readErr != nil && !errors.Is(readErr, context.Canceled) {
 		return fmt.Errorf("reading journalctl output: %w", readErr)
 	}
@@ -518,15 +544,24 @@ func (r *journalReader) cursorGone(cursor string) {
 		"cursor", cursor, "time", time.UnixMicro(r.pos.Realtime).UTC())
 }
 
-func (r *journalReader) flush() {
+// flush hands the pending batch over. atEnd: it ends what there was to
+// read (see read). With nothing pending the batch has only that to say,
+// and no position (nothing new to save); it is not said twice in a row (a
+// follower that exits on an empty journal is restarted again and again).
+func (r *journalReader) flush(atEnd bool) {
 	if r.cursorNew {
 		r.pos.Cursor = string(r.cursor)
 		r.cursorNew = false
 	}
 	if r.pending == 0 && r.resets == 0 {
+		if atEnd && !r.atEnd {
+			r.atEnd = true
+			r.sink.Apply(model.Batch{Source: r.j.name, AtEnd: true})
+		}
 		return
 	}
 	r.batch.Source = r.j.name
+	r.batch.AtEnd, r.atEnd = atEnd, atEnd
 	r.batch.PositionResets = r.resets
 	r.batch.Position = r.position()
 	r.sink.Apply(r.batch)

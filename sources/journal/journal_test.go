@@ -20,11 +20,20 @@ import (
 	"jobwatch/sources"
 )
 
-// jSink records what a source hands it.
+// jSink records what a source hands it, and tells notes of each batch
+// when notes is set.
 type jSink struct {
 	mu      sync.Mutex
 	batches []model.Batch
 	health  []jHealthCall
+	notes   chan<- jNote
+}
+
+// jNote is what TestJournalAtEnd follows: a journalctl started, or a batch.
+type jNote struct {
+	what   string // "catch-up", "follow" or "batch"
+	events int
+	atEnd  bool
 }
 
 type jHealthCall struct {
@@ -34,9 +43,12 @@ type jHealthCall struct {
 
 func (s *jSink) Apply(b model.Batch) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	b.Events = append([]model.Event(nil), b.Events...)
 	s.batches = append(s.batches, b)
+	s.mu.Unlock()
+	if s.notes != nil {
+		s.notes <- jNote{what: "batch", events: len(b.Events), atEnd: b.AtEnd}
+	}
 }
 
 func (s *jSink) SetHealth(_ string, up bool, err error) {
@@ -803,4 +815,152 @@ func TestNewJournalPaths(t *testing.T) {
 	if got := strings.Join(j.matches, " "); got != "UNIT=backup.service UNIT=stats.service + _SYSTEMD_UNIT=backup.service _SYSTEMD_UNIT=stats.service" {
 		t.Errorf("matches %q", got)
 	}
+}
+
+// TestJournalAtEnd: the source says AtEnd when it has handed over all the
+// journal holds: at the end of a catch-up pass (journalctl exited cleanly),
+// not on the batches before it, then each time the follower's output
+// pauses with entries handed over; never while the journal is idle, nor
+// while it cannot be read.
+func TestJournalAtEnd(t *testing.T) {
+	needJournalTools(t)
+	h := journaltest.NewHost("web1", jBoot0)
+	inv := journaltest.InvocationID
+	// follow runs a source on dir, telling each journalctl it starts and
+	// each batch.
+	follow := func(t *testing.T, dir string, from json.RawMessage, journalctl string) (*jSink, func() jNote) {
+		notes := make(chan jNote, 1000)
+		sink := &jSink{notes: notes}
+		j := newJTestJournal(t, dir, nil)
+		j.maxBatch = 1000
+		if journalctl != "" {
+			j.journalctl = journalctl
+		}
+		j.started = func(_ int, follow bool) {
+			n := jNote{what: "catch-up"}
+			if follow {
+				n.what = "follow"
+			}
+			notes <- n
+		}
+		next := func() jNote {
+			t.Helper()
+			select {
+			case n := <-notes:
+				return n
+			case <-time.After(20 * time.Second):
+				t.Fatal("the source handed nothing over within 20s")
+				return jNote{}
+			}
+		}
+		jRun(t, j, from, sink)
+		return sink, next
+	}
+	// catchUp reads the notes of a catch-up pass: batches without AtEnd,
+	// then one with it. It returns how many events and batches there were.
+	catchUp := func(t *testing.T, next func() jNote) (events, batches int) {
+		t.Helper()
+		if n := next(); n.what != "catch-up" {
+			t.Fatalf("%+v, want journalctl started to catch up", n)
+		}
+		for {
+			n := next()
+			if n.what != "batch" {
+				t.Fatalf("%+v during the catch-up pass", n)
+			}
+			events += n.events
+			batches++
+			if n.atEnd {
+				return events, batches
+			}
+		}
+	}
+	// caughtUp reads the follower's start and its first batch, which
+	// follows its output's first pause: the entry at the saved cursor,
+	// dropped as read before.
+	caughtUp := func(t *testing.T, next func() jNote) {
+		t.Helper()
+		if n := next(); n.what != "follow" {
+			t.Fatalf("%+v, want journalctl --follow started", n)
+		}
+		if n := next(); n != (jNote{what: "batch", atEnd: true}) {
+			t.Fatalf("first batch of the follower %+v, want AtEnd without events", n)
+		}
+	}
+
+	t.Run("catch-up longer than a batch, then follow", func(t *testing.T) {
+		var entries []journaltest.Entry
+		for i := range 700 {
+			entries = append(entries, jSuccessRun(h, "stats.service", inv(fmt.Sprint("e", i)), i*10, 100+i)...)
+		}
+		dir := t.TempDir()
+		file := filepath.Join(dir, "system.journal")
+		if err := journaltest.Append(file, entries); err != nil {
+			t.Fatal(err)
+		}
+		sink, next := follow(t, dir, nil, "")
+		events, batches := catchUp(t, next)
+		if events != 1400 || batches < 3 {
+			t.Fatalf("catch-up of %d entries: %d events in %d batches, want 1400 in at least 3 (batches of 1,000 to 1,511 lines)", len(entries), events, batches)
+		}
+		caughtUp(t, next)
+
+		// Idle, the follower hands nothing over: the first batch after an
+		// append has its entries.
+		if err := journaltest.Append(file, jSuccessRun(h, "stats.service", inv("e-new"), 9000, 900)); err != nil {
+			t.Fatal(err)
+		}
+		for events = 0; events < 2; {
+			n := next()
+			if n.what != "batch" || n.events == 0 || !n.atEnd {
+				t.Fatalf("%+v after an append, want a batch of its events, AtEnd", n)
+			}
+			events += n.events
+		}
+
+		// Restarted from the saved position with nothing new: the catch-up
+		// pass, which reads only the entry at the cursor, says AtEnd.
+		_, next = follow(t, dir, sink.position(), "")
+		if events, _ := catchUp(t, next); events != 0 {
+			t.Errorf("%d events caught up again after a restart", events)
+		}
+		caughtUp(t, next)
+	})
+
+	t.Run("no journal files", func(t *testing.T) {
+		// Its followers exit at once, as journalctl --follow (systemd 252)
+		// does on a journal without a boot: each is restarted and catches
+		// up again, which, with nothing read, says AtEnd no more.
+		wrapper := filepath.Join(t.TempDir(), "journalctl")
+		script := "#!/bin/sh\ncase \"$*\" in *--follow*) exit 1;; esac\nexec journalctl \"$@\"\n"
+		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, next := follow(t, t.TempDir(), nil, wrapper)
+		if events, batches := catchUp(t, next); events != 0 || batches != 1 {
+			t.Errorf("empty journal: %d events in %d batches, want one AtEnd batch", events, batches)
+		}
+		for catchUps := 0; catchUps < 3; {
+			switch n := next(); n.what {
+			case "catch-up":
+				catchUps++
+			case "batch":
+				t.Fatalf("%+v: an empty journal handed a batch over again", n)
+			}
+		}
+	})
+
+	t.Run("directory missing, then there", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "journal")
+		sink, next := follow(t, dir, nil, "")
+		jWaitFor(t, 10*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		if err := journaltest.Append(filepath.Join(dir, "system.journal"), jSuccessRun(h, "stats.service", inv("m1"), 0, 10)); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing was handed over while the directory was missing: the
+		// first batch is the catch-up's.
+		if events, _ := catchUp(t, next); events != 2 {
+			t.Errorf("%d events, want 2", events)
+		}
+	})
 }

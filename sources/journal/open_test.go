@@ -26,7 +26,7 @@ func TestOpenRunsAreBounded(t *testing.T) {
 		r.pending++ // read, so that flush hands the batch over
 		r.apply(&e)
 	}
-	r.flush()
+	r.flush(false)
 	if len(r.open) != model.MaxOpenRuns {
 		t.Fatalf("%d runs followed, want %d", len(r.open), model.MaxOpenRuns)
 	}

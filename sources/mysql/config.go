@@ -50,9 +50,9 @@ type Config struct {
 	Columns      *Columns        `yaml:"columns"`
 	StatusValues *StatusValues   `yaml:"status_values"`
 	PollInterval config.Duration `yaml:"poll_interval"`
-	// LateWindow is how long an id missing below the highest id read (a
-	// transaction that has not committed yet, or never will) is looked for.
-	LateWindow config.Duration `yaml:"late_window"`
+	// Lateness is the late_window key as written (0: the default); see
+	// Late.
+	Lateness config.Duration `yaml:"late_window"`
 }
 
 // Columns names the table's columns; empty keys take the defaults.
@@ -165,13 +165,21 @@ func (m *Config) Poll() time.Duration {
 	return m.PollInterval.D()
 }
 
-// Late is the late window, defaulted.
+// Late is the late window, defaulted: how long an id missing below the
+// highest id read (a transaction that has not committed yet, or never
+// will) is looked for, and so how late, in event time, a row may be handed
+// over.
 func (m *Config) Late() time.Duration {
-	if m.LateWindow == 0 {
+	if m.Lateness == 0 {
 		return DefaultLateWindow
 	}
-	return m.LateWindow.D()
+	return m.Lateness.D()
 }
+
+var _ sources.RunReporter = (*Config)(nil)
+
+// LateWindow is how late, in event time, a row may be handed over: Late.
+func (m *Config) LateWindow() time.Duration { return m.Late() }
 
 // NamedColumns lists the columns by config key, in a fixed order.
 func (c Columns) NamedColumns() [][2]string {
@@ -193,7 +201,7 @@ func (m *Config) Validate() []error {
 	} else if m.PollInterval != 0 && m.PollInterval.D() < MinPollInterval {
 		errs = append(errs, fmt.Errorf("poll_interval must be at least %s", MinPollInterval))
 	}
-	if m.LateWindow < 0 {
+	if m.Lateness < 0 {
 		errs = append(errs, errors.New("late_window must not be negative"))
 	}
 	if err := checkTableName(m.TableName()); err != nil {

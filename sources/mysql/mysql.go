@@ -332,6 +332,11 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	}
 	r.markUp()
 	b.Source = m.name
+	// A poll that read fewer rows than its limit read everything there
+	// is, and so did a first start (up to the highest id it found): the
+	// batch says AtEnd, even an empty one. It carries no position when
+	// nothing changed, so an empty poll saves nothing more than before.
+	b.AtEnd = !more
 	b.PositionResets, r.resets = r.resets, 0
 	if enc := next.encode(); string(enc) != string(r.lastPos) {
 		b.Position = enc

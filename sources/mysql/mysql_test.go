@@ -266,6 +266,7 @@ func TestMySQL(t *testing.T) {
 	t.Run("FirstStart", func(t *testing.T) { testMySQLFirstStart(t, newFixture(t, srv)) })
 	t.Run("MultiHost", func(t *testing.T) { testMySQLMultiHost(t, newFixture(t, srv)) })
 	t.Run("LateCommit", func(t *testing.T) { testMySQLLateCommit(t, newFixture(t, srv)) })
+	t.Run("AtEnd", func(t *testing.T) { testMySQLAtEnd(t, newFixture(t, srv)) })
 	t.Run("Resume", func(t *testing.T) { testMySQLResume(t, newFixture(t, srv)) })
 	t.Run("Faults", func(t *testing.T) { testMySQLFaults(t, srv) })
 	t.Run("Injection", func(t *testing.T) { testMySQLInjection(t, newFixture(t, srv)) })
@@ -452,7 +453,7 @@ func testMySQLLateCommit(t *testing.T, f *fixture) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	src := f.sourceConfig("db")
-	src.LateWindow = config.Duration(time.Minute)
+	src.Lateness = config.Duration(time.Minute)
 	st := newStepper(t, f.source(src, sources.Deps{Now: clock}), nil)
 	st.step()
 	f.run("a", "h", 1, 0, time.Second, "success") // id 1
@@ -509,6 +510,56 @@ func testMySQLLateCommit(t *testing.T, f *fixture) {
 	st.step()
 	if len(st.r.pos.Gaps) != 0 {
 		t.Fatalf("gap kept after the late window: %+v", st.r.pos.Gaps)
+	}
+}
+
+// testMySQLAtEnd: a poll that read everything there is says AtEnd, an
+// empty one too; one that stopped at its batch limit does not. An empty
+// poll's batch changes nothing the tracker would save.
+func testMySQLAtEnd(t *testing.T, f *fixture) {
+	tr := model.New(model.Options{Alive: func(int) bool { return true }})
+	tr.Configure([]model.JobSpec{{Name: "a", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}},
+		[]model.SourceSpec{{Name: "db", Type: Type}})
+	st := newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"a"}}), nil)
+	// poll steps once, applies the poll's batch to the tracker too, and
+	// returns it.
+	poll := func() model.Batch {
+		t.Helper()
+		st.step()
+		b := st.lastBatch()
+		tr.Apply(b)
+		return b
+	}
+	if b := poll(); !b.AtEnd {
+		t.Errorf("first start on an empty table: AtEnd false")
+	}
+
+	// More rows than a poll reads: the first poll stops at its limit.
+	n := mysqlBatchRows + 5
+	var values []string
+	var args []any
+	for i := range n {
+		values = append(values, "('a', ?, ?, 'success', 'h', ?)")
+		args = append(args, f.at(time.Duration(i)*time.Second), f.at(time.Duration(i)*time.Second+time.Millisecond), i+1)
+	}
+	f.exec("INSERT INTO job_runs (job_name, started_at, finished_at, status, host, pid) VALUES "+strings.Join(values, ", "), args...)
+	if b := poll(); b.AtEnd || len(b.Events) != 2*mysqlBatchRows {
+		t.Errorf("poll at the batch limit: AtEnd %v with %d events, want false with %d", b.AtEnd, len(b.Events), 2*mysqlBatchRows)
+	}
+	if b := poll(); !b.AtEnd || len(b.Events) != 10 {
+		t.Errorf("poll of the rest: AtEnd %v with %d events, want true with 10", b.AtEnd, len(b.Events))
+	}
+
+	// Empty polls say AtEnd, and leave nothing to save.
+	tr.Changes()
+	for range 3 {
+		b := poll()
+		if !b.AtEnd || len(b.Events) != 0 || b.Position != nil {
+			t.Errorf("empty poll: AtEnd %v, %d events, position %s; want AtEnd alone", b.AtEnd, len(b.Events), b.Position)
+		}
+		if c := tr.Changes(); c != nil && !c.Empty() {
+			t.Errorf("empty poll changed the tracker's state: %+v", c)
+		}
 	}
 }
 
@@ -993,4 +1044,47 @@ func FuzzMySQLIdent(f *testing.F) {
 			t.Fatalf("quoting broken: %s / %s", s.table, s.selectList)
 		}
 	})
+}
+
+// late_window is parsed, defaulted and refused when negative, a refusal
+// reported with the block's other errors.
+func TestMySQLLateWindowKey(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		block []string // the block's keys besides name and type
+		want  time.Duration
+		errs  []string
+	}{
+		{"default", []string{"dsn: u:p@tcp(db:3306)/app"}, DefaultLateWindow, nil},
+		{"zero is the default", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: 0s"}, DefaultLateWindow, nil},
+		{"set", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: 30m"}, 30 * time.Minute, nil},
+		{"Prometheus syntax", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: 1h"}, time.Hour, nil},
+		{"negative", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: -1m"}, 0, []string{"late_window must not be negative"}},
+		{"negative, with another error", []string{"late_window: -1m"}, 0,
+			[]string{"late_window must not be negative", "exactly one of dsn and dsn_file is required"}},
+		{"not a duration", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: soon"}, 0, []string{`line 6: bad duration "soon"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			yml := "jobs: [{name: a, every: 1h}]\nsources:\n  - name: db\n    type: mysql\n    " + strings.Join(tc.block, "\n    ") + "\n"
+			cfg, err := config.Parse(strings.NewReader(yml))
+			if len(tc.errs) > 0 {
+				if err == nil {
+					t.Fatalf("accepted:\n%s", yml)
+				}
+				for _, w := range tc.errs {
+					if !strings.Contains(err.Error(), `source "db": `+w) {
+						t.Errorf("no error of the source saying %q in:\n%v", w, err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rr sources.RunReporter = cfg.Sources[0].Config.(*Config)
+			if got := rr.LateWindow(); got != tc.want {
+				t.Errorf("LateWindow() = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

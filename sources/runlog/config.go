@@ -16,13 +16,33 @@ const Type = "runlog"
 
 func init() { sources.Register(Type, decode) }
 
+// DefaultLateWindow is a run log's late window: a record is appended
+// when its run starts or ends and read within about a second (the
+// tailer's poll), so it is handed over at most this long after its time.
+const DefaultLateWindow = 2 * time.Second
+
 // Config is the block of a type: runlog source.
 type Config struct {
-	Path          string `yaml:"path"`
+	Path string `yaml:"path"`
+	// Lateness is the late_window key as written (0: the default); see
+	// LateWindow.
+	Lateness      config.Duration `yaml:"late_window"`
 	record.Config `yaml:",inline"`
 }
 
-var _ sources.Config = (*Config)(nil)
+var (
+	_ sources.Config      = (*Config)(nil)
+	_ sources.RunReporter = (*Config)(nil)
+)
+
+// LateWindow is how late, in event time, a record may be handed over: the
+// late_window key, defaulted.
+func (c *Config) LateWindow() time.Duration {
+	if c.Lateness == 0 {
+		return DefaultLateWindow
+	}
+	return c.Lateness.D()
+}
 
 // Identity is the file followed: its saved position follows the path.
 func (c *Config) Identity() string { return "runlog:" + c.Path }
@@ -44,6 +64,9 @@ func (c *Config) validate(jobs map[string]bool) []error {
 	var errs []error
 	if c.Path == "" {
 		errs = append(errs, errors.New("path is required"))
+	}
+	if c.Lateness < 0 {
+		errs = append(errs, errors.New("late_window must not be negative"))
 	}
 	switch c.Format {
 	case "json", "logfmt":

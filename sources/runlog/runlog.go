@@ -97,7 +97,9 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 func (r *Source) Name() string { return r.name }
 func (r *Source) Type() string { return Type }
 
-// Run follows the file from the saved position.
+// Run follows the file from the saved position. Each pass of the tailer
+// that handed batches over, and its first pass after Run starts, ends with
+// a batch that says AtEnd (see endMarker).
 func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
 	var pos *tail.Position
 	if len(from) > 0 {
@@ -113,7 +115,9 @@ func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 	// handed over has been applied. Two event buffers take turns, so one
 	// batch at most waits.
 	var pending sync.WaitGroup
-	t := tail.New(r.path, pos, tail.Options{Logger: r.tailLog, Waker: r.waker, Idle: pending.Wait})
+	end := &endMarker{name: r.name, sink: sink, pending: &pending, unsent: true}
+	t := tail.New(r.path, pos, tail.Options{Logger: r.tailLog, Waker: r.waker, Idle: end.idle})
+	end.tailer = t
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -133,37 +137,74 @@ func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 		}
 	}()
 	err := t.Run(ctx, func(lines []tail.Line, p tail.Position, resets int) {
-		// Each record is parsed in its place in the batch: an Event is
-		// about 250 bytes, and copying it in would cost as much as parsing.
-		events := slices.Grow((<-buffers)[:0], len(lines))
-		bad := 0
-		for _, l := range lines {
-			if l.TooLong {
-				bad++
-				r.logger.Debug("line too long to be a record", "line", l.Number, "bytes_read", len(l.Text))
-				continue
-			}
-			events = events[:len(events)+1]
-			if err := r.parser.Parse(l.Text, &events[len(events)-1]); err != nil {
-				events = events[:len(events)-1]
-				if errors.Is(err, record.ErrNoMatch) || errors.Is(err, record.ErrEmpty) {
-					continue // blank lines, and an application log's other lines
-				}
-				bad++
-				r.logger.Debug("not a record", "line", l.Number, "err", err)
-				continue
-			}
-		}
+		events, bad := r.parse(lines, <-buffers)
 		position, err := json.Marshal(p)
 		if err != nil {
 			panic(err) // a struct of numbers and a string always marshals
 		}
+		end.unsent = true
 		pending.Add(1)
 		batches <- model.Batch{Source: r.name, Events: events, ParseErrors: bad, PositionResets: resets, Position: position}
 	})
 	close(batches)
 	<-applied
 	return err
+}
+
+// parse parses lines into buf's storage, returning the events and how many
+// lines were not records.
+func (r *Source) parse(lines []tail.Line, buf []model.Event) (events []model.Event, bad int) {
+	// Each record is parsed in its place in the batch: an Event is about
+	// 250 bytes, and copying it in would cost as much as parsing.
+	events = slices.Grow(buf[:0], len(lines))
+	for _, l := range lines {
+		if l.TooLong {
+			bad++
+			r.logger.Debug("line too long to be a record", "line", l.Number, "bytes_read", len(l.Text))
+			continue
+		}
+		events = events[:len(events)+1]
+		if err := r.parser.Parse(l.Text, &events[len(events)-1]); err != nil {
+			events = events[:len(events)-1]
+			if errors.Is(err, record.ErrNoMatch) || errors.Is(err, record.ErrEmpty) {
+				continue // blank lines, and an application log's other lines
+			}
+			bad++
+			r.logger.Debug("not a record", "line", l.Number, "err", err)
+		}
+	}
+	return events, bad
+}
+
+// endMarker hands over the batches that say AtEnd: the tailer is idle once
+// it has read to the end of its file (or found none), and there, once every
+// batch before has been applied, one batch says so. It is sent after each
+// pass that handed something over, and after the first pass of a Run even
+// with nothing to read, not at every idle wake-up: hundreds of idle sources
+// stay cheap. It carries no position, so the state is not saved for it.
+// Its fields are Run's goroutine's, as are the tailer's callback and Idle.
+type endMarker struct {
+	name    string
+	sink    sources.Sink
+	pending *sync.WaitGroup // the batches handed over and not yet applied
+	tailer  *tail.Tailer
+	unsent  bool // a batch was handed over since the last AtEnd, or none was sent yet
+}
+
+// idle is the tailer's Idle hook.
+func (m *endMarker) idle() {
+	m.pending.Wait()
+	if !m.unsent {
+		return
+	}
+	// A file that is not there has nothing to read; one that cannot be read
+	// (permissions, not a regular file) may hold records: the source is not
+	// at its end until it has read them.
+	if err := m.tailer.Err(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	m.unsent = false
+	m.sink.Apply(model.Batch{Source: m.name, AtEnd: true})
 }
 
 // reportHealth turns the tailer's read error into the source's health,

@@ -2,8 +2,10 @@ package runlog
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,11 +18,36 @@ import (
 	"jobwatch/sources/runlog/tail"
 )
 
-// healthSink is a real tracker that also remembers the health reports.
+// healthSink is a real tracker that also remembers the health reports and
+// the batches applied.
 type healthSink struct {
 	*model.Tracker
-	mu     sync.Mutex
-	health []bool
+	mu      sync.Mutex
+	health  []bool
+	batches []batchNote
+	taken   int // batches already returned by takeBatches
+}
+
+// batchNote is what a test checks of a batch applied.
+type batchNote struct {
+	events int
+	atEnd  bool
+}
+
+func (h *healthSink) Apply(b model.Batch) {
+	h.mu.Lock()
+	h.batches = append(h.batches, batchNote{len(b.Events), b.AtEnd})
+	h.mu.Unlock()
+	h.Tracker.Apply(b)
+}
+
+// takeBatches returns the batches applied since the last call.
+func (h *healthSink) takeBatches() []batchNote {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.batches[h.taken:]
+	h.taken = len(h.batches)
+	return out
 }
 
 func (h *healthSink) SetHealth(name string, up bool, err error) {
@@ -257,4 +284,121 @@ func TestRunLogHealthFollowsTheFile(t *testing.T) {
 	if _, n2 := sink.lastHealth(); n2 != n {
 		t.Errorf("health reported %d more times without a change", n2-n)
 	}
+}
+
+// The source says AtEnd once it has read to the end of its file and every
+// batch before has been applied: after the last batch of a catch-up and
+// not on those before it, on the first pass even when there is nothing to
+// read, and not again while it is idle with nothing new.
+func TestRunLogAtEnd(t *testing.T) {
+	line := func(i int) string {
+		return fmt.Sprintf(`{"time":"2026-11-30T10:00:%02dZ","job":"stats","event":"end","host":"a","pid":%d,"status":"success"}`, i%60, i+1)
+	}
+	atEnd := batchNote{atEnd: true}
+	// idle steps the tailer with nothing new: no batch at all.
+	idle := func(t *testing.T, step func(), sink *healthSink) {
+		t.Helper()
+		for range 3 {
+			step()
+		}
+		if got := sink.takeBatches(); len(got) != 0 {
+			t.Errorf("idle with nothing new, the source handed over %+v", got)
+		}
+	}
+
+	t.Run("catch-up longer than a batch", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "runs.log")
+		n := tail.BatchLines + 10
+		lines := make([]string, n)
+		for i := range lines {
+			lines[i] = line(i)
+		}
+		appendLines(t, path, lines...)
+		sink := newSink("stats")
+		step, _ := runStepped(t, newRunLog(t, path, "json"), sink)
+		// Batches end at tail.BatchLines lines and at the end of each read
+		// buffer: how many there are depends on the buffer's growth.
+		got := sink.takeBatches()
+		events := 0
+		for i, b := range got {
+			events += b.events
+			if last := i == len(got)-1; b.atEnd != last {
+				t.Errorf("batch %d of %d: AtEnd %v", i+1, len(got), b.atEnd)
+			}
+		}
+		if len(got) < 3 || got[len(got)-1] != atEnd || events != n {
+			t.Fatalf("batches of the catch-up %+v: want at least two with %d events in all, then an AtEnd one", got, n)
+		}
+		idle(t, step, sink)
+		appendLines(t, path, line(n))
+		step()
+		if got, want := sink.takeBatches(), []batchNote{{events: 1}, atEnd}; !slices.Equal(got, want) {
+			t.Errorf("batches after an append %+v, want %+v", got, want)
+		}
+		idle(t, step, sink)
+	})
+
+	t.Run("empty file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "runs.log")
+		appendLines(t, path)
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		sink := newSink("stats")
+		step, _ := runStepped(t, newRunLog(t, path, "json"), sink)
+		if got := sink.takeBatches(); !slices.Equal(got, []batchNote{atEnd}) {
+			t.Fatalf("batches at start %+v, want one AtEnd", got)
+		}
+		idle(t, step, sink)
+	})
+
+	t.Run("missing file, then written", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "runs.log")
+		sink := newSink("stats")
+		step, _ := runStepped(t, newRunLog(t, path, "json"), sink)
+		if got := sink.takeBatches(); !slices.Equal(got, []batchNote{atEnd}) {
+			t.Fatalf("batches at start %+v, want one AtEnd", got)
+		}
+		idle(t, step, sink)
+		appendLines(t, path, line(0), line(1))
+		step()
+		if got, want := sink.takeBatches(), []batchNote{{events: 2}, atEnd}; !slices.Equal(got, want) {
+			t.Errorf("batches once the file is written %+v, want %+v", got, want)
+		}
+	})
+
+	// A path the tailer cannot read may hold records: no AtEnd until it is
+	// read.
+	t.Run("unreadable path", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "runs.log")
+		if err := os.Mkdir(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sink := newSink("stats")
+		step, _ := runStepped(t, newRunLog(t, path, "json"), sink)
+		idle(t, step, sink)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		appendLines(t, path, line(0))
+		step()
+		if got, want := sink.takeBatches(), []batchNote{{events: 1}, atEnd}; !slices.Equal(got, want) {
+			t.Errorf("batches once the file is readable %+v, want %+v", got, want)
+		}
+	})
+
+	// After a restart from the saved position, the first pass says AtEnd
+	// though it reads nothing new.
+	t.Run("restart with nothing new", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "runs.log")
+		appendLines(t, path, line(0))
+		sink := newSink("stats")
+		_, stop := runStepped(t, newRunLog(t, path, "json"), sink)
+		stop()
+		sink.takeBatches()
+		runStepped(t, newRunLog(t, path, "json"), sink)
+		if got := sink.takeBatches(); !slices.Equal(got, []batchNote{atEnd}) {
+			t.Errorf("batches after a restart %+v, want one AtEnd", got)
+		}
+	})
 }
