@@ -16,10 +16,7 @@ import (
 )
 
 // checkinSpec is the check-in source as the model knows it.
-var checkinSpec = model.SourceSpec{Name: checkin.Type, Type: checkin.Type, Identity: checkin.Type, Runs: true, LateWindow: checkinLateWindow}
-
-// checkinLateWindow: check-ins are dated when they are received.
-const checkinLateWindow = time.Second
+var checkinSpec = model.SourceSpec{Name: checkin.Type, Type: checkin.Type, Identity: checkin.Type, Runs: true, LateWindow: checkin.LateWindow}
 
 // attachCheckins opens the check-in receiver the first time a config turns
 // check-ins on (its spool lives in the state directory, opened by then),
