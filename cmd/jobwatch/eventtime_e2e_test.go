@@ -67,19 +67,22 @@ func writeLines(t *testing.T, path string, lines []timedLine) {
 // hold): every jobwatch_job_* series is the same.
 func TestEventTimeTwoRunLogs(t *testing.T) {
 	bin := buildBinary(t)
-	base := time.Now().UTC().Add(-40 * time.Minute).Truncate(time.Minute)
+	// Yesterday's half hour, and a schedule of just those 30 minutes: the
+	// minutes since are no slots, so the two runs count the same however
+	// long each takes.
+	base := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Hour)
 	records := eventTimeRecords(base)
-	job := `  - name: minutely
-    schedule: "* * * * *"
+	job := fmt.Sprintf(`  - name: minutely
+    schedule: "0-29 %d %d %d *"
     timezone: UTC
     grace: 20s
     timeout: 10m
-`
+`, base.Hour(), base.Day(), int(base.Month()))
 	run := func(logs int, write func(dir string)) map[string]float64 {
 		dir := t.TempDir()
 		cfg := "jobs:\n" + job + "sources:\n"
 		for i := range logs {
-			cfg += fmt.Sprintf("  - name: log%d\n    type: runlog\n    path: %s\n", i, filepath.Join(dir, fmt.Sprintf("runs%d.log", i)))
+			cfg += fmt.Sprintf("  - name: log%d\n    type: runlog\n    format: json\n    path: %s\n", i, filepath.Join(dir, fmt.Sprintf("runs%d.log", i)))
 		}
 		if err := os.WriteFile(filepath.Join(dir, "jobwatch.yml"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
