@@ -202,7 +202,13 @@ func (t *Tracker) decidable(j *job, now time.Time) (time.Time, bool) {
 	if reported && !held {
 		return mark, some
 	}
-	if len(j.pending) <= maxPending {
+	// Too many held: the oldest are decided anyway, but never past a source
+	// that has read part of what it holds (its watermark), nor, during the
+	// hold, while one has read nothing yet (it may hold older records than
+	// any); after the hold, a source that still has read nothing is taken
+	// for one that holds none.
+	startingUp := now.Sub(t.started) < t.opts.StartupHold
+	if len(j.pending) <= maxPending || !reported && startingUp {
 		return time.Time{}, false
 	}
 	forced := j.pending[len(j.pending)-maxPending].Time
@@ -316,14 +322,45 @@ func (t *Tracker) countRepeat(source string) {
 	}
 }
 
-// hold keeps ev in its job's pending records, in time order.
+// hold keeps ev in its job's pending records. They are in time order again
+// once Apply has handed over its batch (sorted), not after each record: a
+// source that reads behind another puts most of its records before those
+// of the other, and moving those for each was most of a catch-up's cost.
 func (j *job) hold(ev *Event, source string) {
 	h := Held{Event: *ev, Source: source}
-	i := len(j.pending)
-	if i > 0 && compareHeld(&h, &j.pending[i-1]) < 0 {
-		i, _ = slices.BinarySearchFunc(j.pending, &h, func(a Held, b *Held) int { return compareHeld(&a, b) })
+	if n := len(j.pending); !j.unsorted && n > 0 && compareHeld(&h, &j.pending[n-1]) < 0 {
+		j.unsorted, j.sortedLen = true, n
 	}
-	j.pending = slices.Insert(j.pending, i, h)
+	j.pending = append(j.pending, h)
+}
+
+// sorted puts the job's pending records in the order they are applied in:
+// the records held since the last sort are sorted, then merged with those
+// before them, from where they begin among them.
+func (j *job) sorted() {
+	if !j.unsorted {
+		return
+	}
+	j.unsorted = false
+	head, tail := j.pending[:j.sortedLen], j.pending[j.sortedLen:]
+	cmpHeld := func(a, b Held) int { return compareHeld(&a, &b) }
+	if !slices.IsSortedFunc(tail, cmpHeld) {
+		slices.SortFunc(tail, cmpHeld)
+	}
+	k, _ := slices.BinarySearchFunc(head, &tail[0], func(a Held, b *Held) int { return compareHeld(&a, b) })
+	rest := slices.Clone(head[k:]) // what the new records go among
+	out := j.pending[k:k]
+	for len(rest) > 0 && len(tail) > 0 {
+		if compareHeld(&tail[0], &rest[0]) < 0 {
+			out, tail = append(out, tail[0]), tail[1:]
+		} else {
+			out, rest = append(out, rest[0]), rest[1:]
+		}
+	}
+	// out never overtakes tail: it has taken fewer records than rest and
+	// tail held together, and tail starts where rest ended.
+	out = append(out, rest...)
+	_ = append(out, tail...)
 }
 
 // kindOrder orders records of one instant: a lost lock before the end it
@@ -348,19 +385,16 @@ func compareEvents(a, b *Event) int {
 	if c := cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)); c != 0 {
 		return c
 	}
+	if a.RunID != b.RunID || a.Host != b.Host || a.PID != b.PID {
+		return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.Host, b.Host), cmp.Compare(a.PID, b.PID))
+	}
 	return cmp.Or(
-		cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.Host, b.Host), cmp.Compare(a.PID, b.PID),
 		cmp.Compare(a.Result, b.Result), cmp.Compare(a.ExitCode, b.ExitCode), compareBool(a.HasExitCode, b.HasExitCode),
 		cmp.Compare(a.Duration, b.Duration), compareBool(a.HasDuration, b.HasDuration),
 		cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.SkipLabel, b.SkipLabel), cmp.Compare(a.Lock, b.Lock),
 		cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.HolderPID, b.HolderPID), cmp.Compare(a.LockTTL, b.LockTTL),
 		cmp.Compare(a.Output, b.Output),
 	)
-}
-
-// compareHeld is compareEvents, then by source.
-func compareHeld(a, b *Held) int {
-	return cmp.Or(compareEvents(&a.Event, &b.Event), cmp.Compare(a.Source, b.Source))
 }
 
 func compareBool(a, b bool) int {
@@ -412,3 +446,8 @@ func (c *steadyClock) atLeast(t time.Time) {
 var processStart = time.Now()
 
 func sinceProcessStart() time.Duration { return time.Since(processStart) }
+
+// compareHeld is compareEvents, then by source.
+func compareHeld(a, b *Held) int {
+	return cmp.Or(compareEvents(&a.Event, &b.Event), cmp.Compare(a.Source, b.Source))
+}

@@ -417,3 +417,106 @@ func TestMissedRunsHorizon(t *testing.T) {
 		t.Fatalf("missed %d, want %d", j.Missed, maxMissedHorizon)
 	}
 }
+
+// The oracle at scale, with a kill: 25 hosts running a minutely job for
+// 10,000 minutes (500,000 records) in one source, a sparse second source
+// with some of the ends and the skips, and jobwatch killed in the middle of
+// the catch-up (the state as a save wrote it, restored by a new model, each
+// source going on from its saved position): the counters of the one
+// time-ordered stream.
+func TestEventTimeScaleKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("500,000 records")
+	}
+	const hosts, slots = 25, 10_000
+	rng := rand.New(rand.NewPCG(23, 1))
+	end := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	base := end.Add(-slots * time.Minute)
+	var a, b []Event
+	for s := range slots {
+		at := base.Add(time.Duration(s) * time.Minute)
+		for h := range hosts {
+			host := fmt.Sprintf("web%02d", h)
+			if rng.IntN(500) == 0 {
+				continue // this host missed the slot
+			}
+			if rng.IntN(200) == 0 {
+				b = append(b, Event{Kind: Skip, Job: "host", Host: host, Time: at.Add(time.Second), SkipLabel: "locked"})
+				continue
+			}
+			pid := 10 + s%30000
+			start := at.Add(time.Duration(rng.IntN(10_000)) * time.Millisecond)
+			a = append(a, Event{Kind: Start, Job: "host", Host: host, PID: pid, Time: start})
+			e := Event{Kind: End, Job: "host", Host: host, PID: pid, Time: start.Add(time.Duration(1+rng.IntN(30)) * time.Second), Result: Success, HasExitCode: true}
+			if rng.IntN(97) == 0 {
+				b = append(b, e) // its start is in the other source
+			} else {
+				a = append(a, e)
+			}
+		}
+	}
+	sortByTime := func(evs []Event) { slices.SortStableFunc(evs, func(x, y Event) int { return x.Time.Compare(y.Time) }) }
+	sortByTime(a)
+	sortByTime(b)
+	newTracker := func(clock *fakeClock, specs ...SourceSpec) *Tracker {
+		tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }}) // the start-up hold
+		tr.Configure([]JobSpec{{Name: "host", Schedule: grid{time.Minute}, Grace: 20 * time.Second, Timeout: 5 * time.Minute, Scope: "host", StaleMultiple: 2}}, specs)
+		return tr
+	}
+	spec := func(name string) SourceSpec {
+		return SourceSpec{Name: name, Type: "runlog", Identity: "runlog:" + name, Runs: true, LateWindow: 2 * time.Second}
+	}
+	// feed hands src's records from its saved position on, in batches of
+	// 1000, the position being the next record's index; stop, when not
+	// negative, is where a kill comes.
+	feed := func(tr *Tracker, name string, evs []Event, stop int) {
+		from := 0
+		if p := tr.Position(name); p != nil {
+			if err := json.Unmarshal(p, &from); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := from; i < len(evs); {
+			if stop >= 0 && i >= stop {
+				return
+			}
+			n := min(1000, len(evs)-i)
+			pos, _ := json.Marshal(i + n)
+			tr.Apply(Batch{Source: name, Events: evs[i : i+n], Position: pos, AtEnd: i+n == len(evs)})
+			i += n
+		}
+		if len(evs) == 0 || from == len(evs) {
+			tr.Apply(Batch{Source: name, AtEnd: true})
+		}
+	}
+	finish := func(tr *Tracker, clock *fakeClock) string {
+		clock.Advance(time.Minute) // past the hold, and the last slot's grace
+		tr.Reap()
+		return verdicts(tr)
+	}
+
+	clock := &fakeClock{now: end}
+	one := newTracker(clock, spec("all"))
+	all := slices.Concat(a, b)
+	sortByTime(all)
+	feed(one, "all", all, -1)
+	want := finish(one, clock)
+
+	clock = &fakeClock{now: end}
+	tr := newTracker(clock, spec("a"), spec("b"))
+	feed(tr, "b", b, -1)
+	feed(tr, "a", a, len(a)/3) // killed a third of the way
+	snap := tr.Snapshot()      // what the last save wrote
+	tr = newTracker(clock, spec("a"), spec("b"))
+	if err := tr.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	feed(tr, "a", a, -1)
+	feed(tr, "b", b, -1)
+	if got := finish(tr, clock); got != want {
+		t.Fatalf("two sources and a kill give other verdicts than one stream:\n%s", firstDiff(got, want))
+	}
+	if j := jobView(t, tr, "host"); j.Missed == 0 || j.RunCounts[0] < slots*hosts/2 {
+		t.Fatalf("missed %d, runs %v: the records did not make the runs they are for", j.Missed, j.RunCounts)
+	}
+}

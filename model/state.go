@@ -296,6 +296,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 			j.hold(&ev, sj.Pending[i].Source)
 			t.holding[j] = struct{}{}
 		}
+		j.sorted()
 	}
 	t.clock.atLeast(s.Written)
 	for name, r := range s.Retired {

@@ -121,8 +121,10 @@ type job struct {
 	ended ring[endedRun] // the latest runs that ended, for repeated ends
 	// pending are the records held for the job's watermark, in the order
 	// they are applied (compareEvents); see eventtime.go.
-	pending []Held
-	decided time.Time // JobView.DecidedUntil
+	pending   []Held
+	unsorted  bool // pending is out of order from sortedLen (see hold)
+	sortedLen int
+	decided   time.Time // JobView.DecidedUntil
 	// recent and durations hold the job's History, which only views of
 	// the job carry (see ring).
 	recent    ring[RecentRun]
@@ -392,6 +394,7 @@ func (t *Tracker) Apply(b Batch) {
 		t.markSource(b.Source) // an empty poll leaves nothing new to save
 	}
 	for _, j := range touched {
+		j.sorted()
 		t.decideJob(j, now)
 	}
 }
