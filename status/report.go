@@ -69,6 +69,12 @@ type Job struct {
 	Missed              uint64            `json:"missed_runs_total"`
 	Unexpected          uint64            `json:"unexpected_runs_total"`
 
+	// DecisionsBehindSeconds is how far behind now its verdicts are (they
+	// wait for every source that reports it to read past a time), and
+	// HeldRecords its records read but not decided yet.
+	DecisionsBehindSeconds float64 `json:"decisions_behind_seconds"`
+	HeldRecords            int     `json:"held_records"`
+
 	Running    []RunningRun `json:"running"`
 	RecentRuns []Run        `json:"recent_runs"`
 	Locks      []Lock       `json:"locks"`
@@ -131,20 +137,24 @@ type SourceStatus struct {
 	Up          bool   `json:"up"`
 	Records     uint64 `json:"records_total"`
 	ParseErrors uint64 `json:"parse_errors_total"`
+	LateRecords uint64 `json:"late_records_total"`
 }
 
 // Build makes the report of a model view at now.
 func Build(jobs []model.JobView, sources []model.SourceView, now time.Time) Report {
 	rep := Report{GeneratedAt: now.UTC(), Jobs: make([]Job, 0, len(jobs)), Sources: make([]SourceStatus, 0, len(sources))}
 	locks := map[string][]Lock{}
-	for _, s := range sources {
-		rep.Sources = append(rep.Sources, SourceStatus{Name: s.Name, Type: s.Type, Up: s.Up, Records: s.Records, ParseErrors: s.ParseErrors})
+	srcs := make([]*model.SourceView, len(sources))
+	for i, s := range sources {
+		srcs[i] = &sources[i]
+		rep.Sources = append(rep.Sources, SourceStatus{Name: s.Name, Type: s.Type, Up: s.Up, Records: s.Records, ParseErrors: s.ParseErrors, LateRecords: s.LateRecords})
 		for _, l := range s.Locks {
 			locks[l.Job] = append(locks[l.Job], lockOf(l, now))
 		}
 	}
 	for i := range jobs {
 		j := buildJob(&jobs[i], now)
+		j.DecisionsBehindSeconds = jobs[i].DecisionsBehind(srcs, now).Seconds()
 		j.Locks = locks[j.Name]
 		if j.Locks == nil {
 			j.Locks = []Lock{}
@@ -190,6 +200,7 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		Scope:                   v.Spec.Scope,
 		Schedule:                describe(v.Spec.Schedule),
 		SecondsSinceLastSuccess: w.SinceSuccess.Seconds(),
+		HeldRecords:             len(v.Pending),
 		LastSuccess:             timePtr(v.LastSuccess),
 		LastFailure:             timePtr(v.LastFailure),
 		LastStart:               timePtr(v.LastStart),

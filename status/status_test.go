@@ -163,3 +163,25 @@ func TestPages(t *testing.T) {
 		t.Errorf("POST /status: %d", w.Code)
 	}
 }
+
+// A job whose source is down says on its page how far behind its verdicts
+// are, and the report says it too.
+func TestPageSaysDecisionsWait(t *testing.T) {
+	now := t0
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return now }})
+	tr.Configure([]model.JobSpec{{Name: "j", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}},
+		[]model.SourceSpec{{Name: "db", Type: "mysql", Runs: true, LateWindow: time.Minute}})
+	tr.Apply(model.Batch{Source: "db", AtEnd: true, Events: []model.Event{{Kind: model.End, Job: "j", Host: "h", Time: now.Add(-time.Hour), Result: model.Success}}})
+	tr.SetHealth("db", false, nil)
+	now = now.Add(2 * time.Hour)
+	h := &Handler{View: tr, Now: func() time.Time { return now }}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/status/job/j", nil))
+	if body := w.Body.String(); !strings.Contains(body, `<p id="behind">Decided up to 2h01m ago`) {
+		t.Errorf("no word of the decisions waiting on the job page:\n%s", body)
+	}
+	jobs, srcs := tr.View()
+	if rep := Build(jobs, srcs, now); rep.Jobs[0].DecisionsBehindSeconds != 7260 {
+		t.Errorf("decisions behind %v s, want 7260", rep.Jobs[0].DecisionsBehindSeconds)
+	}
+}
