@@ -72,8 +72,11 @@ func (c *sourceClock) watermark(now time.Time) (time.Time, bool) {
 // reporting are the sources whose watermarks a job's decisions wait for:
 // those that have reported it, and every source of runs that has not read
 // to its end once since the configuration started it (it may hold records
-// of the job; every source, for a job none has reported).
-func (t *Tracker) reporting(j *job, yield func(*source)) {
+// of the job; every source, for a job none has reported). Once the
+// start-up hold is over, a source that has read nothing at all since is
+// taken for one that holds no record of jobs it never reported (a run log
+// that cannot be opened would hold them back for ever).
+func (t *Tracker) reporting(j *job, now time.Time, yield func(*source)) {
 	// The sources not at their end yet are kept aside (none, mostly): a
 	// reap looks at every job, and walking every source for each was most
 	// of its cost with hundreds of sources.
@@ -85,6 +88,8 @@ func (t *Tracker) reporting(j *job, yield func(*source)) {
 			}
 		}
 	}
+	startingUp := now.Sub(t.started) < t.opts.StartupHold
+	may := func(src *source) bool { return startingUp || src.clock.reported }
 	n := 0
 	for _, name := range j.Sources {
 		if src := t.sources[name]; src != nil && src.clock.runs {
@@ -94,14 +99,14 @@ func (t *Tracker) reporting(j *job, yield func(*source)) {
 	}
 	if n == 0 {
 		for _, src := range t.sources {
-			if src.clock.runs {
+			if src.clock.runs && (src.clock.endedOnce || may(src)) {
 				yield(src)
 			}
 		}
 		return
 	}
 	for _, src := range t.unended {
-		if !slices.ContainsFunc(j.Sources, func(name string) bool { return t.sources[name] == src }) {
+		if may(src) && !slices.ContainsFunc(j.Sources, func(name string) bool { return t.sources[name] == src }) {
 			yield(src)
 		}
 	}
@@ -182,7 +187,7 @@ func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Dur
 func (t *Tracker) decidable(j *job, now time.Time) (time.Time, bool) {
 	var mark time.Time
 	some, reported, ended := false, true, true
-	t.reporting(j, func(src *source) {
+	t.reporting(j, now, func(src *source) {
 		w, ok := src.clock.watermark(now)
 		switch {
 		case !ok:

@@ -295,10 +295,17 @@ func TestEventTimeCases(t *testing.T) {
 			{Kind: End, Job: "host", Host: "a", PID: pid, Time: min(m, 12), Result: Success, HasExitCode: true},
 		}
 	}
+	// Two sources, started with the start-up hold; pastHold ends it.
+	held := func(clock *fakeClock) *Tracker {
+		tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }})
+		tr.Configure(oracleJobs(), []SourceSpec{{Name: "s0", Runs: true, LateWindow: oracleWindow}, {Name: "s1", Runs: true, LateWindow: oracleWindow}})
+		return tr
+	}
 	t.Run("a skip for an earlier slot after later runs", func(t *testing.T) {
 		clock := &fakeClock{now: min(10, 0)}
-		tr := oracleTracker(clock, 2)
+		tr := held(clock)
 		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: slices.Concat(run(1, 1), run(3, 3))})
+		clock.Advance(3 * time.Second)
 		tr.Apply(Batch{Source: "s1", AtEnd: true, Events: []Event{{Kind: Skip, Job: "host", Host: "a", Time: min(2, 5), SkipLabel: "locked"}}})
 		clock.Advance(time.Minute)
 		tr.Reap()
@@ -308,14 +315,16 @@ func TestEventTimeCases(t *testing.T) {
 	})
 	t.Run("a run's start in one source, its end in the other, read first", func(t *testing.T) {
 		clock := &fakeClock{now: min(10, 0)}
-		tr := oracleTracker(clock, 2)
+		tr := held(clock)
 		var starts, ends []Event
 		for m := 1; m <= 5; m++ {
 			r := run(m, m)
 			starts, ends = append(starts, r[0]), append(ends, r[1])
 		}
 		tr.Apply(Batch{Source: "s1", AtEnd: true, Events: ends})
+		clock.Advance(2 * time.Second)
 		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: starts})
+		clock.Advance(10 * time.Second)
 		tr.Reap()
 		j := jobView(t, tr, "host")
 		if j.Overlaps != 0 || len(j.Open) != 0 || j.RunCounts[0] != 5 || j.Durations.Count != 5 {
@@ -324,16 +333,15 @@ func TestEventTimeCases(t *testing.T) {
 	})
 	t.Run("a source behind the other at start", func(t *testing.T) {
 		clock := &fakeClock{now: min(10, 0)}
-		tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }}) // the start-up hold
-		tr.Configure(oracleJobs(), []SourceSpec{{Name: "s0", Runs: true, LateWindow: oracleWindow}, {Name: "s1", Runs: true, LateWindow: oracleWindow}})
+		tr := held(clock)
 		var recent []Event
 		for m := 1; m <= 9; m++ {
 			recent = append(recent, run(m, m)...)
 		}
 		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: recent[:8]})
-		clock.Advance(11 * time.Second) // the hold is over; s1 has not read to its end yet
-		tr.Reap()
+		clock.Advance(2 * time.Second) // s1 starts reading a little later
 		tr.Apply(Batch{Source: "s1", Events: recent[8:]})
+		clock.Advance(9 * time.Second) // the hold is over; s1 has not read to its end yet
 		tr.Reap()
 		if j := jobView(t, tr, "host"); j.Missed != 0 || j.DecidedUntil.After(min(9, 12)) {
 			t.Fatalf("missed %d, decided until %s: s1 had not caught up", j.Missed, j.DecidedUntil)
@@ -518,5 +526,38 @@ func TestEventTimeScaleKill(t *testing.T) {
 	}
 	if j := jobView(t, tr, "host"); j.Missed == 0 || j.RunCounts[0] < slots*hosts/2 {
 		t.Fatalf("missed %d, runs %v: the records did not make the runs they are for", j.Missed, j.RunCounts)
+	}
+}
+
+// A source that reads nothing at all (a run log that cannot be opened)
+// holds back, once the start-up hold is over, only the jobs it reported
+// before: those may have records waiting in it; others cannot wait on it
+// for ever.
+func TestSourceThatNeverReads(t *testing.T) {
+	clock := &fakeClock{now: oracleStart.Add(time.Hour)}
+	tr := New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }})
+	specs := []SourceSpec{{Name: "good", Runs: true, LateWindow: time.Second}, {Name: "broken", Runs: true, LateWindow: time.Second}}
+	tr.Configure(oracleJobs(), specs)
+	tr.Apply(Batch{Source: "broken", AtEnd: true, Events: []Event{{Kind: Start, Job: "cluster", Host: "a", PID: 1, Time: oracleStart}}})
+	snap := tr.Snapshot()
+	tr = New(Options{Host: "here", Now: clock.Now, Alive: func(int) bool { return true }}) // a restart; broken reads nothing since
+	tr.Configure(oracleJobs(), specs)
+	if err := tr.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	ran := []Event{{Kind: Start, Job: "host", Host: "a", PID: 2, Time: clock.now.Add(-time.Minute)}, {Kind: Start, Job: "cluster", Host: "a", PID: 3, Time: clock.now.Add(-time.Minute)}}
+	tr.Apply(Batch{Source: "good", AtEnd: true, Events: ran})
+	clock.Advance(5 * time.Second)
+	tr.Reap()
+	if j := jobView(t, tr, "host"); len(j.Pending) != 1 {
+		t.Fatalf("during the hold: %d held, want 1", len(j.Pending))
+	}
+	clock.Advance(10 * time.Second)
+	tr.Reap()
+	if j := jobView(t, tr, "host"); len(j.Pending) != 0 || len(j.Open) != 1 {
+		t.Errorf("after the hold, the job broken never reported: %d held, %d running; want 0 and 1", len(j.Pending), len(j.Open))
+	}
+	if j := jobView(t, tr, "cluster"); len(j.Pending) != 2 { // its record from before the restart, and the new one
+		t.Errorf("the job broken reported before: %d held, want 2 (it waits for broken)", len(j.Pending))
 	}
 }
