@@ -61,7 +61,7 @@ func TestRunReloadAndRestart(t *testing.T) {
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	writeFile(t, cfg, testConfig)
 	writeFile(t, filepath.Join(dir, "runs.log"), `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"end","host":"a","pid":1,"status":"success"}`+"\n")
-	opts := Options{ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), SaveInterval: 10 * time.Millisecond}
+	opts := Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), SaveInterval: 10 * time.Millisecond}
 	e, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

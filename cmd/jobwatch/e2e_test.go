@@ -282,7 +282,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	log.append(strings.Replace(rec(time.Now(), "backup", "start", sleeper.Process.Pid, ""), "e2e-host", host, 1))
-	in.waitFor(2*time.Second, map[string]float64{`jobwatch_job_running{job_name="backup"}`: 1})
+	in.waitFor(5*time.Second, map[string]float64{`jobwatch_job_running{job_name="backup"}`: 1}) // on time: shown once the run log's late window has passed
 	sleeper.Process.Kill()
 	sleeper.Wait()
 	in.waitFor(10*time.Second, map[string]float64{

@@ -39,8 +39,11 @@ func TestScale(t *testing.T) {
 	pid := in.cmd.Process.Pid
 	rssCatchUp := procStatusKB(t, pid, "VmRSS")
 
-	text := scrapeAs(t, in.addr, "text/plain;version=0.0.4")
-	byJob := linesByJob(t, text)
+	// Read is not yet decided: the runs in progress show once the run
+	// log's late window has passed.
+	text, byJob := decided(t, in.addr, func(byJob map[string][]string) bool {
+		return slices.Contains(byJob[scale.JobName(n-1)], `jobwatch_job_running{job_name="J"} 1`)
+	})
 	if len(byJob) != n {
 		t.Fatalf("%d jobs in the text exposition, want %d", len(byJob), n)
 	}
@@ -119,7 +122,9 @@ func TestScale(t *testing.T) {
 	if err := scale.WaitRecords(in.addr, scale.RecordsPerJob*n+2*n/100, time.Minute); err != nil {
 		t.Fatalf("%v\n%s", err, in.logs.String())
 	}
-	after := linesByJob(t, scrapeAs(t, in.addr, "text/plain;version=0.0.4"))
+	_, after := decided(t, in.addr, func(byJob map[string][]string) bool {
+		return slices.Contains(byJob[scale.JobName(n-100)], `jobwatch_job_runs_total{job_name="J",result="success"} 2`)
+	})
 	ranAgain := after[scale.JobName(0)]
 	if !slices.Contains(ranAgain, `jobwatch_job_runs_total{job_name="J",result="success"} 2`) {
 		t.Fatalf("%s ran again, but shows\n%s", scale.JobName(0), strings.Join(ranAgain, "\n"))
@@ -221,4 +226,23 @@ func procStatusKB(t *testing.T, pid int, key string) int {
 		t.Fatal(err)
 	}
 	return kb
+}
+
+// decided scrapes addr until done holds of the scrape's jobs (the last
+// job's records decided: each batch's are decided together, and the last
+// job's come last), and returns the text and its lines by job.
+func decided(t *testing.T, addr string, done func(map[string][]string) bool) ([]byte, map[string][]string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		text := scrapeAs(t, addr, "text/plain;version=0.0.4")
+		byJob := linesByJob(t, text)
+		if done(byJob) {
+			return text, byJob
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the records read were not decided within a minute")
+		}
+		time.Sleep(200 * time.Millisecond) // pacing the scrapes of 10,000 jobs
+	}
 }

@@ -106,7 +106,8 @@ func write(w io.Writer, now time.Time) error {
 			lines = append(lines, r)
 		}
 	}
-	// cleanup: two hosts at once five hours ago, then a skipped tick.
+	// cleanup (scope: cluster): two hosts at once five hours ago, an
+	// overlap, then a skipped tick.
 	add(
 		record{Time: stamp(hour(5)), Job: "cleanup", Event: "start", Host: "web1", PID: 7001},
 		record{Time: stamp(hour(5).Add(130 * time.Millisecond)), Job: "cleanup", Event: "start", Host: "web2", PID: 3310},

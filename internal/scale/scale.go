@@ -46,14 +46,25 @@ func WriteSetup(dir, logPath string, n int, now time.Time) error {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	ts := func(d time.Duration) string { return now.UTC().Add(-d).Format(time.RFC3339Nano) }
-	for i := range n {
-		j, p := JobName(i), 4*i+1
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", ts(3*time.Hour), j, p)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"end","host":"web1","pid":%d,"status":"success","exit_code":0}`+"\n", ts(2*time.Hour), j, p)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", ts(time.Hour+time.Minute), j, p+1)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"end","host":"web1","pid":%d,"status":"failure","exit_code":1}`+"\n", ts(time.Hour), j, p+1)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"skip","host":"web1","pid":%d,"reason":"locked"}`+"\n", ts(30*time.Minute), j, p+2)
-		fmt.Fprintf(w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", ts(time.Minute), j, p+3)
+	// In time order, as jobs writing one log leave it: each record of
+	// every job, then the next (a log in another order is read late, see
+	// docs/schedules.md).
+	records := []struct {
+		ago    time.Duration
+		format string
+		pid    int
+	}{
+		{3 * time.Hour, `"event":"start","host":"web1","pid":%d`, 0},
+		{2 * time.Hour, `"event":"end","host":"web1","pid":%d,"status":"success","exit_code":0`, 0},
+		{time.Hour + time.Minute, `"event":"start","host":"web1","pid":%d`, 1},
+		{time.Hour, `"event":"end","host":"web1","pid":%d,"status":"failure","exit_code":1`, 1},
+		{30 * time.Minute, `"event":"skip","host":"web1","pid":%d,"reason":"locked"`, 2},
+		{time.Minute, `"event":"start","host":"web1","pid":%d`, 3},
+	}
+	for _, r := range records {
+		for i := range n {
+			fmt.Fprintf(w, `{"time":%q,"job":%q,`+r.format+"}\n", ts(r.ago), JobName(i), 4*i+1+r.pid)
+		}
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
