@@ -551,7 +551,8 @@ func TestQuickStart(t *testing.T) {
 	}
 	for round := range 2 {
 		in := startIn(t, bin, dir)
-		in.waitFor(10*time.Second, want)
+		// As the README runs it: verdicts after the start-up hold (10 s).
+		in.waitFor(25*time.Second, want)
 		// Ctrl-C: SIGINT to the process group of the terminal.
 		must(t, in.cmd.Process.Signal(os.Interrupt))
 		done := make(chan error, 1)
