@@ -84,7 +84,7 @@ func benchIngest(b *testing.B, n int) {
 			cpu0 := cpuTime()
 			for b.Loop() {
 				tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "bench", Alive: func(int) bool { return true }})
-				tr.Configure(jobs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
+				tr.Configure(jobs, []model.SourceSpec{{Name: "runs", Type: "runlog", Runs: true, LateWindow: 2 * time.Second}}) // as the exporter configures it
 				src := newRunLog(&testing.T{}, path, format)
 				w := &benchWaker{idle: make(chan struct{})}
 				src.waker = w
