@@ -93,6 +93,7 @@ type Tracker struct {
 	sources map[string]*source
 	retired map[string]SourceState // of sources no longer configured
 	holding map[*job]struct{}      // jobs that may hold records (DecideHeld)
+	batches uint64                 // batches applied, to find a batch's jobs once each
 	// unended are the sources of runs that have not read to their end
 	// since Configure; nil: to be found again (see reporting).
 	unended []*source
@@ -122,7 +123,8 @@ type job struct {
 	// pending are the records held for the job's watermark, in the order
 	// they are applied (compareEvents); see eventtime.go.
 	pending   []Held
-	unsorted  bool // pending is out of order from sortedLen (see hold)
+	batch     uint64 // Tracker.batches when a batch last touched it
+	unsorted  bool   // pending is out of order from sortedLen (see hold)
 	sortedLen int
 	decided   time.Time // JobView.DecidedUntil
 	// recent and durations hold the job's History, which only views of
@@ -328,7 +330,8 @@ func (t *Tracker) Apply(b Batch) {
 	}
 	now := t.clock.now()
 	horizon := now.Add(t.opts.MaxClockSkew)
-	var touched []*job
+	t.batches++
+	var touched []*job // each job once, in the order first seen
 	for i := range b.Events {
 		ev := &b.Events[i]
 		if ev.Time.After(horizon) {
@@ -365,10 +368,11 @@ func (t *Tracker) Apply(b Batch) {
 			}
 		} else {
 			j.hold(ev, b.Source)
-			t.holding[j] = struct{}{}
 		}
-		if len(touched) == 0 || touched[len(touched)-1] != j {
-			touched = append(touched, j) // a job twice is decided once: the second finds nothing new
+		if j.batch != t.batches {
+			j.batch = t.batches
+			touched = append(touched, j)
+			t.holding[j] = struct{}{}
 		}
 		t.markJob(j)
 	}
