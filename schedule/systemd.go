@@ -118,7 +118,17 @@ func (g *glibc) mktimeAt(c *sdTm) (int64, bool) {
 // when both sides have the same flag; an explicit tm_isdst reads the time
 // with the offset of the nearest period of that kind.
 func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
-	// Periods around cs: offsets are within ±26 hours.
+	ps := g.periodsAround(cs)
+	cands, at := readings(ps, cs)
+	if len(cands) == 0 {
+		return g.resolveGap(cs, isdst, ps)
+	}
+	return g.resolveReading(cs, isdst, cands, at)
+}
+
+// periodsAround returns the periods around cs: offsets are within ±26
+// hours.
+func (g *glibc) periodsAround(cs int64) []zperiod {
 	var ps []zperiod
 	for u := cs - 27*3600; ; {
 		p := g.periodOf(u)
@@ -128,8 +138,12 @@ func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
 		}
 		u = p.end
 	}
-	var cands []zperiod
-	var at []int64
+	return ps
+}
+
+// readings returns the periods of ps in which cs is a wall-clock time, and
+// the instant cs is in each.
+func readings(ps []zperiod, cs int64) (cands []zperiod, at []int64) {
 	for _, p := range ps {
 		u := cs - p.off
 		if u >= p.start && (p.end == noEnd || u < p.end) {
@@ -137,6 +151,11 @@ func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
 			at = append(at, u)
 		}
 	}
+	return cands, at
+}
+
+// resolveReading chooses among the readings of a time that exists.
+func (g *glibc) resolveReading(cs int64, isdst int, cands []zperiod, at []int64) (int64, bool) {
 	want := isdst > 0
 	switch {
 	case len(cands) == 1 && (isdst < 0 || cands[0].dst == want):
@@ -155,20 +174,23 @@ func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
 			}
 		}
 		return at[0], true
-	case len(cands) >= 1:
-		for i, p := range cands {
-			if p.dst == want {
-				return at[i], true
-			}
-		}
-		// No reading of cs has the requested flag: use the offset
-		// of the nearest period that has it.
-		if p, ok := g.nearestDST(at[0], want); ok {
-			return cs - p.off, true
-		}
-		return at[0], true
 	}
-	// A gap: before is the period that ends in it, after the one that
+	for i, p := range cands {
+		if p.dst == want {
+			return at[i], true
+		}
+	}
+	// No reading of cs has the requested flag: use the offset of the
+	// nearest period that has it.
+	if p, ok := g.nearestDST(at[0], want); ok {
+		return cs - p.off, true
+	}
+	return at[0], true
+}
+
+// resolveGap reads a time in a gap.
+func (g *glibc) resolveGap(cs int64, isdst int, ps []zperiod) (int64, bool) {
+	// before is the period that ends in the gap, after the one that
 	// follows.
 	var before, after zperiod
 	found := false
@@ -188,6 +210,7 @@ func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
 		}
 		return forward, true
 	}
+	want := isdst > 0
 	if before.dst != after.dst {
 		if after.dst == want {
 			return backward, true
