@@ -43,7 +43,8 @@ type token struct {
 
 // shellWords splits a command line roughly as sh does: quotes and
 // backslashes are honoured, the operators && || ; | & ( ) separate words.
-// Expansions are left as they are.
+// Expansions are left as they are. It stays one function, as long as sh's
+// grammar of words: one case a character sh treats specially.
 func shellWords(s string) []token {
 	var out []token
 	var b strings.Builder

@@ -248,48 +248,13 @@ func checkJob(j *Job, o Options) []Finding {
 			`write \% for a literal percent sign (date +\%F)`))
 	}
 	if j.Timeout == 0 && j.CommandLine != "" {
-		fix := "wrap the command: timeout 1h CMD, or jobwatch run --timeout 1h -- CMD"
-		if j.Origin == "timer" {
-			fix = "set RuntimeMaxSec= in " + j.Service
-			if j.ServiceType == "oneshot" {
-				fix = "set TimeoutStartSec= in " + j.Service + " (infinite for Type=oneshot)"
-			}
-		}
-		sev := Warning
-		if j.Cmd.RunParts != "" {
-			// The distribution's own run-parts line: the limits belong
-			// to the scripts it runs.
-			sev = Info
-			fix = "give the scripts in " + j.Cmd.RunParts + " their own timeouts"
-		}
-		out = append(out, at(j, KindNoTimeout, sev, "no timeout: a hung run blocks or piles up forever", fix))
+		out = append(out, noTimeout(j))
 	}
 	if j.Origin == "cron" && j.Cmd.Lock == "" {
-		msg := "no lock: a run that outlasts the period overlaps the next one"
-		p99, ok := o.P99[j.Name]
-		if !ok && j.Cmd.RunJob != "" {
-			p99, ok = o.P99[j.Cmd.RunJob]
-		}
-		if period, known := cronPeriod(j.Schedule); ok && known && p99 > period {
-			msg = fmt.Sprintf("no lock, and its runs take up to %s (P99 of the runs jobwatch saw) while it is scheduled every %s: runs overlap", fmtDuration(p99), fmtDuration(period))
-		}
-		out = append(out, at(j, KindNoLock, Info, msg,
-			"wrap the command: flock -n /run/lock/"+j.Name+".lock CMD, or jobwatch run --lock"))
+		out = append(out, noLock(j, o))
 	}
 	if j.Origin == "timer" {
-		if j.Persistent && len(j.OnCalendar) > 0 {
-			if gap, ok := minGap(j, o.now()); ok && gap < 24*time.Hour {
-				out = append(out, Finding{File: j.PersistentAt.File, Line: j.PersistentAt.Line, Kind: KindPersistentDense,
-					Severity: Warning, Job: j.Name,
-					Message: fmt.Sprintf("Persistent=true with runs %s apart: after downtime the catch-up run and the next regular one look like a double run", fmtDuration(gap)),
-					Fix:     "drop Persistent= (a dense timer catches up by itself), or schedule it at most daily"})
-			}
-		}
-		if j.AccuracyAt.Line > 0 && j.Accuracy < time.Second {
-			out = append(out, Finding{File: j.AccuracyAt.File, Line: j.AccuracyAt.Line, Kind: KindAccuracy, Severity: Info, Job: j.Name,
-				Message: fmt.Sprintf("AccuracySec=%s: below 1s, the timer wakes the machine for itself alone", j.AccuracyAt.Value),
-				Fix:     "AccuracySec=1s or more, unless the job needs sub-second precision"})
-		}
+		out = append(out, checkTimer(j, o)...)
 	}
 	out = append(out, checkDST(j, o.now())...)
 	for i := range out {
@@ -299,6 +264,59 @@ func checkJob(j *Job, o Options) []Finding {
 			out[i].Severity = Info
 			out[i].Fix = "a drop-in in /etc/systemd/system: " + out[i].Fix
 		}
+	}
+	return out
+}
+
+// noTimeout is the finding of a job without a timeout.
+func noTimeout(j *Job) Finding {
+	fix := "wrap the command: timeout 1h CMD, or jobwatch run --timeout 1h -- CMD"
+	if j.Origin == "timer" {
+		fix = "set RuntimeMaxSec= in " + j.Service
+		if j.ServiceType == "oneshot" {
+			fix = "set TimeoutStartSec= in " + j.Service + " (infinite for Type=oneshot)"
+		}
+	}
+	sev := Warning
+	if j.Cmd.RunParts != "" {
+		// The distribution's own run-parts line: the limits belong
+		// to the scripts it runs.
+		sev = Info
+		fix = "give the scripts in " + j.Cmd.RunParts + " their own timeouts"
+	}
+	return at(j, KindNoTimeout, sev, "no timeout: a hung run blocks or piles up forever", fix)
+}
+
+// noLock is the finding of a cron job without a lock, which says when the
+// runs seen already overlap.
+func noLock(j *Job, o Options) Finding {
+	msg := "no lock: a run that outlasts the period overlaps the next one"
+	p99, ok := o.P99[j.Name]
+	if !ok && j.Cmd.RunJob != "" {
+		p99, ok = o.P99[j.Cmd.RunJob]
+	}
+	if period, known := cronPeriod(j.Schedule); ok && known && p99 > period {
+		msg = fmt.Sprintf("no lock, and its runs take up to %s (P99 of the runs jobwatch saw) while it is scheduled every %s: runs overlap", fmtDuration(p99), fmtDuration(period))
+	}
+	return at(j, KindNoLock, Info, msg,
+		"wrap the command: flock -n /run/lock/"+j.Name+".lock CMD, or jobwatch run --lock")
+}
+
+// checkTimer checks a timer's Persistent= and AccuracySec=.
+func checkTimer(j *Job, o Options) []Finding {
+	var out []Finding
+	if j.Persistent && len(j.OnCalendar) > 0 {
+		if gap, ok := minGap(j, o.now()); ok && gap < 24*time.Hour {
+			out = append(out, Finding{File: j.PersistentAt.File, Line: j.PersistentAt.Line, Kind: KindPersistentDense,
+				Severity: Warning, Job: j.Name,
+				Message: fmt.Sprintf("Persistent=true with runs %s apart: after downtime the catch-up run and the next regular one look like a double run", fmtDuration(gap)),
+				Fix:     "drop Persistent= (a dense timer catches up by itself), or schedule it at most daily"})
+		}
+	}
+	if j.AccuracyAt.Line > 0 && j.Accuracy < time.Second {
+		out = append(out, Finding{File: j.AccuracyAt.File, Line: j.AccuracyAt.Line, Kind: KindAccuracy, Severity: Info, Job: j.Name,
+			Message: fmt.Sprintf("AccuracySec=%s: below 1s, the timer wakes the machine for itself alone", j.AccuracyAt.Value),
+			Fix:     "AccuracySec=1s or more, unless the job needs sub-second precision"})
 	}
 	return out
 }

@@ -211,13 +211,7 @@ func sourcesFor(h *Host, jobs []*Job, o GenerateOptions, taken map[string]bool) 
 			m.set("job", str(j.Name))
 			cron.list = append(cron.list, *m)
 		case "runlog":
-			p := j.Cmd.RunLog
-			if p == "" {
-				p = o.RunLog
-			}
-			if p == "" {
-				p = runcmd.DefaultLog
-			}
+			p := runLogOf(j, o)
 			logs[p] = append(logs[p], j.Name)
 		}
 	}
@@ -231,20 +225,7 @@ func sourcesFor(h *Host, jobs []*Job, o GenerateOptions, taken map[string]bool) 
 		return n
 	}
 	if len(units.keys) > 0 || len(cron.list) > 0 {
-		s := newMap()
-		s.set("name", str(name(JournalSource)))
-		s.set("type", str(typeJournal))
-		if h.Root != "/" && h.Root != "" && exists(h.Root, "/var/log/journal") {
-			s.set("directory", str(hostPath(h.Root, "/var/log/journal")))
-		}
-		if len(units.keys) > 0 {
-			s.set("units", *units)
-		}
-		if len(cron.list) > 0 {
-			s.set("cron", cron)
-		}
-		s.comment = "The timers' services by unit; cron lines by the command the cron daemon logs (its END\nlines, which carry the end of a run, need cron -L 2 or more)."
-		out = append(out, *s)
+		out = append(out, journalSource(h, name(JournalSource), units, cron))
 	}
 	paths := make([]string, 0, len(logs))
 	for p := range logs {
@@ -261,6 +242,37 @@ func sourcesFor(h *Host, jobs []*Job, o GenerateOptions, taken map[string]bool) 
 		out = append(out, *s)
 	}
 	return out
+}
+
+// runLogOf is the run log a job under jobwatch run writes to.
+func runLogOf(j *Job, o GenerateOptions) string {
+	p := j.Cmd.RunLog
+	if p == "" {
+		p = o.RunLog
+	}
+	if p == "" {
+		p = runcmd.DefaultLog
+	}
+	return p
+}
+
+// journalSource is the journal source named name that sees the services
+// of units and the cron lines of cron.
+func journalSource(h *Host, name string, units *value, cron value) value {
+	s := newMap()
+	s.set("name", str(name))
+	s.set("type", str(typeJournal))
+	if h.Root != "/" && h.Root != "" && exists(h.Root, "/var/log/journal") {
+		s.set("directory", str(hostPath(h.Root, "/var/log/journal")))
+	}
+	if len(units.keys) > 0 {
+		s.set("units", *units)
+	}
+	if len(cron.list) > 0 {
+		s.set("cron", cron)
+	}
+	s.comment = "The timers' services by unit; cron lines by the command the cron daemon logs (its END\nlines, which carry the end of a run, need cron -L 2 or more)."
+	return *s
 }
 
 // Generate writes the jobwatch.yml that watches the host's jobs.
@@ -324,31 +336,62 @@ func encodeYAML(n *yaml.Node) ([]byte, error) {
 // merge adds the jobs an existing config does not watch to it, with the
 // sources that see them; everything already in it stays as written.
 func merge(h *Host, o GenerateOptions) ([]byte, error) {
-	if _, err := config.Parse(bytes.NewReader(o.Merge)); err != nil {
-		return nil, fmt.Errorf("--merge: %w", err)
-	}
-	cfg, err := readShape(o.Merge)
+	cfg, w, doc, err := readMerged(o.Merge)
 	if err != nil {
-		return nil, fmt.Errorf("--merge: %w", err)
-	}
-	w, err := WatchedFromYAML(o.Merge)
-	if err != nil {
-		return nil, fmt.Errorf("--merge: %w", err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(o.Merge, &doc); err != nil {
 		return nil, fmt.Errorf("--merge: %w", err)
 	}
 	root := doc.Content[0]
 	jobsNode := mapValue(root, "jobs", yaml.SequenceNode)
 	srcNode := mapValue(root, "sources", yaml.SequenceNode)
-	names := map[string]bool{}
-	for _, j := range cfg.Jobs {
-		names[j.Name] = true
-	}
 	taken := map[string]bool{}
 	for _, s := range cfg.Sources {
 		taken[s.Name] = true
+	}
+	added := addUnwatched(h, cfg, w, jobsNode)
+	for _, s := range sourcesFor(h, needSource(h, o, cfg, added), o, taken) {
+		srcNode.Content = append(srcNode.Content, s.node())
+	}
+	if o.JSON {
+		var v any
+		if err := doc.Decode(&v); err != nil {
+			return nil, err
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(b, '\n'), nil
+	}
+	return encodeYAML(doc)
+}
+
+// readMerged reads the config to merge into: checked as a config, then as
+// what it watches and as the YAML document it is.
+func readMerged(data []byte) (*shape, Watched, *yaml.Node, error) {
+	if _, err := config.Parse(bytes.NewReader(data)); err != nil {
+		return nil, Watched{}, nil, err
+	}
+	cfg, err := readShape(data)
+	if err != nil {
+		return nil, Watched{}, nil, err
+	}
+	w, err := WatchedFromYAML(data)
+	if err != nil {
+		return nil, Watched{}, nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, Watched{}, nil, err
+	}
+	return cfg, w, &doc, nil
+}
+
+// addUnwatched appends the jobs the config does not watch to jobsNode,
+// renamed when their name is taken, and returns them.
+func addUnwatched(h *Host, cfg *shape, w Watched, jobsNode *yaml.Node) []*Job {
+	names := map[string]bool{}
+	for _, j := range cfg.Jobs {
+		names[j.Name] = true
 	}
 	var added []*Job
 	for i := range h.Jobs {
@@ -366,8 +409,13 @@ func merge(h *Host, o GenerateOptions) ([]byte, error) {
 		v.comment = "Added by jobwatch discover: " + v.comment
 		jobsNode.Content = append(jobsNode.Content, v.node())
 	}
-	// A job under jobwatch run writing to a run log already read needs no
-	// new source.
+	return added
+}
+
+// needSource returns the jobs added that no source of the config sees: a
+// job under jobwatch run writing to a run log already read needs no new
+// source.
+func needSource(h *Host, o GenerateOptions, cfg *shape, added []*Job) []*Job {
 	read := map[string]bool{}
 	for _, s := range cfg.Sources {
 		if s.Type == typeRunLog {
@@ -376,35 +424,12 @@ func merge(h *Host, o GenerateOptions) ([]byte, error) {
 	}
 	var need []*Job
 	for _, j := range added {
-		if watchKind(h, j) == "runlog" {
-			p := j.Cmd.RunLog
-			if p == "" {
-				p = o.RunLog
-			}
-			if p == "" {
-				p = runcmd.DefaultLog
-			}
-			if read[p] {
-				continue
-			}
+		if watchKind(h, j) == "runlog" && read[runLogOf(j, o)] {
+			continue
 		}
 		need = append(need, j)
 	}
-	for _, s := range sourcesFor(h, need, o, taken) {
-		srcNode.Content = append(srcNode.Content, s.node())
-	}
-	if o.JSON {
-		var v any
-		if err := doc.Decode(&v); err != nil {
-			return nil, err
-		}
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return nil, err
-		}
-		return append(b, '\n'), nil
-	}
-	return encodeYAML(&doc)
+	return need
 }
 
 // mapValue returns the value node of key in the mapping m, adding an empty

@@ -166,74 +166,87 @@ func loadZone(name string) *time.Location {
 // readCron reads /etc/crontab, /etc/cron.d and the user crontabs of the
 // spool.
 func (h *Host) readCron() {
-	type file struct {
-		path   string
-		system bool
-		user   string
-	}
-	files := []file{{path: "/etc/crontab", system: true}}
-	add := func(dir string, system bool) {
-		names, err := readDir(h.Root, dir)
-		if err != nil {
-			if !isNotExist(err) {
-				h.Notes = append(h.Notes, unreadable(dir, err))
-			}
-			return
-		}
-		for _, n := range names {
-			p := path.Join(dir, n)
-			if !isRegular(h.Root, p) {
-				continue
-			}
-			if strings.HasPrefix(n, ".") {
-				continue // cron skips hidden files; Debian ships .placeholder
-			}
-			why := cronIgnores(h.Flavour, n)
-			if !system {
-				// Spool files are named after their user: only hidden
-				// files (editors' and crontab's temporaries) are skipped.
-				why = ""
-				if strings.HasPrefix(n, ".") || strings.HasPrefix(n, "#") || strings.HasPrefix(n, "tmp.") {
-					continue
-				}
-			}
-			if why != "" {
-				h.Notes = append(h.Notes, Finding{File: p, Kind: KindIgnoredFile, Severity: Info,
-					Message: "cron never reads this file: " + why,
-					Fix:     "rename it (e.g. " + path.Join(dir, fixName(n)) + ") if its jobs should run, or delete it"})
-				continue
-			}
-			f := file{path: p, system: system}
-			if !system {
-				f.user = n
-			}
-			files = append(files, f)
-		}
-	}
-	add("/etc/cron.d", true)
+	files := []cronFile{{path: "/etc/crontab", system: true}}
+	files = append(files, h.cronDir("/etc/cron.d", true)...)
 	if h.Flavour == Debian {
-		add("/var/spool/cron/crontabs", false)
+		files = append(files, h.cronDir("/var/spool/cron/crontabs", false)...)
 	} else {
-		add("/var/spool/cron", false)
+		files = append(files, h.cronDir("/var/spool/cron", false)...)
 	}
 	for _, f := range files {
-		data, err := readFile(h.Root, f.path)
-		if err != nil {
-			if !(f.path == "/etc/crontab" && isNotExist(err)) {
-				h.Notes = append(h.Notes, unreadable(f.path, err))
-			}
-			continue
-		}
-		if fi, err := os.Stat(hostPath(h.Root, f.path)); h.checkModes && err == nil && fi.Mode().Perm()&0o022 != 0 {
-			// Debian's cron ("INSECURE MODE") and cronie ("BAD FILE
-			// MODE") skip a crontab others could write to.
-			h.Notes = append(h.Notes, Finding{File: f.path, Kind: KindIgnoredFile, Severity: Warning,
-				Message: fmt.Sprintf("cron never reads this file: it is group- or other-writable (mode %04o)", fi.Mode().Perm()),
-				Fix:     "chmod go-w " + f.path})
-			continue
-		}
-		h.readCrontab(f.path, data, f.system, f.user)
+		h.readCronFile(f)
 	}
+}
+
+// cronFile is a crontab to read: a system one (with a user field), or a
+// user's.
+type cronFile struct {
+	path   string
+	system bool
+	user   string
+}
+
+// cronDir lists the crontabs of a directory that cron reads, noting those
+// it never reads.
+func (h *Host) cronDir(dir string, system bool) []cronFile {
+	names, err := readDir(h.Root, dir)
+	if err != nil {
+		if !isNotExist(err) {
+			h.Notes = append(h.Notes, unreadable(dir, err))
+		}
+		return nil
+	}
+	var files []cronFile
+	for _, n := range names {
+		p := path.Join(dir, n)
+		if !isRegular(h.Root, p) {
+			continue
+		}
+		if strings.HasPrefix(n, ".") {
+			continue // cron skips hidden files; Debian ships .placeholder
+		}
+		why := cronIgnores(h.Flavour, n)
+		if !system {
+			// Spool files are named after their user: only hidden
+			// files (editors' and crontab's temporaries) are skipped.
+			why = ""
+			if strings.HasPrefix(n, ".") || strings.HasPrefix(n, "#") || strings.HasPrefix(n, "tmp.") {
+				continue
+			}
+		}
+		if why != "" {
+			h.Notes = append(h.Notes, Finding{File: p, Kind: KindIgnoredFile, Severity: Info,
+				Message: "cron never reads this file: " + why,
+				Fix:     "rename it (e.g. " + path.Join(dir, fixName(n)) + ") if its jobs should run, or delete it"})
+			continue
+		}
+		f := cronFile{path: p, system: system}
+		if !system {
+			f.user = n
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
+// readCronFile reads one crontab, unless cron would refuse it.
+func (h *Host) readCronFile(f cronFile) {
+	data, err := readFile(h.Root, f.path)
+	if err != nil {
+		if !(f.path == "/etc/crontab" && isNotExist(err)) {
+			h.Notes = append(h.Notes, unreadable(f.path, err))
+		}
+		return
+	}
+	if fi, err := os.Stat(hostPath(h.Root, f.path)); h.checkModes && err == nil && fi.Mode().Perm()&0o022 != 0 {
+		// Debian's cron ("INSECURE MODE") and cronie ("BAD FILE
+		// MODE") skip a crontab others could write to.
+		h.Notes = append(h.Notes, Finding{File: f.path, Kind: KindIgnoredFile, Severity: Warning,
+			Message: fmt.Sprintf("cron never reads this file: it is group- or other-writable (mode %04o)", fi.Mode().Perm()),
+			Fix:     "chmod go-w " + f.path})
+		return
+	}
+	h.readCrontab(f.path, data, f.system, f.user)
 }
 
 // fixName is a cron.d file name Debian's cron reads.
@@ -251,8 +264,7 @@ func fixName(n string) string {
 }
 
 func (h *Host) readCrontab(file string, data []byte, system bool, owner string) {
-	tz := ""
-	pathEnv := cronPath
+	env := cronEnv{path: cronPath}
 	for i, raw := range strings.Split(string(data), "\n") {
 		n := i + 1
 		l, err := ParseCronLine(raw, system)
@@ -264,68 +276,94 @@ func (h *Host) readCrontab(file string, data []byte, system bool, owner string) 
 		}
 		switch l.Kind {
 		case LineEnv:
-			switch l.Name {
-			case "CRON_TZ":
-				if h.Flavour == Debian {
-					h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindCronTZIgnored, Severity: Warning,
-						Message: fmt.Sprintf("Debian's cron ignores CRON_TZ: the lines below run on the host's clock (%s), not in %s", orUnknown(h.Zone), l.Value),
-						Fix:     "write the times in the host's zone, or move the jobs to a systemd timer with OnCalendar=... " + l.Value})
-					continue
-				}
-				if loadZone(l.Value) == nil {
-					h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindCronRejected, Severity: Warning,
-						Message: fmt.Sprintf("CRON_TZ=%s is not a known time zone: cron reads the lines below in UTC", l.Value),
-						Fix:     "use an IANA zone name such as Europe/Berlin"})
-					tz = "UTC"
-					continue
-				}
-				tz = l.Value
-			case "PATH":
-				pathEnv = l.Value
-			case "TZ":
-				fix := "use CRON_TZ=" + l.Value + " if the times below are meant in that zone"
-				if h.Flavour == Debian {
-					fix = "Debian's cron reads every schedule on the host's clock: write the times in " + orUnknown(h.Zone) + ", or use a systemd timer"
-				}
-				h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindTZEnv, Severity: Info,
-					Message: "TZ= sets the zone of the commands' environment, not the zone cron reads the schedules in",
-					Fix:     fix})
-			}
+			h.setCronEnv(&env, file, n, l)
 			continue
 		case LineBlank:
 			continue
 		}
-		if l.Reboot {
-			h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindReboot, Severity: Info,
-				Message: "@reboot job left out: it runs once at boot, there is no schedule to watch",
-				Fix:     "watch it with a job of its own (every: as long as the host stays up) if its runs matter"})
-			continue
-		}
-		if why := h.noOp(l.Command); why != "" {
-			h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindNoOp, Severity: Info,
-				Message: "left out: " + why,
-				Fix:     "none needed; delete the line if the package that shipped it is gone"})
+		if h.cronLeftOut(file, n, l) {
 			continue
 		}
 		user := l.User
 		if !system {
 			user = owner
 		}
-		j := Job{Origin: "cron", File: file, Line: n, User: user, Schedule: l.Schedule,
-			CommandLine: l.Command, Cmd: parseCommand(l.Command, h.resolver(pathEnv)), Percent: l.Percent}
-		if prog, dir := h.missingFromPath(l.Command, pathEnv); dir != "" {
-			h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindNotInPath, Severity: Warning,
-				Message: fmt.Sprintf("%s is in %s, which cron's PATH=%s lacks: the job fails with \"not found\"", prog, dir, pathEnv),
-				Fix:     fmt.Sprintf("write %s in full, or add PATH=%s:%s above the line", path.Join(dir, prog), dir, pathEnv)})
-		}
-		j.Timezone = tz
-		if j.Timezone == "" {
-			j.Timezone = h.Zone
-		}
-		j.Zone = loadZone(j.Timezone)
-		j.Timeout = j.Cmd.Timeout
-		h.Jobs = append(h.Jobs, j)
+		h.Jobs = append(h.Jobs, h.cronJob(file, n, l, user, env))
 	}
+}
+
+// cronEnv is what the environment lines of a crontab so far set for the
+// lines below: the zone they are read in ("" for the host's) and PATH.
+type cronEnv struct {
+	tz, path string
+}
+
+// setCronEnv applies a crontab's environment line to env, noting the
+// settings that do not do what they seem to.
+func (h *Host) setCronEnv(env *cronEnv, file string, n int, l CronLine) {
+	switch l.Name {
+	case "CRON_TZ":
+		if h.Flavour == Debian {
+			h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindCronTZIgnored, Severity: Warning,
+				Message: fmt.Sprintf("Debian's cron ignores CRON_TZ: the lines below run on the host's clock (%s), not in %s", orUnknown(h.Zone), l.Value),
+				Fix:     "write the times in the host's zone, or move the jobs to a systemd timer with OnCalendar=... " + l.Value})
+			return
+		}
+		if loadZone(l.Value) == nil {
+			h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindCronRejected, Severity: Warning,
+				Message: fmt.Sprintf("CRON_TZ=%s is not a known time zone: cron reads the lines below in UTC", l.Value),
+				Fix:     "use an IANA zone name such as Europe/Berlin"})
+			env.tz = "UTC"
+			return
+		}
+		env.tz = l.Value
+	case "PATH":
+		env.path = l.Value
+	case "TZ":
+		fix := "use CRON_TZ=" + l.Value + " if the times below are meant in that zone"
+		if h.Flavour == Debian {
+			fix = "Debian's cron reads every schedule on the host's clock: write the times in " + orUnknown(h.Zone) + ", or use a systemd timer"
+		}
+		h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindTZEnv, Severity: Info,
+			Message: "TZ= sets the zone of the commands' environment, not the zone cron reads the schedules in",
+			Fix:     fix})
+	}
+}
+
+// cronLeftOut notes a job line that has nothing to watch, and reports
+// whether it is one.
+func (h *Host) cronLeftOut(file string, n int, l CronLine) bool {
+	if l.Reboot {
+		h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindReboot, Severity: Info,
+			Message: "@reboot job left out: it runs once at boot, there is no schedule to watch",
+			Fix:     "watch it with a job of its own (every: as long as the host stays up) if its runs matter"})
+		return true
+	}
+	if why := h.noOp(l.Command); why != "" {
+		h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindNoOp, Severity: Info,
+			Message: "left out: " + why,
+			Fix:     "none needed; delete the line if the package that shipped it is gone"})
+		return true
+	}
+	return false
+}
+
+// cronJob is the job of a crontab's job line, run as user.
+func (h *Host) cronJob(file string, n int, l CronLine, user string, env cronEnv) Job {
+	j := Job{Origin: "cron", File: file, Line: n, User: user, Schedule: l.Schedule,
+		CommandLine: l.Command, Cmd: parseCommand(l.Command, h.resolver(env.path)), Percent: l.Percent}
+	if prog, dir := h.missingFromPath(l.Command, env.path); dir != "" {
+		h.Notes = append(h.Notes, Finding{File: file, Line: n, Kind: KindNotInPath, Severity: Warning,
+			Message: fmt.Sprintf("%s is in %s, which cron's PATH=%s lacks: the job fails with \"not found\"", prog, dir, env.path),
+			Fix:     fmt.Sprintf("write %s in full, or add PATH=%s:%s above the line", path.Join(dir, prog), dir, env.path)})
+	}
+	j.Timezone = env.tz
+	if j.Timezone == "" {
+		j.Timezone = h.Zone
+	}
+	j.Zone = loadZone(j.Timezone)
+	j.Timeout = j.Cmd.Timeout
+	return j
 }
 
 // guardRE is a cron line that first tests for a program or for systemd and
@@ -419,52 +457,14 @@ func (h *Host) readTimers() {
 	sd := &systemd{root: h.Root}
 	names, enabled := sd.timerNames()
 	for _, name := range names {
-		t, masked := sd.readUnit(name)
-		if masked {
-			continue
-		}
+		t := h.enabledTimer(sd, name, enabled[name])
 		if t == nil {
-			h.Notes = append(h.Notes, Finding{File: "/etc/systemd/system", Kind: KindTimerLeftOut, Severity: Info,
-				Message: name + " is enabled but no unit file defines it",
-				Fix:     "systemctl disable " + name})
-			continue
-		}
-		if !enabled[name] {
-			h.Notes = append(h.Notes, Finding{File: t.File, Kind: KindTimerLeftOut, Severity: Info,
-				Message: name + " is not enabled (no .wants link): left out, it does not run",
-				Fix:     "systemctl enable --now " + name + " if it should run"})
 			continue
 		}
 		j := Job{Origin: "timer", Timer: name, File: t.File}
-		for _, s := range t.vals["Timer.OnCalendar"] {
-			if _, err := calendarSchedule([]string{s.Value}, time.UTC); err != nil {
-				h.Notes = append(h.Notes, Finding{File: s.File, Line: s.Line, Kind: KindTimerLeftOut, Severity: Warning,
-					Message: fmt.Sprintf("OnCalendar=%s left out: %v", s.Value, err),
-					Fix:     "check it with systemd-analyze calendar '" + s.Value + "'"})
-				continue
-			}
-			j.OnCalendar = append(j.OnCalendar, s.Value)
-			if j.Line == 0 {
-				j.File, j.Line = s.File, s.Line
-			}
-		}
+		h.readOnCalendar(t, &j)
 		if len(j.OnCalendar) == 0 {
-			for _, key := range []string{"Timer.OnUnitActiveSec", "Timer.OnUnitInactiveSec"} {
-				s, ok := t.last(key)
-				if !ok {
-					continue
-				}
-				d, inf, err := parseTimespan(s.Value)
-				if err != nil || inf || d <= 0 {
-					h.Notes = append(h.Notes, Finding{File: s.File, Line: s.Line, Kind: KindTimerLeftOut, Severity: Warning,
-						Message: fmt.Sprintf("%s=%s is not a time span systemd reads", strings.TrimPrefix(key, "Timer."), s.Value),
-						Fix:     "write a span such as 15min or 1h"})
-					continue
-				}
-				j.Every = d.Round(time.Second)
-				j.File, j.Line = s.File, s.Line
-				break
-			}
+			h.readPeriod(t, &j)
 		}
 		if len(j.OnCalendar) == 0 && j.Every == 0 {
 			where := setting{File: t.File}
@@ -476,30 +476,96 @@ func (h *Host) readTimers() {
 				Fix:     "add OnUnitActiveSec= or OnCalendar= if it should repeat"})
 			continue
 		}
-		if s, ok := t.last("Timer.Persistent"); ok && isTrue(s.Value) {
-			j.Persistent, j.PersistentAt = true, s
-		}
-		j.Accuracy = time.Minute
-		if s, ok := t.last("Timer.AccuracySec"); ok {
-			if d, _, err := parseTimespan(s.Value); err == nil {
-				j.Accuracy, j.AccuracyAt = d, s
-			}
-		}
-		if s, ok := t.last("Timer.RandomizedDelaySec"); ok {
-			if d, _, err := parseTimespan(s.Value); err == nil {
-				j.RandomizedDelay = d
-			}
-		}
-		j.Service = strings.TrimSuffix(name, ".timer") + ".service"
-		if s, ok := t.last("Timer.Unit"); ok {
-			j.Service = s.Value
-		}
+		readTimerSettings(t, &j)
 		j.Timezone = h.Zone
 		j.Zone = loadZone(j.Timezone)
 		h.readService(sd, &j)
 		h.Jobs = append(h.Jobs, j)
 	}
 	h.Notes = append(h.Notes, sd.problems...)
+}
+
+// enabledTimer reads the timer unit name, or returns nil, noting why, when
+// it does not run.
+func (h *Host) enabledTimer(sd *systemd, name string, enabled bool) *unit {
+	t, masked := sd.readUnit(name)
+	if masked {
+		return nil
+	}
+	if t == nil {
+		h.Notes = append(h.Notes, Finding{File: "/etc/systemd/system", Kind: KindTimerLeftOut, Severity: Info,
+			Message: name + " is enabled but no unit file defines it",
+			Fix:     "systemctl disable " + name})
+		return nil
+	}
+	if !enabled {
+		h.Notes = append(h.Notes, Finding{File: t.File, Kind: KindTimerLeftOut, Severity: Info,
+			Message: name + " is not enabled (no .wants link): left out, it does not run",
+			Fix:     "systemctl enable --now " + name + " if it should run"})
+		return nil
+	}
+	return t
+}
+
+// readOnCalendar reads the timer's OnCalendar= expressions, leaving out
+// those systemd rejects; the job is defined at the first.
+func (h *Host) readOnCalendar(t *unit, j *Job) {
+	for _, s := range t.vals["Timer.OnCalendar"] {
+		if _, err := calendarSchedule([]string{s.Value}, time.UTC); err != nil {
+			h.Notes = append(h.Notes, Finding{File: s.File, Line: s.Line, Kind: KindTimerLeftOut, Severity: Warning,
+				Message: fmt.Sprintf("OnCalendar=%s left out: %v", s.Value, err),
+				Fix:     "check it with systemd-analyze calendar '" + s.Value + "'"})
+			continue
+		}
+		j.OnCalendar = append(j.OnCalendar, s.Value)
+		if j.Line == 0 {
+			j.File, j.Line = s.File, s.Line
+		}
+	}
+}
+
+// readPeriod reads the period of a timer without OnCalendar=: the first
+// valid of OnUnitActiveSec= and OnUnitInactiveSec=.
+func (h *Host) readPeriod(t *unit, j *Job) {
+	for _, key := range []string{"Timer.OnUnitActiveSec", "Timer.OnUnitInactiveSec"} {
+		s, ok := t.last(key)
+		if !ok {
+			continue
+		}
+		d, inf, err := parseTimespan(s.Value)
+		if err != nil || inf || d <= 0 {
+			h.Notes = append(h.Notes, Finding{File: s.File, Line: s.Line, Kind: KindTimerLeftOut, Severity: Warning,
+				Message: fmt.Sprintf("%s=%s is not a time span systemd reads", strings.TrimPrefix(key, "Timer."), s.Value),
+				Fix:     "write a span such as 15min or 1h"})
+			continue
+		}
+		j.Every = d.Round(time.Second)
+		j.File, j.Line = s.File, s.Line
+		return
+	}
+}
+
+// readTimerSettings reads what else of the timer the checks weigh, and the
+// service it starts.
+func readTimerSettings(t *unit, j *Job) {
+	if s, ok := t.last("Timer.Persistent"); ok && isTrue(s.Value) {
+		j.Persistent, j.PersistentAt = true, s
+	}
+	j.Accuracy = time.Minute
+	if s, ok := t.last("Timer.AccuracySec"); ok {
+		if d, _, err := parseTimespan(s.Value); err == nil {
+			j.Accuracy, j.AccuracyAt = d, s
+		}
+	}
+	if s, ok := t.last("Timer.RandomizedDelaySec"); ok {
+		if d, _, err := parseTimespan(s.Value); err == nil {
+			j.RandomizedDelay = d
+		}
+	}
+	j.Service = strings.TrimSuffix(j.Timer, ".timer") + ".service"
+	if s, ok := t.last("Timer.Unit"); ok {
+		j.Service = s.Value
+	}
 }
 
 // readService fills in what the timer's service runs and its limits.

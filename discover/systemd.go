@@ -96,12 +96,35 @@ func (s *systemd) readUnit(name string) (u *unit, masked bool) {
 			names = append(names, name[:at+1]+name[dot:])
 		}
 	}
-	found := false
+	found, masked := s.readUnitFile(u, names)
+	if !found {
+		return nil, masked
+	}
+	dropins := s.dropins(names)
+	files := make([]string, 0, len(dropins))
+	for f := range dropins {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		data, err := readFile(s.root, dropins[f])
+		if err != nil {
+			s.problems = append(s.problems, unreadable(dropins[f], err))
+			continue
+		}
+		parseUnitFile(u, data, dropins[f])
+	}
+	return u, false
+}
+
+// readUnitFile reads into u the first unit file of names (the unit's own,
+// then its template's) in the unit directories.
+func (s *systemd) readUnitFile(u *unit, names []string) (found, masked bool) {
 	for _, n := range names {
 		for _, dir := range unitDirs {
 			p := path.Join(dir, n)
 			if isDevNull(s.root, p) {
-				return nil, true
+				return false, true
 			}
 			data, err := readFile(s.root, p)
 			if err != nil {
@@ -112,17 +135,16 @@ func (s *systemd) readUnit(name string) (u *unit, masked bool) {
 			}
 			u.File = p
 			parseUnitFile(u, data, p)
-			found = true
-			break
-		}
-		if found {
-			break
+			return true, false
 		}
 	}
-	if !found {
-		return nil, false
-	}
-	dropins := map[string]string{} // file name -> path, first directory wins
+	return false, false
+}
+
+// dropins returns the drop-ins of names by file name, each the path of
+// the first unit directory that has it.
+func (s *systemd) dropins(names []string) map[string]string {
+	dropins := map[string]string{}
 	for _, n := range names {
 		for _, dir := range unitDirs {
 			d := path.Join(dir, n+".d")
@@ -139,20 +161,7 @@ func (s *systemd) readUnit(name string) (u *unit, masked bool) {
 			}
 		}
 	}
-	files := make([]string, 0, len(dropins))
-	for f := range dropins {
-		files = append(files, f)
-	}
-	sort.Strings(files)
-	for _, f := range files {
-		data, err := readFile(s.root, dropins[f])
-		if err != nil {
-			s.problems = append(s.problems, unreadable(dropins[f], err))
-			continue
-		}
-		parseUnitFile(u, data, dropins[f])
-	}
-	return u, false
+	return dropins
 }
 
 // timerNames lists every .timer unit name that exists in a unit directory
@@ -191,6 +200,22 @@ func (s *systemd) timerNames() (names []string, enabled map[string]bool) {
 	return names, enabled
 }
 
+// timespanUnits are the units of systemd's time spans, in nanoseconds.
+var timespanUnits = []struct {
+	names []string
+	d     float64
+}{
+	{[]string{"usec", "us", "µs"}, float64(time.Microsecond)},
+	{[]string{"msec", "ms"}, float64(time.Millisecond)},
+	{[]string{"seconds", "second", "sec", "s"}, float64(time.Second)},
+	{[]string{"minutes", "minute", "min", "m"}, float64(time.Minute)},
+	{[]string{"hours", "hour", "hr", "h"}, float64(time.Hour)},
+	{[]string{"days", "day", "d"}, float64(24 * time.Hour)},
+	{[]string{"weeks", "week", "w"}, float64(7 * 24 * time.Hour)},
+	{[]string{"months", "month", "M"}, 30.44 * float64(24*time.Hour)},
+	{[]string{"years", "year", "y"}, 365.25 * float64(24*time.Hour)},
+}
+
 // parseTimespan reads a systemd time span (systemd.time(7)): numbers with
 // units ("1h 30min", "500ms", "2d"), a bare number being seconds, or
 // "infinity" (ok, with inf set).
@@ -201,20 +226,6 @@ func parseTimespan(s string) (d time.Duration, inf bool, err error) {
 	}
 	if s == "" {
 		return 0, false, fmt.Errorf("empty time span")
-	}
-	units := []struct {
-		names []string
-		d     float64
-	}{
-		{[]string{"usec", "us", "µs"}, float64(time.Microsecond)},
-		{[]string{"msec", "ms"}, float64(time.Millisecond)},
-		{[]string{"seconds", "second", "sec", "s"}, float64(time.Second)},
-		{[]string{"minutes", "minute", "min", "m"}, float64(time.Minute)},
-		{[]string{"hours", "hour", "hr", "h"}, float64(time.Hour)},
-		{[]string{"days", "day", "d"}, float64(24 * time.Hour)},
-		{[]string{"weeks", "week", "w"}, float64(7 * 24 * time.Hour)},
-		{[]string{"months", "month", "M"}, 30.44 * float64(24*time.Hour)},
-		{[]string{"years", "year", "y"}, 365.25 * float64(24*time.Hour)},
 	}
 	var total float64
 	rest := s
@@ -242,7 +253,7 @@ func parseTimespan(s string) (d time.Duration, inf bool, err error) {
 		if word == "" {
 			mult = float64(time.Second)
 		}
-		for _, u := range units {
+		for _, u := range timespanUnits {
 			for _, name := range u.names {
 				if word == name {
 					mult = u.d

@@ -110,80 +110,45 @@ func (c *calendar) dayOK(y, mo, d, dim int) bool {
 	return domOK && dowOK
 }
 
+// civilTime is a civil time as a search moves it: a field may be one past
+// its range until the search carries it into the field above.
+type civilTime struct{ y, mo, d, h, mi, s int }
+
+func toCivilTime(cs int64) civilTime {
+	var t civilTime
+	t.y, t.mo, t.d, t.h, t.mi, t.s = splitCivil(cs)
+	return t
+}
+
+func (t *civilTime) join() int64 { return joinCivil(t.y, t.mo, t.d, t.h, t.mi, t.s) }
+
+// dayFound is how the search for a day ended.
+type dayFound int
+
+const (
+	dayMatches dayFound = iota // t's day matches
+	dayMoved                   // t moved to another day: search again
+	dayNone                    // no day matches within the limit
+)
+
 // next returns the first civil time in [from, limit) that matches.
 func (c *calendar) next(from, limit int64) (int64, bool) {
 	if from >= limit {
 		return 0, false
 	}
-	y, mo, d, h, mi, s := splitCivil(from)
+	t := toCivilTime(from)
 	limitDay := floorDiv(limit-1, secPerDay)
 	for {
-		if mo > 12 {
-			y, mo = y+1, 1
-		}
-		if c.years != nil {
-			ny, ok := c.years.next(y)
-			if !ok {
-				return 0, false
-			}
-			if ny != y {
-				y, mo, d, h, mi, s = ny, 1, 1, 0, 0, 0
-			}
-		}
-		m := nextBit(c.month, mo)
-		if m < 0 {
-			y, mo, d, h, mi, s = y+1, 1, 1, 0, 0, 0
-			if daysFromCivil(y, 1, 1) > limitDay {
-				return 0, false
-			}
-			continue
-		}
-		if m != mo {
-			mo, d, h, mi, s = m, 1, 0, 0, 0
-		}
-		dim := daysIn(y, mo)
-		if d > dim {
-			mo, d, h, mi, s = mo+1, 1, 0, 0, 0
-			continue
-		}
-		if daysFromCivil(y, mo, d) > limitDay {
+		switch c.nextDay(&t, limitDay) {
+		case dayNone:
 			return 0, false
-		}
-		if !c.dayOK(y, mo, d, dim) {
-			d, h, mi, s = d+1, 0, 0, 0
+		case dayMoved:
 			continue
 		}
-		hh := nextBit(c.hour, h)
-		if hh < 0 {
-			d, h, mi, s = d+1, 0, 0, 0
+		if !c.nextClock(&t) {
 			continue
 		}
-		if hh != h {
-			h, mi, s = hh, 0, 0
-		}
-		mm := nextBit(c.min, mi)
-		if mm < 0 {
-			h, mi, s = h+1, 0, 0
-			if h > 23 {
-				d, h = d+1, 0
-			}
-			continue
-		}
-		if mm != mi {
-			mi, s = mm, 0
-		}
-		ss := nextBit(c.sec, s)
-		if ss < 0 {
-			mi, s = mi+1, 0
-			if mi > 59 {
-				h, mi = h+1, 0
-				if h > 23 {
-					d, h = d+1, 0
-				}
-			}
-			continue
-		}
-		r := joinCivil(y, mo, d, h, mi, ss)
+		r := t.join()
 		if r >= limit {
 			return 0, false
 		}
@@ -191,88 +156,190 @@ func (c *calendar) next(from, limit int64) (int64, bool) {
 	}
 }
 
+// nextDay moves t forward to the first day that matches, if that is t's
+// own: its year, month and day.
+func (c *calendar) nextDay(t *civilTime, limitDay int64) dayFound {
+	if t.mo > 12 {
+		t.y, t.mo = t.y+1, 1
+	}
+	if c.years != nil {
+		ny, ok := c.years.next(t.y)
+		if !ok {
+			return dayNone
+		}
+		if ny != t.y {
+			*t = civilTime{ny, 1, 1, 0, 0, 0}
+		}
+	}
+	m := nextBit(c.month, t.mo)
+	if m < 0 {
+		*t = civilTime{t.y + 1, 1, 1, 0, 0, 0}
+		if daysFromCivil(t.y, 1, 1) > limitDay {
+			return dayNone
+		}
+		return dayMoved
+	}
+	if m != t.mo {
+		t.mo, t.d, t.h, t.mi, t.s = m, 1, 0, 0, 0
+	}
+	dim := daysIn(t.y, t.mo)
+	if t.d > dim {
+		t.mo, t.d, t.h, t.mi, t.s = t.mo+1, 1, 0, 0, 0
+		return dayMoved
+	}
+	if daysFromCivil(t.y, t.mo, t.d) > limitDay {
+		return dayNone
+	}
+	if !c.dayOK(t.y, t.mo, t.d, dim) {
+		t.d, t.h, t.mi, t.s = t.d+1, 0, 0, 0
+		return dayMoved
+	}
+	return dayMatches
+}
+
+// nextClock moves t forward to the first time of its day that matches:
+// its hour, minute and second. False means t moved past them (to the next
+// minute, hour or day): search again.
+func (c *calendar) nextClock(t *civilTime) bool {
+	hh := nextBit(c.hour, t.h)
+	if hh < 0 {
+		t.d, t.h, t.mi, t.s = t.d+1, 0, 0, 0
+		return false
+	}
+	if hh != t.h {
+		t.h, t.mi, t.s = hh, 0, 0
+	}
+	mm := nextBit(c.min, t.mi)
+	if mm < 0 {
+		t.h, t.mi, t.s = t.h+1, 0, 0
+		if t.h > 23 {
+			t.d, t.h = t.d+1, 0
+		}
+		return false
+	}
+	if mm != t.mi {
+		t.mi, t.s = mm, 0
+	}
+	ss := nextBit(c.sec, t.s)
+	if ss < 0 {
+		t.mi, t.s = t.mi+1, 0
+		if t.mi > 59 {
+			t.h, t.mi = t.h+1, 0
+			if t.h > 23 {
+				t.d, t.h = t.d+1, 0
+			}
+		}
+		return false
+	}
+	t.s = ss
+	return true
+}
+
 // prev returns the last civil time in [limit, from] that matches.
 func (c *calendar) prev(from, limit int64) (int64, bool) {
 	if from < limit {
 		return 0, false
 	}
-	y, mo, d, h, mi, s := splitCivil(from)
+	t := toCivilTime(from)
 	limitDay := floorDiv(limit, secPerDay)
 	for {
-		if mo < 1 {
-			y, mo = y-1, 12
-		}
-		if c.years != nil {
-			py, ok := c.years.prev(y)
-			if !ok {
-				return 0, false
-			}
-			if py != y {
-				y, mo, d, h, mi, s = py, 12, 31, 23, 59, 59
-			}
-		}
-		m := prevBit(c.month, mo)
-		if m < 0 {
-			y, mo, d, h, mi, s = y-1, 12, 31, 23, 59, 59
-			if daysFromCivil(y, 12, 31) < limitDay {
-				return 0, false
-			}
-			continue
-		}
-		if m != mo {
-			mo, d, h, mi, s = m, 31, 23, 59, 59
-		}
-		dim := daysIn(y, mo)
-		if d > dim {
-			d, h, mi, s = dim, 23, 59, 59
-		}
-		if d < 1 {
-			mo, d, h, mi, s = mo-1, 31, 23, 59, 59
-			continue
-		}
-		if daysFromCivil(y, mo, d) < limitDay {
+		switch c.prevDay(&t, limitDay) {
+		case dayNone:
 			return 0, false
-		}
-		if !c.dayOK(y, mo, d, dim) {
-			d, h, mi, s = d-1, 23, 59, 59
+		case dayMoved:
 			continue
 		}
-		hh := prevBit(c.hour, h)
-		if hh < 0 {
-			d, h, mi, s = d-1, 23, 59, 59
+		if !c.prevClock(&t) {
 			continue
 		}
-		if hh != h {
-			h, mi, s = hh, 59, 59
-		}
-		mm := prevBit(c.min, mi)
-		if mm < 0 {
-			h, mi, s = h-1, 59, 59
-			if h < 0 {
-				d, h = d-1, 23
-			}
-			continue
-		}
-		if mm != mi {
-			mi, s = mm, 59
-		}
-		ss := prevBit(c.sec, s)
-		if ss < 0 {
-			mi, s = mi-1, 59
-			if mi < 0 {
-				h, mi = h-1, 59
-				if h < 0 {
-					d, h = d-1, 23
-				}
-			}
-			continue
-		}
-		r := joinCivil(y, mo, d, h, mi, ss)
+		r := t.join()
 		if r < limit {
 			return 0, false
 		}
 		return r, true
 	}
+}
+
+// prevDay moves t back to the last day that matches, if that is t's own:
+// its year, month and day.
+func (c *calendar) prevDay(t *civilTime, limitDay int64) dayFound {
+	if t.mo < 1 {
+		t.y, t.mo = t.y-1, 12
+	}
+	if c.years != nil {
+		py, ok := c.years.prev(t.y)
+		if !ok {
+			return dayNone
+		}
+		if py != t.y {
+			*t = civilTime{py, 12, 31, 23, 59, 59}
+		}
+	}
+	m := prevBit(c.month, t.mo)
+	if m < 0 {
+		*t = civilTime{t.y - 1, 12, 31, 23, 59, 59}
+		if daysFromCivil(t.y, 12, 31) < limitDay {
+			return dayNone
+		}
+		return dayMoved
+	}
+	if m != t.mo {
+		t.mo, t.d, t.h, t.mi, t.s = m, 31, 23, 59, 59
+	}
+	dim := daysIn(t.y, t.mo)
+	if t.d > dim {
+		t.d, t.h, t.mi, t.s = dim, 23, 59, 59
+	}
+	if t.d < 1 {
+		t.mo, t.d, t.h, t.mi, t.s = t.mo-1, 31, 23, 59, 59
+		return dayMoved
+	}
+	if daysFromCivil(t.y, t.mo, t.d) < limitDay {
+		return dayNone
+	}
+	if !c.dayOK(t.y, t.mo, t.d, dim) {
+		t.d, t.h, t.mi, t.s = t.d-1, 23, 59, 59
+		return dayMoved
+	}
+	return dayMatches
+}
+
+// prevClock moves t back to the last time of its day that matches: its
+// hour, minute and second. False means t moved before them (to the
+// previous minute, hour or day): search again.
+func (c *calendar) prevClock(t *civilTime) bool {
+	hh := prevBit(c.hour, t.h)
+	if hh < 0 {
+		t.d, t.h, t.mi, t.s = t.d-1, 23, 59, 59
+		return false
+	}
+	if hh != t.h {
+		t.h, t.mi, t.s = hh, 59, 59
+	}
+	mm := prevBit(c.min, t.mi)
+	if mm < 0 {
+		t.h, t.mi, t.s = t.h-1, 59, 59
+		if t.h < 0 {
+			t.d, t.h = t.d-1, 23
+		}
+		return false
+	}
+	if mm != t.mi {
+		t.mi, t.s = mm, 59
+	}
+	ss := prevBit(c.sec, t.s)
+	if ss < 0 {
+		t.mi, t.s = t.mi-1, 59
+		if t.mi < 0 {
+			t.h, t.mi = t.h-1, 59
+			if t.h < 0 {
+				t.d, t.h = t.d-1, 23
+			}
+		}
+		return false
+	}
+	t.s = ss
+	return true
 }
 
 // fires reports whether the calendar matches any time in the civil years

@@ -113,39 +113,12 @@ func parseCron(expr string, loc *time.Location, flavour Flavour) (*zoned, []stri
 	if flavour == "" {
 		flavour = Debian
 	}
-	var warns []string
-	fields := strings.Fields(expr)
-	if len(fields) > 0 && strings.HasPrefix(fields[0], "CRON_TZ=") {
-		name := strings.TrimPrefix(fields[0], "CRON_TZ=")
-		if flavour == Cronie {
-			l, err := loadZone(name)
-			if err != nil {
-				return nil, nil, fmt.Errorf("CRON_TZ: %w", err)
-			}
-			loc = l
-		} else {
-			warns = append(warns, fmt.Sprintf("CRON_TZ=%s is ignored by Debian's cron (cron: %s): runs are expected in %s, cron's own zone; set cron: cronie if the host runs cronie", name, flavour, loc))
-		}
-		fields = fields[1:]
+	fields, loc, warns, err := cronTZ(strings.Fields(expr), loc, flavour)
+	if err != nil {
+		return nil, nil, err
 	}
-	if len(fields) == 0 {
-		return nil, nil, errors.New("empty cron expression")
-	}
-	if strings.HasPrefix(fields[0], "@") {
-		if len(fields) > 1 {
-			return nil, nil, fmt.Errorf("%s takes no fields, got %d more", fields[0], len(fields)-1)
-		}
-		if fields[0] == "@reboot" {
-			return nil, nil, errors.New("@reboot has no schedule to watch; use every: instead")
-		}
-		five, ok := cronMacros[fields[0]]
-		if !ok {
-			return nil, nil, fmt.Errorf("unknown shortcut %s (cron knows @yearly, @annually, @monthly, @weekly, @daily, @midnight and @hourly, in lower case)", fields[0])
-		}
-		fields = strings.Fields(five)
-	}
-	if len(fields) != 5 {
-		return nil, nil, fmt.Errorf("want 5 fields (minute hour day-of-month month day-of-week), got %d", len(fields))
+	if fields, err = fiveFields(fields); err != nil {
+		return nil, nil, err
 	}
 	z := &zoned{loc: loc, expr: strings.Join(strings.Fields(expr), " "), rule: ruleCronFixed}
 	c := &z.cal
@@ -181,6 +154,47 @@ func parseCron(expr string, loc *time.Location, flavour Flavour) (*zoned, []stri
 		return nil, nil, errors.New("never fires: no date matches its day-of-month, month and day-of-week (cron accepts the line and never runs it)")
 	}
 	return z, warns, nil
+}
+
+// cronTZ reads a leading CRON_TZ=: it returns the fields after it, the zone
+// the line is read in, and a warning when the flavour ignores it.
+func cronTZ(fields []string, loc *time.Location, flavour Flavour) ([]string, *time.Location, []string, error) {
+	if len(fields) == 0 || !strings.HasPrefix(fields[0], "CRON_TZ=") {
+		return fields, loc, nil, nil
+	}
+	name := strings.TrimPrefix(fields[0], "CRON_TZ=")
+	if flavour != Cronie {
+		return fields[1:], loc, []string{fmt.Sprintf("CRON_TZ=%s is ignored by Debian's cron (cron: %s): runs are expected in %s, cron's own zone; set cron: cronie if the host runs cronie", name, flavour, loc)}, nil
+	}
+	l, err := loadZone(name)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("CRON_TZ: %w", err)
+	}
+	return fields[1:], l, nil, nil
+}
+
+// fiveFields returns the five time fields of a line, a shortcut expanded.
+func fiveFields(fields []string) ([]string, error) {
+	if len(fields) == 0 {
+		return nil, errors.New("empty cron expression")
+	}
+	if strings.HasPrefix(fields[0], "@") {
+		if len(fields) > 1 {
+			return nil, fmt.Errorf("%s takes no fields, got %d more", fields[0], len(fields)-1)
+		}
+		if fields[0] == "@reboot" {
+			return nil, errors.New("@reboot has no schedule to watch; use every: instead")
+		}
+		five, ok := cronMacros[fields[0]]
+		if !ok {
+			return nil, fmt.Errorf("unknown shortcut %s (cron knows @yearly, @annually, @monthly, @weekly, @daily, @midnight and @hourly, in lower case)", fields[0])
+		}
+		fields = strings.Fields(five)
+	}
+	if len(fields) != 5 {
+		return nil, fmt.Errorf("want 5 fields (minute hour day-of-month month day-of-week), got %d", len(fields))
+	}
+	return fields, nil
 }
 
 // cronScanner reads one field as entry.c's get_list, get_range and

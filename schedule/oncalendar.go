@@ -74,24 +74,9 @@ func parseOnCalendar(expr string, loc *time.Location) (*zoned, error) {
 		return nil, errors.New("leading or trailing white space (systemd rejects it)")
 	}
 	sd := &sdSpec{dst: -1}
-	named := false
-	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], " utc") {
-		loc = time.UTC
-		sd.utc, named = true, true
-		s = strings.TrimSpace(s[:len(s)-4])
-	} else if dst, rest, ok := localAbbreviation(s, loc); ok {
-		// systemd first compares the end with tzname[0] and tzname[1]
-		// of its own zone: such an expression is read on the local
-		// clock with tm_isdst forced.
-		sd.dst = dst
-		s = rest
-	} else if i := strings.LastIndexAny(s, " \t"); i >= 0 && isLetter(s[i+1]) {
-		l, err := loadZone(s[i+1:])
-		if err != nil {
-			return nil, err
-		}
-		loc, named = l, true
-		s = strings.TrimSpace(s[:i])
+	s, loc, named, err := zoneSuffix(s, loc, sd)
+	if err != nil {
+		return nil, err
 	}
 	z := &zoned{loc: loc, rule: ruleSystemd, expr: expr, named: named}
 	if sh, ok := calendarShorthands[strings.ToLower(s)]; ok {
@@ -112,17 +97,9 @@ func parseOnCalendar(expr string, loc *time.Location) (*zoned, error) {
 		c.dow = dow
 		tokens = tokens[1:]
 	}
-	date, clock := "*-*-*", "00:00:00"
-	haveDate, haveTime := false, false
-	for _, tok := range tokens {
-		switch {
-		case !haveDate && !haveTime && !strings.Contains(tok, ":"):
-			date, haveDate = tok, true
-		case !haveTime:
-			clock, haveTime = tok, true
-		default:
-			return nil, fmt.Errorf("unexpected %q after the time", tok)
-		}
+	date, clock, err := dateAndClock(tokens)
+	if err != nil {
+		return nil, err
 	}
 	if err := parseDate(c, sd, date); err != nil {
 		return nil, err
@@ -138,6 +115,49 @@ func parseOnCalendar(expr string, loc *time.Location) (*zoned, error) {
 		z.sd = sd
 	}
 	return z, nil
+}
+
+// zoneSuffix reads the zone an expression may end in, and returns the
+// expression without it and the zone it is read in; named says the zone
+// was named.
+func zoneSuffix(s string, loc *time.Location, sd *sdSpec) (rest string, in *time.Location, named bool, err error) {
+	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], " utc") {
+		sd.utc = true
+		return strings.TrimSpace(s[:len(s)-4]), time.UTC, true, nil
+	}
+	if dst, rest, ok := localAbbreviation(s, loc); ok {
+		// systemd first compares the end with tzname[0] and tzname[1]
+		// of its own zone: such an expression is read on the local
+		// clock with tm_isdst forced.
+		sd.dst = dst
+		return rest, loc, false, nil
+	}
+	if i := strings.LastIndexAny(s, " \t"); i >= 0 && isLetter(s[i+1]) {
+		l, err := loadZone(s[i+1:])
+		if err != nil {
+			return "", nil, false, err
+		}
+		return strings.TrimSpace(s[:i]), l, true, nil
+	}
+	return s, loc, false, nil
+}
+
+// dateAndClock returns the date and the time among the tokens after the
+// weekdays, with their defaults.
+func dateAndClock(tokens []string) (date, clock string, err error) {
+	date, clock = "*-*-*", "00:00:00"
+	haveDate, haveTime := false, false
+	for _, tok := range tokens {
+		switch {
+		case !haveDate && !haveTime && !strings.Contains(tok, ":"):
+			date, haveDate = tok, true
+		case !haveTime:
+			clock, haveTime = tok, true
+		default:
+			return "", "", fmt.Errorf("unexpected %q after the time", tok)
+		}
+	}
+	return date, clock, nil
 }
 
 // localAbbreviation reports whether expr ends in " " and an abbreviation
@@ -363,89 +383,109 @@ func parseChain(s, what string, from, to int, eom, sec, year bool) ([]int, []sdI
 	var out []int
 	var items []sdItem
 	for _, part := range strings.Split(s, ",") {
-		p := part
-		num := func() (int, error) {
-			i := 0
-			for i < len(p) && p[i] >= '0' && p[i] <= '9' {
-				i++
-			}
-			if i == 0 || i > 9 {
-				return 0, fmt.Errorf("bad %s %q: want a number", what, part)
-			}
-			v, _ := strconv.Atoi(p[:i])
-			p = p[i:]
-			if sec && len(p) > 0 && p[0] == '.' && !strings.HasPrefix(p, "..") {
-				return 0, fmt.Errorf("bad %s %q: fractional seconds are not supported", what, part)
-			}
-			return v, nil
-		}
-		fixYear := func(v int) int {
-			if year && v < 70 {
-				return v + 2000
-			}
-			if year && v < 100 {
-				return v + 1900
-			}
-			return v
-		}
-		start, err := num()
+		it, err := parseItem(part, what, sec, year)
 		if err != nil {
 			return nil, nil, err
 		}
-		start = fixYear(start)
-		stop, repeat := -1, 0
-		if strings.HasPrefix(p, "..") {
-			p = p[2:]
-			if stop, err = num(); err != nil {
-				return nil, nil, err
-			}
-			stop = fixYear(stop)
-			repeat = 1
+		if it.start < from || it.start > max {
+			return nil, nil, fmt.Errorf("bad %s %q: %d out of range %d-%d", what, part, it.start, from, max)
 		}
-		if strings.HasPrefix(p, "/") {
-			p = p[1:]
-			if repeat, err = num(); err != nil {
-				return nil, nil, err
-			}
-			if repeat == 0 {
-				return nil, nil, fmt.Errorf("bad %s %q: repetition must not be 0", what, part)
-			}
-		}
-		if p != "" {
-			return nil, nil, fmt.Errorf("bad %s %q: unexpected %q", what, part, p)
-		}
-		if start < from || start > max {
-			return nil, nil, fmt.Errorf("bad %s %q: %d out of range %d-%d", what, part, start, from, max)
-		}
-		items = append(items, sdItem{start: start, stop: stop, repeat: repeat})
-		switch {
-		case stop >= 0:
-			if stop < from || stop > max {
-				return nil, nil, fmt.Errorf("bad %s %q: %d out of range %d-%d", what, part, stop, from, max)
-			}
-			if stop < start {
-				return nil, nil, fmt.Errorf("bad %s %q: range ends before it starts", what, part)
-			}
-			for v := start; v <= stop; v += repeat {
-				out = append(out, v)
-			}
-		case repeat > 0 && eom:
-			if start-repeat < from {
-				return nil, nil, fmt.Errorf("bad %s %q: repetition leaves the month", what, part)
-			}
-			for v := start; v >= from; v -= repeat {
-				out = append(out, v)
-			}
-		case repeat > 0:
-			if start+repeat > to {
-				return nil, nil, fmt.Errorf("bad %s %q: repetition never repeats before %d", what, part, to)
-			}
-			for v := start; v <= to; v += repeat {
-				out = append(out, v)
-			}
-		default:
-			out = append(out, start)
+		items = append(items, it)
+		if out, err = expandItem(out, it, part, what, from, to, max, eom); err != nil {
+			return nil, nil, err
 		}
 	}
 	return out, items, nil
+}
+
+// parseItem reads one start[..stop][/repeat] of a chain; a range without
+// a repetition repeats every 1.
+func parseItem(part, what string, sec, year bool) (sdItem, error) {
+	p := part
+	num := func() (int, error) {
+		i := 0
+		for i < len(p) && p[i] >= '0' && p[i] <= '9' {
+			i++
+		}
+		if i == 0 || i > 9 {
+			return 0, fmt.Errorf("bad %s %q: want a number", what, part)
+		}
+		v, _ := strconv.Atoi(p[:i])
+		p = p[i:]
+		if sec && len(p) > 0 && p[0] == '.' && !strings.HasPrefix(p, "..") {
+			return 0, fmt.Errorf("bad %s %q: fractional seconds are not supported", what, part)
+		}
+		return v, nil
+	}
+	fixYear := func(v int) int {
+		if year && v < 70 {
+			return v + 2000
+		}
+		if year && v < 100 {
+			return v + 1900
+		}
+		return v
+	}
+	it := sdItem{stop: -1}
+	var err error
+	if it.start, err = num(); err != nil {
+		return it, err
+	}
+	it.start = fixYear(it.start)
+	if strings.HasPrefix(p, "..") {
+		p = p[2:]
+		if it.stop, err = num(); err != nil {
+			return it, err
+		}
+		it.stop = fixYear(it.stop)
+		it.repeat = 1
+	}
+	if strings.HasPrefix(p, "/") {
+		p = p[1:]
+		if it.repeat, err = num(); err != nil {
+			return it, err
+		}
+		if it.repeat == 0 {
+			return it, fmt.Errorf("bad %s %q: repetition must not be 0", what, part)
+		}
+	}
+	if p != "" {
+		return it, fmt.Errorf("bad %s %q: unexpected %q", what, part, p)
+	}
+	return it, nil
+}
+
+// expandItem checks the rest of an item whose start is in range, and
+// appends the values it stands for to out.
+func expandItem(out []int, it sdItem, part, what string, from, to, max int, eom bool) ([]int, error) {
+	start, stop, repeat := it.start, it.stop, it.repeat
+	switch {
+	case stop >= 0:
+		if stop < from || stop > max {
+			return nil, fmt.Errorf("bad %s %q: %d out of range %d-%d", what, part, stop, from, max)
+		}
+		if stop < start {
+			return nil, fmt.Errorf("bad %s %q: range ends before it starts", what, part)
+		}
+		for v := start; v <= stop; v += repeat {
+			out = append(out, v)
+		}
+	case repeat > 0 && eom:
+		if start-repeat < from {
+			return nil, fmt.Errorf("bad %s %q: repetition leaves the month", what, part)
+		}
+		for v := start; v >= from; v -= repeat {
+			out = append(out, v)
+		}
+	case repeat > 0:
+		if start+repeat > to {
+			return nil, fmt.Errorf("bad %s %q: repetition never repeats before %d", what, part, to)
+		}
+		for v := start; v <= to; v += repeat {
+			out = append(out, v)
+		}
+	default:
+		out = append(out, start)
+	}
+	return out, nil
 }

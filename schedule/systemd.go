@@ -118,7 +118,17 @@ func (g *glibc) mktimeAt(c *sdTm) (int64, bool) {
 // when both sides have the same flag; an explicit tm_isdst reads the time
 // with the offset of the nearest period of that kind.
 func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
-	// Periods around cs: offsets are within ±26 hours.
+	ps := g.periodsAround(cs)
+	cands, at := readings(ps, cs)
+	if len(cands) == 0 {
+		return g.resolveGap(cs, isdst, ps)
+	}
+	return g.resolveReading(cs, isdst, cands, at)
+}
+
+// periodsAround returns the periods around cs: offsets are within ±26
+// hours.
+func (g *glibc) periodsAround(cs int64) []zperiod {
 	var ps []zperiod
 	for u := cs - 27*3600; ; {
 		p := g.periodOf(u)
@@ -128,8 +138,12 @@ func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
 		}
 		u = p.end
 	}
-	var cands []zperiod
-	var at []int64
+	return ps
+}
+
+// readings returns the periods of ps in which cs is a wall-clock time, and
+// the instant cs is in each.
+func readings(ps []zperiod, cs int64) (cands []zperiod, at []int64) {
 	for _, p := range ps {
 		u := cs - p.off
 		if u >= p.start && (p.end == noEnd || u < p.end) {
@@ -137,6 +151,11 @@ func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
 			at = append(at, u)
 		}
 	}
+	return cands, at
+}
+
+// resolveReading chooses among the readings of a time that exists.
+func (g *glibc) resolveReading(cs int64, isdst int, cands []zperiod, at []int64) (int64, bool) {
 	want := isdst > 0
 	switch {
 	case len(cands) == 1 && (isdst < 0 || cands[0].dst == want):
@@ -155,20 +174,23 @@ func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
 			}
 		}
 		return at[0], true
-	case len(cands) >= 1:
-		for i, p := range cands {
-			if p.dst == want {
-				return at[i], true
-			}
-		}
-		// No reading of cs has the requested flag: use the offset
-		// of the nearest period that has it.
-		if p, ok := g.nearestDST(at[0], want); ok {
-			return cs - p.off, true
-		}
-		return at[0], true
 	}
-	// A gap: before is the period that ends in it, after the one that
+	for i, p := range cands {
+		if p.dst == want {
+			return at[i], true
+		}
+	}
+	// No reading of cs has the requested flag: use the offset of the
+	// nearest period that has it.
+	if p, ok := g.nearestDST(at[0], want); ok {
+		return cs - p.off, true
+	}
+	return at[0], true
+}
+
+// resolveGap reads a time in a gap.
+func (g *glibc) resolveGap(cs int64, isdst int, ps []zperiod) (int64, bool) {
+	// before is the period that ends in the gap, after the one that
 	// follows.
 	var before, after zperiod
 	found := false
@@ -188,6 +210,7 @@ func (g *glibc) resolve(cs int64, isdst int) (int64, bool) {
 		}
 		return forward, true
 	}
+	want := isdst > 0
 	if before.dst != after.dst {
 		if after.dst == want {
 			return backward, true
@@ -348,33 +371,15 @@ func (s *sdSpec) findNext(g *glibc, c sdTm, usec int) (sdTm, int, error) {
 		g.mktime(&c)
 		c.isdst = s.dst
 
-		v, changed, ok := match(s.year, c.year, 1, 0)
-		c.year = v
-		if changed {
-			c.mon, c.mday, c.hour, c.min, c.sec, usec = 0, 1, 0, 0, 0, 0
-		}
-		if !ok {
+		if !c.matchField(s.year, sdYear, 0, &usec) {
 			return c, 0, errNoElapse
 		}
 		if r, err := g.withinBounds(&c); err != nil || r == 0 {
 			return c, 0, errNoElapse
 		}
 
-		v, changed, ok = match(s.month, c.mon+1, 1, 0)
-		c.mon = v - 1
-		if changed {
-			c.mday, c.hour, c.min, c.sec, usec = 1, 0, 0, 0, 0
-		}
-		r, err := 0, error(nil)
-		if ok {
-			r, err = g.withinBounds(&c)
-		}
-		if !ok || err != nil {
-			c.year++
-			c.mon, c.mday, c.hour, c.min, c.sec, usec = 0, 1, 0, 0, 0, 0
-			continue
-		}
-		if r == 0 {
+		ok := c.matchField(s.month, sdMon, 0, &usec)
+		if !g.settle(&c, ok, sdYear, &usec) {
 			continue
 		}
 
@@ -382,80 +387,123 @@ func (s *sdSpec) findNext(g *glibc, c sdTm, usec int) (sdTm, int, error) {
 		if s.eom {
 			dim = daysIn(c.year, c.mon+1)
 		}
-		v, changed, ok = match(s.day, c.mday, 1, dim)
-		c.mday = v
-		if changed {
-			c.hour, c.min, c.sec, usec = 0, 0, 0, 0
-		}
-		if ok {
-			r, err = g.withinBounds(&c)
-		}
-		if !ok || err != nil {
-			c.mon++
-			c.mday, c.hour, c.min, c.sec, usec = 1, 0, 0, 0, 0
-			continue
-		}
-		if r == 0 {
+		ok = c.matchField(s.day, sdMday, dim, &usec)
+		if !g.settle(&c, ok, sdMon, &usec) {
 			continue
 		}
 
 		if !s.weekdayOK(g, &c) {
-			c.mday++
-			c.hour, c.min, c.sec, usec = 0, 0, 0, 0
+			c.carry(sdMday, &usec)
 			continue
 		}
 
-		v, changed, ok = match(s.hour, c.hour, 1, 0)
-		c.hour = v
-		if changed {
-			c.min, c.sec, usec = 0, 0, 0
-		}
-		if ok {
-			r, err = g.withinBounds(&c)
-		}
-		if !ok || err != nil {
-			c.mday++
-			c.hour, c.min, c.sec, usec = 0, 0, 0, 0
-			continue
-		}
-		if r == 0 {
+		ok = c.matchField(s.hour, sdHour, 0, &usec)
+		if !g.settle(&c, ok, sdMday, &usec) {
 			continue
 		}
 
-		v, changed, ok = match(s.minute, c.min, 1, 0)
-		c.min = v
-		if changed {
-			c.sec, usec = 0, 0
-		}
-		if ok {
-			r, err = g.withinBounds(&c)
-		}
-		if !ok || err != nil {
-			c.hour++
-			c.min, c.sec, usec = 0, 0, 0
-			continue
-		}
-		if r == 0 {
+		ok = c.matchField(s.minute, sdMin, 0, &usec)
+		if !g.settle(&c, ok, sdHour, &usec) {
 			continue
 		}
 
-		v, _, ok = match(s.second, c.sec*usecPerSec+usec, usecPerSec, 0)
+		v, _, ok := match(s.second, c.sec*usecPerSec+usec, usecPerSec, 0)
 		usec = v % usecPerSec
 		c.sec = v / usecPerSec
-		if ok {
-			r, err = g.withinBounds(&c)
-		}
-		if !ok || err != nil {
-			c.min++
-			c.sec, usec = 0, 0
-			continue
-		}
-		if r == 0 {
+		if !g.settle(&c, ok, sdMin, &usec) {
 			continue
 		}
 		return c, usec, nil
 	}
 	return c, 0, errCalendarLoop
+}
+
+// sdField names a field of an sdTm, largest first.
+type sdField int
+
+const (
+	sdYear sdField = iota
+	sdMon
+	sdMday
+	sdHour
+	sdMin
+	sdSec
+)
+
+// field returns field f of c.
+func (c *sdTm) field(f sdField) *int {
+	switch f {
+	case sdYear:
+		return &c.year
+	case sdMon:
+		return &c.mon
+	case sdMday:
+		return &c.mday
+	case sdHour:
+		return &c.hour
+	case sdMin:
+		return &c.min
+	}
+	return &c.sec
+}
+
+// matchField is find_matching_component on field f of c, which resets the
+// fields below f when f moves; false is ENOENT. eomDays is the month's
+// length when days count from its end.
+func (c *sdTm) matchField(items []sdItem, f sdField, eomDays int, usec *int) bool {
+	p, off := c.field(f), 0
+	if f == sdMon {
+		off = 1 // the chain counts months from 1, a struct tm from 0
+	}
+	v, changed, ok := match(items, *p+off, 1, eomDays)
+	*p = v - off
+	if changed {
+		c.clearBelow(f, usec)
+	}
+	return ok
+}
+
+// clearBelow resets the fields of c below f to their first value.
+func (c *sdTm) clearBelow(f sdField, usec *int) {
+	*usec = 0
+	if f < sdSec {
+		c.sec = 0
+	}
+	if f < sdMin {
+		c.min = 0
+	}
+	if f < sdHour {
+		c.hour = 0
+	}
+	if f < sdMday {
+		c.mday = 1
+	}
+	if f < sdMon {
+		c.mon = 0
+	}
+}
+
+// carry moves c to the start of the next value of field f.
+func (c *sdTm) carry(f sdField, usec *int) {
+	*c.field(f)++
+	c.clearBelow(f, usec)
+}
+
+// settle ends a step of find_next after the year's: a field that matched
+// (ok) leaves c to tm_within_bounds; one that did not, or a c that cannot
+// be normalized, carries into the field up. It reports whether the search
+// goes on to the next field; false starts it again from the top.
+func (g *glibc) settle(c *sdTm, ok bool, up sdField, usec *int) bool {
+	r := 0
+	var err error
+	if ok {
+		r, err = g.withinBounds(c)
+	}
+	if !ok || err != nil {
+		c.carry(up, usec)
+		return false
+	}
+	return r != 0
 }
 
 // sdNext is calendar_spec_next_usec: the first elapse after t, in whole

@@ -251,6 +251,25 @@ func (r *jobRecord) toModel() model.SavedJob {
 			j.Pending = append(j.Pending, h)
 		}
 	}
+	r.countsTo(&j)
+	for i := range r.Recent {
+		j.Recent = append(j.Recent, r.Recent[i].toModel())
+	}
+	for _, k := range r.LostRuns {
+		j.LostRuns = append(j.LostRuns, model.RunKey(k))
+	}
+	for _, s := range r.RecentSlots {
+		j.RecentSlots = append(j.RecentSlots, model.SlotRuns{Slot: s.Slot, Hosts: s.Hosts})
+	}
+	for _, o := range r.Open {
+		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
+	}
+	return j
+}
+
+// countsTo sets j's counters by skip reason, lock layer, result and kind
+// of duplicate.
+func (r *jobRecord) countsTo(j *model.SavedJob) {
 	// Skips counted before their reasons were (format 1) count as "other",
 	// so that the skips by reason add up to the total.
 	var byReason uint64
@@ -266,17 +285,6 @@ func (r *jobRecord) toModel() model.SavedJob {
 			j.LockLostCounts[i] = n
 		}
 	}
-	for _, rec := range r.Recent {
-		rr := model.RecentRunFields{Start: rec.Start, End: rec.End, Result: model.Result(rec.Result), Host: rec.Host, PID: rec.PID,
-			Reason: rec.Reason, Lock: rec.Lock, Holder: rec.Holder, Output: rec.Output, Overlapped: rec.Overlapped}
-		if rec.Duration != nil {
-			rr.Duration, rr.HasDuration = time.Duration(*rec.Duration*float64(time.Second)), true
-		}
-		if rec.ExitCode != nil {
-			rr.ExitCode, rr.HasExitCode = *rec.ExitCode, true
-		}
-		j.Recent = append(j.Recent, model.NewRecentRun(rr))
-	}
 	// A result or kind this version does not know (none are) is dropped.
 	for res, n := range r.Runs {
 		if i := slices.Index(model.Results, model.Result(res)); i >= 0 {
@@ -288,16 +296,18 @@ func (r *jobRecord) toModel() model.SavedJob {
 			j.DupCounts[i] = n
 		}
 	}
-	for _, k := range r.LostRuns {
-		j.LostRuns = append(j.LostRuns, model.RunKey(k))
+}
+
+func (rec *recentRecord) toModel() model.RecentRun {
+	rr := model.RecentRunFields{Start: rec.Start, End: rec.End, Result: model.Result(rec.Result), Host: rec.Host, PID: rec.PID,
+		Reason: rec.Reason, Lock: rec.Lock, Holder: rec.Holder, Output: rec.Output, Overlapped: rec.Overlapped}
+	if rec.Duration != nil {
+		rr.Duration, rr.HasDuration = time.Duration(*rec.Duration*float64(time.Second)), true
 	}
-	for _, s := range r.RecentSlots {
-		j.RecentSlots = append(j.RecentSlots, model.SlotRuns{Slot: s.Slot, Hosts: s.Hosts})
+	if rec.ExitCode != nil {
+		rr.ExitCode, rr.HasExitCode = *rec.ExitCode, true
 	}
-	for _, o := range r.Open {
-		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
-	}
-	return j
+	return model.NewRecentRun(rr)
 }
 
 func sourceToRecord(s *model.SourceState) *sourceRecord {

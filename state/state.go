@@ -426,37 +426,8 @@ func (s *Store) compact(all *model.Saved) error {
 	}
 	gen := s.gen + 1
 	now := time.Now().UTC()
-	// The snapshot is written frame by frame as it is encoded: no buffer
-	// of the whole state exists (at 50,000 jobs it was 64 MB, and the
-	// runtime kept its pages).
 	size, err := s.writeFile(SnapshotFile, func(fw *frameWriter) error {
-		if err := fw.add(header{Format: formatName, Version: Version, Kind: "snapshot", Generation: gen, Written: now}); err != nil {
-			return err
-		}
-		first := &entry{Sources: map[string]*sourceRecord{}}
-		for _, v := range all.Sources() {
-			first.Sources[v.Name] = sourceToRecord(&v.SourceState)
-		}
-		setRetired(first, all.Retired(), true)
-		names := all.JobNames()
-		e := first
-		for i := 0; ; i += jobsPerFrame {
-			chunk := names[min(i, len(names)):min(i+jobsPerFrame, len(names))]
-			if len(chunk) > 0 {
-				e.Jobs = make(map[string]*jobRecord, len(chunk))
-				for _, n := range chunk {
-					e.Jobs[n] = jobToRecord(all.Job(n))
-				}
-			}
-			e.End = i+jobsPerFrame >= len(names)
-			if err := fw.add(e); err != nil {
-				return err
-			}
-			if e.End {
-				return nil
-			}
-			e = &entry{}
-		}
+		return writeSnapshot(fw, all, gen, now)
 	})
 	if err != nil {
 		return err
@@ -471,14 +442,8 @@ func (s *Store) compact(all *model.Saved) error {
 	if err := s.syncDir(); err != nil {
 		return err
 	}
-	if s.legacy {
-		if err := os.Remove(s.path(LegacyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("removing the format-1 state: %w", err)
-		}
-		s.legacy = false
-		if err := s.syncDir(); err != nil {
-			return err
-		}
+	if err := s.removeLegacy(); err != nil {
+		return err
 	}
 	fd, err := unix.Open(s.path(LogFile), unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -487,6 +452,54 @@ func (s *Store) compact(all *model.Saved) error {
 	s.log = os.NewFile(uintptr(fd), s.path(LogFile))
 	s.logSize = logSize
 	return nil
+}
+
+// writeSnapshot writes all as a snapshot of generation gen: its header,
+// then the sources with the first jobs, then the other jobs, jobsPerFrame
+// to a frame. The snapshot is written frame by frame as it is encoded: no
+// buffer of the whole state exists (at 50,000 jobs it was 64 MB, and the
+// runtime kept its pages).
+func writeSnapshot(fw *frameWriter, all *model.Saved, gen uint64, now time.Time) error {
+	if err := fw.add(header{Format: formatName, Version: Version, Kind: "snapshot", Generation: gen, Written: now}); err != nil {
+		return err
+	}
+	first := &entry{Sources: map[string]*sourceRecord{}}
+	for _, v := range all.Sources() {
+		first.Sources[v.Name] = sourceToRecord(&v.SourceState)
+	}
+	setRetired(first, all.Retired(), true)
+	names := all.JobNames()
+	e := first
+	for i := 0; ; i += jobsPerFrame {
+		chunk := names[min(i, len(names)):min(i+jobsPerFrame, len(names))]
+		if len(chunk) > 0 {
+			e.Jobs = make(map[string]*jobRecord, len(chunk))
+			for _, n := range chunk {
+				e.Jobs[n] = jobToRecord(all.Job(n))
+			}
+		}
+		e.End = i+jobsPerFrame >= len(names)
+		if err := fw.add(e); err != nil {
+			return err
+		}
+		if e.End {
+			return nil
+		}
+		e = &entry{}
+	}
+}
+
+// removeLegacy removes the format-1 state file once a snapshot replaces
+// it.
+func (s *Store) removeLegacy() error {
+	if !s.legacy {
+		return nil
+	}
+	if err := os.Remove(s.path(LegacyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the format-1 state: %w", err)
+	}
+	s.legacy = false
+	return s.syncDir()
 }
 
 // frameWriter writes frames to a file through a buffer, and counts them.

@@ -152,6 +152,23 @@ const (
 // and lost runs are coloured, skips and missed runs marked below the axis,
 // overlapping runs outlined.
 func timeline(j Job, missed []time.Time) template.HTML {
+	runs := timelineRuns(j)
+	sc := timelineScale(j, runs)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="timeline" viewBox="0 0 %g %g" role="img" aria-label="durations of the last %d runs of %s">`,
+		tlWidth, tlHeight, len(runs), template.HTMLEscapeString(j.Name))
+	sc.drawAxes(&b, j)
+	slot := (tlWidth - tlLeft) / float64(max(len(runs), 1))
+	sc.drawRuns(&b, runs, slot)
+	if len(missed) > 0 && len(runs) > 0 {
+		sc.drawMissed(&b, runs, missed, slot)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// timelineRuns returns the runs a timeline draws, oldest first.
+func timelineRuns(j Job) []Run {
 	runs := make([]Run, 0, len(j.RecentRuns))
 	for i := len(j.RecentRuns) - 1; i >= 0; i-- {
 		runs = append(runs, j.RecentRuns[i])
@@ -161,6 +178,17 @@ func timeline(j Job, missed []time.Time) template.HTML {
 		age := r.AgeSeconds
 		runs = append(runs, Run{Start: &r.Started, End: r.Started, DurationSeconds: &age, Result: "running", Host: r.Host, PID: r.PID})
 	}
+	return runs
+}
+
+// tlScale is a timeline's vertical scale: top is the duration at the top
+// of the plot, periodAt where the period's line is drawn.
+type tlScale struct {
+	top, periodAt float64
+	offScale      bool // the period is above top
+}
+
+func timelineScale(j Job, runs []Run) tlScale {
 	longest := 0.0
 	if j.TimeoutSeconds != nil {
 		longest = *j.TimeoutSeconds
@@ -173,37 +201,49 @@ func timeline(j Job, missed []time.Time) template.HTML {
 	// The period is the line a creeping job runs into; when it is far above
 	// every run (a daily job taking minutes), it is drawn at the top, marked
 	// off scale, rather than flattening every bar.
-	top, periodAt, offScale := max(longest, j.PeriodSeconds), j.PeriodSeconds, false
+	sc := tlScale{top: max(longest, j.PeriodSeconds), periodAt: j.PeriodSeconds}
 	if longest > 0 && j.PeriodSeconds > 3*longest {
-		top, periodAt, offScale = 1.5*longest, 1.5*longest, true
+		sc = tlScale{top: 1.5 * longest, periodAt: 1.5 * longest, offScale: true}
 	}
-	if top <= 0 {
-		top = 1
+	if sc.top <= 0 {
+		sc.top = 1
 	}
-	top *= 1.1
+	sc.top *= 1.1
+	return sc
+}
+
+// y is the height of a duration in the plot.
+func (sc tlScale) y(sec float64) float64 {
 	plotH := tlHeight - tlBottom - 8
-	y := func(sec float64) float64 { return tlHeight - tlBottom - plotH*sec/top }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="timeline" viewBox="0 0 %g %g" role="img" aria-label="durations of the last %d runs of %s">`,
-		tlWidth, tlHeight, len(runs), template.HTMLEscapeString(j.Name))
-	fmt.Fprintf(&b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, tlLeft, y(0), tlWidth, y(0))
+	return tlHeight - tlBottom - plotH*sec/sc.top
+}
+
+// drawAxes draws the axis, the lines at the period and the timeout, and
+// the scale's labels.
+func (sc tlScale) drawAxes(b *strings.Builder, j Job) {
+	y := sc.y
+	fmt.Fprintf(b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, tlLeft, y(0), tlWidth, y(0))
 	ref := func(class, label string, at float64) {
-		fmt.Fprintf(&b, `<line class="%s" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/><text class="label-%s" x="%g" y="%.1f">%s</text>`,
+		fmt.Fprintf(b, `<line class="%s" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/><text class="label-%s" x="%g" y="%.1f">%s</text>`,
 			class, tlLeft, y(at), tlWidth, y(at), class, tlLeft+4, y(at)-3, template.HTMLEscapeString(label))
 	}
 	if j.PeriodSeconds > 0 {
 		label := "period " + durText(j.PeriodSeconds)
-		if offScale {
+		if sc.offScale {
 			label += " (off scale)"
 		}
-		ref("period", label, periodAt)
+		ref("period", label, sc.periodAt)
 	}
 	if j.TimeoutSeconds != nil {
 		ref("timeout", "timeout "+durText(*j.TimeoutSeconds), *j.TimeoutSeconds)
 	}
-	fmt.Fprintf(&b, `<text class="label-axis" x="2" y="%.1f">0</text><text class="label-axis" x="2" y="12">%s</text>`, y(0), template.HTMLEscapeString(durText(top)))
-	n := max(len(runs), 1)
-	slot := (tlWidth - tlLeft) / float64(n)
+	fmt.Fprintf(b, `<text class="label-axis" x="2" y="%.1f">0</text><text class="label-axis" x="2" y="12">%s</text>`, y(0), template.HTMLEscapeString(durText(sc.top)))
+}
+
+// drawRuns draws each run in its slot: a bar, or a mark below the axis for
+// a run without a duration.
+func (sc tlScale) drawRuns(b *strings.Builder, runs []Run, slot float64) {
+	y := sc.y
 	bw := math.Min(math.Max(slot*0.7, 1), 24)
 	for i, r := range runs {
 		x := tlLeft + float64(i)*slot + (slot-bw)/2
@@ -222,29 +262,30 @@ func timeline(j Job, missed []time.Time) template.HTML {
 			class += " overlapped"
 		}
 		if r.Result == string(model.Skipped) || r.DurationSeconds == nil {
-			fmt.Fprintf(&b, `<circle class="%s" cx="%.1f" cy="%.1f" r="3"><title>%s</title></circle>`,
+			fmt.Fprintf(b, `<circle class="%s" cx="%.1f" cy="%.1f" r="3"><title>%s</title></circle>`,
 				class, x+bw/2, y(0)+8, template.HTMLEscapeString(title))
 			continue
 		}
 		h := math.Max(y(0)-y(*r.DurationSeconds), 1)
-		fmt.Fprintf(&b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
+		fmt.Fprintf(b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
 			class, x, y(0)-h, bw, h, template.HTMLEscapeString(title))
 	}
-	if len(missed) > 0 && len(runs) > 0 {
-		first, last := runs[0].End, runs[len(runs)-1].End
-		span := last.Sub(first).Seconds()
-		for _, m := range missed {
-			pos := 0.5
-			if span > 0 {
-				pos = min(max(m.Sub(first).Seconds()/span, 0), 1)
-			}
-			x := tlLeft + pos*(tlWidth-tlLeft-slot) + slot/2
-			fmt.Fprintf(&b, `<path class="missed" d="M%.1f %.1f l-4 8 h8 z"><title>missed %s</title></path>`,
-				x, y(0)+4, m.Format(time.RFC3339))
+}
+
+// drawMissed marks the missed runs below the axis, placed by time between
+// the first and the last run drawn.
+func (sc tlScale) drawMissed(b *strings.Builder, runs []Run, missed []time.Time, slot float64) {
+	first, last := runs[0].End, runs[len(runs)-1].End
+	span := last.Sub(first).Seconds()
+	for _, m := range missed {
+		pos := 0.5
+		if span > 0 {
+			pos = min(max(m.Sub(first).Seconds()/span, 0), 1)
 		}
+		x := tlLeft + pos*(tlWidth-tlLeft-slot) + slot/2
+		fmt.Fprintf(b, `<path class="missed" d="M%.1f %.1f l-4 8 h8 z"><title>missed %s</title></path>`,
+			x, sc.y(0)+4, m.Format(time.RFC3339))
 	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
 }
 
 func durText(sec float64) string {

@@ -223,10 +223,13 @@ func (r *runner) sharedLock() (SharedLock, error) {
 	return o.Remote.SharedLock(o, token, r.red)
 }
 
-// takeShared takes the shared lock. It returns the lock held (nil when the
-// run goes ahead without one), or done and the wrapper's exit code when the
-// run ends here (skipped or failed).
+// takeShared takes the shared lock, if any. It returns the lock held (nil
+// when the run goes ahead without one), or done and the wrapper's exit code
+// when the run ends here (skipped or failed).
 func (r *runner) takeShared(shared SharedLock) (held SharedLock, code int, done bool) {
+	if shared == nil {
+		return nil, 0, false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
 	ok, holder, err := shared.Acquire(ctx)
 	cancel()
@@ -256,18 +259,9 @@ func (r *runner) say(format string, args ...any) {
 }
 
 func (r *runner) run() int {
-	o := r.o
-	switch {
-	case len(o.Command) == 0 || o.Command[0] == "":
-		return r.fail(ExitWrapper, errors.New("no command given after --"))
-	case o.Timeout < 0:
-		return r.fail(ExitWrapper, fmt.Errorf("--timeout must not be negative, got %s", o.Timeout))
-	case o.KillAfter < 0:
-		return r.fail(ExitWrapper, fmt.Errorf("--kill-after must not be negative, got %s", o.KillAfter))
-	case o.SkipExitCode < 0 || o.SkipExitCode > 255:
-		return r.fail(ExitWrapper, fmt.Errorf("--skip-exit-code must be 0-255, got %d", o.SkipExitCode))
+	if err := r.checkOptions(); err != nil {
+		return r.fail(ExitWrapper, err)
 	}
-
 	if err := r.openTable(); err != nil {
 		return r.fail(ExitWrapper, err)
 	}
@@ -286,9 +280,8 @@ func (r *runner) run() int {
 	// trip, and still protecting the host when the shared lock's server is
 	// down.
 	var lock *os.File
-	if o.Lock != "" {
-		var err error
-		if lock, err = openLock(o.Lock); err != nil {
+	if r.o.Lock != "" {
+		if lock, err = openLock(r.o.Lock); err != nil {
 			return r.fail(ExitWrapper, err)
 		}
 		// The job inherits the lock as fd 3; the wrapper keeps its fd too,
@@ -296,38 +289,86 @@ func (r *runner) run() int {
 		// precedes this run's end in the log. The lock lasts until every
 		// holder has closed it: a killed wrapper leaves it with the job.
 		defer lock.Close()
-		err = retryEINTR(func() error { return unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return r.skip(layerFile, reasonLocked, lockHolder(lock), "")
-		}
-		if err != nil {
-			return r.fail(ExitWrapper, fmt.Errorf("locking %s: %w", o.Lock, err))
-		}
-		if afterLockHook != nil {
-			afterLockHook()
+		if code, done := r.takeLocal(lock); done {
+			return code
 		}
 	}
 	// Layer 2, the shared lock: excludes the other hosts. Released before
 	// the local one (deferred calls run in reverse), so a next run on this
 	// host is never refused by a shared lock this run still holds.
-	if shared != nil {
-		var code int
-		var done bool
-		if shared, code, done = r.takeShared(shared); done {
-			return code
-		}
+	shared, code, done := r.takeShared(shared)
+	if done {
+		return code
 	}
 	if shared != nil {
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
-			defer cancel()
-			if err := shared.Release(ctx); err != nil && r.endReason != reasonLockLost {
-				r.say("releasing the %s lock: %v", shared.Layer(), err)
-			}
-		}()
+		defer r.releaseShared(shared)
 	}
 
-	path, err := exec.LookPath(o.Command[0])
+	path, code, err := lookCommand(r.o.Command[0])
+	if err != nil {
+		return r.fail(code, err)
+	}
+	sigs := forwardSignals()
+	defer signal.Stop(sigs)
+	cmd, err := r.start(path, lock, shared)
+	if err != nil {
+		return r.fail(startErrorCode(err), fmt.Errorf("%s: %w", r.o.Command[0], unwrapStart(err)))
+	}
+	pid := cmd.Process.Pid
+	exited := notifyExited(pid)
+	lostC, stopWatch := watchShared(shared)
+	timedOut, lockLost := r.wait(pid, exited, sigs, lostC, shared)
+	code = r.waitCode(cmd)
+	stopWatch()
+	return r.end(pid, code, timedOut, lockLost)
+}
+
+// checkOptions rejects the options no run can start with.
+func (r *runner) checkOptions() error {
+	o := r.o
+	switch {
+	case len(o.Command) == 0 || o.Command[0] == "":
+		return errors.New("no command given after --")
+	case o.Timeout < 0:
+		return fmt.Errorf("--timeout must not be negative, got %s", o.Timeout)
+	case o.KillAfter < 0:
+		return fmt.Errorf("--kill-after must not be negative, got %s", o.KillAfter)
+	case o.SkipExitCode < 0 || o.SkipExitCode > 255:
+		return fmt.Errorf("--skip-exit-code must be 0-255, got %d", o.SkipExitCode)
+	}
+	return nil
+}
+
+// takeLocal takes the local lock on the open lock file. It returns done and
+// the wrapper's exit code when the run ends here (skipped or failed).
+func (r *runner) takeLocal(lock *os.File) (code int, done bool) {
+	err := retryEINTR(func() error { return unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return r.skip(layerFile, reasonLocked, lockHolder(lock), ""), true
+	}
+	if err != nil {
+		return r.fail(ExitWrapper, fmt.Errorf("locking %s: %w", r.o.Lock, err)), true
+	}
+	if afterLockHook != nil {
+		afterLockHook()
+	}
+	return 0, false
+}
+
+// releaseShared releases the shared lock held; a lock already lost has
+// been reported.
+func (r *runner) releaseShared(shared SharedLock) {
+	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
+	defer cancel()
+	if err := shared.Release(ctx); err != nil && r.endReason != reasonLockLost {
+		r.say("releasing the %s lock: %v", shared.Layer(), err)
+	}
+}
+
+// lookCommand finds the command's executable, or returns the wrapper's exit
+// code for a command that cannot run.
+func lookCommand(name string) (path string, code int, err error) {
+	path, err = exec.LookPath(name)
 	if errors.Is(err, exec.ErrDot) {
 		err = nil // found through "." in PATH: run it, as a shell would
 	}
@@ -336,19 +377,27 @@ func (r *runner) run() int {
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
 			code = ExitNotExecutable
 		}
-		return r.fail(code, fmt.Errorf("%s: %w", o.Command[0], unwrapExec(err)))
+		return "", code, fmt.Errorf("%s: %w", name, unwrapExec(err))
 	}
+	return path, 0, nil
+}
 
-	// Signals for the job, from now on: forwarded to its process group once it
-	// exists. Signals the wrapper was started ignoring (nohup) stay ignored.
+// forwardSignals catches the signals for the job, from now on: they are
+// forwarded to its process group once it exists. Signals the wrapper was
+// started ignoring (nohup) stay ignored.
+func forwardSignals() chan os.Signal {
 	sigs := make(chan os.Signal, 8)
 	for _, s := range []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
 		if !signal.Ignored(s) {
 			signal.Notify(sigs, s)
 		}
 	}
-	defer signal.Stop(sigs)
+	return sigs
+}
 
+// start starts the job and writes its start record.
+func (r *runner) start(path string, lock *os.File, shared SharedLock) (*exec.Cmd, error) {
+	o := r.o
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        o.Command, // executed directly, never through a shell
@@ -362,7 +411,7 @@ func (r *runner) run() int {
 		cmd.ExtraFiles = []*os.File{lock} // fd 3, without close-on-exec
 	}
 	if err := cmd.Start(); err != nil {
-		return r.fail(startErrorCode(err), fmt.Errorf("%s: %w", o.Command[0], unwrapStart(err)))
+		return nil, err
 	}
 	// The pid is known only now, so the command may already be running when
 	// the start record is written.
@@ -378,35 +427,50 @@ func (r *runner) run() int {
 	if r.table != nil {
 		r.tableErr(r.table.Start(o.Job, r.host, pid, r.begin))
 	}
+	return cmd, nil
+}
 
+// notifyExited returns a channel closed once process pid has exited; the
+// process is not reaped.
+func notifyExited(pid int) <-chan struct{} {
 	exited := make(chan struct{})
 	go func() {
 		waitExited(pid)
 		close(exited)
 	}()
-	// The shared lock is kept (renewed, checked) while the job runs; lostC
-	// says when it is lost.
-	var lostC chan LockLoss
-	stopWatch := func() {}
-	if shared != nil {
-		lostC = make(chan LockLoss, 1)
-		ctx, cancel := context.WithCancel(context.Background())
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			if l, lost := shared.Watch(ctx); lost {
-				lostC <- l
-			}
-		}()
-		stopWatch = func() { cancel(); <-watched }
+	return exited
+}
+
+// watchShared keeps the shared lock (renewed, checked) while the job runs;
+// lostC says when it is lost, and stop ends the watch. Without a shared
+// lock, lostC is nil and stop does nothing.
+func watchShared(shared SharedLock) (lostC chan LockLoss, stop func()) {
+	if shared == nil {
+		return nil, func() {}
 	}
+	lostC = make(chan LockLoss, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if l, lost := shared.Watch(ctx); lost {
+			lostC <- l
+		}
+	}()
+	return lostC, func() { cancel(); <-watched }
+}
+
+// wait forwards signals to the job's process group until the job has
+// exited, stopping the job when it runs past its timeout or loses its shared
+// lock. It returns why the job was stopped, if it was.
+func (r *runner) wait(pid int, exited <-chan struct{}, sigs <-chan os.Signal, lostC <-chan LockLoss, shared SharedLock) (timedOut, lockLost bool) {
+	o := r.o
 	var timeoutC, killC <-chan time.Time
 	if o.Timeout > 0 {
 		t := time.NewTimer(o.Timeout)
 		defer t.Stop()
 		timeoutC = t.C
 	}
-	timedOut, lockLost := false, false
 	var killDeadline time.Time
 	terminate := func() {
 		signalGroup(pid, unix.SIGTERM)
@@ -431,20 +495,10 @@ wait:
 			terminate()
 		case l := <-lostC:
 			lostC = nil
-			r.endReason = reasonLockLost
-			r.record(lockLostRecord{Time: formatTime(o.Now()), Job: o.Job, Event: "lock_lost", Host: r.host, PID: pid, RunID: r.runID,
-				Lock: shared.Layer(), Reason: l.Reason, Holder: cleanHolder(r.red.String(l.Holder))})
-			switch {
-			case timedOut:
-				r.say("%s lock lost (%s) while the job is being stopped for its timeout", shared.Layer(), l.Reason)
-				continue
-			case o.OnLockLost == LostWarn:
-				r.say("%s lock lost (%s); the job goes on (--on-lock-lost=warn)", shared.Layer(), l.Reason)
-				continue
+			if r.lockLost(pid, shared, l, timedOut) {
+				lockLost = true
+				terminate()
 			}
-			lockLost = true
-			r.say("%s lock lost (%s), sending SIGTERM to process group %d", shared.Layer(), l.Reason, pid)
-			terminate()
 		case <-killC:
 			signalGroup(pid, unix.SIGKILL)
 		}
@@ -453,9 +507,26 @@ wait:
 		// The leader is a zombie until reaped below, so pgid cannot be reused.
 		reapGroup(pid, killDeadline)
 	}
-	code := r.waitCode(cmd)
-	stopWatch()
-	return r.end(pid, code, timedOut, lockLost)
+	return timedOut, lockLost
+}
+
+// lockLost records that the job's shared lock was lost and says whether the
+// job must be stopped for it.
+func (r *runner) lockLost(pid int, shared SharedLock, l LockLoss, timedOut bool) (stop bool) {
+	o := r.o
+	r.endReason = reasonLockLost
+	r.record(lockLostRecord{Time: formatTime(o.Now()), Job: o.Job, Event: "lock_lost", Host: r.host, PID: pid, RunID: r.runID,
+		Lock: shared.Layer(), Reason: l.Reason, Holder: cleanHolder(r.red.String(l.Holder))})
+	switch {
+	case timedOut:
+		r.say("%s lock lost (%s) while the job is being stopped for its timeout", shared.Layer(), l.Reason)
+		return false
+	case o.OnLockLost == LostWarn:
+		r.say("%s lock lost (%s); the job goes on (--on-lock-lost=warn)", shared.Layer(), l.Reason)
+		return false
+	}
+	r.say("%s lock lost (%s), sending SIGTERM to process group %d", shared.Layer(), l.Reason, pid)
+	return true
 }
 
 // waitCode reaps the job's process and returns its exit code, 128+N if it

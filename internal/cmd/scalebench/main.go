@@ -148,143 +148,207 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 	if err := scale.WriteSetup(dir, logPath, n, time.Now()); err != nil {
 		return err
 	}
-	addr, err := freeAddr()
+	jw, err := startJobwatch(binary, dir, heapDir != "")
 	if err != nil {
-		return err
-	}
-	args := []string{"--config.file=" + filepath.Join(dir, "jobwatch.yml"),
-		"--state.path=" + filepath.Join(dir, "state"), "--web.listen-address=" + addr, "--log.level=warn"}
-	if heapDir != "" {
-		args = append(args, "--web.enable-pprof")
-	}
-	jw := &proc{addr: addr, cmd: exec.Command(binary, args...)}
-	jw.cmd.Stderr = os.Stderr
-	if err := jw.cmd.Start(); err != nil {
 		return err
 	}
 	defer jw.stop()
 	start := time.Now()
 	records := uint64(scale.RecordsPerJob * n)
-	if err := scale.WaitRecords(addr, records, 5*time.Minute); err != nil {
+	if err := scale.WaitRecords(jw.addr, records, 5*time.Minute); err != nil {
 		return err
 	}
 	catchUp := time.Since(start)
 	rssCatchUp := rss(jw.cmd.Process.Pid)
-	if err := heapProfile(addr, heapDir, fmt.Sprintf("heap-%d-catchup.pb.gz", n)); err != nil {
+	if err := heapProfile(jw.addr, heapDir, fmt.Sprintf("heap-%d-catchup.pb.gz", n)); err != nil {
 		return err
 	}
+	first, firstCPU, bodies, err := firstScrapes(jw)
+	if err != nil {
+		return err
+	}
+	fl, err := startFloor(dir, bodies)
+	if err != nil {
+		return err
+	}
+	defer fl.stop()
+	fmt.Fprintf(os.Stderr, "%d jobs: catch-up of %d records saved in %.1f s; first scrapes (render of every job) %.2f s text, %.2f s OpenMetrics (jobwatch CPU %.2f s, %.2f s)\n",
+		n, records, catchUp.Seconds(), first[0].Seconds(), first[1].Seconds(), firstCPU[0].Seconds(), firstCPU[1].Seconds())
 
-	// The first scrape of each format renders every job. It is timed as
-	// the others are, its body discarded: reading half a gigabyte into
-	// memory would time this program, not jobwatch. The floor's bodies
-	// come from a second scrape.
-	var first, firstCPU [2]time.Duration
-	var bodies [2][]byte
+	b := &bench{jw: jw, fl: fl, n: n, scrapes: scrapes, rate: rate, rssCatchUp: rssCatchUp}
+	for _, arriving := range []bool{false, true} {
+		if err := b.rows(logPath, arriving); err != nil {
+			return err
+		}
+	}
+	if err := b.gzipScrapes(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%d jobs: peak RSS (VmHWM) %d MB\n", n, hwm(jw.cmd.Process.Pid)>>10)
+	return heapProfile(jw.addr, heapDir, fmt.Sprintf("heap-%d-scraped.pb.gz", n))
+}
+
+// startJobwatch starts jobwatch on the config and run log in dir.
+func startJobwatch(binary, dir string, pprof bool) (*proc, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--config.file=" + filepath.Join(dir, "jobwatch.yml"),
+		"--state.path=" + filepath.Join(dir, "state"), "--web.listen-address=" + addr, "--log.level=warn"}
+	if pprof {
+		args = append(args, "--web.enable-pprof")
+	}
+	jw := &proc{addr: addr, cmd: exec.Command(binary, args...)}
+	jw.cmd.Stderr = os.Stderr
+	if err := jw.cmd.Start(); err != nil {
+		return nil, err
+	}
+	return jw, nil
+}
+
+// firstScrapes times jobwatch's first scrape of each format, which renders
+// every job, and returns the bodies of a second one for the floor. The
+// first bodies are discarded: reading half a gigabyte into memory would
+// time this program, not jobwatch.
+func firstScrapes(jw *proc) (first, cpu [2]time.Duration, bodies [2][]byte, err error) {
 	for i, accept := range []string{acceptText, acceptOM} {
 		c0 := cpuTime(jw.cmd.Process.Pid)
-		d, _, err := timed(addr, accept)
+		d, _, err := timed(jw.addr, accept)
 		if err != nil {
-			return err
+			return first, cpu, bodies, err
 		}
-		first[i], firstCPU[i] = d, cpuTime(jw.cmd.Process.Pid)-c0
+		first[i], cpu[i] = d, cpuTime(jw.cmd.Process.Pid)-c0
 	}
 	for i, accept := range []string{acceptText, acceptOM} {
-		if bodies[i], err = scale.Scrape(addr, accept); err != nil {
-			return err
+		if bodies[i], err = scale.Scrape(jw.addr, accept); err != nil {
+			return first, cpu, bodies, err
 		}
 	}
+	return first, cpu, bodies, nil
+}
+
+// startFloor starts the floor server (this program, with -floor) on the
+// bodies, text and OpenMetrics, written into dir.
+func startFloor(dir string, bodies [2][]byte) (*proc, error) {
 	floorFile := filepath.Join(dir, "floor.txt")
 	if err := os.WriteFile(floorFile, bodies[0], 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(floorFile+".om", bodies[1], 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fl := &proc{cmd: exec.Command(self, "-floor", floorFile)}
 	out, err := fl.cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := fl.cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	defer fl.stop()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("floor server: %w", err)
+		fl.stop()
+		return nil, fmt.Errorf("floor server: %w", err)
 	}
 	fl.addr = strings.TrimSpace(line)
-	fmt.Fprintf(os.Stderr, "%d jobs: catch-up of %d records saved in %.1f s; first scrapes (render of every job) %.2f s text, %.2f s OpenMetrics (jobwatch CPU %.2f s, %.2f s)\n",
-		n, records, catchUp.Seconds(), first[0].Seconds(), first[1].Seconds(), firstCPU[0].Seconds(), firstCPU[1].Seconds())
+	return fl, nil
+}
 
-	for _, arriving := range []bool{false, true} {
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		written := 0
-		if arriving {
-			wg.Add(1)
-			go func() { defer wg.Done(); written = stream(ctx, logPath, n, rate) }()
-			time.Sleep(2 * time.Second) // saves under way before the first scrape
-		}
-		for i, accept := range []string{acceptText, acceptOM} {
-			var jwTimes, flTimes []time.Duration
-			var cpu time.Duration
-			maxRSS := 0
-			var size int
-			for range scrapes {
-				c0 := cpuTime(jw.cmd.Process.Pid)
-				d, sz, err := timed(jw.addr, accept)
-				if err != nil {
-					cancel()
-					return err
-				}
-				cpu += cpuTime(jw.cmd.Process.Pid) - c0
-				jwTimes, size = append(jwTimes, d), sz
-				maxRSS = max(maxRSS, rss(jw.cmd.Process.Pid))
-				d, _, err = timed(fl.addr, accept)
-				if err != nil {
-					cancel()
-					return err
-				}
-				flTimes = append(flTimes, d)
-			}
-			state := "none"
-			if arriving {
-				state = fmt.Sprintf("%d/s", rate)
-			}
-			format := []string{"text", "OpenMetrics"}[i]
-			fmt.Printf("| %d | %s | %s | %.3f s (%.3f–%.3f) | %.3f s | %.1f× | %.2f | %.0f MB | %d MB | %d MB |\n",
-				n, state, format, median(jwTimes).Seconds(), slices.Min(jwTimes).Seconds(), slices.Max(jwTimes).Seconds(),
-				median(flTimes).Seconds(), median(jwTimes).Seconds()/median(flTimes).Seconds(),
-				cpu.Seconds()/float64(scrapes), float64(size)/1e6, rssCatchUp>>10, maxRSS>>10)
-		}
-		cancel()
-		wg.Wait()
-		if arriving {
-			fmt.Fprintf(os.Stderr, "%d jobs: %d records written while scraping\n", n, written)
-		}
+// bench is one case: jobwatch and the floor serving the same n jobs.
+type bench struct {
+	jw, fl           *proc
+	n, scrapes, rate int
+	rssCatchUp       int // KB
+}
+
+// rows prints the case's table rows, one a format, with records arriving
+// at the rate or none.
+func (b *bench) rows(logPath string, arriving bool) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	written := 0
+	if arriving {
+		wg.Add(1)
+		go func() { defer wg.Done(); written = stream(ctx, logPath, b.n, b.rate) }()
+		time.Sleep(2 * time.Second) // saves under way before the first scrape
 	}
-	// Prometheus asks for gzip by default (scrape_configs'
-	// enable_compression); the floor writes no compressed bytes to compare.
+	for i, accept := range []string{acceptText, acceptOM} {
+		m, err := b.measure(accept)
+		if err != nil {
+			return err
+		}
+		state := "none"
+		if arriving {
+			state = fmt.Sprintf("%d/s", b.rate)
+		}
+		format := []string{"text", "OpenMetrics"}[i]
+		fmt.Printf("| %d | %s | %s | %.3f s (%.3f–%.3f) | %.3f s | %.1f× | %.2f | %.0f MB | %d MB | %d MB |\n",
+			b.n, state, format, median(m.jw).Seconds(), slices.Min(m.jw).Seconds(), slices.Max(m.jw).Seconds(),
+			median(m.fl).Seconds(), median(m.jw).Seconds()/median(m.fl).Seconds(),
+			m.cpu.Seconds()/float64(b.scrapes), float64(m.size)/1e6, b.rssCatchUp>>10, m.maxRSS>>10)
+	}
+	cancel()
+	wg.Wait()
+	if arriving {
+		fmt.Fprintf(os.Stderr, "%d jobs: %d records written while scraping\n", b.n, written)
+	}
+	return nil
+}
+
+// scrapeTimes are the figures of scrapes of one format, jobwatch's and the
+// floor's in turns.
+type scrapeTimes struct {
+	jw, fl []time.Duration
+	cpu    time.Duration // jobwatch's
+	maxRSS int           // jobwatch's, KB
+	size   int
+}
+
+func (b *bench) measure(accept string) (scrapeTimes, error) {
+	var m scrapeTimes
+	pid := b.jw.cmd.Process.Pid
+	for range b.scrapes {
+		c0 := cpuTime(pid)
+		d, sz, err := timed(b.jw.addr, accept)
+		if err != nil {
+			return m, err
+		}
+		m.cpu += cpuTime(pid) - c0
+		m.jw, m.size = append(m.jw, d), sz
+		m.maxRSS = max(m.maxRSS, rss(pid))
+		d, _, err = timed(b.fl.addr, accept)
+		if err != nil {
+			return m, err
+		}
+		m.fl = append(m.fl, d)
+	}
+	return m, nil
+}
+
+// gzipScrapes times jobwatch's scrapes with gzip. Prometheus asks for gzip
+// by default (scrape_configs' enable_compression); the floor writes no
+// compressed bytes to compare.
+func (b *bench) gzipScrapes() error {
 	for _, accept := range []string{acceptText, acceptOM} {
 		var ds []time.Duration
 		size := 0
-		for range scrapes {
-			d, sz, err := timedAs(jw.addr, accept, "gzip")
+		for range b.scrapes {
+			d, sz, err := timedAs(b.jw.addr, accept, "gzip")
 			if err != nil {
 				return err
 			}
 			ds, size = append(ds, d), sz
 		}
-		fmt.Fprintf(os.Stderr, "%d jobs: gzip scrapes, %s: %.3f s (%.3f–%.3f), %.1f MB\n", n, map[string]string{acceptText: "text", acceptOM: "OpenMetrics"}[accept],
+		fmt.Fprintf(os.Stderr, "%d jobs: gzip scrapes, %s: %.3f s (%.3f–%.3f), %.1f MB\n", b.n, map[string]string{acceptText: "text", acceptOM: "OpenMetrics"}[accept],
 			median(ds).Seconds(), slices.Min(ds).Seconds(), slices.Max(ds).Seconds(), float64(size)/1e6)
 	}
-	fmt.Fprintf(os.Stderr, "%d jobs: peak RSS (VmHWM) %d MB\n", n, hwm(jw.cmd.Process.Pid)>>10)
-	return heapProfile(addr, heapDir, fmt.Sprintf("heap-%d-scraped.pb.gz", n))
+	return nil
 }
 
 // heapProfile saves jobwatch's heap profile, taken after a GC, as

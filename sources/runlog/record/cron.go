@@ -142,63 +142,80 @@ func (c *Cron) Parse(line []byte, ev *model.Event) error {
 	}
 	ev.Time = ts.UTC()
 	ev.Host = c.intern.get(host)
-	child := cronKey{ev.Host, pid}
 	switch {
 	case kind == "CMD":
-		jobPID, cmd := splitJobPID(detail)
-		if jobPID == 0 {
-			jobPID = pid // without -L 8 the job itself logs its CMD line
-		}
-		job := c.jobOf(cmd)
-		ev.Kind, ev.Job, ev.PID = model.Start, job, jobPID
-		if job != "" {
-			c.remember(cronKey{ev.Host, jobPID}, cronRun{job: job, cmd: string(cmd), start: ts})
-		}
+		c.cmdLine(ev, pid, detail)
 		return nil
 	case kind == "END":
-		if c.ended[child] {
-			delete(c.ended, child)
-			return ErrNoMatch // the error line before it ended the run
-		}
-		jobPID, cmd := splitJobPID(detail)
-		ev.Kind, ev.Result, ev.Job = model.End, model.Success, c.jobOf(cmd)
-		if f, ok := c.failed[child]; ok {
-			delete(c.failed, child)
-			ev.Result, ev.ExitCode, ev.HasExitCode = model.Failure, f.status, true
-			if jobPID == 0 {
-				jobPID = f.jobPID
-			}
-		}
-		if jobPID == 0 {
-			jobPID = c.oldestOpen(ev.Host, ev.Job, cmd)
-		}
-		ev.PID = jobPID
-		delete(c.open, cronKey{ev.Host, jobPID})
-		return nil
+		return c.endLine(ev, pid, detail)
 	case user == "CRON" && kind == "error":
-		jobPID, status, ok := grandchildFailed(detail)
-		if !ok {
-			return ErrNoMatch
-		}
-		k := cronKey{ev.Host, jobPID}
-		r, known := c.open[k]
-		if !known {
-			if len(c.failed) >= maxCronRuns {
-				clear(c.failed)
-			}
-			c.failed[child] = cronFailure{jobPID, status}
-			return ErrNoMatch // the END line names its command
-		}
-		delete(c.open, k)
-		if len(c.ended) >= maxCronRuns {
-			clear(c.ended)
-		}
-		c.ended[child] = true
-		ev.Kind, ev.Job, ev.PID = model.End, r.job, jobPID
-		ev.Result, ev.ExitCode, ev.HasExitCode = model.Failure, status, true
-		return nil
+		return c.errorLine(ev, pid, detail)
 	}
 	return ErrNoMatch
+}
+
+// cmdLine reads the CMD line of a run's start, logged by cron's child pid.
+func (c *Cron) cmdLine(ev *model.Event, pid int, detail []byte) {
+	jobPID, cmd := splitJobPID(detail)
+	if jobPID == 0 {
+		jobPID = pid // without -L 8 the job itself logs its CMD line
+	}
+	job := c.jobOf(cmd)
+	ev.Kind, ev.Job, ev.PID = model.Start, job, jobPID
+	if job != "" {
+		c.remember(cronKey{ev.Host, jobPID}, cronRun{job: job, cmd: string(cmd), start: ev.Time})
+	}
+}
+
+// endLine reads the END line of a run, logged by cron's child pid.
+func (c *Cron) endLine(ev *model.Event, pid int, detail []byte) error {
+	child := cronKey{ev.Host, pid}
+	if c.ended[child] {
+		delete(c.ended, child)
+		return ErrNoMatch // the error line before it ended the run
+	}
+	jobPID, cmd := splitJobPID(detail)
+	ev.Kind, ev.Result, ev.Job = model.End, model.Success, c.jobOf(cmd)
+	if f, ok := c.failed[child]; ok {
+		delete(c.failed, child)
+		ev.Result, ev.ExitCode, ev.HasExitCode = model.Failure, f.status, true
+		if jobPID == 0 {
+			jobPID = f.jobPID
+		}
+	}
+	if jobPID == 0 {
+		jobPID = c.oldestOpen(ev.Host, ev.Job, cmd)
+	}
+	ev.PID = jobPID
+	delete(c.open, cronKey{ev.Host, jobPID})
+	return nil
+}
+
+// errorLine reads the error line of a failed run, logged by cron's child
+// pid.
+func (c *Cron) errorLine(ev *model.Event, pid int, detail []byte) error {
+	jobPID, status, ok := grandchildFailed(detail)
+	if !ok {
+		return ErrNoMatch
+	}
+	child := cronKey{ev.Host, pid}
+	k := cronKey{ev.Host, jobPID}
+	r, known := c.open[k]
+	if !known {
+		if len(c.failed) >= maxCronRuns {
+			clear(c.failed)
+		}
+		c.failed[child] = cronFailure{jobPID, status}
+		return ErrNoMatch // the END line names its command
+	}
+	delete(c.open, k)
+	if len(c.ended) >= maxCronRuns {
+		clear(c.ended)
+	}
+	c.ended[child] = true
+	ev.Kind, ev.Job, ev.PID = model.End, r.job, jobPID
+	ev.Result, ev.ExitCode, ev.HasExitCode = model.Failure, status, true
+	return nil
 }
 
 func (c *Cron) remember(k cronKey, r cronRun) {

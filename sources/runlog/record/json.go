@@ -62,92 +62,111 @@ func (p *jsonParser) scan(s []byte) error {
 	if i < len(s) && s[i] == '}' {
 		i++
 	} else {
-		for {
-			if i >= len(s) {
-				return jsonErr(i, "truncated")
-			}
-			if s[i] != '"' {
-				return jsonErr(i, "expected a string key")
-			}
-			end, esc, err := scanString(s, i+1)
-			if err != nil {
-				return err
-			}
-			key := s[i+1 : end]
-			if esc {
-				p.scratch = unescape(p.scratch[:0], key)
-				key = p.scratch
-			}
-			f, known := lookupField(key)
-			i = skipWS(s, end+1)
-			if i >= len(s) {
-				return jsonErr(i, "truncated")
-			}
-			if s[i] != ':' {
-				return jsonErr(i, "expected ':'")
-			}
-			i = skipWS(s, i+1)
-			if i >= len(s) {
-				return jsonErr(i, "truncated")
-			}
-			var v value
-			switch c := s[i]; {
-			case c == '"':
-				end, esc, err := scanString(s, i+1)
-				if err != nil {
-					return err
-				}
-				v = value{b: s[i+1 : end], kind: vString, esc: esc}
-				i = end + 1
-			case c == '-' || c >= '0' && c <= '9':
-				end, err := scanNumber(s, i)
-				if err != nil {
-					return err
-				}
-				v = value{b: s[i:end], kind: vNumber}
-				i = end
-			case c == 't':
-				if i, err = literal(s, i, "true"); err != nil {
-					return err
-				}
-				v = value{b: s[i-4 : i], kind: vBool}
-			case c == 'f':
-				if i, err = literal(s, i, "false"); err != nil {
-					return err
-				}
-				v = value{b: s[i-5 : i], kind: vBool}
-			case c == 'n':
-				if i, err = literal(s, i, "null"); err != nil {
-					return err
-				}
-				v = value{kind: vNull}
-			case c == '{' || c == '[':
-				return jsonErr(i, "nested object or array as a value")
-			default:
-				return jsonErr(i, "expected a value")
-			}
-			if known {
-				p.vals[f] = v
-			}
-			i = skipWS(s, i)
-			if i >= len(s) {
-				return jsonErr(i, "truncated")
-			}
-			if s[i] == ',' {
-				i = skipWS(s, i+1)
-				continue
-			}
-			if s[i] != '}' {
-				return jsonErr(i, "expected ',' or '}'")
-			}
-			i++
-			break
+		var err error
+		if i, err = p.scanMembers(s, i); err != nil {
+			return err
 		}
 	}
 	if i = skipWS(s, i); i != len(s) {
 		return jsonErr(i, "data after the object")
 	}
 	return nil
+}
+
+// scanMembers scans the key-value pairs of a non-empty object from s[i]
+// and its closing brace; it returns the index after the brace.
+func (p *jsonParser) scanMembers(s []byte, i int) (int, error) {
+	for {
+		f, known, next, err := p.scanKey(s, i)
+		if err != nil {
+			return next, err
+		}
+		v, next, err := scanValue(s, next)
+		if err != nil {
+			return next, err
+		}
+		i = next
+		if known {
+			p.vals[f] = v
+		}
+		i = skipWS(s, i)
+		if i >= len(s) {
+			return i, jsonErr(i, "truncated")
+		}
+		if s[i] == ',' {
+			i = skipWS(s, i+1)
+			continue
+		}
+		if s[i] != '}' {
+			return i, jsonErr(i, "expected ',' or '}'")
+		}
+		return i + 1, nil
+	}
+}
+
+// scanKey scans a key and its colon from s[i]; it returns the key's field
+// (known is false for a key jobwatch does not read) and the index of the
+// value, which is not past the end.
+func (p *jsonParser) scanKey(s []byte, i int) (f field, known bool, next int, err error) {
+	if i >= len(s) {
+		return 0, false, i, jsonErr(i, "truncated")
+	}
+	if s[i] != '"' {
+		return 0, false, i, jsonErr(i, "expected a string key")
+	}
+	end, esc, err := scanString(s, i+1)
+	if err != nil {
+		return 0, false, i, err
+	}
+	key := s[i+1 : end]
+	if esc {
+		p.scratch = unescape(p.scratch[:0], key)
+		key = p.scratch
+	}
+	f, known = lookupField(key)
+	i = skipWS(s, end+1)
+	if i >= len(s) {
+		return 0, false, i, jsonErr(i, "truncated")
+	}
+	if s[i] != ':' {
+		return 0, false, i, jsonErr(i, "expected ':'")
+	}
+	i = skipWS(s, i+1)
+	if i >= len(s) {
+		return 0, false, i, jsonErr(i, "truncated")
+	}
+	return f, known, i, nil
+}
+
+// scanValue scans the value at s[i], which is not past the end; it returns
+// the value and the index after it.
+func scanValue(s []byte, i int) (value, int, error) {
+	switch c := s[i]; {
+	case c == '"':
+		end, esc, err := scanString(s, i+1)
+		if err != nil {
+			return value{}, i, err
+		}
+		return value{b: s[i+1 : end], kind: vString, esc: esc}, end + 1, nil
+	case c == '-' || c >= '0' && c <= '9':
+		end, err := scanNumber(s, i)
+		if err != nil {
+			return value{}, i, err
+		}
+		return value{b: s[i:end], kind: vNumber}, end, nil
+	case c == 't':
+		end, err := literal(s, i, "true")
+		return value{b: s[i:end], kind: vBool}, end, err
+	case c == 'f':
+		end, err := literal(s, i, "false")
+		return value{b: s[i:end], kind: vBool}, end, err
+	case c == 'n':
+		end, err := literal(s, i, "null")
+		return value{kind: vNull}, end, err
+	case c == '{' || c == '[':
+		return value{}, i, jsonErr(i, "nested object or array as a value")
+	}
+	return value{}, i, jsonErr(i, "expected a value")
 }
 
 func literal(s []byte, i int, lit string) (int, error) {

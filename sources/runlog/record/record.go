@@ -323,7 +323,39 @@ const maxDurationSeconds = float64(math.MaxInt64) / 1e9
 // finish converts the raw values of the current line into ev, which Parse
 // has zeroed, checking every known field whatever the event.
 func (c *core) finish(ev *model.Event) error {
+	if err := c.identify(ev); err != nil {
+		return err
+	}
+	if err := c.origin(ev); err != nil {
+		return err
+	}
+	var f byKind
+	if err := c.outcome(&f, ev.Kind); err != nil {
+		return err
+	}
+	if err := c.lockFields(&f); err != nil {
+		return err
+	}
+	return c.assign(ev, &f)
+}
 
+// byKind holds the fields checked on every line but kept only by the kinds
+// of event they belong to.
+type byKind struct {
+	result             model.Result
+	exitCode           int
+	hasExit            bool
+	dur                time.Duration
+	hasDur             bool
+	reason, skipReason string
+	holderPID          int
+	holder             []byte // may alias the line or the scratch buffer
+	lock               string
+	lockTTL            time.Duration
+}
+
+// identify reads the fields every record requires: time, job and event.
+func (c *core) identify(ev *model.Event) error {
 	b, err := c.text(fTime)
 	if err != nil {
 		return err
@@ -359,8 +391,14 @@ func (c *core) finish(ev *model.Event) error {
 	if ev.Kind, ok = parseKind(b); !ok {
 		return errf(fEvent, "must be start, end, skip or lock_lost, got %s", quote(b))
 	}
+	return nil
+}
 
-	if b, err = c.str(fHost, MaxHostLen); err != nil {
+// origin reads the optional fields saying which run it was: host, pid and
+// run id.
+func (c *core) origin(ev *model.Event) error {
+	b, err := c.str(fHost, MaxHostLen)
+	if err != nil {
 		return err
 	}
 	ev.Host = c.hosts.get(b)
@@ -375,24 +413,26 @@ func (c *core) finish(ev *model.Event) error {
 	if len(b) > 0 {
 		ev.RunID = string(b)
 	}
+	return nil
+}
 
-	if b, err = c.text(fStatus); err != nil {
+// outcome reads how a run ended: status, exit code, duration and reason.
+func (c *core) outcome(f *byKind, kind model.Kind) error {
+	b, err := c.text(fStatus)
+	if err != nil {
 		return err
 	}
-	var result model.Result
 	if len(b) > 0 {
-		if result, ok = parseStatus(b); !ok {
+		var ok bool
+		if f.result, ok = parseStatus(b); !ok {
 			return errf(fStatus, "must be success, failure or timeout, got %s", quote(b))
 		}
 	}
 
-	exitCode, hasExit, err := c.integer(fExitCode, math.MinInt32, math.MaxInt32)
-	if err != nil {
+	if f.exitCode, f.hasExit, err = c.integer(fExitCode, math.MinInt32, math.MaxInt32); err != nil {
 		return err
 	}
 
-	var dur time.Duration
-	hasDur := false
 	if b, err = c.number(fDuration); err != nil {
 		return err
 	}
@@ -406,7 +446,7 @@ func (c *core) finish(ev *model.Event) error {
 		case s >= maxDurationSeconds:
 			return errf(fDuration, "too large: %s", quote(b))
 		}
-		dur, hasDur = time.Duration(math.Round(s*1e9)), true
+		f.dur, f.hasDur = time.Duration(math.Round(s*1e9)), true
 	}
 
 	if b, err = c.str(fReason, MaxReasonLen); err != nil {
@@ -414,31 +454,34 @@ func (c *core) finish(ev *model.Event) error {
 	}
 	// Taken now: the scratch space b may lie in is reused below. A start
 	// keeps no reason: skip the look-ups, the common case.
-	var reason, skipReason string
-	if ev.Kind != model.Start {
-		reason = c.reasons.get(b)
-		skipReason = c.skipReason(b)
+	if kind != model.Start {
+		f.reason = c.reasons.get(b)
+		f.skipReason = c.skipReason(b)
 	}
+	return nil
+}
 
-	holderPID, _, err := c.integer(fHolderPID, 0, math.MaxInt32)
+// lockFields reads what a record says of a lock: the holder's pid, the
+// holder, the layer and the lease.
+func (c *core) lockFields(f *byKind) error {
+	var err error
+	if f.holderPID, _, err = c.integer(fHolderPID, 0, math.MaxInt32); err != nil {
+		return err
+	}
+	if f.holder, err = c.str(fHolder, MaxHolderLen); err != nil {
+		return err
+	}
+	b, err := c.text(fLock)
 	if err != nil {
 		return err
 	}
-	if b, err = c.str(fHolder, MaxHolderLen); err != nil {
-		return err
-	}
-	holder := b
-	if b, err = c.text(fLock); err != nil {
-		return err
-	}
-	lock := ""
 	if len(b) > 0 {
-		if lock, ok = parseLock(b); !ok {
+		var ok bool
+		if f.lock, ok = parseLock(b); !ok {
 			return errf(fLock, "must be file, redis or mysql, got %s", quote(b))
 		}
 	}
 
-	var lockTTL time.Duration
 	if b, err = c.number(fLockTTL); err != nil {
 		return err
 	}
@@ -452,30 +495,35 @@ func (c *core) finish(ev *model.Event) error {
 		case s > MaxLockTTL.Seconds():
 			return errf(fLockTTL, "longer than %d seconds: %s", int64(MaxLockTTL.Seconds()), quote(b))
 		}
-		lockTTL = time.Duration(math.Round(s * 1e9))
+		f.lockTTL = time.Duration(math.Round(s * 1e9))
 	}
+	return nil
+}
 
+// assign keeps in ev the fields its kind of event has, and checks those
+// the kind requires.
+func (c *core) assign(ev *model.Event, f *byKind) error {
 	switch ev.Kind {
 	case model.Start:
-		ev.LockTTL = lockTTL
+		ev.LockTTL = f.lockTTL
 	case model.End:
-		if result == "" {
+		if f.result == "" {
 			return errors.New("record: status is required for event end")
 		}
-		ev.Result = result
-		ev.ExitCode, ev.HasExitCode = exitCode, hasExit
-		ev.Duration, ev.HasDuration = dur, hasDur
-		ev.Reason = reason
+		ev.Result = f.result
+		ev.ExitCode, ev.HasExitCode = f.exitCode, f.hasExit
+		ev.Duration, ev.HasDuration = f.dur, f.hasDur
+		ev.Reason = f.reason
 	case model.Skip:
-		ev.Reason, ev.SkipLabel = reason, skipReason
-		ev.HolderPID = holderPID
-		ev.Lock, ev.Holder = lock, c.holders.get(holder)
+		ev.Reason, ev.SkipLabel = f.reason, f.skipReason
+		ev.HolderPID = f.holderPID
+		ev.Lock, ev.Holder = f.lock, c.holders.get(f.holder)
 	case model.LockLost:
-		if lock == "" || lock == "file" {
+		if f.lock == "" || f.lock == "file" {
 			return errors.New("record: lock redis or mysql is required for event lock_lost")
 		}
-		ev.Lock, ev.Holder = lock, c.holders.get(holder)
-		ev.Reason = reason
+		ev.Lock, ev.Holder = f.lock, c.holders.get(f.holder)
+		ev.Reason = f.reason
 	}
 	return nil
 }
