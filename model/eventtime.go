@@ -52,14 +52,17 @@ type sourceClock struct {
 // watermark is the time before which the source will hand over no more
 // records: the clock less its window while it is at its end, else the
 // latest record it has handed over less its window; held where it was
-// while the source is down. ok is false until the source has reported.
-func (c *sourceClock) watermark(now time.Time) (time.Time, bool) {
+// while the source is down. During the start-up hold (startingUp) it does
+// not follow the clock: a source that says it is at its end may not be yet
+// (a replica behind, a journal not flushed), so what it has handed over is
+// all it vouches for. ok is false until the source has reported.
+func (c *sourceClock) watermark(now time.Time, startingUp bool) (time.Time, bool) {
 	if !c.reported {
 		return time.Time{}, false
 	}
 	if !c.down {
 		w := c.seen.Add(-c.window)
-		if c.atEnd {
+		if c.atEnd && !startingUp {
 			w = now.Add(-c.window)
 		}
 		if w.After(c.mark) {
@@ -160,7 +163,7 @@ func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Dur
 		}
 	}) {
 		c := clock(name)
-		w, ok := c.watermark(now)
+		w, ok := c.watermark(now, false)
 		held = held || !ok || !c.endedOnce
 		if ok && (!some || w.Before(mark)) {
 			mark, some = w, true
@@ -180,47 +183,41 @@ func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Dur
 
 // decidable is how far a job's decisions may go now: the lowest watermark
 // of the sources that report it (the clock when no source of runs is
-// configured). ok is false while nothing may be decided: during the
-// start-up hold (Options.StartupHold after Configure, and until each of those sources
-// has read to its end once), unless the job holds more than maxPending
-// records.
+// configured). During the start-up hold (Options.StartupHold after
+// Configure) no watermark follows the clock, and nothing is decided while
+// one of those sources has read nothing yet. ok is false while nothing may
+// be decided.
 func (t *Tracker) decidable(j *job, now time.Time) (time.Time, bool) {
+	startingUp := now.Sub(t.started) < t.opts.StartupHold
 	var mark time.Time
-	some, reported, ended := false, true, true
+	some, reported := false, true
 	t.reporting(j, now, func(src *source) {
-		w, ok := src.clock.watermark(now)
+		w, ok := src.clock.watermark(now, startingUp)
 		switch {
 		case !ok:
 			reported = false
 		case !some || w.Before(mark):
 			mark, some = w, true
 		}
-		ended = ended && src.clock.endedOnce
 	})
-	if !some && reported { // no source of runs: nothing can arrive late
-		mark, some = now, true
+	switch {
+	case reported && !some: // no source of runs: nothing can arrive late
+		return now, !startingUp
+	case reported:
+		return mark, true
 	}
-	held := now.Sub(t.started) < t.opts.StartupHold || !ended
-	if t.opts.StartupHold < 0 {
-		held = false
-	}
-	if reported && !held {
-		return mark, some
-	}
-	// Too many held: the oldest are decided anyway, but never past a source
-	// that has read part of what it holds (its watermark), nor, during the
-	// hold, while one has read nothing yet (it may hold older records than
-	// any); after the hold, a source that still has read nothing is taken
-	// for one that holds none.
-	startingUp := now.Sub(t.started) < t.opts.StartupHold
-	if len(j.pending) <= maxPending || !reported && startingUp {
+	// A source that reports the job has read nothing since the start (it
+	// is down): after the hold, when too many are held, the oldest are
+	// decided anyway, never past the sources that have read (their
+	// watermark).
+	if startingUp || len(j.pending) <= maxPending {
 		return time.Time{}, false
 	}
 	forced := j.pending[len(j.pending)-maxPending].Time
 	if some && mark.Before(forced) {
 		forced = mark
 	}
-	t.opts.Logger.Warn("deciding a job's records before every source has caught up: too many held", ratelog.Per("job"), "job", j.spec.Name, "held", len(j.pending), "limit", maxPending, "until", forced)
+	t.opts.Logger.Warn("deciding a job's records while a source that reports it has read nothing: too many held", ratelog.Per("job"), "job", j.spec.Name, "held", len(j.pending), "limit", maxPending, "until", forced)
 	return forced, true
 }
 

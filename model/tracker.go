@@ -728,7 +728,7 @@ func (t *Tracker) SetHealth(name string, up bool, err error) {
 		return
 	}
 	if !up && !src.clock.down {
-		src.clock.watermark(t.clock.now()) // held where it is now
+		src.clock.watermark(t.clock.now(), t.clock.now().Sub(t.started) < t.opts.StartupHold) // held where it is now
 		// Back up, it is not at its end until it says so again.
 		src.clock.atEnd = false
 	}
