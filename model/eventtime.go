@@ -23,11 +23,11 @@ import (
 // slot. docs/schedules.md, "Event time and watermarks".
 
 const (
-	// maxPending bounds a job's records held for its watermark. Past it,
-	// the oldest are decided anyway (up to the watermark of the sources
-	// that have reported, when one is known): during the start-up hold a
-	// source catching up on a backlog hands over far more than the window
-	// holds, and a job's pending records are saved with it at every save.
+	// maxPending bounds a job's records held while a source that reports
+	// it has read nothing since the start (it is down): past it, once the
+	// start-up hold is over, the oldest are decided anyway, up to the
+	// watermark of the sources that have read. A job's held records are
+	// saved with it at every save.
 	maxPending = 1024
 	// maxMissedHorizon bounds how many expected runs are counted missed at
 	// once: a job whose first record is dated years ago, or a source down
