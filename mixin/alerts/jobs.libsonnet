@@ -21,6 +21,8 @@ local promql = import '../lib/promql.libsonnet';
       cluster_info: promql.metric(c, 'jobwatch_job_info', ['scope="cluster"']),
       // by (...) and on(...) of a job across its instances.
       job: promql.labels(c, ['job_name']),
+      // by (...) of a job on one instance.
+      instance_job: promql.labels(c, ['instance', 'job', 'job_name']),
     };
     // The label matchers annotation queries start with: the jobwatch
     // selector, then the alert's own labels ($sel for job alerts that may
@@ -69,10 +71,10 @@ local promql = import '../lib/promql.libsonnet';
       },
       {
         alert: 'JobwatchJobOverlapping',
-        comment:: 'Value: runs in progress now; or overlaps counted in the last 10m\n(increased, or first seen with a value: increase() cannot see what a\nseries held when it appeared, as after history read on first start);\nor, held for the period, seconds since the last one.',
+        comment:: 'Value: runs in progress now on one host (a host-scope job runs on\nevery host, at the same time), or across hosts (a cluster-scope job);\nor overlaps counted in the last 10m (increased, or first seen with a\nvalue: increase() cannot see what a series held when it appeared, as\nafter history read on first start); or, held for the period, seconds\nsince the last one.',
         expr: |||
           (
-              %(jobwatch_job_running)s > 1
+              max by (%(instance_job)s) (count by (%(instance_job)s, host) (%(jobwatch_job_run_start_timestamp_seconds)s)) > 1
             unless ignoring(scope)
               %(cluster_info)s
           )
