@@ -712,7 +712,7 @@ func TestDecisionsBehind(t *testing.T) {
 			}
 		}
 	}
-	check("2") // b has read nothing, and with no start-up hold it holds back no job it never reported: a's window
+	check("60") // b has read nothing yet: nothing is decided since the job's first record
 	tr.Apply(model.Batch{Source: "b", AtEnd: true})
 	check("2") // b at its end reports no run of j: still a's window
 	tr.SetHealth("a", false, nil)

@@ -75,10 +75,10 @@ func (c *sourceClock) watermark(now time.Time, startingUp bool) (time.Time, bool
 // reporting are the sources whose watermarks a job's decisions wait for:
 // those that have reported it, and every source of runs that has not read
 // to its end once since the configuration started it (it may hold records
-// of the job; every source, for a job none has reported). Once the
-// start-up hold is over, a source that has read nothing at all since is
-// taken for one that holds no record of jobs it never reported (a run log
-// that cannot be opened would hold them back for ever).
+// of the job; every source, for a job none has reported). After
+// firstReadGrace, a source that has read nothing at all since is taken for
+// one that holds no record of jobs it never reported (a run log that
+// cannot be opened would hold them back for ever).
 func (t *Tracker) reporting(j *job, now time.Time, yield func(*source)) {
 	// The sources not at their end yet are kept aside (none, mostly): a
 	// reap looks at every job, and walking every source for each was most
@@ -91,8 +91,8 @@ func (t *Tracker) reporting(j *job, now time.Time, yield func(*source)) {
 			}
 		}
 	}
-	startingUp := now.Sub(t.started) < t.opts.StartupHold
-	may := func(src *source) bool { return startingUp || src.clock.reported }
+	firstRead := t.firstReading(now)
+	may := func(src *source) bool { return firstRead || src.clock.reported }
 	n := 0
 	for _, name := range j.Sources {
 		if src := t.sources[name]; src != nil && src.clock.runs {
@@ -113,6 +113,17 @@ func (t *Tracker) reporting(j *job, now time.Time, yield func(*source)) {
 			yield(src)
 		}
 	}
+}
+
+// firstReading: a source is given this long after Configure (or the
+// start-up hold, if longer) to read anything at all before it is taken for
+// one that holds none of the records of jobs it never reported; sources
+// start reading at once, and one a few milliseconds behind another would
+// otherwise miss the jobs' first decisions.
+const firstReadGrace = 10 * time.Second
+
+func (t *Tracker) firstReading(now time.Time) bool {
+	return now.Sub(t.started) < max(t.opts.StartupHold, firstReadGrace)
 }
 
 // reportingNames is reporting over any set of source clocks: clock looks
@@ -210,7 +221,7 @@ func (t *Tracker) decidable(j *job, now time.Time) (time.Time, bool) {
 	// is down): after the hold, when too many are held, the oldest are
 	// decided anyway, never past the sources that have read (their
 	// watermark).
-	if startingUp || len(j.pending) <= maxPending {
+	if t.firstReading(now) || len(j.pending) <= maxPending {
 		return time.Time{}, false
 	}
 	forced := j.pending[len(j.pending)-maxPending].Time

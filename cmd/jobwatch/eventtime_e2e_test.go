@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -147,5 +148,114 @@ func TestEventTimeTwoRunLogs(t *testing.T) {
 	slices.Sort(diffs)
 	if len(diffs) > 0 {
 		t.Fatalf("two run logs give other series than one time-ordered log:\n%s", strings.Join(diffs, "\n"))
+	}
+}
+
+// The same at scale through the binary, with a kill: 25 hosts running a
+// minutely job for a week (504,000 records) in one run log, a sparse second
+// log with some of the runs' ends and the skips, jobwatch killed with
+// SIGKILL in the middle of the catch-up and started again: every
+// jobwatch_job_* series is the one time-ordered log's.
+func TestEventTimeScaleKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("504,000 records through the binary, twice")
+	}
+	const hosts, days = 25, 7
+	bin := buildBinary(t)
+	// A schedule of just that week, nine days ago: the minutes since are
+	// no slots, so both runs count the same.
+	base := time.Now().UTC().Add(-9 * 24 * time.Hour).Truncate(24 * time.Hour)
+	job := "  - name: fleet\n    timezone: UTC\n    grace: 20s\n    timeout: 5m\n    on_calendar:\n"
+	for d := range days {
+		job += fmt.Sprintf("      - \"%s *:*:00\"\n", base.AddDate(0, 0, d).Format("2006-01-02"))
+	}
+	var all []timedLine
+	rec := func(log int, at time.Time, format string, args ...any) {
+		all = append(all, timedLine{at, fmt.Sprintf(`{"time":%q,"job":"fleet",`, at.Format(time.RFC3339Nano)) + fmt.Sprintf(format, args...) + "}", log})
+	}
+	for s := range days * 24 * 60 {
+		at := base.Add(time.Duration(s) * time.Minute)
+		for h := range hosts {
+			host, pid, n := fmt.Sprintf("web%02d", h), 100+s%20000, s*hosts+h
+			switch {
+			case n%499 == 0:
+				continue // this host missed the slot
+			case n%211 == 0:
+				rec(1, at.Add(time.Second), `"event":"skip","host":%q,"pid":%d,"reason":"locked"`, host, pid)
+				continue
+			}
+			start := at.Add(time.Duration(n*7919%10_000) * time.Millisecond)
+			rec(0, start, `"event":"start","host":%q,"pid":%d`, host, pid)
+			log := 0
+			if n%97 == 0 {
+				log = 1 // its start is in the other log
+			}
+			rec(log, start.Add(time.Duration(1+n%30)*time.Second), `"event":"end","host":%q,"pid":%d,"status":"success","exit_code":0`, host, pid)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b timedLine) int { return a.at.Compare(b.at) })
+	var logs [2][]timedLine
+	for _, r := range all {
+		logs[r.log] = append(logs[r.log], r)
+	}
+
+	run := func(n int, kill bool) map[string]float64 {
+		dir := t.TempDir()
+		cfg := "jobs:\n" + job + "sources:\n"
+		for i := range n {
+			path := filepath.Join(dir, fmt.Sprintf("runs%d.log", i))
+			cfg += fmt.Sprintf("  - name: log%d\n    type: runlog\n    format: json\n    path: %s\n", i, path)
+			if n == 1 {
+				writeLines(t, path, all)
+			} else {
+				writeLines(t, path, logs[i])
+			}
+		}
+		cfgPath := filepath.Join(dir, "jobwatch.yml")
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		state, addr := filepath.Join(dir, "state"), freePort(t)
+		in := startJobwatch(t, bin, cfgPath, state, addr)
+		if kill {
+			// Killed once a save has shown part of the backlog.
+			got := in.waitUntil(time.Minute, "a save during the catch-up", func(m map[string]float64) bool { return m[`jobwatch_source_records_total{source="log0"}`] > 0 })
+			in.kill(syscall.SIGKILL)
+			t.Logf("SIGKILL after %v of %d records of log0 were shown", got[`jobwatch_source_records_total{source="log0"}`], len(logs[0]))
+			in = startJobwatch(t, bin, cfgPath, state, addr)
+		}
+		records := float64(len(all))
+		in.waitUntil(3*time.Minute, "every record read and decided", func(m map[string]float64) bool {
+			var read float64
+			for i := range n {
+				read += m[fmt.Sprintf(`jobwatch_source_records_total{source="log%d"}`, i)]
+			}
+			behind, ok := m[`jobwatch_job_decisions_behind_seconds{job_name="fleet"}`]
+			return read == records && ok && behind < 5 && m[`jobwatch_job_running{job_name="fleet"}`] == 0
+		})
+		samples, _ := in.scrape()
+		out := map[string]float64{}
+		for k, v := range samples {
+			if strings.HasPrefix(k, "jobwatch_job_") && !strings.Contains(k, "seconds_since") && !strings.Contains(k, "decisions_behind") && !strings.Contains(k, "stale{") {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	one := run(1, false)
+	two := run(2, true)
+	// A host-scope slot is missed when no host ran it: none is here.
+	if one[`jobwatch_job_runs_total{job_name="fleet",result="success"}`] < 240_000 || one[`jobwatch_job_skips_total{job_name="fleet",reason="locked"}`] == 0 {
+		t.Errorf("the runs are not what the records are for: %v", one)
+	}
+	var diffs []string
+	for k, v := range one {
+		if two[k] != v {
+			diffs = append(diffs, fmt.Sprintf("%s: one log %v, two logs and a kill %v", k, v, two[k]))
+		}
+	}
+	slices.Sort(diffs)
+	if len(diffs) > 0 {
+		t.Fatalf("two run logs and a SIGKILL give other series than one time-ordered log:\n%s", strings.Join(diffs, "\n"))
 	}
 }

@@ -36,7 +36,9 @@ sources:
     format: json
 `, pipe, good.path))
 	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
-	in.waitFor(5*time.Second, map[string]float64{
+	// The pipe never reads: the job's run is decided once the pipe has had
+	// its 10 s to read anything (docs/schedules.md, start-up).
+	in.waitFor(20*time.Second, map[string]float64{
 		`jobwatch_source_up{source="pipe",type="runlog"}`:            0,
 		`jobwatch_source_up{source="runs",type="runlog"}`:            1,
 		`jobwatch_job_runs_total{job_name="stats",result="success"}`: 1,
