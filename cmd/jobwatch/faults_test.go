@@ -485,7 +485,7 @@ func TestStateDiskFull(t *testing.T) {
 	log.append(success(base.Add(2*time.Hour), "stats", 301)...)
 	total++
 	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
-	in.waitFor(3*time.Second, map[string]float64{successes: float64(total), records: float64(2 * total), failures: 0})
+	in.waitFor(10*time.Second, map[string]float64{successes: float64(total), records: float64(2 * total), failures: 0})
 	time.Sleep(1500 * time.Millisecond)
 	in.waitFor(time.Second, map[string]float64{successes: float64(total), records: float64(2 * total)})
 }
