@@ -91,6 +91,17 @@ func (t *Tracker) reporting(j *job, now time.Time, yield func(*source)) {
 			}
 		}
 	}
+	if now.Sub(t.started) < t.opts.StartupHold {
+		// During the hold any source may still hand over records of any
+		// job, on time whatever their age (a log written in the first
+		// seconds after the start).
+		for _, src := range t.sources {
+			if src.clock.runs {
+				yield(src)
+			}
+		}
+		return
+	}
 	firstRead := t.firstReading(now)
 	may := func(src *source) bool { return firstRead || src.clock.reported }
 	n := 0
@@ -196,40 +207,47 @@ func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Dur
 // of the sources that report it (the clock when no source of runs is
 // configured). During the start-up hold (Options.StartupHold after
 // Configure) no watermark follows the clock, and nothing is decided while
-// one of those sources has read nothing yet. ok is false while nothing may
-// be decided.
+// one of those sources has read nothing yet. A job that holds more than
+// maxPending records has the oldest decided anyway, up to the lowest
+// watermark of the sources that have read a record (one that has read none
+// yet, or is down since the start, could otherwise hold a backlog in
+// memory, and in every save, without bound), once every source has started
+// reading or had firstReadGrace to. ok is false while nothing may be
+// decided.
 func (t *Tracker) decidable(j *job, now time.Time) (time.Time, bool) {
 	startingUp := now.Sub(t.started) < t.opts.StartupHold
-	var mark time.Time
-	some, reported := false, true
+	var mark, readMark time.Time
+	some, reported, someRead := false, true, false
 	t.reporting(j, now, func(src *source) {
 		w, ok := src.clock.watermark(now, startingUp)
-		switch {
-		case !ok:
+		if !ok {
 			reported = false
-		case !some || w.Before(mark):
+			return
+		}
+		if !some || w.Before(mark) {
 			mark, some = w, true
 		}
+		if !src.clock.seen.IsZero() && (!someRead || w.Before(readMark)) {
+			readMark, someRead = w, true
+		}
 	})
-	switch {
-	case reported && !some: // no source of runs: nothing can arrive late
-		return now, !startingUp
-	case reported:
-		return mark, true
+	to, ok := mark, reported && some
+	if reported && !some && !startingUp { // no source of runs: nothing can arrive late
+		to, ok = now, true
 	}
-	// A source that reports the job has read nothing since the start (it
-	// is down): after the hold, when too many are held, the oldest are
-	// decided anyway, never past the sources that have read (their
-	// watermark).
-	if t.firstReading(now) || len(j.pending) <= maxPending {
-		return time.Time{}, false
+	// Not while a source has not even started reading, in its first
+	// seconds: it may hold older records than any.
+	if len(j.pending) > maxPending && someRead && (reported || !t.firstReading(now)) {
+		forced := j.pending[len(j.pending)-maxPending].Time
+		if readMark.Before(forced) {
+			forced = readMark
+		}
+		if !ok || forced.After(to) {
+			t.opts.Logger.Warn("deciding a job's oldest records before a source that has read none has: too many held", ratelog.Per("job"), "job", j.spec.Name, "held", len(j.pending), "limit", maxPending, "until", forced)
+			to, ok = forced, true
+		}
 	}
-	forced := j.pending[len(j.pending)-maxPending].Time
-	if some && mark.Before(forced) {
-		forced = mark
-	}
-	t.opts.Logger.Warn("deciding a job's records while a source that reports it has read nothing: too many held", ratelog.Per("job"), "job", j.spec.Name, "held", len(j.pending), "limit", maxPending, "until", forced)
-	return forced, true
+	return to, ok
 }
 
 // decide applies the job's pending records dated up to to, in time order,
