@@ -448,72 +448,44 @@ func (m *Source) bootstrap(ctx context.Context, db *sql.DB, plan indexPlan) (*my
 		return nil, nil, err
 	}
 	pos := &mysqlPosition{V: mysqlPositionVersion, ID: top}
-	// Ids just below the highest may belong to transactions not yet
-	// committed: look for them as gaps.
-	low := max(0, top-mysqlStartTail)
 	if top > 0 {
-		rows, err := db.QueryContext(ctx, "SELECT "+m.q["id"]+" FROM "+m.table+" WHERE "+m.q["id"]+" > ? AND "+m.q["id"]+" <= ? ORDER BY "+m.q["id"], low, top)
+		// Ids just below the highest may belong to transactions not yet
+		// committed: look for them as gaps.
+		low := max(0, top-mysqlStartTail)
+		ids, err := m.idsIn(ctx, db, low, top)
 		if err != nil {
-			return nil, nil, err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, nil, &scanError{err}
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return nil, nil, err
 		}
 		pos.Gaps = removeFound([]mysqlGap{{From: low + 1, To: top, Since: m.now().UTC()}}, ids)
 	}
 	b := &bootstrapper{m: m, top: top, open: map[int64]bool{}}
-	if plan.window() {
-		if err := b.window(ctx, db, !plan.byStatus); err != nil {
-			return nil, nil, err
-		}
+	if err := b.find(ctx, db, plan); err != nil {
+		return nil, nil, err
 	}
-	c := m.q
-	for _, job := range m.jobs {
-		switch {
-		case plan.byStatus:
-			if err := b.lastByStatus(ctx, db, job); err != nil {
-				return nil, nil, err
-			}
-		case plan.byFinished:
-			if err := b.walkBack(ctx, db, job); err != nil {
-				return nil, nil, err
-			}
-		}
-		if !plan.byFinished {
-			continue // found in the window
-		}
-		rows, err := m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["finished_at"]+" IS NULL ORDER BY "+c["started_at"]+" DESC LIMIT "+fmt.Sprint(mysqlBootstrapOpen), job)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, r := range rows {
-			b.addOpen(r)
-		}
-	}
-	for _, job := range m.jobs {
-		for _, class := range bootstrapClasses {
-			if r, ok := b.last[lastKey{job, class}]; ok {
-				if e, _, err := m.rowEvents(r, false); err == nil {
-					b.evs = append(b.evs, e...)
-				}
-			}
-		}
-	}
+	b.addLast()
 	for id := range b.open {
 		pos.Open = append(pos.Open, id)
 	}
 	m.capOpen(pos)
 	return pos, sortEvents(b.evs), nil
+}
+
+// idsIn is the ids above low and up to top, in order.
+func (m *Source) idsIn(ctx context.Context, db *sql.DB, low, top int64) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, "SELECT "+m.q["id"]+" FROM "+m.table+" WHERE "+m.q["id"]+" > ? AND "+m.q["id"]+" <= ? ORDER BY "+m.q["id"], low, top)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, &scanError{err}
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // bootstrapClasses are the results whose last run the first start reads.
@@ -531,6 +503,62 @@ type bootstrapper struct {
 	last map[lastKey]runRow
 	open map[int64]bool
 	evs  []keyedEvent
+}
+
+// find reads, by the look-ups plan allows, each job's last results and its
+// runs in progress.
+func (b *bootstrapper) find(ctx context.Context, db *sql.DB, plan indexPlan) error {
+	if plan.window() {
+		if err := b.window(ctx, db, !plan.byStatus); err != nil {
+			return err
+		}
+	}
+	for _, job := range b.m.jobs {
+		switch {
+		case plan.byStatus:
+			if err := b.lastByStatus(ctx, db, job); err != nil {
+				return err
+			}
+		case plan.byFinished:
+			if err := b.walkBack(ctx, db, job); err != nil {
+				return err
+			}
+		}
+		if !plan.byFinished {
+			continue // found in the window
+		}
+		if err := b.openOf(ctx, db, job); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openOf reads job's latest runs in progress, up to mysqlBootstrapOpen, on
+// the (job, finished_at) index.
+func (b *bootstrapper) openOf(ctx context.Context, db *sql.DB, job string) error {
+	c := b.m.q
+	rows, err := b.m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["finished_at"]+" IS NULL ORDER BY "+c["started_at"]+" DESC LIMIT "+fmt.Sprint(mysqlBootstrapOpen), job)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		b.addOpen(r)
+	}
+	return nil
+}
+
+// addLast adds the events of each job's last run of each result found.
+func (b *bootstrapper) addLast() {
+	for _, job := range b.m.jobs {
+		for _, class := range bootstrapClasses {
+			if r, ok := b.last[lastKey{job, class}]; ok {
+				if e, _, err := b.m.rowEvents(r, false); err == nil {
+					b.evs = append(b.evs, e...)
+				}
+			}
+		}
+	}
 }
 
 // offer keeps r if it is the latest finished run of its job and result
