@@ -85,51 +85,12 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		maxEnded:   512,
 		sleep:      sources.Sleep,
 	}
-	if jc.Directory != "" && len(jc.Files) > 0 {
-		return nil, fmt.Errorf("journal source %q: directory and files are exclusive", name)
+	if err := j.selectJournal(jc.Directory, jc.Files); err != nil {
+		return nil, fmt.Errorf("journal source %q: %w", name, err)
 	}
-	if jc.Directory != "" {
-		abs, err := filepath.Abs(jc.Directory)
-		if err != nil {
-			return nil, fmt.Errorf("journal source %q: directory: %w", name, err)
-		}
-		j.dir = abs
-		j.selector = append(j.selector, "--directory="+abs)
-	}
-	for _, f := range jc.Files {
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return nil, fmt.Errorf("journal source %q: file: %w", name, err)
-		}
-		j.selector = append(j.selector, "--file="+abs)
-	}
-	units := make([]string, 0, len(jc.Units))
-	for u, job := range jc.Units {
-		j.units[u] = job
-		j.unitNames[u] = u
-		units = append(units, u)
-	}
-	sort.Strings(units)
-	// UNIT= selects the service manager's entries about a unit,
-	// _SYSTEMD_UNIT= the unit's own output (which carries its PID). Matches
-	// on one field are ORed by journalctl, matches on different fields
-	// ANDed unless "+" separates them: one group per field, not one per
-	// unit and field, each term one lookup in the journal's field index.
-	var groups [][]string
-	if len(units) > 0 {
-		var byUnit, byOwn []string
-		for _, u := range units {
-			byUnit = append(byUnit, "UNIT="+u)
-			byOwn = append(byOwn, "_SYSTEMD_UNIT="+u)
-		}
-		groups = append(groups, byUnit, byOwn)
-	}
-	for i, m := range jc.Cron {
-		re, err := regexp.Compile(m.Match)
-		if err != nil {
-			return nil, fmt.Errorf("journal source %q: cron[%d].match: %w", name, i, err)
-		}
-		j.cron = append(j.cron, cronMatcher{re: re, job: m.Job})
+	groups := j.unitMatches(jc.Units)
+	if err := j.compileCron(jc.Cron); err != nil {
+		return nil, fmt.Errorf("journal source %q: %w", name, err)
 	}
 	if len(j.cron) > 0 {
 		groups = append(groups, []string{"SYSLOG_IDENTIFIER=CRON"})
@@ -144,6 +105,68 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		j.matches = append(j.matches, g...)
 	}
 	return j, nil
+}
+
+// selectJournal sets the journalctl arguments that read the directory or
+// the files instead of the system's journal.
+func (j *Source) selectJournal(dir string, files []string) error {
+	if dir != "" && len(files) > 0 {
+		return errors.New("directory and files are exclusive")
+	}
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("directory: %w", err)
+		}
+		j.dir = abs
+		j.selector = append(j.selector, "--directory="+abs)
+	}
+	for _, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return fmt.Errorf("file: %w", err)
+		}
+		j.selector = append(j.selector, "--file="+abs)
+	}
+	return nil
+}
+
+// unitMatches records the units' jobs and returns the journalctl match
+// groups that select the units' entries.
+func (j *Source) unitMatches(jobs map[string]string) [][]string {
+	units := make([]string, 0, len(jobs))
+	for u, job := range jobs {
+		j.units[u] = job
+		j.unitNames[u] = u
+		units = append(units, u)
+	}
+	if len(units) == 0 {
+		return nil
+	}
+	sort.Strings(units)
+	// UNIT= selects the service manager's entries about a unit,
+	// _SYSTEMD_UNIT= the unit's own output (which carries its PID). Matches
+	// on one field are ORed by journalctl, matches on different fields
+	// ANDed unless "+" separates them: one group per field, not one per
+	// unit and field, each term one lookup in the journal's field index.
+	var byUnit, byOwn []string
+	for _, u := range units {
+		byUnit = append(byUnit, "UNIT="+u)
+		byOwn = append(byOwn, "_SYSTEMD_UNIT="+u)
+	}
+	return [][]string{byUnit, byOwn}
+}
+
+// compileCron compiles the cron daemon's line matchers.
+func (j *Source) compileCron(matchers []CronMatch) error {
+	for i, m := range matchers {
+		re, err := regexp.Compile(m.Match)
+		if err != nil {
+			return fmt.Errorf("cron[%d].match: %w", i, err)
+		}
+		j.cron = append(j.cron, cronMatcher{re: re, job: m.Job})
+	}
+	return nil
 }
 
 func (j *Source) Name() string { return j.name }
