@@ -216,26 +216,7 @@ var cursorRE = sync.OnceValue(func() *regexp.Regexp {
 
 // Run reads the journal until ctx is done.
 func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
-	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}}
-	if len(from) > 0 {
-		var p journalPosition
-		if err := json.Unmarshal(from, &p); err != nil {
-			j.log.Warn("saved journal position is unreadable; reading the journal from its start", "err", err)
-			r.resets++
-		} else {
-			r.pos = p
-			for i := range p.Open {
-				run := p.Open[i]
-				r.open[run.ID] = &run
-			}
-			r.open.Trim()
-		}
-	}
-	if r.pos.Cursor != "" && !cursorRE().MatchString(r.pos.Cursor) {
-		j.log.Warn("saved journal cursor is malformed; continuing from its time", "cursor", r.pos.Cursor, "realtime", r.pos.Realtime)
-		r.pos.Cursor = ""
-		r.resets++
-	}
+	r := j.newReader(from, sink)
 	backoff := j.backoffMin
 	health := sources.NewHealth(j.name, sink, j.log)
 	health.DownMsg, health.UpMsg = "cannot read the journal", "journal readable again"
@@ -275,6 +256,32 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 		backoff = min(2*backoff, j.backoffMax)
 	}
 	return nil
+}
+
+// newReader reads on from the position saved in from; one unreadable, or
+// with a malformed cursor, is reset.
+func (j *Source) newReader(from json.RawMessage, sink sources.Sink) *journalReader {
+	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}}
+	if len(from) > 0 {
+		var p journalPosition
+		if err := json.Unmarshal(from, &p); err != nil {
+			j.log.Warn("saved journal position is unreadable; reading the journal from its start", "err", err)
+			r.resets++
+		} else {
+			r.pos = p
+			for i := range p.Open {
+				run := p.Open[i]
+				r.open[run.ID] = &run
+			}
+			r.open.Trim()
+		}
+	}
+	if r.pos.Cursor != "" && !cursorRE().MatchString(r.pos.Cursor) {
+		j.log.Warn("saved journal cursor is malformed; continuing from its time", "cursor", r.pos.Cursor, "realtime", r.pos.Realtime)
+		r.pos.Cursor = ""
+		r.resets++
+	}
+	return r
 }
 
 // journalReader is the state of one Run.
@@ -346,21 +353,10 @@ func (r *journalReader) args(follow bool) []string {
 func (r *journalReader) read(ctx context.Context, follow bool) error {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	args := r.args(follow)
-	cmd := exec.CommandContext(cctx, r.j.journalctl, args...)
 	stderr := &tailBuffer{max: 4096}
-	cmd.Stderr = stderr
-	cmd.WaitDelay = 2 * time.Second
-	out, err := cmd.StdoutPipe()
+	cmd, out, err := r.startJournalctl(cctx, follow, stderr)
 	if err != nil {
-		return fmt.Errorf("journalctl: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting journalctl: %w", err)
-	}
-	r.j.log.Debug("journalctl started", "args", strings.Join(args, " "), "pid", cmd.Process.Pid)
-	if r.j.started != nil {
-		r.j.started(cmd.Process.Pid, follow)
+		return err
 	}
 	r.expect = r.pos.Cursor
 	r.first = true
@@ -374,41 +370,8 @@ func (r *journalReader) read(ctx context.Context, follow bool) error {
 		defer close(lines)
 		readErr = readLines(cctx, out, r.j.maxLine, lines)
 	}()
+	r.applyOutput(ctx, lines, follow)
 
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-loop:
-	for {
-		select {
-		case chunk, ok := <-lines:
-			if !ok {
-				break loop
-			}
-			for _, l := range chunk {
-				r.line(l)
-			}
-			if r.pending >= r.j.maxBatch {
-				r.flush(false) // more may be waiting in the pipe
-			}
-			if r.pending > 0 {
-				timer.Reset(r.j.pause)
-			}
-		case <-timer.C:
-			// journalctl has printed nothing for a pause. Following, it
-			// has printed every entry the journal holds: --follow prints
-			// what there is, flushes its output and only then waits for
-			// more, so its output pauses there and nowhere else but for a
-			// stall (the follower starts from the cursor a catch-up pass
-			// has just reached, so the little it prints first is recent
-			// anyway). That pause is where the source knows it is caught
-			// up: the batch says AtEnd. A catch-up pass pausing is only
-			// slow: its end is its exit, below.
-			r.flush(follow)
-		case <-ctx.Done():
-			break loop
-		}
-	}
 	// A catch-up pass's last batch waits for journalctl's exit: only a
 	// clean exit says it printed everything the journal held.
 	held := !follow && ctx.Err() == nil
@@ -437,6 +400,65 @@ loop:
 		return nil
 	}
 	return err
+}
+
+// startJournalctl starts journalctl, its standard error kept in stderr, and returns
+// its standard output.
+func (r *journalReader) startJournalctl(ctx context.Context, follow bool, stderr *tailBuffer) (*exec.Cmd, io.Reader, error) {
+	args := r.args(follow)
+	cmd := exec.CommandContext(ctx, r.j.journalctl, args...)
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("journalctl: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting journalctl: %w", err)
+	}
+	r.j.log.Debug("journalctl started", "args", strings.Join(args, " "), "pid", cmd.Process.Pid)
+	if r.j.started != nil {
+		r.j.started(cmd.Process.Pid, follow)
+	}
+	return cmd, out, nil
+}
+
+// applyOutput applies the chunks of lines until they end or ctx is done, handing
+// a batch over when it is full and when journalctl's output pauses.
+func (r *journalReader) applyOutput(ctx context.Context, lines <-chan [][]byte, follow bool) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case chunk, ok := <-lines:
+			if !ok {
+				return
+			}
+			for _, l := range chunk {
+				r.line(l)
+			}
+			if r.pending >= r.j.maxBatch {
+				r.flush(false) // more may be waiting in the pipe
+			}
+			if r.pending > 0 {
+				timer.Reset(r.j.pause)
+			}
+		case <-timer.C:
+			// journalctl has printed nothing for a pause. Following, it
+			// has printed every entry the journal holds: --follow prints
+			// what there is, flushes its output and only then waits for
+			// more, so its output pauses there and nowhere else but for a
+			// stall (the follower starts from the cursor a catch-up pass
+			// has just reached, so the little it prints first is recent
+			// anyway). That pause is where the source knows it is caught
+			// up: the batch says AtEnd. A catch-up pass pausing is only
+			// slow: its end is its exit, below.
+			r.flush(follow)
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // exitError is why a run of journalctl did not read the journal through:
