@@ -78,15 +78,9 @@ func unknownKeys(n *yaml.Node, t reflect.Type, what string, skip []string, depth
 	if n == nil || t == nil || depth > maxDepth {
 		return nil
 	}
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-		depth++
-		if depth > maxDepth {
-			return nil
-		}
-	}
-	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
-		n = n.Content[0]
+	n, depth = dealias(n, depth)
+	if n == nil {
+		return nil
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -97,35 +91,7 @@ func unknownKeys(n *yaml.Node, t reflect.Type, what string, skip []string, depth
 	var errs []lineError
 	switch t.Kind() {
 	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			return nil // a type error, which Decode reports
-		}
-		fields := yamlFields(t)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], n.Content[i+1]
-			if k.Value == "<<" && k.Tag == "!!merge" {
-				if val.Kind == yaml.SequenceNode {
-					for _, m := range val.Content {
-						errs = append(errs, unknownKeys(m, t, what, skip, depth+1)...)
-					}
-				} else {
-					errs = append(errs, unknownKeys(val, t, what, skip, depth+1)...)
-				}
-				continue
-			}
-			ft, ok := fields[k.Value]
-			if !ok {
-				if !slices.Contains(skip, k.Value) {
-					msg := fmt.Sprintf("line %d: unknown field %q", k.Line, k.Value)
-					if what != "" {
-						msg += " for " + what
-					}
-					errs = append(errs, lineError{k.Line, msg})
-				}
-				continue
-			}
-			errs = append(errs, unknownKeys(val, ft, what, nil, depth+1)...)
-		}
+		return unknownFields(n, t, what, skip, depth)
 	case reflect.Slice, reflect.Array:
 		if n.Kind == yaml.SequenceNode {
 			for _, c := range n.Content {
@@ -138,6 +104,59 @@ func unknownKeys(n *yaml.Node, t reflect.Type, what string, skip []string, depth
 				errs = append(errs, unknownKeys(n.Content[i], t.Elem(), what, nil, depth+1)...)
 			}
 		}
+	}
+	return errs
+}
+
+// dealias follows n's aliases and unwraps a document: it returns the node
+// that is decoded, nil past maxDepth.
+func dealias(n *yaml.Node, depth int) (*yaml.Node, int) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+		depth++
+		if depth > maxDepth {
+			return nil, depth
+		}
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	return n, depth
+}
+
+// unknownFields reports the keys of the mapping n, and of the mappings it
+// merges, that name no field of the struct t nor are in skip, and the
+// unknown keys of its fields' values.
+func unknownFields(n *yaml.Node, t reflect.Type, what string, skip []string, depth int) []lineError {
+	if n.Kind != yaml.MappingNode {
+		return nil // a type error, which Decode reports
+	}
+	fields := yamlFields(t)
+	var errs []lineError
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Value == "<<" && k.Tag == "!!merge" {
+			if val.Kind == yaml.SequenceNode {
+				for _, m := range val.Content {
+					errs = append(errs, unknownKeys(m, t, what, skip, depth+1)...)
+				}
+			} else {
+				errs = append(errs, unknownKeys(val, t, what, skip, depth+1)...)
+			}
+			continue
+		}
+		ft, ok := fields[k.Value]
+		if !ok {
+			if !slices.Contains(skip, k.Value) {
+				msg := fmt.Sprintf("line %d: unknown field %q", k.Line, k.Value)
+				if what != "" {
+					msg += " for " + what
+				}
+				errs = append(errs, lineError{k.Line, msg})
+			}
+			continue
+		}
+		errs = append(errs, unknownKeys(val, ft, what, nil, depth+1)...)
 	}
 	return errs
 }

@@ -94,15 +94,8 @@ func run(args []string) int {
 	logConfig := &promslog.Config{}
 	flag.AddFlags(app, logConfig)
 
-	serve := app.Command("serve", "Watch the configured sources and serve metrics (the default).").Default()
-	configFile := serve.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
-	statePath := serve.Flag("state.path", "Directory for jobwatch's state (default: data/ beside the config file).").String()
-	startupHold := serve.Flag("sources.startup-hold", "After a start or reload, decide no job's runs (missed, overlapping, ...) for this long, and until every source has read to its end once (docs/schedules.md); 0 for none.").Default(model.DefaultStartupHold.String()).Duration()
-	webOpts := addWebFlags(serve)
-
-	check := app.Command("check-config", "Validate a configuration file, reporting every problem at once.")
-	checkFile := check.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
-
+	serveCmd, serve := addServeCommand(app)
+	checkCmd, check := addCheckCommand(app)
 	runCmd, runFlags := addRunCommand(app)
 	schedCmd, schedJob := addScheduleCommand(app)
 	discoverCmd, discoverRun := addDiscoverCommand(app)
@@ -133,9 +126,23 @@ func run(args []string) int {
 		return discoverRun(os.Stdout, os.Stderr)
 	case schedCmd.FullCommand():
 		return schedJob(os.Stdout, os.Stderr)
-	case check.FullCommand():
-		return checkConfig(*checkFile)
-	case serve.FullCommand():
+	case checkCmd.FullCommand():
+		return check()
+	case serveCmd.FullCommand():
+		return serve(logger)
+	}
+	return 0
+}
+
+// addServeCommand adds serve, the default command, and returns what serves
+// metrics until jobwatch is stopped.
+func addServeCommand(app *kingpin.Application) (*kingpin.CmdClause, func(logger *slog.Logger) int) {
+	cmd := app.Command("serve", "Watch the configured sources and serve metrics (the default).").Default()
+	configFile := cmd.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
+	statePath := cmd.Flag("state.path", "Directory for jobwatch's state (default: data/ beside the config file).").String()
+	startupHold := cmd.Flag("sources.startup-hold", "After a start or reload, decide no job's runs (missed, overlapping, ...) for this long, and until every source has read to its end once (docs/schedules.md); 0 for none.").Default(model.DefaultStartupHold.String()).Duration()
+	webOpts := addWebFlags(cmd)
+	return cmd, func(logger *slog.Logger) int {
 		dir := *statePath
 		if dir == "" {
 			dir = filepath.Join(filepath.Dir(*configFile), "data")
@@ -144,8 +151,15 @@ func run(args []string) int {
 			logger.Error("jobwatch stopped", "err", err)
 			return 1
 		}
+		return 0
 	}
-	return 0
+}
+
+// addCheckCommand adds check-config.
+func addCheckCommand(app *kingpin.Application) (*kingpin.CmdClause, func() int) {
+	cmd := app.Command("check-config", "Validate a configuration file, reporting every problem at once.")
+	file := cmd.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
+	return cmd, func() int { return checkConfig(*file) }
 }
 
 // addVersionFlag adds --version as kingpin's app.Version does, but formats

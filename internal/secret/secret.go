@@ -53,6 +53,20 @@ func LoadMySQL(s MySQL, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 	if red == nil {
 		red = &Redactor{}
 	}
+	s = s.withDefaults()
+	dsn, err := s.read(red, log)
+	if err != nil {
+		return nil, red, err
+	}
+	cfg, err := parseDSN(dsn, red)
+	if err != nil {
+		return nil, red, red.Err(fmt.Errorf("%s: %w", s.DSNName, err))
+	}
+	s.configure(cfg, red, log)
+	return cfg, red, nil
+}
+
+func (s MySQL) withDefaults() MySQL {
 	if s.Getenv == nil {
 		s.Getenv = os.LookupEnv
 	}
@@ -62,31 +76,41 @@ func LoadMySQL(s MySQL, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 	if s.FileName == "" {
 		s.FileName = "dsn_file"
 	}
-	var dsn string
+	return s
+}
+
+// read is the DSN's text: File's content, or DSN with its references to
+// the environment expanded, their values given to red.
+func (s MySQL) read(red *Redactor, log *slog.Logger) (string, error) {
 	switch {
 	case s.DSN != "" && s.File != "":
-		return nil, red, fmt.Errorf("%s and %s: give one of them", s.DSNName, s.FileName)
+		return "", fmt.Errorf("%s and %s: give one of them", s.DSNName, s.FileName)
 	case s.File != "":
 		b, err := ReadFile(s.File, log)
 		if err != nil {
-			return nil, red, fmt.Errorf("%s: %w", s.FileName, err)
+			return "", fmt.Errorf("%s: %w", s.FileName, err)
 		}
-		dsn = b
-	default:
-		var missing []string
-		dsn = envRefRE().ReplaceAllStringFunc(s.DSN, func(ref string) string {
-			name := envRefRE().FindStringSubmatch(ref)[1]
-			v, ok := s.Getenv(name)
-			if !ok {
-				missing = append(missing, name)
-			}
-			red.Add(v)
-			return v
-		})
-		if len(missing) > 0 {
-			return nil, red, fmt.Errorf("%s: environment variable(s) not set: %s", s.DSNName, strings.Join(missing, ", "))
-		}
+		return b, nil
 	}
+	var missing []string
+	dsn := envRefRE().ReplaceAllStringFunc(s.DSN, func(ref string) string {
+		name := envRefRE().FindStringSubmatch(ref)[1]
+		v, ok := s.Getenv(name)
+		if !ok {
+			missing = append(missing, name)
+		}
+		red.Add(v)
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("%s: environment variable(s) not set: %s", s.DSNName, strings.Join(missing, ", "))
+	}
+	return dsn, nil
+}
+
+// parseDSN parses dsn. red is given the DSN and what may be its password
+// before parsing, so that the parser's errors are redacted too.
+func parseDSN(dsn string, red *Redactor) (*mysql.Config, error) {
 	// Until the DSN parses, its password is whatever lies between the
 	// first ':' and the last '@' before the address.
 	if at := strings.LastIndex(dsn, "@"); at > 0 {
@@ -97,9 +121,15 @@ func LoadMySQL(s MySQL, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 	red.Add(dsn)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, red, red.Err(fmt.Errorf("%s: %w", s.DSNName, err))
+		return nil, err
 	}
 	red.Add(cfg.Passwd)
+	return cfg, nil
+}
+
+// configure sets on cfg what jobwatch relies on: times parsed, timeouts
+// (the DSN's own, else s.Timeout's, else the defaults) and the driver's log.
+func (s MySQL) configure(cfg *mysql.Config, red *Redactor, log *slog.Logger) {
 	// Times are read as time.Time, in the zone of the DSN's loc (UTC unless
 	// it says otherwise).
 	cfg.ParseTime = true
@@ -121,7 +151,6 @@ func LoadMySQL(s MySQL, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 	} else {
 		cfg.Logger = &driverLogger{log: log, red: red}
 	}
-	return cfg, red, nil
 }
 
 // ReadFile reads a password or DSN file: one line, surrounding whitespace

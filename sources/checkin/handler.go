@@ -77,37 +77,81 @@ const spoolVersion = 1
 // ServeHTTP answers /ping/{job}[/{start|fail|skip|exit_code}]. A check-in is
 // acknowledged (200) only once it is on disk.
 func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reject := func(code int, reason, msg string) {
-		s.opts.OnReject(reason)
-		http.Error(w, msg, code)
-	}
 	if r.Method != http.MethodGet && r.Method != http.MethodPost && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD, POST")
-		reject(http.StatusMethodNotAllowed, RejectMethod, "check-ins take GET or POST")
+		s.refuse(w, &refusal{http.StatusMethodNotAllowed, RejectMethod, "check-ins take GET or POST"})
 		return
 	}
+	rec, ref := s.read(w, r)
+	if ref != nil {
+		s.refuse(w, ref)
+		return
+	}
+	s.save(w, rec)
+}
+
+// A refusal is the answer to a check-in that is not saved, counted under
+// its reason unless it has none.
+type refusal struct {
+	code   int
+	reason string
+	msg    string
+}
+
+func (s *Receiver) refuse(w http.ResponseWriter, ref *refusal) {
+	if ref.reason != "" {
+		s.opts.OnReject(ref.reason)
+	}
+	http.Error(w, ref.msg, ref.code)
+}
+
+// read is the check-in r makes: its job and event from the path, its run
+// id, host, pid and skip reason from the query, its output from the body.
+func (s *Receiver) read(w http.ResponseWriter, r *http.Request) (spoolRecord, *refusal) {
 	// A check-in changes state. curl, wget and PowerShell send neither
 	// header; a browser sends them, and a page on another site must not be
 	// able to report a job's success through its visitors' browsers.
 	if crossSite(r) {
-		reject(http.StatusForbidden, RejectCrossSite, "cross-site check-ins are refused")
-		return
+		return spoolRecord{}, &refusal{http.StatusForbidden, RejectCrossSite, "cross-site check-ins are refused"}
 	}
-	rest, ok := strings.CutPrefix(r.URL.Path, s.opts.Prefix)
-	if !ok {
-		reject(http.StatusNotFound, RejectBadPath, "not a check-in URL")
-		return
-	}
-	job, verb, _ := strings.Cut(rest, "/")
-	if strings.Contains(verb, "/") || job == "" {
-		reject(http.StatusNotFound, RejectBadPath, "not a check-in URL: want /ping/JOB or /ping/JOB/{start,fail,skip,EXIT_CODE}")
-		return
-	}
-	if !s.accepts(job) {
-		reject(http.StatusNotFound, RejectUnknownJob, "unknown job")
-		return
+	job, verb, ref := s.route(r.URL.Path)
+	if ref != nil {
+		return spoolRecord{}, ref
 	}
 	rec := spoolRecord{V: spoolVersion, Job: job}
+	if ref := readVerb(&rec, verb); ref != nil {
+		return spoolRecord{}, ref
+	}
+	if ref := readQuery(&rec, r); ref != nil {
+		return spoolRecord{}, ref
+	}
+	output, ref := s.readOutput(w, r)
+	if ref != nil {
+		return spoolRecord{}, ref
+	}
+	rec.Output = output
+	rec.Time = s.opts.Now().UTC()
+	return rec, nil
+}
+
+// route splits a check-in's path into an accepted job and the verb after it.
+func (s *Receiver) route(path string) (job, verb string, ref *refusal) {
+	rest, ok := strings.CutPrefix(path, s.opts.Prefix)
+	if !ok {
+		return "", "", &refusal{http.StatusNotFound, RejectBadPath, "not a check-in URL"}
+	}
+	job, verb, _ = strings.Cut(rest, "/")
+	if strings.Contains(verb, "/") || job == "" {
+		return "", "", &refusal{http.StatusNotFound, RejectBadPath, "not a check-in URL: want /ping/JOB or /ping/JOB/{start,fail,skip,EXIT_CODE}"}
+	}
+	if !s.accepts(job) {
+		return "", "", &refusal{http.StatusNotFound, RejectUnknownJob, "unknown job"}
+	}
+	return job, verb, nil
+}
+
+// readVerb sets rec's event, and an end's status and exit code, from verb.
+func readVerb(rec *spoolRecord, verb string) *refusal {
 	switch verb {
 	case "":
 		rec.Event, rec.Status = "end", "success"
@@ -120,79 +164,78 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		code, err := strconv.Atoi(verb)
 		if err != nil || code < 0 || code > 255 || verb != strconv.Itoa(code) {
-			reject(http.StatusBadRequest, RejectBadExitCode, "exit code must be 0-255")
-			return
+			return &refusal{http.StatusBadRequest, RejectBadExitCode, "exit code must be 0-255"}
 		}
 		rec.Event, rec.Status, rec.ExitCode = "end", "success", &code
 		if code != 0 {
 			rec.Status = "failure"
 		}
 	}
+	return nil
+}
+
+// readQuery sets rec's run id, host, pid and skip reason from r's query.
+func readQuery(rec *spoolRecord, r *http.Request) *refusal {
 	q := r.URL.Query()
 	if rid := q.Get("rid"); rid != "" {
 		if !uuidRE().MatchString(rid) {
-			reject(http.StatusBadRequest, RejectBadRunID, "rid must be a UUID")
-			return
+			return &refusal{http.StatusBadRequest, RejectBadRunID, "rid must be a UUID"}
 		}
 		rec.RunID = strings.ToLower(rid)
 	}
 	rec.Host = clientHost(r)
 	if h := q.Get("host"); h != "" {
 		if len(h) > maxHost || !hostRE().MatchString(h) {
-			reject(http.StatusBadRequest, RejectBadHost, "host must be a host name")
-			return
+			return &refusal{http.StatusBadRequest, RejectBadHost, "host must be a host name"}
 		}
 		rec.Host = h
 	}
 	if p := q.Get("pid"); p != "" {
 		pid, err := strconv.Atoi(p)
 		if err != nil || pid <= 0 || pid > maxPID {
-			reject(http.StatusBadRequest, RejectBadPID, "pid must be a positive integer")
-			return
+			return &refusal{http.StatusBadRequest, RejectBadPID, "pid must be a positive integer"}
 		}
 		rec.PID = pid
 	}
 	if reason := q.Get("reason"); reason != "" || rec.Event == "skip" {
 		switch {
 		case rec.Event != "skip":
-			reject(http.StatusBadRequest, RejectBadReason, "reason is for skips only")
-			return
+			return &refusal{http.StatusBadRequest, RejectBadReason, "reason is for skips only"}
 		case reason == "":
 			reason = "other"
 		case !contains(SkipReasons, reason):
-			reject(http.StatusBadRequest, RejectBadReason, "reason must be one of "+strings.Join(SkipReasons, ", "))
-			return
+			return &refusal{http.StatusBadRequest, RejectBadReason, "reason must be one of " + strings.Join(SkipReasons, ", ")}
 		}
 		rec.Reason = reason
 	}
+	return nil
+}
+
+// readOutput is the end of r's body, up to OutputExcerpt.
+func (s *Receiver) readOutput(w http.ResponseWriter, r *http.Request) (string, *refusal) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody.Load()))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			reject(http.StatusRequestEntityTooLarge, RejectBodyTooLarge, "body larger than max_body ("+strconv.FormatInt(s.maxBody.Load(), 10)+" bytes)")
-			return
+			return "", &refusal{http.StatusRequestEntityTooLarge, RejectBodyTooLarge, "body larger than max_body (" + strconv.FormatInt(s.maxBody.Load(), 10) + " bytes)"}
 		}
-		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
-		return
+		return "", &refusal{http.StatusBadRequest, "", "reading the body: " + err.Error()}
 	}
 	if len(body) > OutputExcerpt {
 		body = body[len(body)-OutputExcerpt:]
 	}
-	rec.Output = string(body)
-	rec.Time = s.opts.Now().UTC()
+	return string(body), nil
+}
 
+// save appends rec to the spool and acknowledges it once it is there.
+func (s *Receiver) save(w http.ResponseWriter, rec spoolRecord) {
 	// A retry of a check-in already acknowledged (same run id and event)
 	// is acknowledged again and applied once.
 	key := dedupKey{job: rec.Job, rid: rec.RunID, event: rec.Event}
 	if rec.RunID != "" {
 		if earlier := s.dedup.claim(key); earlier != nil {
 			<-earlier.done
-			if !earlier.ok {
-				http.Error(w, "check-in not saved; retry", http.StatusServiceUnavailable)
-				return
-			}
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_, _ = io.WriteString(w, "OK\n")
+			acknowledge(w, earlier.ok)
 			return
 		}
 	}
@@ -205,6 +248,13 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.opts.Logger.Error("check-in not saved", "job", rec.Job, "err", err)
+	}
+	acknowledge(w, err == nil)
+}
+
+// acknowledge answers a check-in saved, or not saved and to be retried.
+func acknowledge(w http.ResponseWriter, saved bool) {
+	if !saved {
 		http.Error(w, "check-in not saved; retry", http.StatusServiceUnavailable)
 		return
 	}

@@ -319,60 +319,76 @@ func (d *jdec) value(v *jfield, keep bool, depth int) bool {
 		return false
 	case '[':
 		d.i++
-		d.ws()
-		if d.eat(']') {
-			if keep {
-				*v = jfield{b: []byte{}, ok: true}
-			}
-			return true
-		}
-		if d.i < len(d.b) && (d.b[d.i] == '"' || d.b[d.i] == '[' || d.b[d.i] == 'n') {
-			// Several values: keep the first.
-			for n := 0; ; n++ {
-				var item jfield
-				if !d.value(&item, keep && n == 0, depth+1) {
-					return false
-				}
-				if n == 0 && keep {
-					*v = item
-				}
-				d.ws()
-				if d.eat(']') {
-					return true
-				}
-				if !d.eat(',') {
-					return false
-				}
-				d.ws()
-			}
-		}
-		var buf []byte
-		for {
-			n, ok := d.byteValue()
-			if !ok {
-				return false
-			}
-			if keep {
-				buf = append(buf, n)
-			}
-			d.ws()
-			if d.eat(']') {
-				break
-			}
-			if !d.eat(',') {
-				return false
-			}
-			d.ws()
-		}
+		return d.array(v, keep, depth)
+	}
+	return false
+}
+
+// array reads the rest of an array after its '[': empty, of values (the
+// field held several times), or of byte values.
+func (d *jdec) array(v *jfield, keep bool, depth int) bool {
+	d.ws()
+	if d.eat(']') {
 		if keep {
-			if !utf8.Valid(buf) {
-				buf = bytes.ToValidUTF8(buf, []byte("\uFFFD"))
-			}
-			*v = jfield{b: buf, ok: true}
+			*v = jfield{b: []byte{}, ok: true}
 		}
 		return true
 	}
-	return false
+	if d.i < len(d.b) && (d.b[d.i] == '"' || d.b[d.i] == '[' || d.b[d.i] == 'n') {
+		return d.values(v, keep, depth)
+	}
+	return d.byteValues(v, keep)
+}
+
+// values reads the rest of an array of values, keeping the first.
+func (d *jdec) values(v *jfield, keep bool, depth int) bool {
+	for n := 0; ; n++ {
+		var item jfield
+		if !d.value(&item, keep && n == 0, depth+1) {
+			return false
+		}
+		if n == 0 && keep {
+			*v = item
+		}
+		d.ws()
+		if d.eat(']') {
+			return true
+		}
+		if !d.eat(',') {
+			return false
+		}
+		d.ws()
+	}
+}
+
+// byteValues reads the rest of an array of byte values, a value that is
+// not valid UTF-8; invalid sequences are kept as U+FFFD.
+func (d *jdec) byteValues(v *jfield, keep bool) bool {
+	var buf []byte
+	for {
+		n, ok := d.byteValue()
+		if !ok {
+			return false
+		}
+		if keep {
+			buf = append(buf, n)
+		}
+		d.ws()
+		if d.eat(']') {
+			break
+		}
+		if !d.eat(',') {
+			return false
+		}
+		d.ws()
+	}
+	if keep {
+		if !utf8.Valid(buf) {
+			buf = bytes.ToValidUTF8(buf, []byte("\uFFFD"))
+		}
+		*v = jfield{b: buf, ok: true}
+	}
+	return true
 }
 
 // byteValue reads a number from 0 to 255.

@@ -85,51 +85,12 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		maxEnded:   512,
 		sleep:      sources.Sleep,
 	}
-	if jc.Directory != "" && len(jc.Files) > 0 {
-		return nil, fmt.Errorf("journal source %q: directory and files are exclusive", name)
+	if err := j.selectJournal(jc.Directory, jc.Files); err != nil {
+		return nil, fmt.Errorf("journal source %q: %w", name, err)
 	}
-	if jc.Directory != "" {
-		abs, err := filepath.Abs(jc.Directory)
-		if err != nil {
-			return nil, fmt.Errorf("journal source %q: directory: %w", name, err)
-		}
-		j.dir = abs
-		j.selector = append(j.selector, "--directory="+abs)
-	}
-	for _, f := range jc.Files {
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return nil, fmt.Errorf("journal source %q: file: %w", name, err)
-		}
-		j.selector = append(j.selector, "--file="+abs)
-	}
-	units := make([]string, 0, len(jc.Units))
-	for u, job := range jc.Units {
-		j.units[u] = job
-		j.unitNames[u] = u
-		units = append(units, u)
-	}
-	sort.Strings(units)
-	// UNIT= selects the service manager's entries about a unit,
-	// _SYSTEMD_UNIT= the unit's own output (which carries its PID). Matches
-	// on one field are ORed by journalctl, matches on different fields
-	// ANDed unless "+" separates them: one group per field, not one per
-	// unit and field, each term one lookup in the journal's field index.
-	var groups [][]string
-	if len(units) > 0 {
-		var byUnit, byOwn []string
-		for _, u := range units {
-			byUnit = append(byUnit, "UNIT="+u)
-			byOwn = append(byOwn, "_SYSTEMD_UNIT="+u)
-		}
-		groups = append(groups, byUnit, byOwn)
-	}
-	for i, m := range jc.Cron {
-		re, err := regexp.Compile(m.Match)
-		if err != nil {
-			return nil, fmt.Errorf("journal source %q: cron[%d].match: %w", name, i, err)
-		}
-		j.cron = append(j.cron, cronMatcher{re: re, job: m.Job})
+	groups := j.unitMatches(jc.Units)
+	if err := j.compileCron(jc.Cron); err != nil {
+		return nil, fmt.Errorf("journal source %q: %w", name, err)
 	}
 	if len(j.cron) > 0 {
 		groups = append(groups, []string{"SYSLOG_IDENTIFIER=CRON"})
@@ -144,6 +105,68 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		j.matches = append(j.matches, g...)
 	}
 	return j, nil
+}
+
+// selectJournal sets the journalctl arguments that read the directory or
+// the files instead of the system's journal.
+func (j *Source) selectJournal(dir string, files []string) error {
+	if dir != "" && len(files) > 0 {
+		return errors.New("directory and files are exclusive")
+	}
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("directory: %w", err)
+		}
+		j.dir = abs
+		j.selector = append(j.selector, "--directory="+abs)
+	}
+	for _, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return fmt.Errorf("file: %w", err)
+		}
+		j.selector = append(j.selector, "--file="+abs)
+	}
+	return nil
+}
+
+// unitMatches records the units' jobs and returns the journalctl match
+// groups that select the units' entries.
+func (j *Source) unitMatches(jobs map[string]string) [][]string {
+	units := make([]string, 0, len(jobs))
+	for u, job := range jobs {
+		j.units[u] = job
+		j.unitNames[u] = u
+		units = append(units, u)
+	}
+	if len(units) == 0 {
+		return nil
+	}
+	sort.Strings(units)
+	// UNIT= selects the service manager's entries about a unit,
+	// _SYSTEMD_UNIT= the unit's own output (which carries its PID). Matches
+	// on one field are ORed by journalctl, matches on different fields
+	// ANDed unless "+" separates them: one group per field, not one per
+	// unit and field, each term one lookup in the journal's field index.
+	var byUnit, byOwn []string
+	for _, u := range units {
+		byUnit = append(byUnit, "UNIT="+u)
+		byOwn = append(byOwn, "_SYSTEMD_UNIT="+u)
+	}
+	return [][]string{byUnit, byOwn}
+}
+
+// compileCron compiles the cron daemon's line matchers.
+func (j *Source) compileCron(matchers []CronMatch) error {
+	for i, m := range matchers {
+		re, err := regexp.Compile(m.Match)
+		if err != nil {
+			return fmt.Errorf("cron[%d].match: %w", i, err)
+		}
+		j.cron = append(j.cron, cronMatcher{re: re, job: m.Job})
+	}
+	return nil
 }
 
 func (j *Source) Name() string { return j.name }
@@ -193,26 +216,7 @@ var cursorRE = sync.OnceValue(func() *regexp.Regexp {
 
 // Run reads the journal until ctx is done.
 func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
-	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}}
-	if len(from) > 0 {
-		var p journalPosition
-		if err := json.Unmarshal(from, &p); err != nil {
-			j.log.Warn("saved journal position is unreadable; reading the journal from its start", "err", err)
-			r.resets++
-		} else {
-			r.pos = p
-			for i := range p.Open {
-				run := p.Open[i]
-				r.open[run.ID] = &run
-			}
-			r.open.Trim()
-		}
-	}
-	if r.pos.Cursor != "" && !cursorRE().MatchString(r.pos.Cursor) {
-		j.log.Warn("saved journal cursor is malformed; continuing from its time", "cursor", r.pos.Cursor, "realtime", r.pos.Realtime)
-		r.pos.Cursor = ""
-		r.resets++
-	}
+	r := j.newReader(from, sink)
 	backoff := j.backoffMin
 	health := sources.NewHealth(j.name, sink, j.log)
 	health.DownMsg, health.UpMsg = "cannot read the journal", "journal readable again"
@@ -252,6 +256,32 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 		backoff = min(2*backoff, j.backoffMax)
 	}
 	return nil
+}
+
+// newReader reads on from the position saved in from; one unreadable, or
+// with a malformed cursor, is reset.
+func (j *Source) newReader(from json.RawMessage, sink sources.Sink) *journalReader {
+	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}}
+	if len(from) > 0 {
+		var p journalPosition
+		if err := json.Unmarshal(from, &p); err != nil {
+			j.log.Warn("saved journal position is unreadable; reading the journal from its start", "err", err)
+			r.resets++
+		} else {
+			r.pos = p
+			for i := range p.Open {
+				run := p.Open[i]
+				r.open[run.ID] = &run
+			}
+			r.open.Trim()
+		}
+	}
+	if r.pos.Cursor != "" && !cursorRE().MatchString(r.pos.Cursor) {
+		j.log.Warn("saved journal cursor is malformed; continuing from its time", "cursor", r.pos.Cursor, "realtime", r.pos.Realtime)
+		r.pos.Cursor = ""
+		r.resets++
+	}
+	return r
 }
 
 // journalReader is the state of one Run.
@@ -323,21 +353,10 @@ func (r *journalReader) args(follow bool) []string {
 func (r *journalReader) read(ctx context.Context, follow bool) error {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	args := r.args(follow)
-	cmd := exec.CommandContext(cctx, r.j.journalctl, args...)
 	stderr := &tailBuffer{max: 4096}
-	cmd.Stderr = stderr
-	cmd.WaitDelay = 2 * time.Second
-	out, err := cmd.StdoutPipe()
+	cmd, out, err := r.startJournalctl(cctx, follow, stderr)
 	if err != nil {
-		return fmt.Errorf("journalctl: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting journalctl: %w", err)
-	}
-	r.j.log.Debug("journalctl started", "args", strings.Join(args, " "), "pid", cmd.Process.Pid)
-	if r.j.started != nil {
-		r.j.started(cmd.Process.Pid, follow)
+		return err
 	}
 	r.expect = r.pos.Cursor
 	r.first = true
@@ -351,41 +370,8 @@ func (r *journalReader) read(ctx context.Context, follow bool) error {
 		defer close(lines)
 		readErr = readLines(cctx, out, r.j.maxLine, lines)
 	}()
+	r.applyOutput(ctx, lines, follow)
 
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-loop:
-	for {
-		select {
-		case chunk, ok := <-lines:
-			if !ok {
-				break loop
-			}
-			for _, l := range chunk {
-				r.line(l)
-			}
-			if r.pending >= r.j.maxBatch {
-				r.flush(false) // more may be waiting in the pipe
-			}
-			if r.pending > 0 {
-				timer.Reset(r.j.pause)
-			}
-		case <-timer.C:
-			// journalctl has printed nothing for a pause. Following, it
-			// has printed every entry the journal holds: --follow prints
-			// what there is, flushes its output and only then waits for
-			// more, so its output pauses there and nowhere else but for a
-			// stall (the follower starts from the cursor a catch-up pass
-			// has just reached, so the little it prints first is recent
-			// anyway). That pause is where the source knows it is caught
-			// up: the batch says AtEnd. A catch-up pass pausing is only
-			// slow: its end is its exit, below.
-			r.flush(follow)
-		case <-ctx.Done():
-			break loop
-		}
-	}
 	// A catch-up pass's last batch waits for journalctl's exit: only a
 	// clean exit says it printed everything the journal held.
 	held := !follow && ctx.Err() == nil
@@ -414,6 +400,65 @@ loop:
 		return nil
 	}
 	return err
+}
+
+// startJournalctl starts journalctl, its standard error kept in stderr, and returns
+// its standard output.
+func (r *journalReader) startJournalctl(ctx context.Context, follow bool, stderr *tailBuffer) (*exec.Cmd, io.Reader, error) {
+	args := r.args(follow)
+	cmd := exec.CommandContext(ctx, r.j.journalctl, args...)
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("journalctl: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting journalctl: %w", err)
+	}
+	r.j.log.Debug("journalctl started", "args", strings.Join(args, " "), "pid", cmd.Process.Pid)
+	if r.j.started != nil {
+		r.j.started(cmd.Process.Pid, follow)
+	}
+	return cmd, out, nil
+}
+
+// applyOutput applies the chunks of lines until they end or ctx is done, handing
+// a batch over when it is full and when journalctl's output pauses.
+func (r *journalReader) applyOutput(ctx context.Context, lines <-chan [][]byte, follow bool) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case chunk, ok := <-lines:
+			if !ok {
+				return
+			}
+			for _, l := range chunk {
+				r.line(l)
+			}
+			if r.pending >= r.j.maxBatch {
+				r.flush(false) // more may be waiting in the pipe
+			}
+			if r.pending > 0 {
+				timer.Reset(r.j.pause)
+			}
+		case <-timer.C:
+			// journalctl has printed nothing for a pause. Following, it
+			// has printed every entry the journal holds: --follow prints
+			// what there is, flushes its output and only then waits for
+			// more, so its output pauses there and nowhere else but for a
+			// stall (the follower starts from the cursor a catch-up pass
+			// has just reached, so the little it prints first is recent
+			// anyway). That pause is where the source knows it is caught
+			// up: the batch says AtEnd. A catch-up pass pausing is only
+			// slow: its end is its exit, below.
+			r.flush(follow)
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // exitError is why a run of journalctl did not read the journal through:

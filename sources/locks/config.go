@@ -109,65 +109,86 @@ func (c *Config) Validate(jobs map[string]bool) []error {
 	}
 	seen := map[[2]string]bool{}
 	for i := range c.Locks {
-		l := &c.Locks[i]
-		where := fmt.Sprintf("locks[%d]", i)
-		if l.Job != "" {
-			where = fmt.Sprintf("locks[%d] (job %q)", i, l.Job)
-		}
-		bad := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf(where+": "+format, args...))
-		}
-		switch {
-		case l.Job == "":
-			bad("job is required")
-		case !jobs[l.Job]:
-			bad("job %q is not configured", l.Job)
-		}
-		n := 0
-		for _, set := range []bool{l.Flock != "", l.PIDFile != "", l.Redis != "", l.MySQL != "" || l.MySQLDSNFile != ""} {
-			if set {
-				n++
-			}
-		}
-		if n != 1 || (l.MySQL != "" && l.MySQLDSNFile != "") {
-			bad("exactly one of flock, pidfile, redis, mysql and mysql_dsn_file is required")
-			continue
-		}
-		kind := l.kind()
-		only := func(field string, set bool, kinds ...string) {
-			if set && !strings.Contains(strings.Join(kinds, ","), kind) {
-				bad("%s is not a field of a %s lock", field, kind)
-			}
-		}
-		only("stale_after", l.StaleAfter != 0, kindPIDFile)
-		only("redis_password_file", l.RedisPasswordFile != "", kindRedis)
-		only("key", l.Key != "", kindRedis)
-		only("name", l.Name != "", kindMySQL)
-		if l.StaleAfter < 0 {
-			bad("stale_after must not be negative")
-		}
-		switch kind {
-		case kindRedis:
-			if l.Key == "" {
-				bad("key is required with redis")
-			}
-		case kindMySQL:
-			switch {
-			case l.Name == "":
-				bad("name (the GET_LOCK name) is required with mysql")
-			case len(l.Name) > maxLockName:
-				bad("name %q is longer than GET_LOCK's %d characters", l.Name, maxLockName)
-			}
-		}
+		errs = append(errs, c.Locks[i].validate(i, jobs, seen)...)
+	}
+	return errs
+}
+
+// validate checks locks[i]; seen holds the jobs and labels of the locks
+// before it, and is given this one's.
+func (l *LockConfig) validate(i int, jobs map[string]bool, seen map[[2]string]bool) []error {
+	where := fmt.Sprintf("locks[%d]", i)
+	if l.Job != "" {
+		where = fmt.Sprintf("locks[%d] (job %q)", i, l.Job)
+	}
+	var problems []string
+	switch {
+	case l.Job == "":
+		problems = append(problems, "job is required")
+	case !jobs[l.Job]:
+		problems = append(problems, fmt.Sprintf("job %q is not configured", l.Job))
+	}
+	if l.kinds() != 1 || (l.MySQL != "" && l.MySQLDSNFile != "") {
+		problems = append(problems, "exactly one of flock, pidfile, redis, mysql and mysql_dsn_file is required")
+	} else {
+		problems = append(problems, l.kindProblems()...)
 		if label := l.label(); label != "" {
 			k := [2]string{l.Job, label}
 			if seen[k] {
-				bad("lock %q of job %q is configured twice", label, l.Job)
+				problems = append(problems, fmt.Sprintf("lock %q of job %q is configured twice", label, l.Job))
 			}
 			seen[k] = true
 		}
 	}
+	errs := make([]error, len(problems))
+	for j, p := range problems {
+		errs[j] = errors.New(where + ": " + p)
+	}
 	return errs
+}
+
+// kinds is how many kinds of lock l names.
+func (l *LockConfig) kinds() int {
+	n := 0
+	for _, set := range []bool{l.Flock != "", l.PIDFile != "", l.Redis != "", l.MySQL != "" || l.MySQLDSNFile != ""} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// kindProblems are what is wrong with l's fields for its kind: fields of
+// other kinds, and its kind's fields missing or out of range.
+func (l *LockConfig) kindProblems() []string {
+	var problems []string
+	kind := l.kind()
+	only := func(field string, set bool, kinds ...string) {
+		if set && !strings.Contains(strings.Join(kinds, ","), kind) {
+			problems = append(problems, fmt.Sprintf("%s is not a field of a %s lock", field, kind))
+		}
+	}
+	only("stale_after", l.StaleAfter != 0, kindPIDFile)
+	only("redis_password_file", l.RedisPasswordFile != "", kindRedis)
+	only("key", l.Key != "", kindRedis)
+	only("name", l.Name != "", kindMySQL)
+	if l.StaleAfter < 0 {
+		problems = append(problems, "stale_after must not be negative")
+	}
+	switch kind {
+	case kindRedis:
+		if l.Key == "" {
+			problems = append(problems, "key is required with redis")
+		}
+	case kindMySQL:
+		switch {
+		case l.Name == "":
+			problems = append(problems, "name (the GET_LOCK name) is required with mysql")
+		case len(l.Name) > maxLockName:
+			problems = append(problems, fmt.Sprintf("name %q is longer than GET_LOCK's %d characters", l.Name, maxLockName))
+		}
+	}
+	return problems
 }
 
 // Paths are the config's file names, for resolving against the config
@@ -194,50 +215,10 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 	var errs []error
 	for i := range c.Locks {
 		l := &c.Locks[i]
-		lk := &lock{job: l.Job, label: l.label()}
-		switch l.kind() {
-		case kindFlock:
-			lk.file = newFlock(l.Flock)
-		case kindPIDFile:
-			lk.file = newPIDFile(l.PIDFile, l.StaleAfter.D())
-		case kindRedis:
-			password := ""
-			if l.RedisPasswordFile != "" {
-				pw, err := secret.ReadFile(l.RedisPasswordFile, log)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("lock %q: redis_password_file: %w", lk.label, err))
-					continue
-				}
-				password = pw
-			}
-			id := "redis\x00" + l.Redis + "\x00" + password
-			if clients[id] == nil {
-				client, err := newRedisClient(l.Redis, password)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("lock %q: %w", lk.label, err))
-					continue
-				}
-				clients[id] = &clientOf{redis: client}
-				s.closers = append(s.closers, client.Close)
-			}
-			lk.net = &redisProbe{client: clients[id].redis, key: l.Key, host: host, alive: procfs.Alive}
-		case kindMySQL:
-			id := "mysql\x00" + l.MySQL + "\x00" + l.MySQLDSNFile
-			if clients[id] == nil {
-				cfg, red, err := secret.LoadMySQL(secret.MySQL{DSN: l.MySQL, File: l.MySQLDSNFile, DSNName: "mysql", FileName: "mysql_dsn_file"}, log)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("lock %q: %w", lk.label, err))
-					continue
-				}
-				db, err := newMySQLDB(cfg)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("lock %q: %w", lk.label, red.Err(err)))
-					continue
-				}
-				clients[id] = &clientOf{mysql: db, red: red}
-				s.closers = append(s.closers, db.Close)
-			}
-			lk.net = &redactedProbe{p: &mysqlProbe{db: clients[id].mysql, name: l.Name}, red: clients[id].red}
+		lk, err := s.newLock(l, host, clients)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("lock %q: %w", l.label(), err))
+			continue
 		}
 		s.locks = append(s.locks, lk)
 	}
@@ -246,6 +227,73 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 		return nil, fmt.Errorf("source %q: %w", name, err)
 	}
 	return s, nil
+}
+
+// newLock builds l's probe. clients holds the server connections made for
+// the locks before it, to share.
+func (s *Source) newLock(l *LockConfig, host string, clients map[string]*clientOf) (*lock, error) {
+	lk := &lock{job: l.Job, label: l.label()}
+	switch l.kind() {
+	case kindFlock:
+		lk.file = newFlock(l.Flock)
+	case kindPIDFile:
+		lk.file = newPIDFile(l.PIDFile, l.StaleAfter.D())
+	case kindRedis:
+		c, err := s.redisClient(l, clients)
+		if err != nil {
+			return nil, err
+		}
+		lk.net = &redisProbe{client: c.redis, key: l.Key, host: host, alive: procfs.Alive}
+	case kindMySQL:
+		c, err := s.mysqlClient(l, clients)
+		if err != nil {
+			return nil, err
+		}
+		lk.net = &redactedProbe{p: &mysqlProbe{db: c.mysql, name: l.Name}, red: c.red}
+	}
+	return lk, nil
+}
+
+// redisClient is the client of l's server and password, made by the first
+// lock that names them.
+func (s *Source) redisClient(l *LockConfig, clients map[string]*clientOf) (*clientOf, error) {
+	password := ""
+	if l.RedisPasswordFile != "" {
+		pw, err := secret.ReadFile(l.RedisPasswordFile, s.log)
+		if err != nil {
+			return nil, fmt.Errorf("redis_password_file: %w", err)
+		}
+		password = pw
+	}
+	id := "redis\x00" + l.Redis + "\x00" + password
+	if clients[id] == nil {
+		client, err := newRedisClient(l.Redis, password)
+		if err != nil {
+			return nil, err
+		}
+		clients[id] = &clientOf{redis: client}
+		s.closers = append(s.closers, client.Close)
+	}
+	return clients[id], nil
+}
+
+// mysqlClient is the connection pool of l's DSN, made by the first lock
+// that names it.
+func (s *Source) mysqlClient(l *LockConfig, clients map[string]*clientOf) (*clientOf, error) {
+	id := "mysql\x00" + l.MySQL + "\x00" + l.MySQLDSNFile
+	if clients[id] == nil {
+		cfg, red, err := secret.LoadMySQL(secret.MySQL{DSN: l.MySQL, File: l.MySQLDSNFile, DSNName: "mysql", FileName: "mysql_dsn_file"}, s.log)
+		if err != nil {
+			return nil, err
+		}
+		db, err := newMySQLDB(cfg)
+		if err != nil {
+			return nil, red.Err(err)
+		}
+		clients[id] = &clientOf{mysql: db, red: red}
+		s.closers = append(s.closers, db.Close)
+	}
+	return clients[id], nil
 }
 
 // clientOf is a server connection shared by the locks that name it.

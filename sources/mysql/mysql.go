@@ -316,7 +316,9 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	if r.pos == nil {
 		next, b.Events, err = m.bootstrap(qctx, r.db, r.plan)
 	} else {
-		next, b.Events, b.ParseErrors, more, err = m.pollOnce(qctx, r.db, r.pos)
+		var p polled
+		p, err = m.pollOnce(qctx, r.db, r.pos)
+		next, b.Events, b.ParseErrors, more = p.next, p.events, p.parseErrors, p.more
 		if errors.Is(err, errPositionGone) {
 			m.log.Warn("table has no rows up to the saved position (truncated or replaced?); starting afresh", "saved_id", r.pos.ID)
 			r.resets++
@@ -448,72 +450,44 @@ func (m *Source) bootstrap(ctx context.Context, db *sql.DB, plan indexPlan) (*my
 		return nil, nil, err
 	}
 	pos := &mysqlPosition{V: mysqlPositionVersion, ID: top}
-	// Ids just below the highest may belong to transactions not yet
-	// committed: look for them as gaps.
-	low := max(0, top-mysqlStartTail)
 	if top > 0 {
-		rows, err := db.QueryContext(ctx, "SELECT "+m.q["id"]+" FROM "+m.table+" WHERE "+m.q["id"]+" > ? AND "+m.q["id"]+" <= ? ORDER BY "+m.q["id"], low, top)
+		// Ids just below the highest may belong to transactions not yet
+		// committed: look for them as gaps.
+		low := max(0, top-mysqlStartTail)
+		ids, err := m.idsIn(ctx, db, low, top)
 		if err != nil {
-			return nil, nil, err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, nil, &scanError{err}
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return nil, nil, err
 		}
 		pos.Gaps = removeFound([]mysqlGap{{From: low + 1, To: top, Since: m.now().UTC()}}, ids)
 	}
 	b := &bootstrapper{m: m, top: top, open: map[int64]bool{}}
-	if plan.window() {
-		if err := b.window(ctx, db, !plan.byStatus); err != nil {
-			return nil, nil, err
-		}
+	if err := b.find(ctx, db, plan); err != nil {
+		return nil, nil, err
 	}
-	c := m.q
-	for _, job := range m.jobs {
-		switch {
-		case plan.byStatus:
-			if err := b.lastByStatus(ctx, db, job); err != nil {
-				return nil, nil, err
-			}
-		case plan.byFinished:
-			if err := b.walkBack(ctx, db, job); err != nil {
-				return nil, nil, err
-			}
-		}
-		if !plan.byFinished {
-			continue // found in the window
-		}
-		rows, err := m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["finished_at"]+" IS NULL ORDER BY "+c["started_at"]+" DESC LIMIT "+fmt.Sprint(mysqlBootstrapOpen), job)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, r := range rows {
-			b.addOpen(r)
-		}
-	}
-	for _, job := range m.jobs {
-		for _, class := range bootstrapClasses {
-			if r, ok := b.last[lastKey{job, class}]; ok {
-				if e, _, err := m.rowEvents(r, false); err == nil {
-					b.evs = append(b.evs, e...)
-				}
-			}
-		}
-	}
+	b.addLast()
 	for id := range b.open {
 		pos.Open = append(pos.Open, id)
 	}
 	m.capOpen(pos)
 	return pos, sortEvents(b.evs), nil
+}
+
+// idsIn is the ids above low and up to top, in order.
+func (m *Source) idsIn(ctx context.Context, db *sql.DB, low, top int64) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, "SELECT "+m.q["id"]+" FROM "+m.table+" WHERE "+m.q["id"]+" > ? AND "+m.q["id"]+" <= ? ORDER BY "+m.q["id"], low, top)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, &scanError{err}
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // bootstrapClasses are the results whose last run the first start reads.
@@ -531,6 +505,62 @@ type bootstrapper struct {
 	last map[lastKey]runRow
 	open map[int64]bool
 	evs  []keyedEvent
+}
+
+// find reads, by the look-ups plan allows, each job's last results and its
+// runs in progress.
+func (b *bootstrapper) find(ctx context.Context, db *sql.DB, plan indexPlan) error {
+	if plan.window() {
+		if err := b.window(ctx, db, !plan.byStatus); err != nil {
+			return err
+		}
+	}
+	for _, job := range b.m.jobs {
+		switch {
+		case plan.byStatus:
+			if err := b.lastByStatus(ctx, db, job); err != nil {
+				return err
+			}
+		case plan.byFinished:
+			if err := b.walkBack(ctx, db, job); err != nil {
+				return err
+			}
+		}
+		if !plan.byFinished {
+			continue // found in the window
+		}
+		if err := b.openOf(ctx, db, job); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openOf reads job's latest runs in progress, up to mysqlBootstrapOpen, on
+// the (job, finished_at) index.
+func (b *bootstrapper) openOf(ctx context.Context, db *sql.DB, job string) error {
+	c := b.m.q
+	rows, err := b.m.query(ctx, db, "WHERE "+c["job"]+" = ? AND "+c["finished_at"]+" IS NULL ORDER BY "+c["started_at"]+" DESC LIMIT "+fmt.Sprint(mysqlBootstrapOpen), job)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		b.addOpen(r)
+	}
+	return nil
+}
+
+// addLast adds the events of each job's last run of each result found.
+func (b *bootstrapper) addLast() {
+	for _, job := range b.m.jobs {
+		for _, class := range bootstrapClasses {
+			if r, ok := b.last[lastKey{job, class}]; ok {
+				if e, _, err := b.m.rowEvents(r, false); err == nil {
+					b.evs = append(b.evs, e...)
+				}
+			}
+		}
+	}
 }
 
 // offer keeps r if it is the latest finished run of its job and result
@@ -639,129 +669,183 @@ func (b *bootstrapper) window(ctx context.Context, db *sql.DB, results bool) err
 	return nil
 }
 
+// polled is what one poll read: the position it leads to, the events of the
+// rows it read (in time order), how many rows were not read as runs, and
+// whether rows are left to read at once.
+type polled struct {
+	next        *mysqlPosition
+	events      []model.Event
+	parseErrors int
+	more        bool
+}
+
+// poller gathers what one poll reads.
+type poller struct {
+	m    *Source
+	now  time.Time
+	next *mysqlPosition
+	// open says, by id, whether a row read so far is in progress.
+	open        map[int64]bool
+	evs         []keyedEvent
+	parseErrors int
+}
+
 // pollOnce reads what changed since pos: the runs in progress and the
 // missing ids, re-read by id, then the rows above the highest id.
-func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (next *mysqlPosition, events []model.Event, parseErrors int, more bool, err error) {
+func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (polled, error) {
 	now := m.now().UTC()
 	top, err := m.maxID(ctx, db)
 	if err != nil {
-		return nil, nil, 0, false, err
+		return polled{}, err
 	}
 	if top < pos.ID {
-		return nil, nil, 0, false, errPositionGone
+		return polled{}, errPositionGone
 	}
-	next = pos.clone()
-	var evs []keyedEvent
-	open := make(map[int64]bool, len(pos.Open))
+	p := &poller{m: m, now: now, next: pos.clone(), open: make(map[int64]bool, len(pos.Open))}
 	for _, id := range pos.Open {
-		open[id] = true
+		p.open[id] = true
 	}
 
 	// 1. Re-read the runs in progress and the missing ids.
-	type term struct {
-		sql  string
-		args []any
+	if err := p.reread(ctx, db, pos); err != nil {
+		return polled{}, err
 	}
-	var terms []term
-	for _, id := range pos.Open {
-		terms = append(terms, term{"?", []any{id}})
+	// 2. Read the rows above the highest id.
+	more, err := p.readNew(ctx, db, pos.ID)
+	if err != nil {
+		return polled{}, err
 	}
-	var ranges []term
-	for _, g := range pos.Gaps {
-		if g.From == g.To {
-			terms = append(terms, term{"?", []any{g.From}})
-		} else {
-			ranges = append(ranges, term{"BETWEEN ? AND ?", []any{g.From, g.To}})
-		}
-	}
+	// 3. Forget gaps looked for long enough, and bound the state.
+	p.bound()
+	return polled{next: p.next, events: sortEvents(p.evs), parseErrors: p.parseErrors, more: more}, nil
+}
+
+// reread reads again by id the runs pos has in progress and the ids it has
+// missing, and forgets the gaps whose rows it found.
+func (p *poller) reread(ctx context.Context, db *sql.DB, pos *mysqlPosition) error {
 	seen := map[int64]bool{}
 	var found []int64 // ids found in gaps
-	for i := 0; i < len(terms) || i < len(ranges); i += mysqlChunk {
-		var ors []string
-		var args []any
-		if i < len(terms) {
-			part := terms[i:min(i+mysqlChunk, len(terms))]
-			ors = append(ors, m.q["id"]+" IN ("+strings.Repeat("?, ", len(part)-1)+"?)")
-			for _, t := range part {
-				args = append(args, t.args...)
-			}
-		}
-		if i < len(ranges) {
-			for _, t := range ranges[i:min(i+mysqlChunk, len(ranges))] {
-				ors = append(ors, m.q["id"]+" "+t.sql)
-				args = append(args, t.args...)
-			}
-		}
-		rows, err := m.query(ctx, db, "WHERE "+strings.Join(ors, " OR "), args...)
+	for _, w := range rereadWheres(p.m.q["id"], pos) {
+		rows, err := p.m.query(ctx, db, w.sql, w.args...)
 		if err != nil {
-			return nil, nil, 0, false, err
+			return err
 		}
 		for _, r := range rows {
 			if seen[r.id] {
 				continue
 			}
 			seen[r.id] = true
-			started := open[r.id]
+			started := p.open[r.id]
 			if !started {
 				found = append(found, r.id)
 			}
-			e, isOpen, perr := m.rowEvents(r, started)
-			if perr != nil {
-				parseErrors++
-				m.log.Warn("row not read as a run", "id", r.id, "err", perr)
-			}
-			evs = append(evs, e...)
-			open[r.id] = isOpen
+			p.add(r, started)
 		}
 	}
 	for _, id := range pos.Open {
 		if !seen[id] {
-			m.log.Info("run in progress deleted from the table", "id", id)
-			open[id] = false
+			p.m.log.Info("run in progress deleted from the table", "id", id)
+			p.open[id] = false
 		}
 	}
 	slices.Sort(found)
-	next.Gaps = removeFound(next.Gaps, found)
+	p.next.Gaps = removeFound(p.next.Gaps, found)
+	return nil
+}
 
-	// 2. Read the rows above the highest id.
-	rows, err := m.query(ctx, db, "WHERE "+m.q["id"]+" > ? ORDER BY "+m.q["id"]+" LIMIT "+fmt.Sprint(mysqlBatchRows), pos.ID)
-	if err != nil {
-		return nil, nil, 0, false, err
+// A where is a WHERE clause and its arguments.
+type where struct {
+	sql  string
+	args []any
+}
+
+// rereadWheres are the queries that read again the runs pos has in progress
+// and the ids it has missing, by the column id: each names up to mysqlChunk
+// single ids and mysqlChunk ranges.
+func rereadWheres(id string, pos *mysqlPosition) []where {
+	ids := slices.Clone(pos.Open)
+	var ranges []mysqlGap
+	for _, g := range pos.Gaps {
+		if g.From == g.To {
+			ids = append(ids, g.From)
+		} else {
+			ranges = append(ranges, g)
+		}
 	}
-	prev := pos.ID
+	var out []where
+	for i := 0; i < len(ids) || i < len(ranges); i += mysqlChunk {
+		var ors []string
+		var args []any
+		if i < len(ids) {
+			part := ids[i:min(i+mysqlChunk, len(ids))]
+			ors = append(ors, id+" IN ("+strings.Repeat("?, ", len(part)-1)+"?)")
+			for _, v := range part {
+				args = append(args, v)
+			}
+		}
+		if i < len(ranges) {
+			for _, g := range ranges[i:min(i+mysqlChunk, len(ranges))] {
+				ors = append(ors, id+" BETWEEN ? AND ?")
+				args = append(args, g.From, g.To)
+			}
+		}
+		out = append(out, where{"WHERE " + strings.Join(ors, " OR "), args})
+	}
+	return out
+}
+
+// readNew reads up to mysqlBatchRows rows above the id from, noting the ids
+// it skips as gaps. more says it read a full batch.
+func (p *poller) readNew(ctx context.Context, db *sql.DB, from int64) (more bool, err error) {
+	c := p.m.q
+	rows, err := p.m.query(ctx, db, "WHERE "+c["id"]+" > ? ORDER BY "+c["id"]+" LIMIT "+fmt.Sprint(mysqlBatchRows), from)
+	if err != nil {
+		return false, err
+	}
+	prev := from
 	for _, r := range rows {
 		if r.id > prev+1 {
-			next.Gaps = append(next.Gaps, mysqlGap{From: prev + 1, To: r.id - 1, Since: now})
+			p.next.Gaps = append(p.next.Gaps, mysqlGap{From: prev + 1, To: r.id - 1, Since: p.now})
 		}
 		prev = r.id
-		e, isOpen, perr := m.rowEvents(r, false)
-		if perr != nil {
-			parseErrors++
-			m.log.Warn("row not read as a run", "id", r.id, "err", perr)
-		}
-		evs = append(evs, e...)
-		open[r.id] = isOpen
+		p.add(r, false)
 	}
-	next.ID = prev
-	more = len(rows) == mysqlBatchRows
+	p.next.ID = prev
+	return len(rows) == mysqlBatchRows, nil
+}
 
-	// 3. Forget gaps looked for long enough, and bound the state.
-	next.Gaps = slices.DeleteFunc(next.Gaps, func(g mysqlGap) bool { return now.Sub(g.Since) >= m.late })
+// add keeps r's events and whether it is in progress. started says its
+// Start was emitted already.
+func (p *poller) add(r runRow, started bool) {
+	e, isOpen, err := p.m.rowEvents(r, started)
+	if err != nil {
+		p.parseErrors++
+		p.m.log.Warn("row not read as a run", "id", r.id, "err", err)
+	}
+	p.evs = append(p.evs, e...)
+	p.open[r.id] = isOpen
+}
+
+// bound forgets the gaps looked for longer than the late window and, beyond
+// mysqlMaxGaps, the lowest; the next position keeps the runs still in
+// progress, capped.
+func (p *poller) bound() {
+	next := p.next
+	next.Gaps = slices.DeleteFunc(next.Gaps, func(g mysqlGap) bool { return p.now.Sub(g.Since) >= p.m.late })
 	if len(next.Gaps) > mysqlMaxGaps {
 		slices.SortFunc(next.Gaps, func(a, b mysqlGap) int { return cmp.Compare(a.From, b.From) })
 		drop := len(next.Gaps) - mysqlMaxGaps
-		m.log.Warn("too many missing ids to look for; forgetting the oldest", "dropped_ranges", drop)
+		p.m.log.Warn("too many missing ids to look for; forgetting the oldest", "dropped_ranges", drop)
 		next.Gaps = next.Gaps[drop:]
 	}
 	next.Open = next.Open[:0]
-	for id, o := range open {
+	for id, o := range p.open {
 		if o {
 			next.Open = append(next.Open, id)
 		}
 	}
-	m.capOpen(next)
+	p.m.capOpen(next)
 	next.normalize()
-	return next, sortEvents(evs), parseErrors, more, nil
 }
 
 // capOpen bounds the runs in progress re-read by id every poll to

@@ -47,40 +47,72 @@ func (m *Source) columnTypes() []struct {
 // usable types, that id is indexed, and that jobwatch's user may read it.
 // It returns which of the first start's look-ups have an index.
 func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (plan indexPlan, err error) {
-	schema := m.schema
-	if schema == "" {
-		var cur sql.NullString
-		if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&cur); err != nil {
-			return plan, err
-		}
-		if !cur.Valid {
-			return plan, &schemaError{"no database", "no database selected: name one in the dsn (.../dbname) or write table as database.table"}
-		}
-		schema = cur.String
-	}
-	rows, err := db.QueryContext(ctx,
-		"SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-		schema, m.tableName)
+	schema, err := m.schemaName(ctx, db)
 	if err != nil {
 		return plan, err
 	}
-	type colInfo struct{ typ, key string }
-	have := map[string]colInfo{}
-	for rows.Next() {
-		var name, typ, key string
-		if err := rows.Scan(&name, &typ, &key); err != nil {
-			rows.Close()
-			return plan, err
-		}
-		have[strings.ToLower(name)] = colInfo{strings.ToLower(typ), key}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	have, err := m.tableColumns(ctx, db, schema)
+	if err != nil {
 		return plan, err
 	}
 	if len(have) == 0 {
 		return plan, &schemaError{"table missing", fmt.Sprintf("table %s.%s does not exist (or jobwatch's user may not read it)", schema, m.tableName)}
 	}
+	if err := m.checkColumns(have, schema); err != nil {
+		return plan, err
+	}
+	// The columns exist and have usable types: make sure the user may
+	// SELECT them (information_schema may show columns it may not read).
+	rows, err := db.QueryContext(ctx, "SELECT "+m.selectList+" FROM "+m.table+" LIMIT 0")
+	if err != nil {
+		return plan, err
+	}
+	rows.Close()
+	return m.indexes(ctx, db, schema)
+}
+
+// schemaName is the table's database: the configured one, else the DSN's.
+func (m *Source) schemaName(ctx context.Context, db *sql.DB) (string, error) {
+	if m.schema != "" {
+		return m.schema, nil
+	}
+	var cur sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&cur); err != nil {
+		return "", err
+	}
+	if !cur.Valid {
+		return "", &schemaError{"no database", "no database selected: name one in the dsn (.../dbname) or write table as database.table"}
+	}
+	return cur.String, nil
+}
+
+// colInfo is a column's DATA_TYPE, lower-cased, and its COLUMN_KEY.
+type colInfo struct{ typ, key string }
+
+// tableColumns are the table's columns by lower-cased name, none if the
+// table does not exist or the user may not see it.
+func (m *Source) tableColumns(ctx context.Context, db *sql.DB, schema string) (map[string]colInfo, error) {
+	rows, err := db.QueryContext(ctx,
+		"SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+		schema, m.tableName)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	have := map[string]colInfo{}
+	for rows.Next() {
+		var name, typ, key string
+		if err := rows.Scan(&name, &typ, &key); err != nil {
+			return nil, err
+		}
+		have[strings.ToLower(name)] = colInfo{strings.ToLower(typ), key}
+	}
+	return have, rows.Err()
+}
+
+// checkColumns checks that each configured column is in have, of a usable
+// type, and id indexed.
+func (m *Source) checkColumns(have map[string]colInfo, schema string) error {
 	var missing, wrong []string
 	for _, c := range m.columnTypes() {
 		info, ok := have[strings.ToLower(c.name)]
@@ -94,19 +126,12 @@ func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (plan indexPlan, e
 		}
 	}
 	if len(missing) > 0 {
-		return plan, &schemaError{"column missing", strings.Join(append(missing, wrong...), "; ")}
+		return &schemaError{"column missing", strings.Join(append(missing, wrong...), "; ")}
 	}
 	if len(wrong) > 0 {
-		return plan, &schemaError{"column type", strings.Join(wrong, "; ")}
+		return &schemaError{"column type", strings.Join(wrong, "; ")}
 	}
-	// The columns exist and have usable types: make sure the user may
-	// SELECT them (information_schema may show columns it may not read).
-	rows, err = db.QueryContext(ctx, "SELECT "+m.selectList+" FROM "+m.table+" LIMIT 0")
-	if err != nil {
-		return plan, err
-	}
-	rows.Close()
-	return m.indexes(ctx, db, schema)
+	return nil
 }
 
 // indexPlan says which of the first start's look-ups have an index to run

@@ -60,6 +60,8 @@ func decode(b config.Block) (sources.Config, []error) {
 	return &c, errs
 }
 
+// validate checks the block; jobs, when not nil, are the configured jobs
+// that commands may name.
 func (c *Config) validate(jobs map[string]bool) []error {
 	var errs []error
 	if c.Path == "" {
@@ -68,6 +70,26 @@ func (c *Config) validate(jobs map[string]bool) []error {
 	if c.Lateness < 0 {
 		errs = append(errs, errors.New("late_window must not be negative"))
 	}
+	errs = append(errs, c.validateFormat()...)
+	errs = append(errs, c.validateCommands(jobs)...)
+	if c.Timezone != "" {
+		if _, err := time.LoadLocation(c.Timezone); err != nil {
+			errs = append(errs, fmt.Errorf("timezone %q: unknown zone", c.Timezone))
+		}
+	}
+	groups := map[string]bool{}
+	for _, g := range record.PatternGroups {
+		groups[g] = true
+	}
+	for i, p := range c.Patterns {
+		errs = append(errs, validatePattern(i, p, groups)...)
+	}
+	return errs
+}
+
+// validateFormat checks the format and the keys that only some formats take.
+func (c *Config) validateFormat() []error {
+	var errs []error
 	switch c.Format {
 	case "json", "logfmt":
 		if len(c.Patterns) > 0 {
@@ -98,6 +120,12 @@ func (c *Config) validate(jobs map[string]bool) []error {
 	if l := c.LogLevel(); l < 0 || l > 15 {
 		errs = append(errs, fmt.Errorf("cron_log_level must be 0 to 15 (cron's -L), got %d", l))
 	}
+	return errs
+}
+
+// validateCommands checks that each command has a match and a known job.
+func (c *Config) validateCommands(jobs map[string]bool) []error {
+	var errs []error
 	for i, m := range c.Commands {
 		if _, err := regexp.Compile(m.Match); err != nil {
 			errs = append(errs, fmt.Errorf("commands[%d].match: %w", i, err))
@@ -111,46 +139,41 @@ func (c *Config) validate(jobs map[string]bool) []error {
 			errs = append(errs, fmt.Errorf("commands[%d].job: unknown job %q", i, m.Job))
 		}
 	}
-	if c.Timezone != "" {
-		if _, err := time.LoadLocation(c.Timezone); err != nil {
-			errs = append(errs, fmt.Errorf("timezone %q: unknown zone", c.Timezone))
-		}
+	return errs
+}
+
+// validatePattern checks patterns[i]: its regex's groups are among groups
+// and give, or p names, the time, job and event a record needs.
+func validatePattern(i int, p record.Pattern, groups map[string]bool) []error {
+	re, err := regexp.Compile(p.Regex)
+	if err != nil {
+		return []error{fmt.Errorf("patterns[%d].regex: %w", i, err)}
 	}
-	groups := map[string]bool{}
-	for _, g := range record.PatternGroups {
-		groups[g] = true
-	}
-	for i, p := range c.Patterns {
-		re, err := regexp.Compile(p.Regex)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("patterns[%d].regex: %w", i, err))
+	var errs []error
+	has := map[string]bool{}
+	for _, name := range re.SubexpNames()[1:] {
+		if name == "" {
 			continue
 		}
-		has := map[string]bool{}
-		for _, name := range re.SubexpNames()[1:] {
-			if name == "" {
-				continue
-			}
-			if !groups[name] {
-				errs = append(errs, fmt.Errorf("patterns[%d].regex: unknown group %q (known: %v)", i, name, record.PatternGroups))
-			}
-			has[name] = true
+		if !groups[name] {
+			errs = append(errs, fmt.Errorf("patterns[%d].regex: unknown group %q (known: %v)", i, name, record.PatternGroups))
 		}
-		if !has["time"] {
-			errs = append(errs, fmt.Errorf("patterns[%d].regex: a (?P<time>...) group is required", i))
-		}
-		if !has["job"] && p.Job == "" {
-			errs = append(errs, fmt.Errorf("patterns[%d]: needs a (?P<job>...) group or a job", i))
-		}
-		if !has["event"] && p.Event == "" {
-			errs = append(errs, fmt.Errorf("patterns[%d]: needs an (?P<event>...) group or an event", i))
-		}
-		if p.Event != "" && p.Event != "start" && p.Event != "end" && p.Event != "skip" {
-			errs = append(errs, fmt.Errorf("patterns[%d].event must be start, end, skip or lock_lost, got %q", i, p.Event))
-		}
-		if p.Status != "" && p.Status != "success" && p.Status != "failure" && p.Status != "timeout" {
-			errs = append(errs, fmt.Errorf("patterns[%d].status must be success, failure or timeout, got %q", i, p.Status))
-		}
+		has[name] = true
+	}
+	if !has["time"] {
+		errs = append(errs, fmt.Errorf("patterns[%d].regex: a (?P<time>...) group is required", i))
+	}
+	if !has["job"] && p.Job == "" {
+		errs = append(errs, fmt.Errorf("patterns[%d]: needs a (?P<job>...) group or a job", i))
+	}
+	if !has["event"] && p.Event == "" {
+		errs = append(errs, fmt.Errorf("patterns[%d]: needs an (?P<event>...) group or an event", i))
+	}
+	if p.Event != "" && p.Event != "start" && p.Event != "end" && p.Event != "skip" {
+		errs = append(errs, fmt.Errorf("patterns[%d].event must be start, end, skip or lock_lost, got %q", i, p.Event))
+	}
+	if p.Status != "" && p.Status != "success" && p.Status != "failure" && p.Status != "timeout" {
+		errs = append(errs, fmt.Errorf("patterns[%d].status must be success, failure or timeout, got %q", i, p.Status))
 	}
 	return errs
 }

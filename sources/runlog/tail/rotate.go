@@ -113,15 +113,7 @@ func (s sibling) fingerprintMatches(p Position) bool {
 // saved ModTime, then the path from 0.
 func (t *Tailer) resume(saved Position) {
 	if saved.Offset < 0 || saved.Line < 0 || saved.FPLen < 0 || saved.FPLen > FingerprintBytes {
-		t.log.Warn("invalid saved position; reading the file from the start",
-			"offset", saved.Offset, "line", saved.Line, "fp_len", saved.FPLen)
-		t.resets++
-		t.count(func(st *Stats) { st.Resets++ })
-		if t.openPath() {
-			t.flush(t.cur)
-		} else {
-			t.flush(nil)
-		}
+		t.startOver(saved)
 		return
 	}
 	pf, perr := openFile(t.path)
@@ -132,45 +124,7 @@ func (t *Tailer) resume(saved Position) {
 		t.cur = pf
 		return
 	}
-	sibs := t.siblings()
-	idx := -1
-	for i, s := range sibs {
-		if s.size >= saved.Offset && s.matches(saved) {
-			idx = i
-			break
-		}
-	}
-	if idx < 0 && saved.FPLen > 0 {
-		for i := len(sibs) - 1; i >= 0; i-- {
-			if sibs[i].size >= saved.Offset && sibs[i].fingerprintMatches(saved) {
-				idx = i
-				break
-			}
-		}
-	}
-	var last *Position
-	if idx >= 0 {
-		s := sibs[idx]
-		t.log.Info("resuming in a rotated file", "rotated", s.path, "offset", saved.Offset)
-		if fl, err := openFile(s.path); err == nil {
-			fl.off, fl.readOff, fl.line = saved.Offset, saved.Offset, saved.Line
-			t.startFile(fl)
-			t.read(fl, true)
-			p := fl.position()
-			last = &p
-			fl.f.Close()
-		}
-		t.count(func(st *Stats) { st.Rotations++ })
-		if p := t.readSiblings(after(sibs, idx), pf); p != nil {
-			last = p
-		}
-	} else {
-		t.log.Warn("saved position not found (file replaced, truncated or removed while stopped); reading from the nearest point",
-			"offset", saved.Offset, "line", saved.Line)
-		t.resets++
-		t.count(func(st *Stats) { st.Resets++ })
-		last = t.readSiblings(modifiedSince(sibs, saved.ModTime), pf)
-	}
+	last := t.readRotated(saved, pf)
 	if t.ctx.Err() != nil {
 		if pf != nil {
 			pf.f.Close()
@@ -186,6 +140,71 @@ func (t *Tailer) resume(saved Position) {
 		t.last = last
 	}
 	t.flush(t.cur) // resets not yet reported with lines
+}
+
+// startOver reads the path from its start, counting a reset, for a saved
+// position that is invalid.
+func (t *Tailer) startOver(saved Position) {
+	t.log.Warn("invalid saved position; reading the file from the start",
+		"offset", saved.Offset, "line", saved.Line, "fp_len", saved.FPLen)
+	t.resets++
+	t.count(func(st *Stats) { st.Resets++ })
+	if t.openPath() {
+		t.flush(t.cur)
+	} else {
+		t.flush(nil)
+	}
+}
+
+// readRotated reads the rotated siblings written since saved, except next,
+// the path's file: from saved's offset the one saved was taken from, then
+// those rotated after it; or, if it is gone, counting a reset, those
+// modified since saved's ModTime. It returns the position last read, if any.
+func (t *Tailer) readRotated(saved Position, next *file) *Position {
+	sibs := t.siblings()
+	idx := savedIn(sibs, saved)
+	if idx < 0 {
+		t.log.Warn("saved position not found (file replaced, truncated or removed while stopped); reading from the nearest point",
+			"offset", saved.Offset, "line", saved.Line)
+		t.resets++
+		t.count(func(st *Stats) { st.Resets++ })
+		return t.readSiblings(modifiedSince(sibs, saved.ModTime), next)
+	}
+	var last *Position
+	s := sibs[idx]
+	t.log.Info("resuming in a rotated file", "rotated", s.path, "offset", saved.Offset)
+	if fl, err := openFile(s.path); err == nil {
+		fl.off, fl.readOff, fl.line = saved.Offset, saved.Offset, saved.Line
+		t.startFile(fl)
+		t.read(fl, true)
+		p := fl.position()
+		last = &p
+		fl.f.Close()
+	}
+	t.count(func(st *Stats) { st.Rotations++ })
+	if p := t.readSiblings(after(sibs, idx), next); p != nil {
+		last = p
+	}
+	return last
+}
+
+// savedIn is the index of the sibling saved was taken from, -1 if none:
+// the first with its device, inode and fingerprint, else the newest with
+// its fingerprint (a copytruncate copy).
+func savedIn(sibs []sibling, saved Position) int {
+	for i, s := range sibs {
+		if s.size >= saved.Offset && s.matches(saved) {
+			return i
+		}
+	}
+	if saved.FPLen > 0 {
+		for i := len(sibs) - 1; i >= 0; i-- {
+			if sibs[i].size >= saved.Offset && sibs[i].fingerprintMatches(saved) {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // readNewer reads the siblings rotated after the file last was taken from
