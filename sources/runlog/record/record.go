@@ -349,7 +349,7 @@ type byKind struct {
 	hasDur             bool
 	reason, skipReason string
 	holderPID          int
-	holder             []byte // may alias the line or the scratch buffer
+	holder             string
 	lock               string
 	lockTTL            time.Duration
 }
@@ -468,9 +468,13 @@ func (c *core) lockFields(f *byKind) error {
 	if f.holderPID, _, err = c.integer(fHolderPID, 0, math.MaxInt32); err != nil {
 		return err
 	}
-	if f.holder, err = c.str(fHolder, MaxHolderLen); err != nil {
+	h, err := c.str(fHolder, MaxHolderLen)
+	if err != nil {
 		return err
 	}
+	// Interned now: h may alias the scratch buffer, which reading the
+	// next fields reuses.
+	f.holder = c.holders.get(h)
 	b, err := c.text(fLock)
 	if err != nil {
 		return err
@@ -517,12 +521,12 @@ func (c *core) assign(ev *model.Event, f *byKind) error {
 	case model.Skip:
 		ev.Reason, ev.SkipLabel = f.reason, f.skipReason
 		ev.HolderPID = f.holderPID
-		ev.Lock, ev.Holder = f.lock, c.holders.get(f.holder)
+		ev.Lock, ev.Holder = f.lock, f.holder
 	case model.LockLost:
 		if f.lock == "" || f.lock == "file" {
 			return errors.New("record: lock redis or mysql is required for event lock_lost")
 		}
-		ev.Lock, ev.Holder = f.lock, c.holders.get(f.holder)
+		ev.Lock, ev.Holder = f.lock, f.holder
 		ev.Reason = f.reason
 	}
 	return nil

@@ -536,3 +536,16 @@ func TestFromConfig(t *testing.T) {
 		t.Error("unknown format: no error")
 	}
 }
+
+// A holder and a lock that both need unescaping: the holder is kept as it
+// was read, not as the scratch buffer holds it after the lock.
+func TestHolderKeptPastLaterEscapes(t *testing.T) {
+	line := `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"skip","host":"web1","pid":7,"reason":"locked","holder":"a\u0062cdef","lock":"\u0072edis"}`
+	var ev model.Event
+	if err := NewJSON(Options{}).Parse([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Holder != "abcdef" || ev.Lock != "redis" {
+		t.Fatalf("holder %q lock %q, want abcdef and redis", ev.Holder, ev.Lock)
+	}
+}
