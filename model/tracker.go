@@ -333,48 +333,11 @@ func (t *Tracker) Apply(b Batch) {
 	t.batches++
 	var touched []*job // each job once, in the order first seen
 	for i := range b.Events {
-		ev := &b.Events[i]
-		if ev.Time.After(horizon) {
-			src.ParseErrors++
-			t.opts.Logger.Debug("record dated in the future", "source", b.Source, "job", ev.Job, "time", ev.Time)
-			continue
-		}
-		src.Records++
-		if ev.Time.After(src.clock.seen) {
-			src.clock.seen = ev.Time
-		}
-		j := t.jobs[ev.Job]
-		if j == nil {
-			src.UnknownJob++
-			continue
-		}
-		j.own()
-		if !slices.Contains(j.Sources, b.Source) {
-			j.Sources = append(j.Sources, b.Source)
-		}
-		// History read on first start counts: a job whose only runs
-		// failed has gone without success since its earliest record, not
-		// since jobwatch first watched it.
-		if ev.Time.Before(j.FirstWatched) {
-			j.FirstWatched = ev.Time
-		}
-		if !j.decided.IsZero() && ev.Time.Before(j.decided) {
-			src.LateRecords++
-			t.opts.Logger.Debug("late record: its job has decided past its time", "source", b.Source, "job", ev.Job, "time", ev.Time, "decided_until", j.decided)
-			late := *ev
-			late.late = true
-			if !t.apply(j, &late, b.Source) {
-				src.ParseErrors++
-			}
-		} else {
-			j.hold(ev, b.Source)
-		}
-		if j.batch != t.batches {
+		if j := t.take(src, b.Source, &b.Events[i], horizon); j != nil && j.batch != t.batches {
 			j.batch = t.batches
 			touched = append(touched, j)
 			t.holding[j] = struct{}{}
 		}
-		t.markJob(j)
 	}
 	if !src.clock.reported || src.clock.atEnd != b.AtEnd {
 		t.markSource(b.Source) // its watermark follows the clock, or stops following it
@@ -403,84 +366,60 @@ func (t *Tracker) Apply(b Batch) {
 	}
 }
 
+// take counts a record a source handed over and holds it for its job's
+// watermark, or applies it at once when it is late; it returns the job
+// (nil: none, or a record rejected).
+func (t *Tracker) take(src *source, name string, ev *Event, horizon time.Time) *job {
+	if ev.Time.After(horizon) {
+		src.ParseErrors++
+		t.opts.Logger.Debug("record dated in the future", "source", name, "job", ev.Job, "time", ev.Time)
+		return nil
+	}
+	src.Records++
+	if ev.Time.After(src.clock.seen) {
+		src.clock.seen = ev.Time
+	}
+	j := t.jobs[ev.Job]
+	if j == nil {
+		src.UnknownJob++
+		return nil
+	}
+	j.own()
+	if !slices.Contains(j.Sources, name) {
+		j.Sources = append(j.Sources, name)
+	}
+	// History read on first start counts: a job whose only runs failed
+	// has gone without success since its earliest record, not since
+	// jobwatch first watched it.
+	if ev.Time.Before(j.FirstWatched) {
+		j.FirstWatched = ev.Time
+	}
+	if !j.decided.IsZero() && ev.Time.Before(j.decided) {
+		src.LateRecords++
+		t.opts.Logger.Debug("late record: its job has decided past its time", "source", name, "job", ev.Job, "time", ev.Time, "decided_until", j.decided)
+		late := *ev
+		late.late = true
+		if !t.apply(j, &late, name) {
+			src.ParseErrors++
+		}
+	} else {
+		j.hold(ev, name)
+	}
+	t.markJob(j)
+	return j
+}
+
 // apply applies one event to its job; false: the record repeats one already
 // applied (a second end of a run that just ended), counted as a source's
 // unreadable record rather than as a run.
 func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 	switch ev.Kind {
 	case Start:
-		key := runKey(ev.RunID, ev.Host, ev.PID)
-		if j.openAt(key) >= 0 {
-			return true // the same start read twice: one run
-		}
-		// A late record is not judged against the runs around it: those
-		// before it have been decided.
-		overlapped := !ev.late && j.overlaps(ev.Host)
-		if overlapped {
-			j.Overlaps++
-		}
-		r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src, Overlapped: overlapped}
-		if oldest, full := j.addOpen(r); full {
-			t.closeOldest(j, ev.Job, oldest)
-		}
-		if !ev.late {
-			j.attribute(r)
-		}
-		j.ConsecutiveSkips = 0
-		if ev.LockTTL > 0 && !ev.Time.Before(j.LastStart) {
-			j.LockTTL = ev.LockTTL // the latest start's: the lease configured now
-		}
-		if ev.Time.After(j.LastStart) {
-			j.LastStart = ev.Time
-		}
+		t.applyStart(j, ev, src)
 	case End:
-		r := j.findRun(ev)
-		key := runKey(ev.RunID, ev.Host, ev.PID)
-		if r == nil && j.wasLost(key) {
-			// Already counted as lost; the run's real end came late.
-			t.opts.Logger.Debug("end of a run already closed as lost", "job", ev.Job, "host", ev.Host, "pid", ev.PID)
-			return true
-		}
-		if r == nil && j.endedJustNow(key, ev.Time) {
-			t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
-			return false
-		}
-		dur, hasDur := ev.Duration, ev.HasDuration
-		start := ev.Time.Add(-dur)
-		rr := RecentRunFields{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, Reason: ev.Reason}
-		if hasDur {
-			rr.Start = start
-		}
-		if r != nil {
-			j.closeOpen(r.Key())
-			start = r.Start
-			rr.Start, rr.Host, rr.PID, rr.Overlapped = r.Start, r.Host, r.PID, r.Overlapped
-			if !hasDur && !ev.Time.Before(r.Start) {
-				dur, hasDur = ev.Time.Sub(r.Start), true
-			}
-		}
-		rr.Duration, rr.HasDuration = dur, hasDur
-		j.finish(ev.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
-		j.remember(rr)
-		j.rememberEnd(key, ev.Time)
+		return t.applyEnd(j, ev)
 	case Skip:
-		// A run recorded as started and then marked skipped (a job_runs
-		// row whose status became "skipped") did not run: it leaves the
-		// runs in progress without counting as a finished run.
-		if ev.RunID != "" {
-			j.closeOpen(runKey(ev.RunID, "", 0))
-		}
-		j.Skips++
-		if !ev.late {
-			j.attributeSkip(ev.Time)
-		}
-		label := ev.SkipLabel
-		if label == "" {
-			label = SkipOther
-		}
-		j.AddSkips(label, 1)
-		j.ConsecutiveSkips++
-		j.remember(RecentRunFields{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
+		j.applySkip(ev)
 	case LockLost:
 		// The run goes on (--on-lock-lost=warn) or is killed; its end
 		// record follows and finishes it.
@@ -489,6 +428,90 @@ func (t *Tracker) apply(j *job, ev *Event, src string) bool {
 		}
 	}
 	return true
+}
+
+// applyStart opens a run, judged against the runs in progress and
+// attributed to its slot.
+func (t *Tracker) applyStart(j *job, ev *Event, src string) {
+	if j.openAt(runKey(ev.RunID, ev.Host, ev.PID)) >= 0 {
+		return // the same start read twice: one run
+	}
+	// A late record is not judged against the runs around it: those
+	// before it have been decided.
+	overlapped := !ev.late && j.overlaps(ev.Host)
+	if overlapped {
+		j.Overlaps++
+	}
+	r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src, Overlapped: overlapped}
+	if oldest, full := j.addOpen(r); full {
+		t.closeOldest(j, ev.Job, oldest)
+	}
+	if !ev.late {
+		j.attribute(r)
+	}
+	j.ConsecutiveSkips = 0
+	if ev.LockTTL > 0 && !ev.Time.Before(j.LastStart) {
+		j.LockTTL = ev.LockTTL // the latest start's: the lease configured now
+	}
+	if ev.Time.After(j.LastStart) {
+		j.LastStart = ev.Time
+	}
+}
+
+// applyEnd finishes the run an end record closes (or, when none is open,
+// the run it states); false: it repeats an end just applied.
+func (t *Tracker) applyEnd(j *job, ev *Event) bool {
+	r := j.findRun(ev)
+	key := runKey(ev.RunID, ev.Host, ev.PID)
+	if r == nil && j.wasLost(key) {
+		// Already counted as lost; the run's real end came late.
+		t.opts.Logger.Debug("end of a run already closed as lost", "job", ev.Job, "host", ev.Host, "pid", ev.PID)
+		return true
+	}
+	if r == nil && j.endedJustNow(key, ev.Time) {
+		t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
+		return false
+	}
+	dur, hasDur := ev.Duration, ev.HasDuration
+	start := ev.Time.Add(-dur)
+	rr := RecentRunFields{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, Reason: ev.Reason}
+	if hasDur {
+		rr.Start = start
+	}
+	if r != nil {
+		j.closeOpen(r.Key())
+		start = r.Start
+		rr.Start, rr.Host, rr.PID, rr.Overlapped = r.Start, r.Host, r.PID, r.Overlapped
+		if !hasDur && !ev.Time.Before(r.Start) {
+			dur, hasDur = ev.Time.Sub(r.Start), true
+		}
+	}
+	rr.Duration, rr.HasDuration = dur, hasDur
+	j.finish(ev.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
+	j.remember(rr)
+	j.rememberEnd(key, ev.Time)
+	return true
+}
+
+// applySkip counts a skip, attributed to its slot.
+func (j *job) applySkip(ev *Event) {
+	// A run recorded as started and then marked skipped (a job_runs row
+	// whose status became "skipped") did not run: it leaves the runs in
+	// progress without counting as a finished run.
+	if ev.RunID != "" {
+		j.closeOpen(runKey(ev.RunID, "", 0))
+	}
+	j.Skips++
+	if !ev.late {
+		j.attributeSkip(ev.Time)
+	}
+	label := ev.SkipLabel
+	if label == "" {
+		label = SkipOther
+	}
+	j.AddSkips(label, 1)
+	j.ConsecutiveSkips++
+	j.remember(RecentRunFields{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
 }
 
 // overlaps reports whether a run starting on host overlaps one in progress:
