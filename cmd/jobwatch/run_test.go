@@ -84,7 +84,9 @@ func TestRunRecordsExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
-	got := in.waitFor(5*time.Second, map[string]float64{
+	// The last records were written a moment ago: decided once the run
+	// log's late window has passed them.
+	got := in.waitFor(15*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{job_name="stats",result="success"}`: 2,
 		`jobwatch_job_runs_total{job_name="stats",result="failure"}`: 1,
 		`jobwatch_job_runs_total{job_name="stats",result="timeout"}`: 1,

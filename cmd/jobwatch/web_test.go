@@ -502,8 +502,8 @@ func TestOpenRunCapWarningSummarised(t *testing.T) {
 		lines = append(lines, rec(base.Add(time.Duration(i)*time.Millisecond), "backup", "start", 10000+i, ""))
 	}
 	log.append(lines...)
-	in := startIn(t, bin, dir, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"))
-	in.waitFor(10*time.Second, map[string]float64{`jobwatch_job_runs_total{job_name="backup",result="lost"}`: extra})
+	in := startIn(t, bin, dir, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--sources.startup-hold=0s")
+	in.waitFor(15*time.Second, map[string]float64{`jobwatch_job_runs_total{job_name="backup",result="lost"}`: extra})
 	const msg = "too many runs in progress"
 	if n := strings.Count(in.logs.String(), msg); n != 1 {
 		t.Errorf("%d lines say %q, want 1:\n%s", n, msg, in.logs.String())
