@@ -289,14 +289,32 @@ func TestMySQL(t *testing.T) {
 
 // testMySQLTracker: through the real tracker, two hosts running the same job
 // at once count running=2 and an overlap; a jobwatch restart from the
-// tracker's stored position counts nothing twice.
+// tracker's stored position counts nothing twice. The rows are dated an hour
+// ago, when they are written; the tracker's clock is the runs' own time,
+// which the test moves on once the rows are read, so that their verdicts
+// are made in event time whichever poll read them.
 func testMySQLTracker(t *testing.T, f *fixture) {
-	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Alive: func(int) bool { return true }})
+	now := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+	f.t0 = now
+	var mu sync.Mutex
+	clock := now
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Alive: func(int) bool { return true },
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }})
 	tr.Configure([]model.JobSpec{{Name: "nightly", Schedule: schedule.Every(24 * time.Hour), Scope: "cluster", StaleMultiple: 2}}, // one host at a time: two at once overlap
-		[]model.SourceSpec{{Name: "db", Type: Type}})
+		[]model.SourceSpec{{Name: "db", Type: Type, Runs: true, LateWindow: time.Second}})
+	advance := func(to time.Time) {
+		mu.Lock()
+		clock = to
+		mu.Unlock()
+		tr.Reap()
+	}
 	job := func() model.JobView {
 		jobs, _ := tr.View()
 		return jobs[0]
+	}
+	records := func() uint64 {
+		_, srcs := tr.View()
+		return srcs[0].Records
 	}
 	run := func(from json.RawMessage) (stop func()) {
 		s := f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"nightly"}})
@@ -313,16 +331,15 @@ func testMySQLTracker(t *testing.T, f *fixture) {
 			}
 		}
 	}
-	now := time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
-	f.t0 = now
 	stop := run(nil)
 	waitFor(t, "first start done", func() bool { return tr.Position("db") != nil })
 	a := f.start("nightly", "web1", 100, 0)
 	b := f.start("nightly", "web2", 200, time.Second)
 	f.run("adhoc", "web1", 1, 0, time.Second, "success") // not configured
-	waitFor(t, "two runs open", func() bool { return len(job().Open) == 2 })
-	if j := job(); j.Overlaps != 1 {
-		t.Errorf("overlaps = %d, want 1", j.Overlaps)
+	waitFor(t, "the starts read", func() bool { return records() == 4 })
+	advance(now.Add(30 * time.Second))
+	if j := job(); len(j.Open) != 2 || j.Overlaps != 1 {
+		t.Errorf("running %d overlaps %d, want 2 and 1", len(j.Open), j.Overlaps)
 	}
 	stop()
 
@@ -331,14 +348,16 @@ func testMySQLTracker(t *testing.T, f *fixture) {
 	f.finish(b, 2*time.Minute, "failure")
 	stop = run(tr.Position("db"))
 	defer stop()
+	waitFor(t, "the ends read", func() bool { return records() == 6 })
+	advance(now.Add(3 * time.Minute))
 	waitFor(t, "both runs ended", func() bool { return len(job().Open) == 0 })
 	time.Sleep(50 * time.Millisecond) // more polls: nothing counted twice
 	j := job()
 	if j.RunCounts != [4]uint64{1, 1, 0, 0} || j.Overlaps != 1 {
 		t.Errorf("runs %v overlaps %d, want [1 1 0 0] and 1", j.RunCounts, j.Overlaps)
 	}
-	if _, srcs := tr.View(); srcs[0].UnknownJob != 2 || !srcs[0].Up {
-		t.Errorf("source view %+v, want 2 unknown-job records (start and end), up", srcs[0])
+	if _, srcs := tr.View(); srcs[0].UnknownJob != 2 || !srcs[0].Up || srcs[0].LateRecords != 0 {
+		t.Errorf("source view %+v, want 2 unknown-job records (start and end), up, none late", srcs[0])
 	}
 }
 
