@@ -943,7 +943,14 @@ func TestJournalAtEnd(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "journal")
 		sink, next := follow(t, dir, nil, "")
 		testproc.WaitUntil(t, 10*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
-		if err := journaltest.Append(filepath.Join(dir, "system.journal"), jSuccessRun(h, "stats.service", inv("m1"), 0, 10)); err != nil {
+		// The directory appears with its journal whole: one written in
+		// place exists, empty, before systemd-journal-remote has written
+		// its entries, and a catch-up pass may read it then.
+		ready := dir + ".new"
+		if err := journaltest.Append(filepath.Join(ready, "system.journal"), jSuccessRun(h, "stats.service", inv("m1"), 0, 10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(ready, dir); err != nil {
 			t.Fatal(err)
 		}
 		// Nothing was handed over while the directory was missing: the
