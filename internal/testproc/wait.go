@@ -25,6 +25,13 @@ const maxPoll = 50 * time.Millisecond
 // waiting is pointless (the server it waits for exited) may call t.Fatal.
 func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
 	t.Helper()
+	EventuallyEvery(t, timeout, 0, what, check)
+}
+
+// EventuallyEvery is Eventually looking every so often, for a check that
+// costs (a scrape of 10,000 jobs); every 0 is Eventually's pace.
+func EventuallyEvery(t testing.TB, timeout, every time.Duration, what string, check func() error) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	pause := time.Millisecond
 	for {
@@ -37,6 +44,9 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func() e
 				t.Fatalf("timed out after %s waiting for %s", timeout, what)
 			}
 			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+		}
+		if every > 0 {
+			pause = every
 		}
 		time.Sleep(pause) // paces the looks; the deadline above is what bounds the wait
 		pause = min(2*pause, maxPoll)
@@ -57,7 +67,10 @@ func WaitUntil(t testing.TB, timeout time.Duration, what string, cond func() boo
 var errNotYet = errors.New("not yet")
 
 // Within receives from ch, waiting at most d; ok is false when nothing came
-// (a closed channel counts as something).
+// (a closed channel counts as something). It is for deadlines, which a
+// working program never reaches; a test that checks that nothing comes
+// during a window waits that window where it can be seen (a time.Sleep or
+// time.After in the test, with a comment saying so).
 func Within[T any](ch <-chan T, d time.Duration) (v T, ok bool) {
 	select {
 	case v = <-ch:
