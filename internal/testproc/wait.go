@@ -69,8 +69,8 @@ var errNotYet = errors.New("not yet")
 // Within receives from ch, waiting at most d; ok is false when nothing came
 // (a closed channel counts as something). It is for deadlines, which a
 // working program never reaches; a test that checks that nothing comes
-// during a window waits that window where it can be seen (a time.Sleep or
-// time.After in the test, with a comment saying so).
+// during a window waits that window where it can be seen (a sleep or a
+// timer in the test itself, with a comment saying so).
 func Within[T any](ch <-chan T, d time.Duration) (v T, ok bool) {
 	select {
 	case v = <-ch:
