@@ -121,25 +121,19 @@ scrape_configs:
 		record(now, "e2e_fresh", "end", hostA, 501, "success"),
 		record(now.Add(-time.Second), "e2e_stale", "start", hostA, 601, ""),
 		record(now, "e2e_stale", "end", hostA, 601, "success"),
-		record(now, "e2e_overlap", "start", hostA, 701, ""),
+		record(now.Add(-500*time.Millisecond), "e2e_overlap", "start", hostA, 701, ""),
 	)
-	time.Sleep(500 * time.Millisecond)
-	appendRecords(t, runLog, record(time.Now().UTC(), "e2e_overlap", "start", hostA, 702, ""))
+	appendRecords(t, runLog, record(now, "e2e_overlap", "start", hostA, 702, ""))
 
 	// Both alerts reach Alertmanager, with the right job_name.
 	want := map[string]string{"JobwatchJobStale": "e2e_stale", "JobwatchJobOverlapping": "e2e_overlap"}
 	var got []amAlert
-	deadline := time.Now().Add(40 * time.Second)
-	for {
-		got = amAlerts(t, amAddr)
-		if hasAll(got, want) {
-			break
+	testproc.Eventually(t, 40*time.Second, fmt.Sprintf("Alertmanager to get %v", want), func() error {
+		if got = amAlerts(t, amAddr); !hasAll(got, want) {
+			return fmt.Errorf("it has %s\njobwatch /metrics:\n%s", describe(got), jobwatchMetrics(t, jwAddr))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Alertmanager did not get %v within 40s; it has %s\njobwatch /metrics:\n%s", want, describe(got), jobwatchMetrics(t, jwAddr))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, a := range got {
 		if a.Labels["alertname"] == "JobwatchJobStale" && a.Labels["job_name"] != "e2e_stale" {
 			t.Errorf("JobwatchJobStale for %s, which is not stale", a.Labels["job_name"])
@@ -242,9 +236,7 @@ func startProcess(t *testing.T, name, path string, args ...string) {
 	}()
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
+		if _, ok := testproc.Within(done, 5*time.Second); !ok {
 			cmd.Process.Kill()
 			<-done
 		}
@@ -256,20 +248,17 @@ func startProcess(t *testing.T, name, path string, args ...string) {
 
 func waitHTTP(t *testing.T, name, u string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testproc.Eventually(t, 20*time.Second, name+" ready at "+u, func() error {
 		resp, err := http.Get(u)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready at %s: %v", name, u, err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s", resp.Status)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func record(at time.Time, job, event, host string, pid int, status string) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"jobwatch/internal/mariadbtest"
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 )
 
@@ -47,13 +48,7 @@ func runs(t *testing.T, e *Exporter, job string) [4]uint64 {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testproc.WaitUntil(t, 10*time.Second, what, cond)
 }
 
 func TestRunReloadAndRestart(t *testing.T) {
@@ -109,18 +104,22 @@ func TestRunReloadAndRestart(t *testing.T) {
 		t.Fatalf("runs %v: a record was read twice or lost", got)
 	}
 
-	// A restart takes the saved state and reads nothing twice.
+	// A restart takes the saved state and reads nothing twice: once the
+	// record appended after the restart is read, so is all before it.
 	e2, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() { done <- e2.Run(ctx) }()
-	time.Sleep(200 * time.Millisecond)
+	f, _ = os.OpenFile(filepath.Join(dir, "runs.log"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"time":"2026-11-30T12:00:00Z","job":"stats","event":"end","host":"a","pid":3,"status":"success"}` + "\n")
+	f.Close()
+	waitUntil(t, "the record appended after the restart", func() bool { return runs(t, e2, "stats")[0] == 2 })
 	cancel()
 	<-done
-	if got := runs(t, e2, "stats"); got != [4]uint64{1, 1, 0, 0} {
-		t.Fatalf("after restart: runs %v", got)
+	if got := runs(t, e2, "stats"); got != [4]uint64{2, 1, 0, 0} {
+		t.Fatalf("after restart: runs %v, want the saved 1 and 1 and the new success", got)
 	}
 }
 

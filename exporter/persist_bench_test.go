@@ -17,6 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"jobwatch/internal/testproc"
 )
 
 // benchWindow is how long each persistence benchmark streams records;
@@ -67,10 +69,13 @@ func startStreamBench(b *testing.B, n int) *streamBench {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan error, 1)
 	go func() { s.done <- s.e.Run(ctx) }()
+	// The saves of the catch-up are not part of what is measured: they are
+	// over once the records and the source's health are saved.
 	s.waitRecords(b, uint64(2*n))
-	// The saves of the catch-up are not part of what is measured: a few
-	// save intervals for them to be over.
-	time.Sleep(3 * time.Second)
+	testproc.WaitUntil(b, 2*time.Minute, "the catch-up saved", func() bool {
+		srcs := s.e.Saved().Sources()
+		return len(srcs) == 1 && srcs[0].Up && srcs[0].Records == uint64(2*n)
+	})
 	return s
 }
 
@@ -101,13 +106,7 @@ func (s *streamBench) records() uint64 {
 
 func (s *streamBench) waitRecords(b *testing.B, n uint64) {
 	b.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for s.records() < n {
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out waiting for %d records (read %d)", n, s.records())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testproc.WaitUntil(b, 2*time.Minute, fmt.Sprintf("%d records", n), func() bool { return s.records() >= n })
 }
 
 // stream writes rate records a second, in 20 writes a second, for d.
@@ -127,13 +126,11 @@ func (s *streamBench) stream(b *testing.B, rate int, d time.Duration, during fun
 			}
 		}
 	}()
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if during != nil {
-			during()
-		} else {
-			time.Sleep(50 * time.Millisecond)
-		}
+	if during == nil {
+		time.Sleep(d) // the stream's length: the writer writes meanwhile
+	}
+	for end := time.Now().Add(d); during != nil && time.Now().Before(end); {
+		during()
 	}
 	close(stop)
 	<-finished

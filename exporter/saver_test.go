@@ -120,17 +120,14 @@ func procWrites(t *testing.T) string {
 // makes no save (the only place that writes or fsyncs), however many
 // scrapes come.
 func TestScrapesDoNotWrite(t *testing.T) {
-	_, cs, reg, log := startSaverTest(t, 10*time.Millisecond)
+	e, cs, reg, log := startSaverTest(t, 10*time.Millisecond)
 	appendSuccess(t, log, 1)
-	waitUntil(t, "the record shown", func() bool { return shown(t, reg) == 1 })
-	// Nothing new arrives: the saver is idle once the last change is saved.
-	saves := cs.saves.Load()
-	waitUntil(t, "the saver to be idle", func() bool {
-		time.Sleep(50 * time.Millisecond) // 5 save intervals without a save
-		n := cs.saves.Load()
-		idle := n == saves
-		saves = n
-		return idle
+	// Nothing new arrives: the saver is idle once the last change is
+	// saved, the record and the source's health (its first check comes
+	// within a second of the start).
+	waitUntil(t, "the record and the source's health saved", func() bool {
+		srcs := e.Saved().Sources()
+		return shown(t, reg) == 1 && len(srcs) == 1 && srcs[0].Up
 	})
 	scrapesChangeNothing(t, reg, cs)
 }

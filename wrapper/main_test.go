@@ -15,11 +15,10 @@ import (
 const testEnv = wraptest.Env
 
 // testAfterLockEnv names a file the wrapper creates once it holds the local
-// lock; it then waits slowStart before starting its job, as a wrapper
-// starved of CPU would.
+// lock; it then starts its job only once its standard input has a byte or
+// is closed, as a wrapper starved of CPU would be late to: the test says
+// when.
 const testAfterLockEnv = "JOBWATCH_WRAPPER_TEST_AFTER_LOCK"
-
-const slowStart = 1500 * time.Millisecond
 
 // testHostEnv sets the host the wrapper records (two wrappers as two
 // hosts); testCheckEnv the MySQL lock's check interval.
@@ -33,7 +32,7 @@ func TestMain(m *testing.M) {
 		if marker := os.Getenv(testAfterLockEnv); marker != "" {
 			afterLockHook = func() {
 				os.WriteFile(marker, nil, 0o600)
-				time.Sleep(slowStart)
+				os.Stdin.Read(make([]byte, 1))
 			}
 		}
 		os.Exit(runFromArgs(os.Args[1:]))

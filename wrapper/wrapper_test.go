@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"jobwatch/internal/testproc"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -347,7 +349,7 @@ func TestSignalsForwarded(t *testing.T) {
 				t.Fatal(err)
 			}
 			jobPID := startedJob(t, log)
-			time.Sleep(50 * time.Millisecond) // let sh start its child
+			waitFor(t, "sh to start its child", 10*time.Second, func() bool { return testproc.HasChild(jobPID, "sleep") })
 			cmd.Process.Signal(sig)
 			cmd.Wait()
 			want := 128 + int(sig)
@@ -380,7 +382,7 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 			t.Errorf("pid %d: SIGHUP not ignored (SigIgn %x)", pid, ign)
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // let sh start its child
+	waitFor(t, "sh to start its child", 10*time.Second, func() bool { return testproc.HasChild(jobPID, "sleep") })
 	// An ignored signal is discarded when it is sent; one forwarded would
 	// end the job before the SIGTERM (lower signals are delivered first).
 	cmd.Process.Signal(syscall.SIGHUP)
@@ -552,6 +554,10 @@ func TestLockHolderSlowWrapper(t *testing.T) {
 	locked := filepath.Join(dir, "locked")
 	first := wrapCmd(t, "--log", log, "--lock", lock, "--job", "j", "--", "sleep", "60")
 	first.Env = append(first.Env, testAfterLockEnv+"="+locked)
+	starve, err := first.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -566,9 +572,26 @@ func TestLockHolderSlowWrapper(t *testing.T) {
 		_, err := os.Stat(locked)
 		return err == nil
 	})
-	code, stderr := wrap(t, "--log", log, "--lock", lock, "--skip-exit-code", "75", "--job", "j", "--", "true")
-	if code != 75 {
-		t.Fatalf("second wrapper exited %d (%s), want 75 (skip)", code, stderr)
+	second := wrapCmd(t, "--log", log, "--lock", lock, "--skip-exit-code", "75", "--job", "j", "--", "true")
+	var stderr strings.Builder
+	second.Stderr = &stderr
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if second.ProcessState == nil {
+			second.Process.Kill()
+			second.Wait()
+		}
+	})
+	// The second wrapper has the lock file open: it is about to find it
+	// locked by a wrapper with no job yet. Only now does the first start
+	// its job.
+	waitFor(t, "the second wrapper to open the lock file", 10*time.Second, func() bool { return testproc.HoldsOpen(second.Process.Pid, lock) })
+	starve.Close()
+	second.Wait()
+	if code := second.ProcessState.ExitCode(); code != 75 {
+		t.Fatalf("second wrapper exited %d (%s), want 75 (skip)", code, stderr.String())
 	}
 	// The job exists before its wrapper writes the start record, so the
 	// skip may be written first: wait for both, in either order.
@@ -664,11 +687,7 @@ func TestLogRefusesSymlinkAndNonRegular(t *testing.T) {
 				defer close(done)
 				code, stderr = wrap(t, "--log", log, "--job", "j", "--", "touch", marker)
 			}()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the wrapper hangs on the run log")
-			}
+			testproc.Receive(t, done, 30*time.Second, "the wrapper, which hangs on the run log")
 			if code != ExitWrapper || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d stderr %q, want %d and %q", code, stderr, ExitWrapper, tc.want)
 			}

@@ -179,24 +179,19 @@ func (s *Server) Start() {
 
 	db := s.open("")
 	defer db.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
+	testproc.Eventually(t, 60*time.Second, "mariadbd to accept connections", func() error {
 		select {
 		case <-done:
 			t.Fatalf("mariadbd exited: %s\n%s", s.errorLog(), s.proc.Output())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mariadbd not ready after 60s: %v\n%s", err, s.errorLog())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := db.PingContext(ctx); err != nil {
+			return fmt.Errorf("%w\n%s", err, s.errorLog())
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (s *Server) errorLog() string {

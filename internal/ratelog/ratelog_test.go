@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"jobwatch/internal/testproc"
 )
 
 type fakeClock struct {
@@ -283,13 +285,12 @@ func TestRealClock(t *testing.T) {
 	log.Warn("w", Per())
 	log.Warn("w", Per())
 	var lines []string
-	for deadline := time.Now().Add(10 * time.Second); len(lines) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no summary within 10s; got %q", lines)
+	testproc.Eventually(t, 10*time.Second, "the summary", func() error {
+		if lines = append(lines, buf.lines()...); len(lines) < 2 {
+			return fmt.Errorf("got %q", lines)
 		}
-		time.Sleep(5 * time.Millisecond)
-		lines = append(lines, buf.lines()...)
-	}
+		return nil
+	})
 	if len(lines) != 2 || !strings.Contains(lines[1], "repeated=1 window=10ms") {
 		t.Fatalf("with the real clock, got %q", lines)
 	}

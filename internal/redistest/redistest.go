@@ -6,6 +6,7 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
@@ -79,24 +80,19 @@ func (s *Server) Restart() {
 
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, Protocol: 2, MaxRetries: -1})
 	defer c.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
+	testproc.Eventually(t, 30*time.Second, "redis-server to answer PING", func() error {
 		select {
 		case <-done:
 			t.Fatalf("redis-server exited: %s", s.proc.Output())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server not ready after 30s: %v\n%s", err, s.proc.Output())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := c.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("%w\n%s", err, s.proc.Output())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Stop stops the server (SIGTERM; without persistence nothing is saved)

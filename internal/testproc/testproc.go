@@ -1,6 +1,7 @@
 // Package testproc helps tests that run the real jobwatch binary and other
 // real programs: building it, free loopback addresses, collecting output,
-// running a server process.
+// running a server process, and waiting for what they do (wait.go): a
+// condition, a value on a channel, a process's children or open files.
 package testproc
 
 import (
@@ -122,9 +123,7 @@ func (s *Server) Stop(sig syscall.Signal, grace time.Duration) {
 		return
 	}
 	_ = cmd.Process.Signal(sig)
-	select {
-	case <-done:
-	case <-time.After(grace):
+	if _, ok := Within(done, grace); !ok {
 		_ = cmd.Process.Kill()
 		<-done
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 )
 
@@ -403,11 +404,7 @@ func TestSourceAtEnd(t *testing.T) {
 			take := func(n int) []note {
 				t.Helper()
 				for range n {
-					select {
-					case <-snk.applied:
-					case <-time.After(10 * time.Second):
-						t.Fatal("no batch within 10s")
-					}
+					testproc.Receive(t, snk.applied, 10*time.Second, "a batch")
 				}
 				snk.mu.Lock()
 				defer snk.mu.Unlock()

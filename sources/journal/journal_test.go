@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"jobwatch/internal/journaltest"
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 	"jobwatch/schedule"
 	"jobwatch/sources"
@@ -98,16 +99,27 @@ func (s *jSink) lastHealth() (jHealthCall, bool) {
 	return s.health[len(s.health)-1], true
 }
 
-// jWaitFor polls until cond holds or the timeout passes.
-func jWaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// jSettled waits until the sink holds at least n events and the source
+// has read the journal to its end while following it: the catch-up pass
+// said AtEnd, so has the follower since (its output paused after the entry
+// at the saved cursor and whatever came after it), and the last batch says
+// AtEnd. An entry handed over twice, or an event made of nothing, would
+// have been handed over by then: this is how a test knows nothing more
+// will come.
+func jSettled(t *testing.T, sink *jSink, n int, timeout time.Duration, what string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+	testproc.WaitUntil(t, timeout, what+", and the follower at the journal's end", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		events, atEnds := 0, 0
+		for _, b := range sink.batches {
+			events += len(b.Events)
+			if b.AtEnd {
+				atEnds++
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return events >= n && atEnds >= 2 && sink.batches[len(sink.batches)-1].AtEnd
+	})
 }
 
 func needJournalTools(t testing.TB) {
@@ -154,13 +166,10 @@ func jRun(t *testing.T, j *Source, from json.RawMessage, sink sources.Sink) (sto
 	stop = func() {
 		once.Do(func() {
 			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v", err)
-				}
-			case <-time.After(10 * time.Second):
+			if err, ok := testproc.Within(done, 10*time.Second); !ok {
 				t.Error("Run did not return after cancel")
+			} else if err != nil {
+				t.Errorf("Run returned %v", err)
 			}
 		})
 	}
@@ -359,8 +368,7 @@ func TestJournalCatchUp(t *testing.T) {
 			}
 			sink := &jSink{}
 			stop := jRun(t, newJTestJournal(t, dir, cron), nil, sink)
-			jWaitFor(t, 10*time.Second, "events", func() bool { return len(sink.events()) >= len(tc.want) })
-			time.Sleep(100 * time.Millisecond) // nothing more may come
+			jSettled(t, sink, len(tc.want), 10*time.Second, "events")
 			stop()
 			jCompare(t, sink.events(), tc.want)
 			if pe, resets := sink.totals(); pe != 0 || resets != 0 {
@@ -390,7 +398,7 @@ func TestJournalRestart(t *testing.T) {
 	}
 	sink1 := &jSink{}
 	stop := jRun(t, newJTestJournal(t, dir, nil), nil, sink1)
-	jWaitFor(t, 10*time.Second, "start", func() bool { return len(sink1.events()) == 1 })
+	testproc.WaitUntil(t, 10*time.Second, "start", func() bool { return len(sink1.events()) == 1 })
 	stop()
 	pos := sink1.position()
 	jCompare(t, sink1.events(), []string{"10:00:00 start stats host=web1 pid=900 run=" + inv("r1")})
@@ -408,8 +416,7 @@ func TestJournalRestart(t *testing.T) {
 		"10:01:00 start stats host=web1 pid=950 run=" + inv("r2"),
 		"10:01:03 end stats host=web1 pid=950 run=" + inv("r2") + " success took=3s",
 	}
-	jWaitFor(t, 10*time.Second, "events after restart", func() bool { return len(sink2.events()) >= len(want) })
-	time.Sleep(100 * time.Millisecond)
+	jSettled(t, sink2, len(want), 10*time.Second, "events after restart")
 	jCompare(t, sink2.events(), want)
 	if _, resets := sink2.totals(); resets != 0 {
 		t.Errorf("position resets %d, want 0", resets)
@@ -434,7 +441,7 @@ func TestJournalVacuumedCursor(t *testing.T) {
 	}
 	sink1 := &jSink{}
 	stop := jRun(t, newJTestJournal(t, dir, nil), nil, sink1)
-	jWaitFor(t, 10*time.Second, "first runs", func() bool { return len(sink1.events()) == 3 })
+	testproc.WaitUntil(t, 10*time.Second, "first runs", func() bool { return len(sink1.events()) == 3 })
 	stop()
 
 	// The newer file: the end of the open run, then another run. Then the
@@ -455,8 +462,7 @@ func TestJournalVacuumedCursor(t *testing.T) {
 		"10:01:40 start stats host=web1 pid=200 run=" + inv("v3"),
 		"10:01:42 end stats host=web1 pid=200 run=" + inv("v3") + " failure exit=2 took=2s",
 	}
-	jWaitFor(t, 10*time.Second, "events after vacuum", func() bool { return len(sink2.events()) >= len(want) })
-	time.Sleep(200 * time.Millisecond)
+	jSettled(t, sink2, len(want), 10*time.Second, "events after vacuum")
 	jCompare(t, sink2.events(), want)
 	if _, resets := sink2.totals(); resets != 1 {
 		t.Errorf("position resets %d, want 1", resets)
@@ -477,7 +483,7 @@ func TestJournalForeignCursor(t *testing.T) {
 	}
 	sink1 := &jSink{}
 	stop := jRun(t, newJTestJournal(t, dirA, nil), nil, sink1)
-	jWaitFor(t, 10*time.Second, "runs", func() bool { return len(sink1.events()) == 4 })
+	testproc.WaitUntil(t, 10*time.Second, "runs", func() bool { return len(sink1.events()) == 4 })
 	stop()
 
 	// An entry earlier than the saved time too, as a differently merged journal has.
@@ -491,8 +497,7 @@ func TestJournalForeignCursor(t *testing.T) {
 		"10:01:40 start stats host=web1 pid=30 run=" + inv("x3"),
 		"10:01:43 end stats host=web1 pid=30 run=" + inv("x3") + " success took=3s",
 	}
-	jWaitFor(t, 10*time.Second, "new run", func() bool { return len(sink2.events()) >= len(want) })
-	time.Sleep(200 * time.Millisecond)
+	jSettled(t, sink2, len(want), 10*time.Second, "new run")
 	jCompare(t, sink2.events(), want)
 	if _, resets := sink2.totals(); resets != 1 {
 		t.Errorf("position resets %d, want 1", resets)
@@ -512,8 +517,9 @@ func TestJournalFollow(t *testing.T) {
 	}
 	sink := &jSink{}
 	jRun(t, newJTestJournal(t, dir, []CronMatch{{Match: `stats`, Job: "stats"}}), nil, sink)
-	jWaitFor(t, 10*time.Second, "catch-up", func() bool { return len(sink.events()) == 2 })
-	time.Sleep(300 * time.Millisecond) // let journalctl --follow start
+	// Caught up, and journalctl --follow at the end of the journal: what
+	// is appended now reaches the source through the follower.
+	jSettled(t, sink, 2, 10*time.Second, "catch-up")
 
 	steps := []struct {
 		name    string
@@ -531,10 +537,10 @@ func TestJournalFollow(t *testing.T) {
 		if err := journaltest.Append(st.file, st.entries); err != nil {
 			t.Fatal(err)
 		}
-		jWaitFor(t, 2*time.Second, st.name, func() bool { return len(sink.events()) >= st.total })
+		testproc.WaitUntil(t, 2*time.Second, st.name, func() bool { return len(sink.events()) >= st.total })
 		t.Logf("%s: delivered after %v", st.name, time.Since(began))
 	}
-	time.Sleep(100 * time.Millisecond)
+	jSettled(t, sink, 8, 10*time.Second, "every step's events")
 	jCompare(t, sink.events(), []string{
 		"10:00:00 start stats host=web1 pid=10 run=" + inv("l1"),
 		"10:00:03 end stats host=web1 pid=10 run=" + inv("l1") + " success took=3s",
@@ -567,29 +573,19 @@ func TestJournalFollowerKilled(t *testing.T) {
 	}
 	sink := &jSink{}
 	jRun(t, j, nil, sink)
-	var pid int
-	select {
-	case pid = <-followers:
-	case <-time.After(10 * time.Second):
-		t.Fatal("journalctl --follow did not start")
-	}
-	time.Sleep(200 * time.Millisecond)
+	pid := testproc.Receive(t, followers, 10*time.Second, "journalctl --follow to start")
+	jSettled(t, sink, 2, 10*time.Second, "the first run") // the follower at the journal's end
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if err := journaltest.Append(file, []journaltest.Entry{h.Starting(jAt(60), "stats.service", inv("k2"))}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-followers:
-	case <-time.After(10 * time.Second):
-		t.Fatal("journalctl --follow was not restarted")
-	}
+	testproc.Receive(t, followers, 10*time.Second, "journalctl --follow to be restarted")
 	if err := journaltest.Append(file, []journaltest.Entry{h.Deactivated(jAt(70), "stats.service", inv("k2"))}); err != nil {
 		t.Fatal(err)
 	}
-	jWaitFor(t, 5*time.Second, "runs", func() bool { return len(sink.events()) >= 4 })
-	time.Sleep(100 * time.Millisecond)
+	jSettled(t, sink, 4, 5*time.Second, "runs")
 	jCompare(t, sink.events(), []string{
 		"10:00:00 start stats host=web1 pid=10 run=" + inv("k1"),
 		"10:00:03 end stats host=web1 pid=10 run=" + inv("k1") + " success took=3s",
@@ -610,18 +606,18 @@ func TestJournalHealth(t *testing.T) {
 		j.journalctl = filepath.Join(t.TempDir(), "journalctl")
 		sink := &jSink{}
 		jRun(t, j, nil, sink)
-		jWaitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up && hc.err != nil })
+		testproc.WaitUntil(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up && hc.err != nil })
 	})
 
 	t.Run("directory gone, then back", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "journal")
 		sink := &jSink{}
 		jRun(t, newJTestJournal(t, dir, nil), nil, sink)
-		jWaitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		testproc.WaitUntil(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
 		if err := journaltest.Append(filepath.Join(dir, "system.journal"), jSuccessRun(h, "stats.service", inv("h1"), 0, 10)); err != nil {
 			t.Fatal(err)
 		}
-		jWaitFor(t, 5*time.Second, "healthy with events", func() bool {
+		testproc.WaitUntil(t, 5*time.Second, "healthy with events", func() bool {
 			hc, ok := sink.lastHealth()
 			return ok && hc.up && len(sink.events()) == 2
 		})
@@ -657,7 +653,7 @@ func TestJournalHealth(t *testing.T) {
 		}
 		sink := &jSink{}
 		jRun(t, j, nil, sink)
-		jWaitFor(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		testproc.WaitUntil(t, 5*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
 		hc, _ := sink.lastHealth()
 		if !strings.Contains(strings.ToLower(hc.err.Error()), "permission") {
 			t.Errorf("health error %q does not name permissions", hc.err)
@@ -681,7 +677,7 @@ func TestJournalBatches(t *testing.T) {
 	j := newJTestJournal(t, dir, nil)
 	j.maxBatch = 1000
 	jRun(t, j, nil, sink)
-	jWaitFor(t, 20*time.Second, "all runs", func() bool { return len(sink.events()) == 1400 })
+	testproc.WaitUntil(t, 20*time.Second, "all runs", func() bool { return len(sink.events()) == 1400 })
 	sink.mu.Lock()
 	n := len(sink.batches)
 	sink.mu.Unlock()
@@ -734,7 +730,7 @@ func TestJournalTrackerOverlap(t *testing.T) {
 		return model.JobView{}
 	}
 	jRun(t, newJTestJournal(t, dir, []CronMatch{{Match: `/usr/local/bin/stats\.sh`, Job: "stats"}}), nil, tr)
-	jWaitFor(t, 10*time.Second, "two runs open", func() bool { return len(view().Open) == 2 })
+	testproc.WaitUntil(t, 10*time.Second, "two runs open", func() bool { return len(view().Open) == 2 })
 	if v := view(); v.Overlaps != 1 {
 		t.Errorf("overlaps %d, want 1", v.Overlaps)
 	}
@@ -745,7 +741,7 @@ func TestJournalTrackerOverlap(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	jWaitFor(t, 5*time.Second, "both runs ended", func() bool { return view().RunCounts[0] == 2 })
+	testproc.WaitUntil(t, 5*time.Second, "both runs ended", func() bool { return view().RunCounts[0] == 2 })
 	v := view()
 	if len(v.Open) != 0 || v.Overlaps != 1 || !v.LastSuccess.Equal(jAt(30)) {
 		t.Errorf("open %d, overlaps %d, last success %v; want 0, 1, %v", len(v.Open), v.Overlaps, v.LastSuccess, jAt(30))
@@ -773,7 +769,7 @@ func TestJournalOlderBoot(t *testing.T) {
 	}
 	sink1 := &jSink{}
 	stop := jRun(t, newJTestJournal(t, dir, nil), nil, sink1)
-	jWaitFor(t, 10*time.Second, "start", func() bool { return len(sink1.events()) == 1 })
+	testproc.WaitUntil(t, 10*time.Second, "start", func() bool { return len(sink1.events()) == 1 })
 	stop()
 	if err := journaltest.Append(filepath.Join(dir, "system@old.journal"), []journaltest.Entry{
 		old.FailureResult(jAt(-3500), "stats.service", inv("ob1"), "exit-code"),
@@ -794,8 +790,7 @@ func TestJournalOlderBoot(t *testing.T) {
 		"10:00:00 start stats host=web1 pid=40 run=" + inv("cb1"),
 		"10:00:03 end stats host=web1 pid=40 run=" + inv("cb1") + " success took=3s",
 	}
-	jWaitFor(t, 10*time.Second, "events", func() bool { return len(sink2.events()) >= len(want) })
-	time.Sleep(100 * time.Millisecond)
+	jSettled(t, sink2, len(want), 10*time.Second, "events")
 	jCompare(t, sink2.events(), want)
 }
 
@@ -845,13 +840,7 @@ func TestJournalAtEnd(t *testing.T) {
 		}
 		next := func() jNote {
 			t.Helper()
-			select {
-			case n := <-notes:
-				return n
-			case <-time.After(20 * time.Second):
-				t.Fatal("the source handed nothing over within 20s")
-				return jNote{}
-			}
+			return testproc.Receive(t, notes, 20*time.Second, "the source to hand something over")
 		}
 		jRun(t, j, from, sink)
 		return sink, next
@@ -953,8 +942,15 @@ func TestJournalAtEnd(t *testing.T) {
 	t.Run("directory missing, then there", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "journal")
 		sink, next := follow(t, dir, nil, "")
-		jWaitFor(t, 10*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
-		if err := journaltest.Append(filepath.Join(dir, "system.journal"), jSuccessRun(h, "stats.service", inv("m1"), 0, 10)); err != nil {
+		testproc.WaitUntil(t, 10*time.Second, "unhealthy", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		// The directory appears with its journal whole: one written in
+		// place exists, empty, before systemd-journal-remote has written
+		// its entries, and a catch-up pass may read it then.
+		ready := dir + ".new"
+		if err := journaltest.Append(filepath.Join(ready, "system.journal"), jSuccessRun(h, "stats.service", inv("m1"), 0, 10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(ready, dir); err != nil {
 			t.Fatal(err)
 		}
 		// Nothing was handed over while the directory was missing: the

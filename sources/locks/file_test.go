@@ -2,6 +2,7 @@ package locks
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 )
 
@@ -21,20 +23,18 @@ import (
 // guessed sleep.
 func waitFor(t *testing.T, what string, p fileProber, cond func(model.LockState) bool) model.LockState {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := p.probe(time.Now())
-		if err != nil {
+	var st model.LockState
+	testproc.Eventually(t, 30*time.Second, what, func() error {
+		var err error
+		if st, err = p.probe(time.Now()); err != nil {
 			t.Fatalf("%s: probe: %v", what, err)
 		}
-		if cond(st) {
-			return st
+		if !cond(st) {
+			return fmt.Errorf("last state %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: never happened; last state %+v", what, st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	return st
 }
 
 func needFlock(t *testing.T) string {
@@ -197,11 +197,7 @@ func TestPIDFile(t *testing.T) {
 				defer close(done)
 				st, err = p.probe(now)
 			}()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("probe blocked")
-			}
+			testproc.Receive(t, done, 30*time.Second, "the probe, which blocks")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

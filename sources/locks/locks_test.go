@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"log/slog"
 
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 	"jobwatch/sources"
 )
@@ -99,23 +101,17 @@ locks:
 
 	round := func(n int) model.Batch {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var b model.Batch
+		testproc.WaitUntil(t, 30*time.Second, fmt.Sprintf("round %d", n), func() bool {
 			snk.mu.Lock()
-			got := len(snk.batches)
-			var b model.Batch
-			if got >= n {
-				b = snk.batches[n-1]
+			defer snk.mu.Unlock()
+			if len(snk.batches) < n {
+				return false
 			}
-			snk.mu.Unlock()
-			if got >= n {
-				return b
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d never came", n)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			b = snk.batches[n-1]
+			return true
+		})
+		return b
 	}
 	b := round(1)
 	if b.Source != "locks" || len(b.Locks) != 3 || b.Position != nil || len(b.Events) != 0 {

@@ -6,61 +6,31 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"jobwatch/internal/mariadbtest"
+	"jobwatch/internal/redistest"
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 )
 
-// redisServer is a throwaway redis-server on a free loopback port, keeping
-// nothing on disk.
+// redisServer is a throwaway redis-server (redistest's), which the tests
+// talk to in the inline protocol.
 type redisServer struct {
 	addr string
-	cmd  *exec.Cmd
+	srv  *redistest.Server
 }
 
 func startRedis(t *testing.T) *redisServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatal("redis-server is missing: install the Debian package redis-server")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
-	t.Cleanup(s.stop)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.Dial("tcp", s.addr)
-		if err == nil {
-			c.Close()
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server never listened on %s", s.addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	srv := redistest.Start(t, "")
+	return &redisServer{addr: srv.Addr(), srv: srv}
 }
 
-func (s *redisServer) stop() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-	}
-}
+func (s *redisServer) stop() { s.srv.Stop() }
 
 // do sends one command in the inline protocol and returns the first line of
 // the answer.
@@ -135,20 +105,13 @@ func TestRedisProbe(t *testing.T) {
 	if err != nil || !first.Held {
 		t.Fatalf("short key: %+v %v", first, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testproc.WaitUntil(t, 30*time.Second, "the short key to expire", func() bool {
 		st, err := p.probe(context.Background(), now.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.Held {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("key never expired")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return !st.Held
+	})
 	// Held again: since is the new first sighting.
 	srv.do(t, "SET", "lock:short", "v2", "PX", "60000")
 	if st, _ := p.probe(context.Background(), now.Add(2*time.Second)); !st.HeldSince.Equal(now.Add(2 * time.Second)) {
@@ -212,18 +175,11 @@ func TestMySQLProbe(t *testing.T) {
 	if _, err := db.Exec("KILL " + strconv.FormatInt(connID, 10)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testproc.WaitUntil(t, 30*time.Second, "the lock to go with its connection", func() bool {
 		st, err := p.probe(context.Background(), now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.Held {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("lock still held after its connection was killed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return !st.Held
+	})
 }

@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"jobwatch/config"
 	"jobwatch/internal/mariadbtest"
 	"jobwatch/internal/secret"
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 	"jobwatch/schedule"
 	"jobwatch/sources"
@@ -249,13 +251,27 @@ func wantEvents(t *testing.T, what string, got []string, want ...string) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	testproc.WaitUntil(t, 30*time.Second, what, cond)
+}
+
+// countPolls makes s wait at most every between two polls, and counts its
+// polls: each ends in a wait. A test that checks nothing more comes of
+// further polls waits for them by this count.
+func countPolls(s *Source, every time.Duration) *atomic.Int64 {
+	var n atomic.Int64
+	s.wait = func(ctx context.Context, d time.Duration) bool {
+		n.Add(1)
+		return sources.Sleep(ctx, min(d, every))
 	}
+	return &n
+}
+
+// waitPolls waits until the source has polled k more times than it had
+// when called.
+func waitPolls(t *testing.T, polls *atomic.Int64, k int64, what string) {
+	t.Helper()
+	n := polls.Load()
+	waitFor(t, what, func() bool { return polls.Load() >= n+k })
 }
 
 // TestMySQL runs the tests that share one throwaway server, each in its own
@@ -316,11 +332,10 @@ func testMySQLTracker(t *testing.T, f *fixture) {
 		_, srcs := tr.View()
 		return srcs[0].Records
 	}
+	var polls *atomic.Int64
 	run := func(from json.RawMessage) (stop func()) {
 		s := f.source(f.sourceConfig("db"), sources.Deps{Jobs: []string{"nightly"}})
-		s.wait = func(ctx context.Context, d time.Duration) bool {
-			return sources.Sleep(ctx, min(d, 10*time.Millisecond))
-		}
+		polls = countPolls(s, 10*time.Millisecond)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx, from, tr) }()
@@ -351,7 +366,7 @@ func testMySQLTracker(t *testing.T, f *fixture) {
 	waitFor(t, "the ends read", func() bool { return records() == 6 })
 	advance(now.Add(3 * time.Minute))
 	waitFor(t, "both runs ended", func() bool { return len(job().Open) == 0 })
-	time.Sleep(50 * time.Millisecond) // more polls: nothing counted twice
+	waitPolls(t, polls, 3, "three more polls") // which count nothing twice
 	j := job()
 	if j.RunCounts != [4]uint64{1, 1, 0, 0} || j.Overlaps != 1 {
 		t.Errorf("runs %v overlaps %d, want [1 1 0 0] and 1", j.RunCounts, j.Overlaps)
@@ -719,19 +734,7 @@ func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 				t.Errorf("Check: errors.Is(%v, sources.ErrUnreachable) = %v", err, errors.Is(err, sources.ErrUnreachable))
 			}
 
-			var polls sync.WaitGroup
-			polls.Add(1)
-			var npolls int
-			var pollsMu sync.Mutex
-			s.wait = func(ctx context.Context, d time.Duration) bool {
-				pollsMu.Lock()
-				npolls++
-				if npolls == 6 {
-					polls.Done()
-				}
-				pollsMu.Unlock()
-				return sources.Sleep(ctx, min(d, 20*time.Millisecond))
-			}
+			polls := countPolls(s, 20*time.Millisecond)
 			sink := &recordingSink{}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
@@ -742,7 +745,7 @@ func testMySQLFaults(t *testing.T, srv *mariadbtest.Server) {
 					t.Errorf("Run: %v", err)
 				}
 			})
-			polls.Wait() // six failed polls
+			waitFor(t, "six failed polls", func() bool { return polls.Load() >= 6 })
 			h, ok := sink.lastHealth()
 			if !ok || h.up {
 				t.Fatalf("health %+v, want down", h)
@@ -869,9 +872,7 @@ func TestMySQLServerRestart(t *testing.T) {
 	f := newFixture(t, srv)
 	logs := &logBuffer{}
 	s := f.source(f.sourceConfig("db"), sources.Deps{Logger: logs.logger(), Jobs: []string{"a"}})
-	s.wait = func(ctx context.Context, d time.Duration) bool {
-		return sources.Sleep(ctx, min(d, 20*time.Millisecond))
-	}
+	polls := countPolls(s, 20*time.Millisecond)
 	sink := &recordingSink{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -915,7 +916,7 @@ func TestMySQLServerRestart(t *testing.T) {
 		}
 		return n >= total
 	})
-	time.Sleep(100 * time.Millisecond) // a few more polls: nothing repeated
+	waitPolls(t, polls, 3, "three more polls") // which repeat nothing
 	starts, ends := map[string]int{}, map[string]int{}
 	for _, e := range sink.events() {
 		switch e.Kind {
@@ -955,9 +956,7 @@ func TestMySQLNetworkCut(t *testing.T) {
 	src.DSN = cfg.FormatDSN()
 	logs := &logBuffer{}
 	s := f.source(src, sources.Deps{Logger: logs.logger(), Jobs: []string{"a"}})
-	s.wait = func(ctx context.Context, d time.Duration) bool {
-		return sources.Sleep(ctx, min(d, 20*time.Millisecond))
-	}
+	polls := countPolls(s, 20*time.Millisecond)
 	sink := &recordingSink{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -976,7 +975,7 @@ func TestMySQLNetworkCut(t *testing.T) {
 	waitFor(t, "source down", func() bool { h, _ := sink.lastHealth(); return !h.up })
 	f.finish(open, time.Minute, "success")
 	f.run("a", "h", 2, time.Hour, time.Hour+time.Second, "failure")
-	time.Sleep(time.Second) // several polls time out
+	waitPolls(t, polls, 3, "three polls that time out")
 	if n := logs.count("source down"); n != 1 {
 		t.Errorf("%d 'source down' lines during one cut, want 1:\n%s", n, logs)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"jobwatch/internal/testproc"
 	"jobwatch/sources/runlog/tail"
 )
 
@@ -33,18 +34,6 @@ func (s *errSink) lastErr() error {
 	return s.err
 }
 
-// waitUntil fails the test if ok does not hold within d.
-func waitUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // A named pipe at a run log's path, with its real waker (inotify and
 // polling): the source reports down with the reason within a bound, a
 // cancel stops it at once, and once a regular file replaces the pipe its
@@ -61,7 +50,7 @@ func TestRunLogFIFOIsDownNotStuck(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- src.Run(ctx, nil, sink) }()
-		waitUntil(t, 5*time.Second, "the source reported down", func() bool {
+		testproc.WaitUntil(t, 5*time.Second, "the source reported down", func() bool {
 			up, n := sink.lastHealth()
 			return n > 0 && !up
 		})
@@ -73,20 +62,15 @@ func TestRunLogFIFOIsDownNotStuck(t *testing.T) {
 				t.Fatal(err)
 			}
 			appendLines(t, path, `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"end","host":"a","pid":1,"status":"success"}`)
-			waitUntil(t, 10*time.Second, "the regular file's record was read", func() bool {
+			testproc.WaitUntil(t, 10*time.Second, "the regular file's record was read", func() bool {
 				j, _ := view(t, sink.Tracker, "stats")
 				up, _ := sink.lastHealth()
 				return j.RunCounts[0] == 1 && up
 			})
 		}
 		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(2 * time.Second):
-			t.Fatal("Run did not return within 2s of the cancel")
+		if err := testproc.Receive(t, done, 2*time.Second, "Run to return after the cancel"); err != nil {
+			t.Errorf("Run: %v", err)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package runlog
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 	"jobwatch/schedule"
 	"jobwatch/sources"
@@ -97,8 +97,8 @@ TZ=UTC exec faketime -f '@2026-12-01 09:59:50 x60' /usr/sbin/cron -f -L 15
 `, dir)
 	cmd := exec.Command("unshare", "-m", "-u", "--propagation", "private", "/bin/sh", "-ec", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	stderr := &testproc.Buffer{}
+	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,23 +115,19 @@ TZ=UTC exec faketime -f '@2026-12-01 09:59:50 x60' /usr/sbin/cron -f -L 15
 	defer stopCron()
 
 	// Wait for five failing runs to have ended (five fake minutes).
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		data, _ := os.ReadFile(logPath)
-		if strings.Count(string(data), "END ([") >= 4*5 {
-			break
-		}
+	testproc.Eventually(t, 60*time.Second, "cron to log 5 minutes of runs", func() error {
 		select {
 		case err := <-exited:
 			exited <- err
 			t.Fatalf("cron exited: %v: %s", err, stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cron did not log 5 minutes of runs within 60s: %s\n%s", stderr.String(), data)
+		data, _ := os.ReadFile(logPath)
+		if strings.Count(string(data), "END ([") >= 4*5 {
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%s\n%s", stderr.String(), data)
+	})
 	stopCron()
 	data, err := os.ReadFile(logPath)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 	"jobwatch/schedule"
 	"jobwatch/sources"
@@ -167,13 +168,19 @@ func TestRunLogJSONAndBadLines(t *testing.T) {
 	}
 }
 
-// gatedSink holds every Apply until its gate is closed.
+// gatedSink holds every Apply until its gate is closed, and tells waiting
+// of each Apply that waits.
 type gatedSink struct {
 	*healthSink
-	gate chan struct{}
+	gate    chan struct{}
+	waiting chan struct{}
 }
 
 func (g *gatedSink) Apply(b model.Batch) {
+	select {
+	case g.waiting <- struct{}{}:
+	default:
+	}
 	<-g.gate
 	g.healthSink.Apply(b)
 }
@@ -190,7 +197,7 @@ func TestRunLogAppliesEveryBatchBeforeIdle(t *testing.T) {
 		`{"time":"2026-11-30T11:00:00Z","job":"stats","event":"start","host":"web1","pid":2}`,
 		`{"time":"2026-11-30T11:00:40Z","job":"stats","event":"end","host":"web1","pid":2,"status":"success"}`,
 	)
-	sink := &gatedSink{healthSink: newSink("stats"), gate: make(chan struct{})}
+	sink := &gatedSink{healthSink: newSink("stats"), gate: make(chan struct{}), waiting: make(chan struct{}, 1)}
 	src := newRunLog(t, path, "json")
 	w := tail.NewStepWaker()
 	src.waker = w
@@ -199,10 +206,14 @@ func TestRunLogAppliesEveryBatchBeforeIdle(t *testing.T) {
 	go func() { done <- src.Run(ctx, nil, sink) }()
 	idle := make(chan struct{})
 	go func() { w.Idle(); close(idle) }()
+	// The file read, its batch waits to be applied: from here on a tailer
+	// that went idle early would do so at once. The window is the only way
+	// to see that something does not happen.
+	testproc.Receive(t, sink.waiting, 30*time.Second, "the batch to be handed over")
 	select {
 	case <-idle:
 		t.Fatal("the tailer went idle while its batch waited to be applied")
-	case <-time.After(200 * time.Millisecond): // a tailer going idle early would have by now
+	case <-time.After(200 * time.Millisecond): // a window in which the early idle would come
 	}
 	close(sink.gate)
 	<-idle
@@ -264,23 +275,17 @@ func TestRunLogHealthFollowsTheFile(t *testing.T) {
 	step, _ := runStepped(t, src, sink)
 	waitHealth := func(want bool) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if up, n := sink.lastHealth(); n > 0 && up == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("health never became %v", want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testproc.WaitUntil(t, 5*time.Second, fmt.Sprintf("health %v", want), func() bool {
+			up, n := sink.lastHealth()
+			return n > 0 && up == want
+		})
 	}
 	waitHealth(false)
 	appendLines(t, path, `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"end","host":"a","pid":1,"status":"success"}`)
 	step()
 	waitHealth(true)
 	_, n := sink.lastHealth()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // a window of five health checks, in which none may be reported
 	if _, n2 := sink.lastHealth(); n2 != n {
 		t.Errorf("health reported %d more times without a change", n2-n)
 	}

@@ -153,7 +153,8 @@ func TestRedisRenewal(t *testing.T) {
 		if pttl > ttl*9/10 && time.Since(began) > ttl/2 {
 			renewed = true
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // paces the samples of the key over three TTLs
+
 	}
 	if !renewed {
 		t.Error("the key's TTL was never seen renewed")

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"jobwatch/internal/testproc"
 )
 
 // idleWithin reports whether the Tailer of w finished its pass within d.
@@ -18,13 +20,8 @@ func idleWithin(w *StepWaker, d time.Duration) bool {
 	if w.waiting {
 		return true
 	}
-	select {
-	case <-w.idle:
-		w.waiting = true
-		return true
-	case <-time.After(d):
-		return false
-	}
+	_, w.waiting = testproc.Within(w.idle, d)
+	return w.waiting
 }
 
 // A named pipe, a socket, a device or a directory at the path is refused
@@ -73,9 +70,7 @@ func TestNonRegularPathIsRefused(t *testing.T) {
 			}()
 			if !idleWithin(h.w, 5*time.Second) {
 				cancel()
-				select {
-				case <-h.done:
-				case <-time.After(5 * time.Second):
+				if _, ok := testproc.Within(h.done, 5*time.Second); !ok {
 					t.Fatalf("the Tailer blocked on a %s and a cancel did not stop it", tc.kind)
 				}
 				t.Fatalf("the Tailer's first pass over a %s did not end within 5s", tc.kind)
@@ -118,12 +113,8 @@ func TestFileReplacedByFIFO(t *testing.T) {
 	}
 	done := make(chan []string, 1)
 	go func() { done <- h.step() }()
-	select {
-	case got := <-done:
-		equal(t, "after the pipe replaced the file", got, []string{"two"})
-	case <-time.After(5 * time.Second):
-		t.Fatal("a pass over a named pipe did not end within 5s")
-	}
+	got := testproc.Receive(t, done, 5*time.Second, "a pass over a named pipe to end")
+	equal(t, "after the pipe replaced the file", got, []string{"two"})
 	if err := h.tl.Err(); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("Err() = %v, want ErrNotRegular", err)
 	}

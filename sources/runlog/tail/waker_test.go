@@ -2,16 +2,21 @@ package tail
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"jobwatch/internal/testproc"
 )
 
 // runReal runs a Tailer with a real Waker and sends each line it delivers.
@@ -35,23 +40,26 @@ func runReal(t *testing.T, path string, opts Options) (*Tailer, <-chan string) {
 
 func expectLine(t *testing.T, ch <-chan string, want string, within time.Duration) {
 	t.Helper()
-	select {
-	case got := <-ch:
-		if got != want {
-			t.Fatalf("got line %q, want %q", got, want)
-		}
-	case <-time.After(within):
-		t.Fatalf("line %q not delivered within %v", want, within)
+	if got := testproc.Receive(t, ch, within, fmt.Sprintf("line %q", want)); got != want {
+		t.Fatalf("got line %q, want %q", got, want)
 	}
 }
 
+// expectNoLine checks that no line comes during a window: that something
+// does not happen can only be seen over a span of time.
 func expectNoLine(t *testing.T, ch <-chan string, during time.Duration) {
 	t.Helper()
 	select {
 	case got := <-ch:
 		t.Fatalf("unexpected line %q", got)
-	case <-time.After(during):
+	case <-time.After(during): // the window
 	}
+}
+
+// waitLogged waits until logs has n lines containing substr.
+func waitLogged(t *testing.T, logs *logRecorder, n int, substr string) {
+	t.Helper()
+	testproc.WaitUntil(t, 10*time.Second, fmt.Sprintf("%d log lines %q", n, substr), func() bool { return logs.count(substr) >= n })
 }
 
 // With inotify, appends and rotations are followed well within 1s, although
@@ -60,7 +68,8 @@ func TestFollowsWithInotify(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "runs.log")
 	writeFile(t, path, "a\n")
-	_, ch := runReal(t, path, Options{PollInterval: time.Hour})
+	logs := &logRecorder{}
+	_, ch := runReal(t, path, Options{PollInterval: time.Hour, Logger: slog.New(logs)})
 	expectLine(t, ch, "a", time.Second)
 	for i := range 5 {
 		start := time.Now()
@@ -74,7 +83,7 @@ func TestFollowsWithInotify(t *testing.T) {
 	writeFile(t, path, "rotated\n")
 	expectLine(t, ch, "rotated", time.Second)
 	os.Remove(path)
-	time.Sleep(50 * time.Millisecond)
+	waitLogged(t, logs, 1, "file deleted") // the Tailer saw it gone before it comes back
 	writeFile(t, path, "back\n")
 	expectLine(t, ch, "back", time.Second)
 }
@@ -96,8 +105,8 @@ func TestFollowsByPolling(t *testing.T) {
 func TestDirectoryCreatedLater(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "later")
 	path := filepath.Join(dir, "runs.log")
-	_, ch := runReal(t, path, Options{PollInterval: 100 * time.Millisecond})
-	time.Sleep(150 * time.Millisecond)
+	tl, ch := runReal(t, path, Options{PollInterval: 100 * time.Millisecond})
+	testproc.WaitUntil(t, 10*time.Second, "the Tailer to find the file missing", func() bool { return errors.Is(tl.Err(), fs.ErrNotExist) })
 	os.Mkdir(dir, 0o755)
 	writeFile(t, path, "a\n")
 	expectLine(t, ch, "a", time.Second)
@@ -143,9 +152,7 @@ func TestInotifyOverflow(t *testing.T) {
 	// A Tailer woken by an older event before the overflow reads the lines
 	// first and warns at its next wake-up, which comes at once: wait for
 	// the warnings, then check that none came twice.
-	for deadline := time.Now().Add(5 * time.Second); logs.count("overflowed") < 3 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitLogged(t, logs, 3, "overflowed")
 	h.drop.Store(false)
 	appendFile(t, paths[0], "d\n")
 	expectLine(t, chans[0], "d", time.Second)
@@ -193,10 +200,11 @@ func TestIdleCPU(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	read := 0
+	idle := make([]atomic.Bool, n) // each Tailer has read its file and waits
 	for i := range n {
 		path := filepath.Join(dir, fmt.Sprintf("job%03d.log", i))
 		writeFile(t, path, "line\n")
-		tl := New(path, nil, Options{})
+		tl := New(path, nil, Options{Idle: func() { idle[i].Store(true) }})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -208,23 +216,20 @@ func TestIdleCPU(t *testing.T) {
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testproc.WaitUntil(t, 10*time.Second, "every Tailer to read its line and go idle", func() bool {
 		mu.Lock()
 		r := read
 		mu.Unlock()
-		if r == n {
-			break
+		for i := range idle {
+			if !idle[i].Load() {
+				return false
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d lines read", r, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond)
+		return r == n
+	})
 	before := cpuTime(t)
 	const window = 5 * time.Second
-	time.Sleep(window)
+	time.Sleep(window) // the measurement window
 	used := cpuTime(t) - before
 	share := float64(used) / float64(window)
 	t.Logf("%d idle Tailers used %v CPU in %v (%.2f%% of one core)", n, used, window, 100*share)
@@ -255,12 +260,13 @@ func TestDirectoryRemovedAndRecreated(t *testing.T) {
 	os.Mkdir(dir, 0o755)
 	path := filepath.Join(dir, "runs.log")
 	writeFile(t, path, "a\n")
-	_, ch := runReal(t, path, Options{PollInterval: 100 * time.Millisecond})
+	logs := &logRecorder{}
+	_, ch := runReal(t, path, Options{PollInterval: 100 * time.Millisecond, Logger: slog.New(logs)})
 	expectLine(t, ch, "a", time.Second)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitLogged(t, logs, 1, "file deleted") // the Tailer saw it gone before it comes back
 	os.Mkdir(dir, 0o755)
 	writeFile(t, path, "b\n")
 	expectLine(t, ch, "b", time.Second)
