@@ -342,6 +342,17 @@ func (t *Tracker) Apply(b Batch) {
 	if !src.clock.reported || src.clock.atEnd != b.AtEnd {
 		t.markSource(b.Source) // its watermark follows the clock, or stops following it
 	}
+	if b.AtEnd {
+		// At its end its watermark moves up to the clock: the records held
+		// are decided with this batch, not a decision tick later (a
+		// catch-up's last save then shows them).
+		for j := range t.holding {
+			if j.batch != t.batches && t.jobs[j.spec.Name] == j {
+				j.batch = t.batches
+				touched = append(touched, j)
+			}
+		}
+	}
 	if b.AtEnd && !src.clock.endedOnce {
 		t.unended = nil
 	}
@@ -724,7 +735,10 @@ func (t *Tracker) Reap() {
 			if r.goneSince.IsZero() {
 				r.goneSince = now
 			}
-			if now.Sub(r.goneSince) < t.opts.LostAfter || j.endHeld(r) {
+			// Its end record, written before the process went, is dated
+			// before it was seen gone: lost only once the job has decided
+			// past that, and the end has not come.
+			if now.Sub(r.goneSince) < t.opts.LostAfter || !j.decided.After(r.goneSince) || j.endHeld(r) {
 				continue
 			}
 			t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", "process is gone")
