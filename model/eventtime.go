@@ -394,10 +394,10 @@ func (j *job) sorted() {
 	_ = append(out, tail...)
 }
 
-// kindOrder orders records of one instant: a lost lock before the end it
-// comes with, an end before a start (a run that ends as the next starts
-// does not overlap it).
-var kindOrder = [...]int{LockLost: 0, End: 1, Skip: 2, Start: 3}
+// kindOrder orders one run's records of one instant: its start before what
+// ends it (jobwatch run writes a start and then, when the lock is held, a
+// skip of the same run, often in the same millisecond).
+var kindOrder = [...]int{Start: 0, LockLost: 1, End: 2, Skip: 3}
 
 func kindRank(k Kind) int {
 	if int(k) < len(kindOrder) {
@@ -406,18 +406,18 @@ func kindRank(k Kind) int {
 	return len(kindOrder)
 }
 
-// compareEvents is the order records are applied in: by time, then by
-// everything they hold, so that records of one instant are applied in the
-// same order whichever source handed them over first.
+// compareEvents is the order records are applied in: by time, then by run
+// and kind, then by everything they hold, so that records of one instant
+// are applied in the same order whichever source handed them over first.
 func compareEvents(a, b *Event) int {
 	if c := a.Time.Compare(b.Time); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)); c != 0 {
-		return c
-	}
 	if a.RunID != b.RunID || a.Host != b.Host || a.PID != b.PID {
 		return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.Host, b.Host), cmp.Compare(a.PID, b.PID))
+	}
+	if c := cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)); c != 0 {
+		return c
 	}
 	return cmp.Or(
 		cmp.Compare(a.Result, b.Result), cmp.Compare(a.ExitCode, b.ExitCode), compareBool(a.HasExitCode, b.HasExitCode),

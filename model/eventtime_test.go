@@ -561,3 +561,19 @@ func TestSourceThatNeverReads(t *testing.T) {
 		t.Errorf("the job broken reported before: %d held, want 2 (it waits for broken)", len(j.Pending))
 	}
 }
+
+// jobwatch run writes a run's start and then, when the lock is held, a
+// skip of the same run, often in the same millisecond: the start comes
+// first, so the skip closes it.
+func TestStartThenSkipOfOneInstant(t *testing.T) {
+	clock := &fakeClock{now: oracleEnd}
+	tr := oracleTracker(clock, 1)
+	at := oracleStart.Add(time.Minute)
+	tr.Apply(Batch{Source: "s0", AtEnd: true, Events: []Event{
+		{Kind: Skip, Job: "host", Host: "a", PID: 7, RunID: "r1", Time: at, SkipLabel: "locked"},
+		{Kind: Start, Job: "host", Host: "a", PID: 7, RunID: "r1", Time: at},
+	}})
+	if j := jobView(t, tr, "host"); len(j.Open) != 0 || j.Skips != 1 {
+		t.Fatalf("running %d skips %d, want 0 and 1", len(j.Open), j.Skips)
+	}
+}
