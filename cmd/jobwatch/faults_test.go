@@ -472,7 +472,7 @@ func TestStateDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSaved(uint64(2 * total))
-	stuck := in.waitUntil(3*time.Second, "saves resuming", func(m map[string]float64) bool { return m[successes] == float64(total) })[failures]
+	stuck := in.waitUntil(15*time.Second, "saves resuming", func(m map[string]float64) bool { return m[successes] == float64(total) })[failures] // records a moment old: decided once the late window has passed
 	log.append(success(base.Add(time.Hour), "stats", 300)...)
 	total++
 	waitSaved(uint64(2 * total))
