@@ -218,7 +218,7 @@ func TestEndToEnd(t *testing.T) {
 	// Appends show up within a second or two.
 	log.append(success(base.Add(time.Hour), "stats", 101)...)
 	log.append(rec(base.Add(time.Hour+time.Minute), "stats", "skip", 102, `"reason":"locked","holder_pid":101`))
-	in.waitFor(2*time.Second, map[string]float64{
+	in.waitFor(10*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{job_name="stats",result="success"}`: 2,
 		`jobwatch_job_skips_total{job_name="stats",reason="locked"}`: 1,
 		`jobwatch_job_consecutive_skips{job_name="stats"}`:           1,
