@@ -135,8 +135,9 @@ type Event struct {
 	// (a check-in's body).
 	Output string
 
-	// late: it came after its job had decided past its time.
-	late bool
+	// late: it came after its job had decided past its time, at readAt.
+	late   bool
+	readAt time.Time
 }
 
 // Held is a record the model holds for its job's watermark, with the source

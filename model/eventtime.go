@@ -328,13 +328,18 @@ func (t *Tracker) decideJob(j *job, now time.Time) {
 
 // timeOut closes as lost, at start plus timeout, the runs whose job's
 // timeout ended before at (in event time: a run whose end is held with the
-// records still pending is not closed).
+// records still pending is not closed). A run whose start came late is
+// closed only once at has passed the moment it was read: its end, written
+// after it, may come a moment later, in the next batch, and the job has
+// decided past its timeout already.
 func (t *Tracker) timeOut(j *job, at time.Time) {
 	if j.spec.Timeout <= 0 {
 		return
 	}
 	for len(j.open) > 0 {
-		i := slices.IndexFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(at) })
+		i := slices.IndexFunc(j.open, func(r *Run) bool {
+			return r.Start.Add(j.spec.Timeout).Before(at) && !at.Before(r.readLate)
+		})
 		if i < 0 {
 			return
 		}

@@ -331,6 +331,37 @@ func TestEventTimeCases(t *testing.T) {
 			t.Fatalf("overlaps %d running %d successes %d durations %d; want 0 0 5 5", j.Overlaps, len(j.Open), j.RunCounts[0], j.Durations.Count)
 		}
 	})
+	t.Run("a late start, its end in the next batch", func(t *testing.T) {
+		// Read again after a restart whose saves had failed: the start of
+		// a run past its timeout comes late, alone at the end of what the
+		// log holds, and its end a moment later.
+		clock := &fakeClock{now: min(30, 0)}
+		tr := held(clock)
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: run(20, 20)})
+		tr.Apply(Batch{Source: "s1", AtEnd: true})
+		clock.Advance(15 * time.Second)
+		tr.Reap() // the hold is over: decided to about now
+		r := run(5, 5)
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: r[:1]})
+		clock.Advance(500 * time.Millisecond)
+		tr.DecideHeld()
+		tr.Reap()
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: r[1:]})
+		clock.Advance(10 * time.Second)
+		tr.Reap()
+		j := jobView(t, tr, "host")
+		if j.RunCounts[0] != 2 || j.RunCounts[3] != 0 || len(j.Open) != 0 {
+			t.Fatalf("successes %d lost %d running %d; want 2 0 0", j.RunCounts[0], j.RunCounts[3], len(j.Open))
+		}
+		// A late start whose end never comes is lost once its source's
+		// late window has passed.
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: run(6, 6)[:1]})
+		clock.Advance(10 * time.Second)
+		tr.Reap()
+		if j := jobView(t, tr, "host"); j.RunCounts[3] != 1 || len(j.Open) != 0 {
+			t.Fatalf("lost %d running %d; want 1 0", j.RunCounts[3], len(j.Open))
+		}
+	})
 	t.Run("a source behind the other at start", func(t *testing.T) {
 		clock := &fakeClock{now: min(10, 0)}
 		tr := held(clock)

@@ -147,6 +147,10 @@ type Run struct {
 	Overlapped bool
 
 	goneSince time.Time // when its process was first seen gone
+	// readLate: when it was read, for a start read after its job had
+	// decided past its time; not saved (a restart reads it again, or has
+	// its end).
+	readLate time.Time
 }
 
 // SourceState is what jobwatch knows of one source; it is saved with the

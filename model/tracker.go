@@ -409,7 +409,7 @@ func (t *Tracker) take(src *source, name string, ev *Event, horizon time.Time) *
 		src.LateRecords++
 		t.opts.Logger.Debug("late record: its job has decided past its time", "source", name, "job", ev.Job, "time", ev.Time, "decided_until", j.decided)
 		late := *ev
-		late.late = true
+		late.late, late.readAt = true, t.clock.now()
 		if !t.apply(j, &late, name) {
 			src.ParseErrors++
 		}
@@ -454,6 +454,9 @@ func (t *Tracker) applyStart(j *job, ev *Event, src string) {
 		j.Overlaps++
 	}
 	r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src, Overlapped: overlapped}
+	if ev.late {
+		r.readLate = ev.readAt
+	}
 	if oldest, full := j.addOpen(r); full {
 		t.closeOldest(j, ev.Job, oldest)
 	}

@@ -152,10 +152,9 @@ func (l runLog) append(lines ...string) {
 		l.t.Fatal(err)
 	}
 	defer f.Close()
-	for _, line := range lines {
-		if _, err := f.WriteString(line + "\n"); err != nil {
-			l.t.Fatal(err)
-		}
+	// One write: a source reads the records of one append together.
+	if _, err := f.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
+		l.t.Fatal(err)
 	}
 }
 
