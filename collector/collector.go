@@ -92,7 +92,7 @@ type parts int
 
 const (
 	allParts    parts = iota
-	sourceParts       // sources and locks: Handler renders the jobs
+	sourceParts       // sources and their observations: Handler renders the jobs
 	jobParts          // jobs only: Handler's fallback for protobuf
 )
 
@@ -107,7 +107,7 @@ func New(m Viewer, now func() time.Time) *Collector {
 	return &Collector{model: m, now: now}
 }
 
-// NewSources returns a collector of m's sources and locks only: the jobs
+// NewSources returns a collector of m's sources and their observations only: the jobs
 // are rendered by a Handler.
 func NewSources(m Viewer, now func() time.Time) *Collector {
 	c := New(m, now)
@@ -128,9 +128,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc, sourceLateDesc} {
 		ch <- d
 	}
-	for _, d := range lockDescs {
-		ch <- d
-	}
+	describeObservations(ch)
 }
 
 // jobDescs are the families of each job, as collectJob emits them.
@@ -175,9 +173,7 @@ func collectSource(ch chan<- prometheus.Metric, s *model.SourceView, now time.Ti
 	ch <- prometheus.MustNewConstMetric(sourceUnknownJobDesc, prometheus.CounterValue, float64(s.UnknownJob), s.Name)
 	ch <- prometheus.MustNewConstMetric(sourceResetsDesc, prometheus.CounterValue, float64(s.PositionResets), s.Name)
 	ch <- prometheus.MustNewConstMetric(sourceLateDesc, prometheus.CounterValue, float64(s.LateRecords), s.Name)
-	for i := range s.Locks {
-		collectLock(ch, &s.Locks[i], unix(now))
-	}
+	collectObservations(ch, s, now)
 }
 
 // sink takes the metrics of a job: as client_golang's const metrics

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"jobwatch/model"
+	"jobwatch/observation"
 	"jobwatch/schedule"
 )
 
@@ -57,10 +58,12 @@ func everyKind(t *testing.T, now time.Time) *model.Tracker {
 		{Kind: model.Start, Job: "adhoc", Host: "web1", PID: 9, Time: now.Add(-time.Minute)},
 		{Kind: model.Skip, Job: `odd "name"\x`, Host: "web1", PID: 3, Time: now.Add(-time.Minute), SkipLabel: "disabled"},
 		{Kind: model.Skip, Job: "stats", Host: "web1", PID: 4, Time: now.Add(-time.Minute), SkipLabel: "maintenance"}, // a label a regex source declares
-	}, Locks: []model.LockState{
-		{Job: "stats", Lock: "/run/stats.lock", Kind: "flock", Held: true, Holder: "pid 4300", Alive: model.HolderAlive, HeldSince: now.Add(-time.Hour)},
-		{Job: "backup", Lock: "backup", Kind: "redis", Held: true, Holder: "db1", HasTTL: true, TTL: time.Minute, ProbeErrors: 2},
-		{Job: "nightly", Lock: "nightly", Kind: "mysql", ProbeErrors: 1},
+	}, Observations: []observation.Observation{
+		{Kind: "widgets", Job: "stats", Key: "/run/stats.widget", Samples: []observation.Sample{
+			{Metric: "widget_up", Value: 1}, {Metric: "widget_age_seconds", Since: now.Add(-time.Hour)}, {Metric: "widget_owner_info", Value: 1, Label: "pid 4300"},
+		}},
+		{Kind: "widgets", Job: "backup", Key: "backup", Samples: []observation.Sample{{Metric: "widget_up", Value: 0}, {Metric: "widget_errors_total", Value: 2}}},
+		{Kind: "unregistered", Job: "backup", Key: "x", Samples: []observation.Sample{{Metric: "x", Value: 1}}},
 	}})
 	return tr
 }
@@ -718,4 +721,53 @@ func TestDecisionsBehind(t *testing.T) {
 	tr.SetHealth("a", false, nil)
 	now = now.Add(time.Hour)
 	check("3602")
+}
+
+// A kind of observation of the tests' own, rendered as the locks source's
+// are: the collector knows no source.
+func init() {
+	observation.Register(observation.Kind{Name: "widgets", Title: "Widgets", Key: "widget", Metrics: []observation.Metric{
+		{Name: "widget_up", Help: "1 while the widget is up."},
+		{Name: "widget_age_seconds", Help: "Seconds since the widget started."},
+		{Name: "widget_owner_info", Help: "Who owns the widget.", Label: "owner"},
+		{Name: "widget_errors_total", Help: "Errors of the widget.", Counter: true},
+	}})
+}
+
+// TestObservationsRendered: a source's observations are rendered by their
+// registered kind, "since" samples at scrape time; a kind not registered is
+// left out.
+func TestObservationsRendered(t *testing.T) {
+	now := t0.Add(2*time.Hour + 30*time.Minute)
+	saved := savedOf(everyKind(t, now))
+	c := NewSources(savedFunc(func() *model.Saved { return saved }), func() time.Time { return now })
+	want := `
+# HELP jobwatch_widget_age_seconds Seconds since the widget started.
+# TYPE jobwatch_widget_age_seconds gauge
+jobwatch_widget_age_seconds{job_name="stats",widget="/run/stats.widget"} 3600
+# HELP jobwatch_widget_errors_total Errors of the widget.
+# TYPE jobwatch_widget_errors_total counter
+jobwatch_widget_errors_total{job_name="backup",widget="backup"} 2
+# HELP jobwatch_widget_owner_info Who owns the widget.
+# TYPE jobwatch_widget_owner_info gauge
+jobwatch_widget_owner_info{job_name="stats",owner="pid 4300",widget="/run/stats.widget"} 1
+# HELP jobwatch_widget_up 1 while the widget is up.
+# TYPE jobwatch_widget_up gauge
+jobwatch_widget_up{job_name="backup",widget="backup"} 0
+jobwatch_widget_up{job_name="stats",widget="/run/stats.widget"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "jobwatch_widget_up", "jobwatch_widget_age_seconds", "jobwatch_widget_owner_info", "jobwatch_widget_errors_total"); err != nil {
+		t.Error(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "jobwatch_x" {
+			t.Error("an observation of a kind not registered is rendered")
+		}
+	}
 }

@@ -6,6 +6,8 @@ package model
 import (
 	"encoding/json"
 	"time"
+
+	"jobwatch/observation"
 )
 
 // Kind says what happened to a run.
@@ -162,9 +164,9 @@ type Batch struct {
 	PositionResets int
 	// Position is opaque to the model; nil leaves the stored one unchanged.
 	Position json.RawMessage
-	// Locks, from a lock probe, replace the source's lock states when not
-	// nil.
-	Locks []LockState
+	// Observations, of the kinds the source observes besides runs (a lock
+	// probe's lock states), replace the source's latest ones when not nil.
+	Observations []observation.Observation
 	// AtEnd: the source has handed over everything there was to read when
 	// it made this batch (a run log read to its end, a poll that found no
 	// more rows). Until its next batch, a record it hands over is dated at

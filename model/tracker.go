@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"jobwatch/internal/ratelog"
+	"jobwatch/observation"
 	"jobwatch/schedule"
 )
 
@@ -158,8 +159,8 @@ var endedSeed = maphash.MakeSeed()
 type source struct {
 	typ string
 	SourceState
-	locks []LockState // from a lock probe's last round
-	clock sourceClock
+	observations []observation.Observation // its latest batch's, not saved
+	clock        sourceClock
 }
 
 // New returns a Tracker watching no jobs yet; call Configure.
@@ -364,11 +365,11 @@ func (t *Tracker) Apply(b Batch) {
 	if b.Position != nil {
 		src.Position = append(json.RawMessage(nil), b.Position...)
 	}
-	locksChanged := false
-	if b.Locks != nil && !slices.Equal(b.Locks, src.locks) {
-		src.locks, locksChanged = slices.Clone(b.Locks), true
+	observed := false
+	if b.Observations != nil && !observation.Equal(b.Observations, src.observations) {
+		src.observations, observed = slices.Clone(b.Observations), true
 	}
-	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil || locksChanged {
+	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil || observed {
 		t.markSource(b.Source) // an empty poll leaves nothing new to save
 	}
 	for _, j := range touched {
@@ -815,8 +816,8 @@ type SourceView struct {
 	Name, Type string
 	Up         bool
 	SourceState
-	Locks []LockState // of a lock probe
-	clock sourceClock // for JobView.DecisionsBehind
+	Observations []observation.Observation // its latest, of kinds besides runs
+	clock        sourceClock               // for JobView.DecisionsBehind
 }
 
 // View copies the live state, jobs and sources sorted by name. Scrapes

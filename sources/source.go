@@ -11,7 +11,10 @@
 //	func init() { sources.Register("mysql", decode) }
 //
 // sources/all imports every such package; adding a kind of source is one
-// new package and one line there.
+// new package and one line there. A source that observes more than runs
+// (lock states) also registers the kind of what it observes with
+// observation.Register, and hands observations over with its batches; the
+// model, the collector and the status page render them by their kind.
 package sources
 
 import (

@@ -53,10 +53,12 @@ type PageOptions struct {
 type pageData struct {
 	PageOptions
 	Report
-	Job    *Job
-	Missed []time.Time
-	Counts []stateCount
-	Now    time.Time
+	Job *Job
+	// Observed: the job's observations besides runs, as lines by kind.
+	Observed []observedList
+	Missed   []time.Time
+	Counts   []stateCount
+	Now      time.Time
 }
 
 type stateCount struct {
@@ -82,7 +84,11 @@ func WriteIndex(w io.Writer, rep Report, o PageOptions) error {
 // WriteJob writes one job's page; missed are its expected runs that no run
 // started for, within the span of its recent runs.
 func WriteJob(w io.Writer, rep Report, j *Job, missed []time.Time, o PageOptions) error {
-	d := pageData{PageOptions: defaults(o), Report: rep, Job: j, Missed: missed, Now: rep.GeneratedAt}
+	observed, err := observedLists(j.Observations)
+	if err != nil {
+		return err
+	}
+	d := pageData{PageOptions: defaults(o), Report: rep, Job: j, Observed: observed, Missed: missed, Now: rep.GeneratedAt}
 	return pages().ExecuteTemplate(w, "job", d)
 }
 

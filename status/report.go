@@ -77,7 +77,9 @@ type Job struct {
 
 	Running    []RunningRun `json:"running"`
 	RecentRuns []Run        `json:"recent_runs"`
-	Locks      []Lock       `json:"locks"`
+	// Observations: what sources observe of it besides runs (its locks'
+	// states), by kind.
+	Observations Observations `json:"observations"`
 }
 
 // Durations are quantiles of a job's last finished runs' durations.
@@ -119,17 +121,6 @@ type Run struct {
 	Overlapped bool `json:"overlapped,omitempty"`
 }
 
-// Lock is what a lock probe sees of one of the job's locks.
-type Lock struct {
-	Lock        string   `json:"lock"`
-	Kind        string   `json:"kind"`
-	Held        bool     `json:"held"`
-	Holder      string   `json:"holder,omitempty"`
-	HolderAlive *bool    `json:"holder_alive"`
-	HeldSeconds *float64 `json:"held_seconds,omitempty"`
-	TTLSeconds  *float64 `json:"ttl_seconds,omitempty"`
-}
-
 // SourceStatus is one source's health.
 type SourceStatus struct {
 	Name        string `json:"name"`
@@ -143,44 +134,19 @@ type SourceStatus struct {
 // Build makes the report of a model view at now.
 func Build(jobs []model.JobView, sources []model.SourceView, now time.Time) Report {
 	rep := Report{GeneratedAt: now.UTC(), Jobs: make([]Job, 0, len(jobs)), Sources: make([]SourceStatus, 0, len(sources))}
-	locks := map[string][]Lock{}
+	observed := observationsByJob(sources, now)
 	srcs := make([]*model.SourceView, len(sources))
 	for i, s := range sources {
 		srcs[i] = &sources[i]
 		rep.Sources = append(rep.Sources, SourceStatus{Name: s.Name, Type: s.Type, Up: s.Up, Records: s.Records, ParseErrors: s.ParseErrors, LateRecords: s.LateRecords})
-		for _, l := range s.Locks {
-			locks[l.Job] = append(locks[l.Job], lockOf(l, now))
-		}
 	}
 	for i := range jobs {
 		j := buildJob(&jobs[i], now)
 		j.DecisionsBehindSeconds = jobs[i].DecisionsBehind(srcs, now).Seconds()
-		j.Locks = locks[j.Name]
-		if j.Locks == nil {
-			j.Locks = []Lock{}
-		}
+		j.Observations = withEveryKind(observed[j.Name])
 		rep.Jobs = append(rep.Jobs, j)
 	}
 	return rep
-}
-
-func lockOf(l model.LockState, now time.Time) Lock {
-	out := Lock{Lock: l.Lock, Kind: l.Kind, Held: l.Held, Holder: l.Holder}
-	if l.Held {
-		switch l.Alive {
-		case model.HolderAlive:
-			out.HolderAlive = ptr(true)
-		case model.HolderDead:
-			out.HolderAlive = ptr(false)
-		}
-		if !l.HeldSince.IsZero() {
-			out.HeldSeconds = ptr(max(now.Sub(l.HeldSince).Seconds(), 0))
-		}
-		if l.HasTTL {
-			out.TTLSeconds = ptr(l.TTL.Seconds())
-		}
-	}
-	return out
 }
 
 func ptr[T any](v T) *T { return &v }

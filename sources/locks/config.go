@@ -13,7 +13,6 @@ import (
 	"jobwatch/config"
 	"jobwatch/internal/procfs"
 	"jobwatch/internal/secret"
-	"jobwatch/model"
 	"jobwatch/sources"
 )
 
@@ -309,7 +308,7 @@ type redactedProbe struct {
 	red *secret.Redactor
 }
 
-func (r *redactedProbe) probe(ctx context.Context, now time.Time) (model.LockState, error) {
+func (r *redactedProbe) probe(ctx context.Context, now time.Time) (State, error) {
 	st, err := r.p.probe(ctx, now)
 	return st, r.red.Err(err)
 }

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jobwatch/internal/procfs"
-	"jobwatch/model"
 )
 
 // flockProbe looks at a flock(2) lock file: whether the kernel lists a lock
@@ -22,8 +21,8 @@ import (
 // tries to take the lock.
 type flockProbe struct{ path string }
 
-func (p flockProbe) probe(time.Time) (model.LockState, error) {
-	st := model.LockState{Kind: kindFlock}
+func (p flockProbe) probe(time.Time) (State, error) {
+	st := State{Kind: kindFlock}
 	var fi unix.Stat_t
 	if err := unix.Stat(p.path, &fi); err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -59,7 +58,7 @@ func (p flockProbe) probe(time.Time) (model.LockState, error) {
 		return st, nil // held; by whom cannot be seen from here
 	}
 	st.Holder = "pid " + strconv.Itoa(holder)
-	st.Alive = model.HolderAlive
+	st.Alive = HolderAlive
 	st.HeldSince = procfs.StartTime(holder)
 	return st, nil
 }
@@ -92,8 +91,8 @@ type pidfileProbe struct {
 	started func(int) time.Time
 }
 
-func (p pidfileProbe) probe(now time.Time) (model.LockState, error) {
-	st := model.LockState{Kind: kindPIDFile}
+func (p pidfileProbe) probe(now time.Time) (State, error) {
+	st := State{Kind: kindPIDFile}
 	// Non-blocking and without following a symlink: a FIFO at the path must
 	// not hang the probe, and a link must not lead it elsewhere.
 	fd, err := unix.Open(p.path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -128,17 +127,17 @@ func (p pidfileProbe) probe(now time.Time) (model.LockState, error) {
 	st.HeldSince = fi.ModTime()
 	if pid <= 0 {
 		if p.staleAfter > 0 && now.Sub(fi.ModTime()) > p.staleAfter {
-			st.Alive = model.HolderDead
+			st.Alive = HolderDead
 		}
 		return st, nil
 	}
 	st.Holder = "pid " + strconv.Itoa(pid)
-	st.Alive = model.HolderDead
+	st.Alive = HolderDead
 	if p.alive(pid) {
 		// A process that started after the file was last written cannot
 		// have written it: the PID was reused.
 		if s := p.started(pid); s.IsZero() || !s.After(fi.ModTime().Add(time.Second)) {
-			st.Alive = model.HolderAlive
+			st.Alive = HolderAlive
 		}
 	}
 	return st, nil

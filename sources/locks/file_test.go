@@ -15,15 +15,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jobwatch/internal/testproc"
-	"jobwatch/model"
 )
 
 // waitFor probes until cond holds, failing the test after a generous bound:
 // it waits for the kernel to show what a started process did, not for a
 // guessed sleep.
-func waitFor(t *testing.T, what string, p fileProber, cond func(model.LockState) bool) model.LockState {
+func waitFor(t *testing.T, what string, p fileProber, cond func(State) bool) State {
 	t.Helper()
-	var st model.LockState
+	var st State
 	testproc.Eventually(t, 30*time.Second, what, func() error {
 		var err error
 		if st, err = p.probe(time.Now()); err != nil {
@@ -66,13 +65,13 @@ func TestFlockHeldByProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "stats.lock")
 	p := newFlock(path)
 
-	st := waitFor(t, "no file", p, func(model.LockState) bool { return true })
+	st := waitFor(t, "no file", p, func(State) bool { return true })
 	if st.Held {
 		t.Fatalf("a missing lock file is held: %+v", st)
 	}
 	cmd := startGroup(t, bin, "-n", path, "sleep", "30")
-	st = waitFor(t, "flock takes the lock", p, func(s model.LockState) bool { return s.Held })
-	if want := "pid " + strconv.Itoa(cmd.Process.Pid); st.Holder != want || st.Alive != model.HolderAlive {
+	st = waitFor(t, "flock takes the lock", p, func(s State) bool { return s.Held })
+	if want := "pid " + strconv.Itoa(cmd.Process.Pid); st.Holder != want || st.Alive != HolderAlive {
 		t.Errorf("holder %q alive %v, want %q alive", st.Holder, st.Alive, want)
 	}
 	if st.HeldSince.IsZero() || time.Since(st.HeldSince) > time.Minute {
@@ -81,8 +80,8 @@ func TestFlockHeldByProcess(t *testing.T) {
 
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	_ = cmd.Wait()
-	st = waitFor(t, "lock released", p, func(s model.LockState) bool { return !s.Held })
-	if st.Holder != "" || st.Alive != model.HolderUnknown {
+	st = waitFor(t, "lock released", p, func(s State) bool { return !s.Held })
+	if st.Holder != "" || st.Alive != HolderUnknown {
 		t.Errorf("released lock still names a holder: %+v", st)
 	}
 }
@@ -108,8 +107,8 @@ func TestFlockHeldByGrandchild(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
 
-	st := waitFor(t, "lock held by the grandchild", newFlock(path), func(s model.LockState) bool { return s.Held })
-	if want := "pid " + strconv.Itoa(child); st.Holder != want || st.Alive != model.HolderAlive {
+	st := waitFor(t, "lock held by the grandchild", newFlock(path), func(s State) bool { return s.Held })
+	if want := "pid " + strconv.Itoa(child); st.Holder != want || st.Alive != HolderAlive {
 		t.Errorf("holder %q alive %v, want %q alive (the locker %d has exited)", st.Holder, st.Alive, want, cmd.Process.Pid)
 	}
 }
@@ -160,28 +159,28 @@ func TestPIDFile(t *testing.T) {
 		path       string
 		staleAfter time.Duration
 		started    time.Time // of every live PID; zero: unknown
-		want       model.LockState
+		want       State
 		wantErr    string
 	}{
-		{name: "missing", path: filepath.Join(dir, "none.lock"), want: model.LockState{}},
-		{name: "live pid", path: selfFile, want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: model.HolderAlive, HeldSince: now}},
+		{name: "missing", path: filepath.Join(dir, "none.lock"), want: State{}},
+		{name: "live pid", path: selfFile, want: State{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: HolderAlive, HeldSince: now}},
 		{name: "pid in json", path: write("json.lock", `{"pid": `+strconv.Itoa(self)+`, "host": "web1"}`, now),
-			want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: model.HolderAlive, HeldSince: now}},
+			want: State{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: HolderAlive, HeldSince: now}},
 		{name: "pid after text", path: write("text.lock", "locked by pid "+strconv.Itoa(dead)+" at 12:00", old),
-			want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(dead), Alive: model.HolderDead, HeldSince: old}},
+			want: State{Held: true, Holder: "pid " + strconv.Itoa(dead), Alive: HolderDead, HeldSince: old}},
 		{name: "dead pid", path: write("dead.lock", strconv.Itoa(dead), old),
-			want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(dead), Alive: model.HolderDead, HeldSince: old}},
+			want: State{Held: true, Holder: "pid " + strconv.Itoa(dead), Alive: HolderDead, HeldSince: old}},
 		{name: "pid reused by a younger process", path: write("reused.lock", strconv.Itoa(self), old), started: old.Add(time.Hour),
-			want: model.LockState{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: model.HolderDead, HeldSince: old}},
+			want: State{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: HolderDead, HeldSince: old}},
 		{name: "no pid, young", path: write("young.lock", "", now), staleAfter: 2 * time.Hour,
-			want: model.LockState{Held: true, HeldSince: now}},
+			want: State{Held: true, HeldSince: now}},
 		{name: "no pid, older than stale_after", path: write("stale.lock", "", old), staleAfter: 2 * time.Hour,
-			want: model.LockState{Held: true, Alive: model.HolderDead, HeldSince: old}},
+			want: State{Held: true, Alive: HolderDead, HeldSince: old}},
 		{name: "no pid, no stale_after", path: write("plain.lock", "busy", old),
-			want: model.LockState{Held: true, HeldSince: old}},
+			want: State{Held: true, HeldSince: old}},
 		{name: "json without pid", path: write("nopid.json", `{"host":"web1","pid":"x"}`, old),
-			want: model.LockState{Held: true, HeldSince: old}},
-		{name: "mkdir lock", path: mkdir, staleAfter: time.Hour, want: model.LockState{Held: true}},
+			want: State{Held: true, HeldSince: old}},
+		{name: "mkdir lock", path: mkdir, staleAfter: time.Hour, want: State{Held: true}},
 		{name: "fifo", path: fifo, wantErr: "not a regular file"},
 		{name: "symlink", path: link, wantErr: "symlink"},
 	} {
@@ -191,7 +190,7 @@ func TestPIDFile(t *testing.T) {
 				p.started = func(int) time.Time { return tc.started }
 			}
 			done := make(chan struct{})
-			var st model.LockState
+			var st State
 			var err error
 			go func() {
 				defer close(done)

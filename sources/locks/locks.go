@@ -26,7 +26,7 @@ import (
 // Type is the source type in jobwatch.yml.
 const Type = "locks"
 
-// Lock kinds, the values of model.LockState.Kind.
+// Lock kinds, the values of State.Kind.
 const (
 	kindFlock   = "flock"
 	kindPIDFile = "pidfile"
@@ -45,11 +45,11 @@ const (
 // The two shapes of probe: local ones read the kernel's and the file
 // system's view; network ones ask a server.
 type fileProber interface {
-	probe(now time.Time) (model.LockState, error)
+	probe(now time.Time) (State, error)
 }
 
 type netProber interface {
-	probe(ctx context.Context, now time.Time) (model.LockState, error)
+	probe(ctx context.Context, now time.Time) (State, error)
 }
 
 // lock is one configured lock with its probe and its error count.
@@ -92,7 +92,7 @@ func (s *Source) Run(ctx context.Context, _ json.RawMessage, sink sources.Sink) 
 		if ctx.Err() != nil {
 			return nil
 		}
-		sink.Apply(model.Batch{Source: s.name, Locks: states})
+		sink.Apply(model.Batch{Source: s.name, Observations: observations(states)})
 		if err != nil {
 			health.Down("", err)
 		} else {
@@ -105,12 +105,12 @@ func (s *Source) Run(ctx context.Context, _ json.RawMessage, sink sources.Sink) 
 }
 
 // round probes every lock once; err is the first failure.
-func (s *Source) round(ctx context.Context) ([]model.LockState, error) {
-	states := make([]model.LockState, 0, len(s.locks))
+func (s *Source) round(ctx context.Context) ([]State, error) {
+	states := make([]State, 0, len(s.locks))
 	var first error
 	for _, l := range s.locks {
 		now := s.now()
-		var st model.LockState
+		var st State
 		var err error
 		if l.file != nil {
 			st, err = l.file.probe(now)
@@ -126,7 +126,7 @@ func (s *Source) round(ctx context.Context) ([]model.LockState, error) {
 			}
 			// What a failed probe saw is not known: report the lock as not
 			// seen held rather than carry an old answer on.
-			st = model.LockState{Kind: st.Kind}
+			st = State{Kind: st.Kind}
 		}
 		st.Job, st.Lock, st.ProbeErrors = l.job, l.label, l.errors
 		states = append(states, st)

@@ -114,23 +114,23 @@ locks:
 		return b
 	}
 	b := round(1)
-	if b.Source != "locks" || len(b.Locks) != 3 || b.Position != nil || len(b.Events) != 0 {
+	if b.Source != "locks" || len(statesOf(b)) != 3 || b.Position != nil || len(b.Events) != 0 {
 		t.Fatalf("first batch: %+v", b)
 	}
-	if b.Locks[0].Held || b.Locks[1].Held || b.Locks[2].ProbeErrors != 1 {
-		t.Errorf("first round: %+v", b.Locks)
+	if st := statesOf(b); st[0].Held || st[1].Held || st[2].ProbeErrors != 1 {
+		t.Errorf("first round: %+v", st)
 	}
 	if err := os.WriteFile(pidfile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	step.next <- struct{}{}
 	b = round(2)
-	l := b.Locks[1]
-	if l.Job != "cleanup" || l.Lock != pidfile || !l.Held || l.Alive != model.HolderAlive || l.Kind != kindPIDFile {
+	l := statesOf(b)[1]
+	if l.Job != "cleanup" || l.Lock != pidfile || !l.Held || l.Alive != HolderAlive || l.Kind != kindPIDFile {
 		t.Errorf("second round, pid file: %+v", l)
 	}
-	if b.Locks[2].ProbeErrors != 2 {
-		t.Errorf("probe errors not counted: %+v", b.Locks[2])
+	if st := statesOf(b)[2]; st.ProbeErrors != 2 {
+		t.Errorf("probe errors not counted: %+v", st)
 	}
 	snk.mu.Lock()
 	health := append([]error(nil), snk.health...)
@@ -146,8 +146,8 @@ locks:
 
 type failing struct{}
 
-func (failing) probe(time.Time) (model.LockState, error) {
-	return model.LockState{Kind: kindPIDFile}, errors.New("permission denied")
+func (failing) probe(time.Time) (State, error) {
+	return State{Kind: kindPIDFile}, errors.New("permission denied")
 }
 
 func TestValidate(t *testing.T) {
@@ -212,3 +212,36 @@ locks:
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// statesOf reads a batch's observations back into lock states, as far as
+// they say them.
+func statesOf(b model.Batch) []State {
+	var out []State
+	for _, o := range b.Observations {
+		st := State{Job: o.Job, Lock: o.Key}
+		for _, f := range o.Fields {
+			switch f.Name {
+			case "kind":
+				st.Kind = f.Value.(string)
+			case "held":
+				st.Held = f.Value.(bool)
+			case "holder":
+				st.Holder = f.Value.(string)
+			case "holder_alive":
+				switch f.Value {
+				case true:
+					st.Alive = HolderAlive
+				case false:
+					st.Alive = HolderDead
+				}
+			}
+		}
+		for _, s := range o.Samples {
+			if s.Metric == "lock_probe_errors_total" {
+				st.ProbeErrors = uint64(s.Value)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}

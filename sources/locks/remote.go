@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"jobwatch/model"
 )
 
 // maxHolder bounds the holder text taken from a lock's value: it becomes a
@@ -61,8 +59,8 @@ type redisProbe struct {
 	seen   firstSeen
 }
 
-func (p *redisProbe) probe(ctx context.Context, now time.Time) (model.LockState, error) {
-	st := model.LockState{Kind: kindRedis}
+func (p *redisProbe) probe(ctx context.Context, now time.Time) (State, error) {
+	st := State{Kind: kindRedis}
 	pipe := p.client.Pipeline()
 	ttl := pipe.PTTL(ctx, p.key)
 	val := pipe.Get(ctx, p.key)
@@ -98,19 +96,19 @@ func (p *redisProbe) probe(ctx context.Context, now time.Time) (model.LockState,
 
 // tokenLiveness reads a lock value of the form host:pid[:...] (jobwatch
 // run's token): a process of this host can be checked.
-func tokenLiveness(v, host string, alive func(int) bool) model.Liveness {
+func tokenLiveness(v, host string, alive func(int) bool) Liveness {
 	parts := strings.SplitN(v, ":", 3)
 	if len(parts) < 2 || host == "" || parts[0] != host {
-		return model.HolderUnknown
+		return HolderUnknown
 	}
 	pid, err := strconv.Atoi(parts[1])
 	if err != nil || pid <= 0 {
-		return model.HolderUnknown
+		return HolderUnknown
 	}
 	if alive(pid) {
-		return model.HolderAlive
+		return HolderAlive
 	}
-	return model.HolderDead
+	return HolderDead
 }
 
 // mysqlProbe asks a MySQL or MariaDB server who holds a GET_LOCK name, with
@@ -121,8 +119,8 @@ type mysqlProbe struct {
 	seen firstSeen
 }
 
-func (p *mysqlProbe) probe(ctx context.Context, now time.Time) (model.LockState, error) {
-	st := model.LockState{Kind: kindMySQL}
+func (p *mysqlProbe) probe(ctx context.Context, now time.Time) (State, error) {
+	st := State{Kind: kindMySQL}
 	var conn sql.NullInt64
 	if err := p.db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", p.name).Scan(&conn); err != nil {
 		return st, fmt.Errorf("mysql IS_USED_LOCK: %w", err)
@@ -134,7 +132,7 @@ func (p *mysqlProbe) probe(ctx context.Context, now time.Time) (model.LockState,
 	st.Held = true
 	// The lock belongs to a connection, which exists while the server
 	// answers IS_USED_LOCK with its id.
-	st.Alive = model.HolderAlive
+	st.Alive = HolderAlive
 	st.Holder = "conn " + strconv.FormatInt(conn.Int64, 10)
 	var host sql.NullString
 	var secs sql.NullInt64

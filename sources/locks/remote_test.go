@@ -14,7 +14,6 @@ import (
 	"jobwatch/internal/mariadbtest"
 	"jobwatch/internal/redistest"
 	"jobwatch/internal/testproc"
-	"jobwatch/model"
 )
 
 // redisServer is a throwaway redis-server (redistest's), which the tests
@@ -59,7 +58,7 @@ func TestRedisProbe(t *testing.T) {
 	defer client.Close()
 	host := hostname()
 	dead := exitedPID(t)
-	probe := func(key string, now time.Time) model.LockState {
+	probe := func(key string, now time.Time) State {
 		p := &redisProbe{client: client, key: key, host: host, alive: func(pid int) bool { return pid == os.Getpid() }}
 		st, err := p.probe(context.Background(), now)
 		if err != nil {
@@ -74,7 +73,7 @@ func TestRedisProbe(t *testing.T) {
 	}
 	srv.do(t, "SET", "lock:ttl", "web2:4242:run", "PX", "60000")
 	st := probe("lock:ttl", now)
-	if !st.Held || !st.HasTTL || st.NoExpiry || st.TTL <= 50*time.Second || st.TTL > time.Minute || st.Holder != "web2:4242:run" || st.Alive != model.HolderUnknown {
+	if !st.Held || !st.HasTTL || st.NoExpiry || st.TTL <= 50*time.Second || st.TTL > time.Minute || st.Holder != "web2:4242:run" || st.Alive != HolderUnknown {
 		t.Errorf("key with TTL: %+v", st)
 	}
 	if !st.HeldSince.Equal(now) {
@@ -82,11 +81,11 @@ func TestRedisProbe(t *testing.T) {
 	}
 	srv.do(t, "SET", "lock:forever", host+":"+strconv.Itoa(dead)+":r1")
 	st = probe("lock:forever", now)
-	if !st.Held || st.HasTTL || !st.NoExpiry || st.Alive != model.HolderDead {
+	if !st.Held || st.HasTTL || !st.NoExpiry || st.Alive != HolderDead {
 		t.Errorf("key without TTL, naming a dead local PID: %+v", st)
 	}
 	srv.do(t, "SET", "lock:mine", host+":"+strconv.Itoa(os.Getpid())+":r2", "EX", "100")
-	if st := probe("lock:mine", now); st.Alive != model.HolderAlive {
+	if st := probe("lock:mine", now); st.Alive != HolderAlive {
 		t.Errorf("key naming this live process: %+v", st)
 	}
 	srv.do(t, "SET", "lock:binary", "\x01"+strings.Repeat("x", 200))
@@ -163,7 +162,7 @@ func TestMySQLProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "conn " + strconv.FormatInt(connID, 10) + " from "
-	if !st.Held || st.Alive != model.HolderAlive || !strings.HasPrefix(st.Holder, want) || st.HeldSince.After(now) {
+	if !st.Held || st.Alive != HolderAlive || !strings.HasPrefix(st.Holder, want) || st.HeldSince.After(now) {
 		t.Errorf("held lock: %+v, want holder %q...", st, want)
 	}
 	if st, _ := (&mysqlProbe{db: probeDB, name: "zz_other"}).probe(context.Background(), now); st.Held {
