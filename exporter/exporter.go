@@ -19,7 +19,6 @@ import (
 	"jobwatch/config"
 	"jobwatch/model"
 	"jobwatch/sources"
-	"jobwatch/sources/checkin"
 	"jobwatch/state"
 )
 
@@ -83,9 +82,8 @@ type Exporter struct {
 	registerables []prometheus.Collector
 	served        []prometheus.Collector // registerables, the jobs left to collector.Handler
 
-	// receiver answers check-ins once a config turned them on.
-	receiver       atomic.Pointer[checkin.Receiver]
-	checkinRejects *prometheus.CounterVec
+	// services (check-ins) are opened once a config turns them on.
+	services []*service
 
 	discoveryOn        atomic.Bool
 	discoveryFindings  *prometheus.GaugeVec
@@ -147,6 +145,7 @@ func New(o Options) (*Exporter, error) {
 			Name: "jobwatch_state_save_failures_total", Help: "State saves that failed (the state saved before is kept, and shown, until a save succeeds)."}),
 		lastSaveTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "jobwatch_state_last_save_timestamp_seconds", Help: "Time of the last successful state save."}),
+		services: newServices(),
 	}
 	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}, e.newServiceMetrics()...)
 	// Scrapes judge "seconds since" by the model's clock, which a
@@ -173,7 +172,7 @@ func New(o Options) (*Exporter, error) {
 			return nil, fmt.Errorf("state %s: %w", store.Path(), err)
 		}
 	}
-	if err := e.attachCheckins(gen); err != nil {
+	if err := e.attachServices(gen); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -231,11 +230,7 @@ func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
 	if err := config.Join(errs...); err != nil {
 		return nil, err
 	}
-	if cfg.Checkins.Enabled {
-		// Its source joins the generation once the receiver is open
-		// (attachCheckins); the model knows it from the start.
-		g.specs = append(g.specs, checkinSpec)
-	}
+	g.specs = append(g.specs, e.serviceSpecs(cfg)...)
 	return g, nil
 }
 
@@ -283,7 +278,7 @@ func (e *Exporter) Reload() error {
 		e.opts.Logger.Error("config reload failed; keeping the running config", "err", err)
 		return err
 	}
-	if err := e.attachCheckins(g); err != nil {
+	if err := e.attachServices(g); err != nil {
 		e.reloadOK.Set(0)
 		e.opts.Logger.Error("config reload failed; keeping the running config", "err", err)
 		return err
@@ -343,10 +338,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			// No check-in is acknowledged from now on; those that were
 			// are in the spool, applied now or at the next start.
-			var closeErr error
-			if r := e.receiver.Load(); r != nil {
-				closeErr = r.Close()
-			}
+			closeErr := e.closeServices()
 			e.mu.Lock()
 			e.stop(e.running)
 			e.mu.Unlock()

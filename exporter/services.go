@@ -2,9 +2,11 @@ package exporter
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,57 +14,122 @@ import (
 	"jobwatch/config"
 	"jobwatch/discover"
 	"jobwatch/model"
-	"jobwatch/sources/checkin"
+	"jobwatch/sources"
 )
 
-// checkinSpec is the check-in source as the model knows it.
-var checkinSpec = model.SourceSpec{Name: checkin.Type, Type: checkin.Type, Identity: checkin.Type, Runs: true, LateWindow: checkin.LateWindow}
+// service is a registered service (the check-in receiver) as the exporter
+// runs it: opened the first time a config turns it on, then kept as long
+// as jobwatch.
+type service struct {
+	typ      sources.ServiceType
+	svc      atomic.Pointer[sources.Service]
+	counters map[string]*prometheus.CounterVec
+}
 
-// attachCheckins opens the check-in receiver the first time a config turns
-// check-ins on (its spool lives in the state directory, opened by then),
-// sets the jobs it accepts, and adds its source to g. The receiver lives as
-// long as jobwatch: a reload that turns check-ins off makes it refuse every
-// job.
-func (e *Exporter) attachCheckins(g *generation) error {
-	c := g.cfg.Checkins
-	if !c.Enabled {
-		if r := e.receiver.Load(); r != nil {
-			r.SetJobs(nil)
-		}
-		return nil
+func (s *service) count(counter, value string) {
+	if c := s.counters[counter]; c != nil {
+		c.WithLabelValues(value).Inc()
 	}
-	if e.receiver.Load() == nil {
-		r, err := checkin.OpenReceiver(checkin.Options{
-			Dir:      filepath.Join(e.opts.StateDir, "checkins"),
-			MaxBody:  int64(c.MaxBody),
-			Now:      e.opts.Now,
-			Logger:   e.opts.Logger.With("source", checkin.Type),
-			OnReject: func(reason string) { e.checkinRejects.WithLabelValues(reason).Inc() },
-		})
-		if err != nil {
-			return err
-		}
-		e.receiver.Store(r)
+}
+
+// loaded is the open service, or nil.
+func (s *service) loaded() sources.Service {
+	if p := s.svc.Load(); p != nil {
+		return *p
 	}
-	r := e.receiver.Load()
-	r.SetMaxBody(int64(c.MaxBody))
-	r.SetJobs(c.Accepted(g.cfg.Jobs))
-	g.sources = append(g.sources, r.Source())
 	return nil
 }
 
-// CheckinHandler answers /ping/ (docs/checkins.md): 404 while check-ins are
-// not enabled.
-func (e *Exporter) CheckinHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := e.receiver.Load()
-		if rec == nil {
-			e.checkinRejects.WithLabelValues(checkin.RejectUnknownJob).Inc()
-			http.Error(w, "check-ins are not enabled (checkins: in jobwatch.yml)", http.StatusNotFound)
-			return
+// newServices makes the registered services' counters; none is opened.
+func newServices() []*service {
+	var out []*service
+	for _, t := range sources.Services() {
+		s := &service{typ: t, counters: map[string]*prometheus.CounterVec{}}
+		for _, c := range t.Counters {
+			v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobwatch_" + c.Name, Help: c.Help}, []string{c.Label})
+			for _, l := range c.Values {
+				v.WithLabelValues(l)
+			}
+			s.counters[c.Name] = v
 		}
-		rec.ServeHTTP(w, r)
-	})
+		out = append(out, s)
+	}
+	return out
+}
+
+// serviceSpecs are the model's specs of the services g's config turns on:
+// the model knows their sources from the start, before attachServices.
+func (e *Exporter) serviceSpecs(cfg *config.Config) []model.SourceSpec {
+	var out []model.SourceSpec
+	for _, s := range e.services {
+		if s.typ.Enabled(cfg) {
+			t := s.typ.Type
+			out = append(out, model.SourceSpec{Name: t, Type: t, Identity: t, Runs: true, LateWindow: s.typ.LateWindow})
+		}
+	}
+	return out
+}
+
+// attachServices configures every service with g's config, opening those
+// it turns on for the first time (a service keeps what it receives in the
+// state directory, open by then), and adds their sources to g.
+func (e *Exporter) attachServices(g *generation) error {
+	for _, s := range e.services {
+		svc := s.loaded()
+		if svc == nil && s.typ.Enabled(g.cfg) {
+			opened, err := s.typ.Open(sources.ServiceDeps{
+				Deps:     sources.Deps{Logger: e.opts.Logger, Now: e.opts.Now}.WithDefaults(),
+				StateDir: e.opts.StateDir,
+				Count:    s.count,
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.typ.Type, err)
+			}
+			s.svc.Store(&opened)
+			svc = opened
+		}
+		if svc == nil {
+			continue
+		}
+		if src := svc.Configure(g.cfg); src != nil {
+			g.sources = append(g.sources, src)
+		}
+	}
+	return nil
+}
+
+// closeServices stops every open service from receiving.
+func (e *Exporter) closeServices() error {
+	var errs []error
+	for _, s := range e.services {
+		if svc := s.loaded(); svc != nil {
+			errs = append(errs, svc.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Route is a URL path a service answers and its handler.
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
+// Routes are the services' paths (/ping/ for check-ins, docs/checkins.md),
+// for the server to mount: each answers as its service's type says it
+// does while no config has turned it on.
+func (e *Exporter) Routes() []Route {
+	var out []Route
+	for _, s := range e.services {
+		out = append(out, Route{s.typ.Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if svc := s.loaded(); svc != nil {
+				svc.ServeHTTP(w, r)
+				return
+			}
+			s.typ.Off(w, r, s.count)
+		})})
+	}
+	return out
 }
 
 // View is the state as last saved: what scrapes and the status page show.
@@ -119,13 +186,8 @@ func (e *Exporter) discoverOnce(root string) {
 	e.discoveryLast.Set(float64(e.opts.Now().Unix()))
 }
 
-// serviceMetrics are the metrics of the check-ins and of discovery.
+// newServiceMetrics are the metrics of the services and of discovery.
 func (e *Exporter) newServiceMetrics() []prometheus.Collector {
-	e.checkinRejects = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "jobwatch_checkins_rejected_total", Help: "Check-ins refused, by reason (docs/checkins.md)."}, []string{"reason"})
-	for _, r := range checkin.RejectReasons {
-		e.checkinRejects.WithLabelValues(r)
-	}
 	e.discoveryFindings = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "jobwatch_discovery_findings", Help: "Scheduling mistakes the last discovery found on the host, by kind and severity (docs/discover.md)."},
 		[]string{"kind", "severity"})
@@ -141,7 +203,13 @@ func (e *Exporter) newServiceMetrics() []prometheus.Collector {
 	if e.opts.StatusPageURL != "" {
 		statusPage.WithLabelValues(e.opts.StatusPageURL).Set(1)
 	}
-	return []prometheus.Collector{e.checkinRejects, discoveryCollector{e}, statusPage}
+	out := []prometheus.Collector{discoveryCollector{e}, statusPage}
+	for _, s := range e.services {
+		for _, c := range s.typ.Counters {
+			out = append(out, s.counters[c.Name])
+		}
+	}
+	return out
 }
 
 // discoveryCollector shows discovery's metrics only while it is enabled.

@@ -68,10 +68,14 @@ func TestCheckinsThroughTheExporter(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- e.Run(ctx) }()
 	defer func() { cancel(); <-done }()
+	mux := http.NewServeMux()
+	for _, r := range e.Routes() {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	ping := func(path string) int {
 		w := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader("output"))
-		e.CheckinHandler().ServeHTTP(w, req)
+		mux.ServeHTTP(w, req)
 		return w.Code
 	}
 	if code := ping("/ping/backup"); code != http.StatusNotFound {
@@ -94,7 +98,22 @@ func TestCheckinsThroughTheExporter(t *testing.T) {
 		jobs, _ := e.View()
 		return len(jobs) == 1 && jobs[0].RunCounts[0] == 1 && len(jobs[0].Recent) == 1 && jobs[0].Recent[0].Fields().Output == "output"
 	})
-	if got := testutil.ToFloat64(e.checkinRejects.WithLabelValues("unknown_job")); got != 2 {
-		t.Errorf("unknown_job rejects %v, want 2", got)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e.Collectors()...)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP jobwatch_checkins_rejected_total Check-ins refused, by reason (docs/checkins.md).
+# TYPE jobwatch_checkins_rejected_total counter
+jobwatch_checkins_rejected_total{reason="bad_exit_code"} 0
+jobwatch_checkins_rejected_total{reason="bad_host"} 0
+jobwatch_checkins_rejected_total{reason="bad_path"} 0
+jobwatch_checkins_rejected_total{reason="bad_pid"} 0
+jobwatch_checkins_rejected_total{reason="bad_reason"} 0
+jobwatch_checkins_rejected_total{reason="bad_rid"} 0
+jobwatch_checkins_rejected_total{reason="body_too_large"} 0
+jobwatch_checkins_rejected_total{reason="cross_site"} 0
+jobwatch_checkins_rejected_total{reason="method_not_allowed"} 0
+jobwatch_checkins_rejected_total{reason="unknown_job"} 2
+`), "jobwatch_checkins_rejected_total"); err != nil {
+		t.Error(err)
 	}
 }

@@ -271,7 +271,9 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 	for _, p := range []string{"/status", "/status/", "/api/v1/jobs", "/api/v1/jobs/"} {
 		mux.Handle(p, pages)
 	}
-	mux.Handle("/ping/", exp.CheckinHandler())
+	for _, r := range exp.Routes() {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	// The jobs' metrics are rendered per job, when a job changes, by
 	// collector.Handler; the rest comes from reg (ServedCollectors).
 	metrics := collector.NewHandler(collector.HandlerOpts{

@@ -4,7 +4,8 @@
 // they know nothing of metrics), and the collector neither queries a
 // database nor touches files (it renders the model; reading and writing
 // belong to the sources and the saver); schedule imports no other package
-// of jobwatch (config calls it), and discover does not import wrapper.
+// of jobwatch (config calls it), discover does not import wrapper, and no
+// layer above sources/ imports a source package (only sources/all does).
 package layering
 
 import (
@@ -134,6 +135,31 @@ func TestDiscoverImportsNoWrapper(t *testing.T) {
 	for _, d := range importsOf(t, "jobwatch/discover") {
 		if d == "jobwatch/wrapper" || strings.HasPrefix(d, "jobwatch/wrapper/") {
 			t.Errorf("discover imports %s (see go list -deps jobwatch/discover)", d)
+		}
+	}
+}
+
+// No layer above sources/ names a source package: the exporter, the model,
+// the collector and the status page know sources through the registry
+// (sources.Register, sources.RegisterService, observation.Register), and
+// only sources/all imports the source packages, for their registrations.
+func TestNoLayerNamesASource(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "jobwatch/...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := fields[0]
+		for _, imp := range fields[1:] {
+			kind, ok := strings.CutPrefix(imp, "jobwatch/sources/")
+			if !ok || kind == "all" {
+				continue
+			}
+			own := "jobwatch/sources/" + strings.SplitN(kind, "/", 2)[0]
+			if pkg != "jobwatch/sources/all" && pkg != own && !strings.HasPrefix(pkg, own+"/") {
+				t.Errorf("%s imports the source package %s", pkg, imp)
+			}
 		}
 	}
 }

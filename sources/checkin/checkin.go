@@ -35,9 +35,8 @@ const DefaultMaxBody = 100 << 10
 
 // LateWindow is the check-in source's late window (model.SourceSpec's):
 // a check-in is stamped when the receiver takes it and handed over as soon
-// as it is on disk, so it is handed over at most this long after its time.
-// The exporter wires the source, not the registry, so the window is a
-// constant rather than a config key.
+// as it is on disk, so it is handed over at most this long after its time;
+// a constant rather than a config key.
 const LateWindow = time.Second
 
 // Options configure a Receiver.

@@ -1,0 +1,91 @@
+package sources
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"jobwatch/config"
+)
+
+// Service is a source that receives rather than reads (the check-in
+// receiver): opened the first time a configuration turns it on, it lives
+// as long as jobwatch, what it has received and acknowledged surviving
+// reloads. Each configuration that loads configures it, and the server
+// hands it the HTTP path its type declares.
+type Service interface {
+	// Configure applies a configuration that loaded, one that has the
+	// service off too: it returns the source that hands over what the
+	// service receives, or nil while cfg has it off (it then refuses
+	// what comes).
+	Configure(cfg *config.Config) Source
+	// ServeHTTP answers the service's path.
+	ServeHTTP(http.ResponseWriter, *http.Request)
+	// Close stops receiving; what was acknowledged is kept.
+	Close() error
+}
+
+// ServiceDeps is what a service is opened with.
+type ServiceDeps struct {
+	Deps
+	// StateDir is jobwatch's state directory, where a service keeps what
+	// it has received (a directory of its own in it).
+	StateDir string
+	// Count adds one to the service's counter of that name (one of its
+	// type's Counters) for the label value.
+	Count func(counter, value string)
+}
+
+// ServiceType is a registered kind of service.
+type ServiceType struct {
+	// Type is its source's type and name ("checkin").
+	Type string
+	// Path is the URL path pattern the server hands it ("/ping/").
+	Path string
+	// LateWindow is its source's late window (RunReporter's).
+	LateWindow time.Duration
+	// Enabled says whether a configuration turns it on.
+	Enabled func(*config.Config) bool
+	// Open opens it, the first time a configuration turns it on.
+	Open func(ServiceDeps) (Service, error)
+	// Off answers its path until then (with count, its counters').
+	Off func(w http.ResponseWriter, r *http.Request, count func(counter, value string))
+	// Counters are what it counts besides records (check-ins refused, by
+	// reason); the exporter exports them as jobwatch_<Name>.
+	Counters []Counter
+}
+
+// Counter is a service's counter, by one label whose values are bounded.
+type Counter struct {
+	Name, Help, Label string
+	// Values are every value of the label, each series exported from the
+	// start.
+	Values []string
+}
+
+var (
+	servicesMu sync.Mutex
+	services   []ServiceType
+)
+
+// RegisterService makes a kind of service known, as Register does a type
+// of source; its package calls it from its init function. A type
+// registered twice panics.
+func RegisterService(t ServiceType) {
+	servicesMu.Lock()
+	defer servicesMu.Unlock()
+	for _, s := range services {
+		if s.Type == t.Type || s.Path == t.Path {
+			panic(fmt.Sprintf("service %q registered twice, or its path %q", t.Type, t.Path))
+		}
+	}
+	services = append(services, t)
+}
+
+// Services are the registered kinds of service, in the order registered.
+func Services() []ServiceType {
+	servicesMu.Lock()
+	defer servicesMu.Unlock()
+	return append([]ServiceType(nil), services...)
+}
