@@ -212,79 +212,112 @@ func (f constSink) histogram(d *prometheus.Desc, h *model.Histogram, lvs ...stri
 // rendering of a changed job share it. behind is JobView.DecisionsBehind
 // (the Handler writes its own at each scrape).
 func collectJob(s sink, j *model.JobView, now time.Time, behind time.Duration) {
-	// The label values of every call are in one array, the job's name
-	// first: a slice made for each call would escape through the sink
-	// interface, an allocation per sample.
-	var lv [3]string
-	lv[0] = j.Spec.Name
-	one := lv[:1]
-	two := func(v string) []string { lv[1] = v; return lv[:2] }
-	gauge := func(d *prometheus.Desc, v float64) { s.gauge(d, v, one...) }
 	// A job's counters count from when jobwatch first knew of the job (its
 	// earliest record, or when it was first watched), which is saved: a
 	// restart does not move it, so Prometheus 3 places a counter first seen
 	// with a value (history read on first start) where it began.
-	created := j.FirstWatched
-	counter := func(d *prometheus.Desc, v uint64) { s.counter(d, float64(v), created, one...) }
-	w := j.Watch(now)
+	e := jobSeries{s: s, created: j.FirstWatched}
+	e.lv[0] = j.Spec.Name
+	e.schedule(j, j.Watch(now), behind)
+	e.lastRuns(j)
+	e.counts(j)
+	e.running(j)
+}
 
+// jobSeries emits one job's series through a sink, in the same order from
+// job to job. The label values of every call are in one array, the job's
+// name first: a slice made for each call would escape through the sink
+// interface, an allocation per sample.
+type jobSeries struct {
+	s       sink
+	lv      [3]string
+	created time.Time
+}
+
+func (e *jobSeries) gauge(d *prometheus.Desc, v float64) { e.s.gauge(d, v, e.lv[:1]...) }
+
+func (e *jobSeries) counter(d *prometheus.Desc, v uint64) {
+	e.s.counter(d, float64(v), e.created, e.lv[:1]...)
+}
+
+// counterBy is a counter with a second label.
+func (e *jobSeries) counterBy(d *prometheus.Desc, v uint64, label string) {
+	e.lv[1] = label
+	e.s.counter(d, float64(v), e.created, e.lv[:2]...)
+}
+
+// schedule: what the job is, and where it stands against its schedule.
+func (e *jobSeries) schedule(j *model.JobView, w model.Watch, behind time.Duration) {
 	scope := j.Spec.Scope
 	if scope == "" {
 		scope = "host"
 	}
-	s.gauge(infoDesc, 1, two(scope)...)
+	e.lv[1] = scope
+	e.s.gauge(infoDesc, 1, e.lv[:2]...)
 	if !j.LastSuccess.IsZero() {
-		gauge(lastSuccessDesc, unix(j.LastSuccess))
+		e.gauge(lastSuccessDesc, unix(j.LastSuccess))
 	}
-	gauge(sinceSuccessDesc, w.SinceSuccess.Seconds())
-	gauge(behindDesc, behind.Seconds())
-	gauge(periodDesc, w.Period.Seconds())
-	gauge(staleMultipleDesc, float64(j.Spec.StaleMultiple))
-	gauge(staleDesc, boolFloat(w.Stale))
+	e.gauge(sinceSuccessDesc, w.SinceSuccess.Seconds())
+	e.gauge(behindDesc, behind.Seconds())
+	e.gauge(periodDesc, w.Period.Seconds())
+	e.gauge(staleMultipleDesc, float64(j.Spec.StaleMultiple))
+	e.gauge(staleDesc, boolFloat(w.Stale))
 	if !w.Deadline.IsZero() {
-		gauge(deadlineDesc, unix(w.Deadline))
+		e.gauge(deadlineDesc, unix(w.Deadline))
 	}
 	if !w.NextRun.IsZero() {
-		gauge(nextRunDesc, unix(w.NextRun))
+		e.gauge(nextRunDesc, unix(w.NextRun))
 	}
 	if j.Spec.Timeout > 0 {
-		gauge(timeoutDesc, j.Spec.Timeout.Seconds())
+		e.gauge(timeoutDesc, j.Spec.Timeout.Seconds())
 	}
-	s.histogram(durationDesc, &j.Durations, one...)
+}
+
+// lastRuns: the durations and the last finished runs.
+func (e *jobSeries) lastRuns(j *model.JobView) {
+	e.s.histogram(durationDesc, &j.Durations, e.lv[:1]...)
 	if j.HasLastDuration {
-		gauge(lastDurationDesc, j.LastDuration)
+		e.gauge(lastDurationDesc, j.LastDuration)
 	}
 	if p99, ok := model.DurationQuantile(j.LastDurations(), 0.99); ok {
-		gauge(durationP99Desc, p99)
+		e.gauge(durationP99Desc, p99)
 	}
 	if !j.LastFailure.IsZero() {
-		gauge(lastFailureDesc, unix(j.LastFailure))
+		e.gauge(lastFailureDesc, unix(j.LastFailure))
 	}
 	if j.HasLastExitCode {
-		gauge(lastExitCodeDesc, float64(j.LastExitCode))
+		e.gauge(lastExitCodeDesc, float64(j.LastExitCode))
 	}
-	gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
+	e.gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
+}
+
+// counts: the job's counters, every label value of each.
+func (e *jobSeries) counts(j *model.JobView) {
 	o := seriesOrder()
 	for _, i := range o.results {
-		s.counter(runsDesc, float64(j.RunCounts[i]), created, two(string(model.Results[i]))...)
+		e.counterBy(runsDesc, j.RunCounts[i], string(model.Results[i]))
 	}
 	for _, i := range o.skipReasons {
-		s.counter(skipsDesc, float64(j.SkipCounts[i]), created, two(model.SkipReasons[i])...)
+		e.counterBy(skipsDesc, j.SkipCounts[i], model.SkipReasons[i])
 	}
 	for _, r := range sortedKeys(j.SkipsDeclared) {
-		s.counter(skipsDesc, float64(j.SkipsDeclared[r]), created, two(r)...)
+		e.counterBy(skipsDesc, j.SkipsDeclared[r], r)
 	}
 	for _, i := range o.lockLayers {
-		s.counter(lockLostDesc, float64(j.LockLostCounts[i]), created, two(model.LockLayers[i])...)
+		e.counterBy(lockLostDesc, j.LockLostCounts[i], model.LockLayers[i])
 	}
-	gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
-	gauge(runningDesc, float64(len(j.Open)))
-	counter(overlapsDesc, j.Overlaps)
-	counter(missedDesc, j.Missed)
-	counter(unexpectedDesc, j.Unexpected)
+	e.gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
+	e.gauge(runningDesc, float64(len(j.Open)))
+	e.counter(overlapsDesc, j.Overlaps)
+	e.counter(missedDesc, j.Missed)
+	e.counter(unexpectedDesc, j.Unexpected)
 	for _, i := range o.dupKinds {
-		s.counter(duplicateDesc, float64(j.DupCounts[i]), created, two(model.DuplicateKinds[i])...)
+		e.counterBy(duplicateDesc, j.DupCounts[i], model.DuplicateKinds[i])
 	}
+}
+
+// running: a series per run in progress.
+func (e *jobSeries) running(j *model.JobView) {
 	for k := range j.Open {
 		r := &j.Open[k]
 		// Two open runs can share host and PID only when the PID is unknown
@@ -292,8 +325,8 @@ func collectJob(s sink, j *model.JobView, now time.Time, behind time.Duration) {
 		if k > 0 && r.Host == j.Open[k-1].Host && r.PID == j.Open[k-1].PID {
 			continue
 		}
-		lv[1], lv[2] = r.Host, strconv.Itoa(r.PID)
-		s.gauge(runStartDesc, unix(r.Start), lv[:3]...)
+		e.lv[1], e.lv[2] = r.Host, strconv.Itoa(r.PID)
+		e.s.gauge(runStartDesc, unix(r.Start), e.lv[:3]...)
 	}
 }
 

@@ -537,33 +537,38 @@ func (c *cache) build(r *renderer, views []*model.JobView, now time.Time) *segme
 	}
 	s.labels = make([]byte, 0, labels)
 	for k := range views {
-		calendar := false
-		if e := news[k]; e != nil {
-			for i := range nf {
-				s.data[i] = append(s.data[i], e.data[e.off[i]:e.off[i+1]]...)
-			}
-			s.labels = append(s.labels, e.label...)
-			calendar = e.calendar
-		} else {
-			w := olds[k]
-			for i := range nf {
-				s.data[i] = append(s.data[i], w.seg.data[i][w.seg.off[i][w.k]:w.seg.off[i][w.k+1]]...)
-			}
-			s.labels = append(s.labels, w.seg.label(w.k)...)
-			calendar = w.seg.calendar != nil && w.seg.calendar[w.k]
-		}
-		for i := range nf {
-			s.off[i] = append(s.off[i], uint32(len(s.data[i])))
-		}
-		s.loff[k+1] = uint32(len(s.labels))
-		if calendar {
-			if s.calendar == nil {
-				s.calendar = make([]bool, len(views))
-			}
-			s.calendar[k] = true
-		}
+		s.appendJob(k, news[k], olds[k])
 	}
 	return s
+}
+
+// appendJob appends job k's bytes to s: those of e, its new entry, or of
+// its place in an old segment when e is nil.
+func (s *segment) appendJob(k int, e *entry, w where) {
+	calendar := false
+	if e != nil {
+		for i := range s.data {
+			s.data[i] = append(s.data[i], e.data[e.off[i]:e.off[i+1]]...)
+		}
+		s.labels = append(s.labels, e.label...)
+		calendar = e.calendar
+	} else {
+		for i := range s.data {
+			s.data[i] = append(s.data[i], w.seg.data[i][w.seg.off[i][w.k]:w.seg.off[i][w.k+1]]...)
+		}
+		s.labels = append(s.labels, w.seg.label(w.k)...)
+		calendar = w.seg.calendar != nil && w.seg.calendar[w.k]
+	}
+	for i := range s.data {
+		s.off[i] = append(s.off[i], uint32(len(s.data[i])))
+	}
+	s.loff[k+1] = uint32(len(s.labels))
+	if calendar {
+		if s.calendar == nil {
+			s.calendar = make([]bool, len(s.views))
+		}
+		s.calendar[k] = true
+	}
 }
 
 // segments are the jobs' segments in format for the current saved state,

@@ -112,6 +112,38 @@ type generation struct {
 // New loads the config and the saved state. It fails on an invalid config
 // and on a state file that cannot be read.
 func New(o Options) (*Exporter, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := newExporter(o)
+	gen, err := e.load()
+	if err != nil {
+		return nil, err
+	}
+	e.configure(gen)
+	store, err := e.restore()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.attachServices(gen); err != nil {
+		store.Close()
+		return nil, err
+	}
+	e.discoveryOn.Store(gen.cfg.Discovery.Enabled)
+	// Scrapes show the loaded state (and jobs new to it, with nothing
+	// counted yet) until the first save, which writes it all.
+	e.pending = e.tracker.Changes()
+	e.saved.Store((*model.Saved)(nil).With(e.pending))
+	e.store = store
+	e.running = gen
+	e.reloadOK.Set(1)
+	e.reloadTime.Set(float64(o.Now().Unix()))
+	return e, nil
+}
+
+// withDefaults fills what o leaves unset.
+func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -121,7 +153,7 @@ func New(o Options) (*Exporter, error) {
 	if o.Host == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return nil, fmt.Errorf("host name: %w", err)
+			return o, fmt.Errorf("host name: %w", err)
 		}
 		o.Host = h
 	}
@@ -134,6 +166,11 @@ func New(o Options) (*Exporter, error) {
 	if o.NewSource == nil {
 		o.NewSource = sources.New
 	}
+	return o, nil
+}
+
+// newExporter makes the exporter's model and metrics; nothing is loaded.
+func newExporter(o Options) *Exporter {
 	e := &Exporter{
 		opts:    o,
 		tracker: model.New(model.Options{Host: o.Host, Now: o.Now, Logger: o.Logger, StartupHold: o.StartupHold}),
@@ -152,12 +189,13 @@ func New(o Options) (*Exporter, error) {
 	// backward step of the host's clock does not move back.
 	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, e.tracker.Now)}, own...)
 	e.served = append([]prometheus.Collector{collector.NewSources(savedView{e}, e.tracker.Now)}, own...)
-	gen, err := e.load()
-	if err != nil {
-		return nil, err
-	}
-	e.configure(gen)
-	store, err := state.Open(o.StateDir)
+	return e
+}
+
+// restore opens the state directory and restores the model from the state
+// saved there, if any.
+func (e *Exporter) restore() (*state.Store, error) {
+	store, err := state.Open(e.opts.StateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -172,20 +210,7 @@ func New(o Options) (*Exporter, error) {
 			return nil, fmt.Errorf("state %s: %w", store.Path(), err)
 		}
 	}
-	if err := e.attachServices(gen); err != nil {
-		store.Close()
-		return nil, err
-	}
-	e.discoveryOn.Store(gen.cfg.Discovery.Enabled)
-	// Scrapes show the loaded state (and jobs new to it, with nothing
-	// counted yet) until the first save, which writes it all.
-	e.pending = e.tracker.Changes()
-	e.saved.Store((*model.Saved)(nil).With(e.pending))
-	e.store = store
-	e.running = gen
-	e.reloadOK.Set(1)
-	e.reloadTime.Set(float64(o.Now().Unix()))
-	return e, nil
+	return store, nil
 }
 
 // Collectors are the metrics to register, the jobs' included.
@@ -336,20 +361,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			// No check-in is acknowledged from now on; those that were
-			// are in the spool, applied now or at the next start.
-			closeErr := e.closeServices()
-			e.mu.Lock()
-			e.stop(e.running)
-			e.mu.Unlock()
-			err := e.save()
-			e.saveMu.Lock()
-			defer e.saveMu.Unlock()
-			e.closed = true
-			if err != nil {
-				err = fmt.Errorf("final state save (the next start reads again from the last saved position): %w", err)
-			}
-			return errors.Join(err, closeErr, e.store.Close())
+			return e.shutdown()
 		case <-e.tracker.Changed():
 			sched.change(time.Now())
 			rearm()
@@ -370,6 +382,25 @@ func (e *Exporter) Run(ctx context.Context) error {
 			e.tracker.DecideHeld()
 		}
 	}
+}
+
+// shutdown stops receiving and reading, saves what was read, and closes
+// the state.
+func (e *Exporter) shutdown() error {
+	// No check-in is acknowledged from now on; those that were are in the
+	// spool, applied now or at the next start.
+	closeErr := e.closeServices()
+	e.mu.Lock()
+	e.stop(e.running)
+	e.mu.Unlock()
+	err := e.save()
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
+	e.closed = true
+	if err != nil {
+		err = fmt.Errorf("final state save (the next start reads again from the last saved position): %w", err)
+	}
+	return errors.Join(err, closeErr, e.store.Close())
 }
 
 // save writes what changed since the last successful save and, once it is

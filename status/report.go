@@ -188,6 +188,24 @@ func buildJob(v *model.JobView, now time.Time) Job {
 	if j.Scope == "" {
 		j.Scope = "host"
 	}
+	j.setDurations(v)
+	total := uint64(0)
+	for i, r := range model.Results {
+		j.Runs[string(r)] = v.RunCounts[i]
+		total += v.RunCounts[i]
+	}
+	for _, r := range v.Open {
+		j.Running = append(j.Running, RunningRun{Host: r.Host, PID: r.PID, RunID: r.RunID, Started: r.Start.UTC(),
+			AgeSeconds: max(now.Sub(r.Start).Seconds(), 0), Source: r.Source})
+	}
+	j.RecentRuns = recentRuns(v)
+	j.State = stateOf(v, w, total, now)
+	return j
+}
+
+// setDurations sets the job's timeout, durations, last exit code and lease,
+// each null when there is none.
+func (j *Job) setDurations(v *model.JobView) {
 	if v.Spec.Timeout > 0 {
 		j.TimeoutSeconds = ptr(v.Spec.Timeout.Seconds())
 	}
@@ -209,18 +227,6 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		maxD, _ := model.DurationQuantile(h, 1)
 		j.Durations = &Durations{Count: len(h), P50: p50, P99: p99, Max: maxD}
 	}
-	total := uint64(0)
-	for i, r := range model.Results {
-		j.Runs[string(r)] = v.RunCounts[i]
-		total += v.RunCounts[i]
-	}
-	for _, r := range v.Open {
-		j.Running = append(j.Running, RunningRun{Host: r.Host, PID: r.PID, RunID: r.RunID, Started: r.Start.UTC(),
-			AgeSeconds: max(now.Sub(r.Start).Seconds(), 0), Source: r.Source})
-	}
-	j.RecentRuns = recentRuns(v)
-	j.State = stateOf(v, w, total, now)
-	return j
 }
 
 // stateOf classifies a job, most urgent first: what the on-call engineer
