@@ -2,7 +2,6 @@ package model
 
 import (
 	"cmp"
-	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -103,7 +102,6 @@ func (t *Tracker) reporting(j *job, now time.Time, yield func(*source)) {
 		return
 	}
 	firstRead := t.firstReading(now)
-	may := func(src *source) bool { return firstRead || src.clock.reported }
 	n := 0
 	for _, name := range j.Sources {
 		if src := t.sources[name]; src != nil && src.clock.runs {
@@ -113,14 +111,14 @@ func (t *Tracker) reporting(j *job, now time.Time, yield func(*source)) {
 	}
 	if n == 0 {
 		for _, src := range t.sources {
-			if src.clock.runs && (src.clock.endedOnce || may(src)) {
+			if src.clock.waitedFor(false, firstRead) {
 				yield(src)
 			}
 		}
 		return
 	}
 	for _, src := range t.unended {
-		if may(src) && !slices.ContainsFunc(j.Sources, func(name string) bool { return t.sources[name] == src }) {
+		if src.clock.waitedFor(true, firstRead) && !slices.ContainsFunc(j.Sources, func(name string) bool { return t.sources[name] == src }) {
 			yield(src)
 		}
 	}
@@ -137,27 +135,20 @@ func (t *Tracker) firstReading(now time.Time) bool {
 	return now.Sub(t.started) < max(t.opts.StartupHold, firstReadGrace)
 }
 
-// reportingNames is reporting over any set of source clocks: clock looks
-// one up by name, all yields every one.
-func reportingNames(jobSources []string, clock func(string) *sourceClock, all iter.Seq2[string, *sourceClock]) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		n := 0
-		for _, name := range jobSources {
-			if c := clock(name); c != nil && c.runs {
-				if !yield(name) {
-					return
-				}
-				n++
-			}
-		}
-		for name, c := range all {
-			if c.runs && (n == 0 || !c.endedOnce && !slices.Contains(jobSources, name)) {
-				if !yield(name) {
-					return
-				}
-			}
-		}
+// waitedFor is reporting's rule, after the start-up hold, for a source
+// that has not reported the job (one of runs that has is always waited
+// for): reported says a source of runs has reported the job, anyRead
+// that a source that has read nothing yet is waited for all the same
+// (within firstReadGrace).
+func (c *sourceClock) waitedFor(reported, anyRead bool) bool {
+	if !c.runs {
+		return false
 	}
+	may := anyRead || c.reported
+	if !reported {
+		return c.endedOnce || may
+	}
+	return !c.endedOnce && may
 }
 
 // DecisionsBehind is how far behind now the job's decisions are: now less
@@ -175,16 +166,23 @@ func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Dur
 		}
 		return nil
 	}
-	mark, some, held := time.Time{}, false, false
-	for name := range reportingNames(v.Sources, clock, func(yield func(string, *sourceClock) bool) {
-		for _, s := range sources {
-			c := s.clock
-			if !yield(s.Name, &c) {
-				return
-			}
+	// The sources reporting's rule waits for, as if every source had had
+	// its firstReadGrace: a view does not know when they started.
+	var waited []*sourceClock
+	for _, name := range v.Sources {
+		if c := clock(name); c != nil && c.runs {
+			waited = append(waited, c)
 		}
-	}) {
-		c := clock(name)
+	}
+	reported := len(waited) > 0
+	for _, s := range sources {
+		if !slices.Contains(v.Sources, s.Name) && s.clock.waitedFor(reported, true) {
+			c := s.clock
+			waited = append(waited, &c)
+		}
+	}
+	mark, some, held := time.Time{}, false, false
+	for _, c := range waited {
 		w, ok := c.watermark(now, false)
 		held = held || !ok || !c.endedOnce
 		if ok && (!some || w.Before(mark)) {
