@@ -18,8 +18,8 @@ import (
 // never a pooled one: the lock belongs to the connection, and a pool could
 // reconnect, or hand the connection to someone else, behind the lock's
 // back). While the job runs the connection is checked twice every
-// interval; a check failed or unanswered for interval, or another owner,
-// means the lock is lost.
+// interval; a check failed, none answered for lostAfter(interval), or
+// another owner means the lock is lost.
 type mysqlLock struct {
 	cfg      *mysql.Config
 	name     string
@@ -93,10 +93,10 @@ func (l *mysqlLock) error(op string, err error) error {
 }
 
 // Watch checks the lock twice every interval, each check bounded by a
-// deadline: interval after the last check that answered was asked. A check
-// that fails or has not answered by then is connection_lost, so that a
-// server that hangs is seen within interval of hanging (5 s by default,
-// docs/run.md).
+// deadline: lostAfter(interval) after the last check that answered was
+// asked. A check that fails or has not answered by then is
+// connection_lost, so that a run whose server hangs has recorded the loss
+// and stopped its job within interval (5 s by default, docs/run.md).
 func (l *mysqlLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
 	t := time.NewTicker(l.interval / 2)
 	defer t.Stop()
@@ -108,12 +108,18 @@ func (l *mysqlLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
 		case <-t.C:
 		}
 		asked := time.Now()
-		if loss, lost := l.check(confirmed.Add(l.interval)); lost {
+		if loss, lost := l.check(confirmed.Add(lostAfter(l.interval))); lost {
 			return loss, true
 		}
 		confirmed = asked
 	}
 }
+
+// lostAfter is how long a lock checked every interval/2 may go unconfirmed:
+// nine tenths of interval, the rest kept to record the loss and stop the
+// job. A check asked on time has at least two fifths of interval (2 s by
+// default) to answer.
+func lostAfter(interval time.Duration) time.Duration { return interval * 9 / 10 }
 
 // check asks once whether the lock is still this connection's, by
 // deadline. Its context is not Watch's: the driver closes the connection of
