@@ -102,8 +102,24 @@ func writeJSON(w http.ResponseWriter, v any) {
 func writeBody(w http.ResponseWriter, typ string, b []byte) {
 	w.Header().Set("Content-Type", typ)
 	w.Header().Set("Cache-Control", "no-store")
-	// A job's output is shown on the page: no script of any origin runs.
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	SetPageHeaders(w.Header())
 	_, _ = w.Write(b)
+}
+
+// SetPageHeaders sets the headers every page jobwatch serves carries: a
+// Content-Security-Policy under which no script of any origin runs (a job's
+// output is shown on the status page) and nosniff, so that no browser reads
+// a body as another type than the one sent.
+func SetPageHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// WithPageHeaders serves next with SetPageHeaders' headers: the landing
+// page, which exporter-toolkit renders, carries them as the status page does.
+func WithPageHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetPageHeaders(w.Header())
+		next.ServeHTTP(w, r)
+	})
 }

@@ -30,8 +30,9 @@ const (
 	// DefaultRecordTable is --record-table's default, the table the mysql
 	// source reads by default.
 	DefaultRecordTable = "job_runs"
-	// DefaultLockCheckInterval is how often a MySQL lock's connection is
-	// checked while the job runs.
+	// DefaultLockCheckInterval is how long a MySQL lock may go unconfirmed
+	// while the job runs: its connection is checked twice in that time, and
+	// the lock is lost when no check has answered for that long.
 	DefaultLockCheckInterval = 5 * time.Second
 )
 
@@ -77,8 +78,9 @@ type Options struct {
 	// the shared lock's server cannot be reached; OnLockLost (kill, warn;
 	// kill when empty) when the lock is lost while the job runs.
 	LockUnavailable, OnLockLost string
-	// LockCheckInterval is how often a MySQL lock's connection is checked;
-	// DefaultLockCheckInterval when 0.
+	// LockCheckInterval is how long a MySQL lock may go unconfirmed (its
+	// connection is checked twice in that time); DefaultLockCheckInterval
+	// when 0.
 	LockCheckInterval time.Duration
 
 	// RecordMySQL (a DSN, ${VAR} expanded) or RecordMySQLDSNFile: the run

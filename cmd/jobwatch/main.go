@@ -310,7 +310,7 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 		if err != nil {
 			return nil, err
 		}
-		mux.Handle("/", landing)
+		mux.Handle("/", status.WithPageHeaders(landing))
 	}
 	return mux, nil
 }

@@ -279,6 +279,31 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
+// TestPageHeaders: the landing page carries the status page's
+// Content-Security-Policy and nosniff headers.
+func TestPageHeaders(t *testing.T) {
+	in := startWith(t, buildBinary(t))
+	headers := func(path string) http.Header {
+		t.Helper()
+		resp, err := http.Get("http://" + in.addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		return resp.Header
+	}
+	status := headers("/status")
+	landing := headers("/")
+	for _, h := range []string{"Content-Security-Policy", "X-Content-Type-Options"} {
+		if status.Get(h) == "" || landing.Get(h) != status.Get(h) {
+			t.Errorf("%s: landing page %q, status page %q", h, landing.Get(h), status.Get(h))
+		}
+	}
+}
+
 // TestPprof: profiling is served, and linked from the landing page, only
 // with --web.enable-pprof; every link of the landing page answers.
 func TestPprof(t *testing.T) {

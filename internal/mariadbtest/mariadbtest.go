@@ -216,6 +216,22 @@ func (s *Server) stop(sig syscall.Signal) {
 	s.proc.Stop(sig, 60*time.Second)
 }
 
+// Hang stops the server's process (SIGSTOP), as a server that hangs: its
+// connections stay open, nothing answers. resume sends SIGCONT; so does
+// t.Cleanup, before the server is killed.
+func (s *Server) Hang() (resume func()) {
+	s.t.Helper()
+	if s.external != nil {
+		s.t.Skip("cannot hang an external server (" + EnvDSN + ")")
+	}
+	if err := s.proc.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("stopping mariadbd: %v", err)
+	}
+	resume = func() { _ = s.proc.Signal(syscall.SIGCONT) }
+	s.t.Cleanup(resume)
+	return resume
+}
+
 // NewDatabase creates a database with a fresh name, dropped in t.Cleanup
 // (on an external server; a throwaway server goes away with its directory),
 // and returns its name.

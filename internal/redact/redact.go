@@ -1,5 +1,5 @@
 // Package redact hides secrets (passwords, values taken from the
-// environment, whole DSNs and URLs) in messages. It imports nothing but the
+// environment, Redis URLs) in messages. It imports nothing but the
 // standard library's basics: jobwatch run's start-up path uses it.
 package redact
 
@@ -10,19 +10,48 @@ import (
 
 // Redactor hides secrets in messages. The zero value is ready; one Redactor
 // may collect the secrets of several DSNs and URLs (jobwatch run's).
-type Redactor struct{ secrets []string }
+type Redactor struct {
+	secrets   []string // hidden wherever they occur
+	passwords []string // hidden where they stand as a password
+}
 
-// Add makes s a secret.
+// minBarePassword is the length from which a password is hidden wherever it
+// occurs. A shorter one ("p", "tcp", "3306") is as likely a piece of the
+// message itself (the network, the address, the database), and is hidden
+// only where it stands as a DSN's or URL's password: user:PASSWORD@.
+const minBarePassword = 8
+
+// mask replaces a secret.
+const mask = "xxxxx"
+
+// Add makes s a secret, hidden wherever it occurs.
 func (r *Redactor) Add(s string) {
 	if s != "" {
 		r.secrets = append(r.secrets, s)
 	}
 }
 
+// AddPassword makes pw a secret as a password (a DSN's Passwd): hidden where
+// it stands as one, and everywhere once it is minBarePassword long, so that
+// the user, the server's address and the database a message names stay
+// readable.
+func (r *Redactor) AddPassword(pw string) {
+	switch {
+	case pw == "":
+	case len(pw) >= minBarePassword:
+		r.Add(pw)
+	default:
+		r.passwords = append(r.passwords, pw)
+	}
+}
+
 // String returns s with every secret replaced.
 func (r *Redactor) String(s string) string {
 	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, "xxxxx")
+		s = strings.ReplaceAll(s, sec, mask)
+	}
+	for _, pw := range r.passwords {
+		s = strings.ReplaceAll(s, ":"+pw+"@", ":"+mask+"@")
 	}
 	return s
 }

@@ -1,7 +1,8 @@
 // Package secret reads what jobwatch's config and flags give as secrets (a
 // go-sql-driver DSN inline with ${VAR} references to the environment or
 // from a file, a password file) and keeps them out of every message that
-// leaves jobwatch: logs, errors, records, pages.
+// leaves jobwatch: logs, errors, records, pages. Of a DSN only the password
+// is a secret.
 package secret
 
 import (
@@ -46,22 +47,24 @@ type MySQL struct {
 // LoadMySQL reads, expands and parses a DSN and sets what jobwatch relies
 // on: times parsed, connect, read and write timeouts, and the driver's own
 // log lines routed to log at debug level (dropped when log is nil). The
-// returned errors are already redacted, and so is everything the Redactor
-// is given.
+// returned errors are already redacted, and the Redactor is given the DSN's
+// password, the one part of it that is a secret: the user, the server's
+// address and the database are what a message must name.
 func LoadMySQL(s MySQL, log *slog.Logger) (*mysql.Config, *Redactor, error) {
 	red := s.Redactor
 	if red == nil {
 		red = &Redactor{}
 	}
 	s = s.withDefaults()
-	dsn, err := s.read(red, log)
+	dsn, env, err := s.read(log)
 	if err != nil {
 		return nil, red, err
 	}
-	cfg, err := parseDSN(dsn, red)
+	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, red, red.Err(fmt.Errorf("%s: %w", s.DSNName, err))
+		return nil, red, unparsed(dsn, env).Err(fmt.Errorf("%s: %w", s.DSNName, err))
 	}
+	red.AddPassword(cfg.Passwd)
 	s.configure(cfg, red, log)
 	return cfg, red, nil
 }
@@ -80,51 +83,50 @@ func (s MySQL) withDefaults() MySQL {
 }
 
 // read is the DSN's text: File's content, or DSN with its references to
-// the environment expanded, their values given to red.
-func (s MySQL) read(red *Redactor, log *slog.Logger) (string, error) {
+// the environment expanded, and the values the environment gave.
+func (s MySQL) read(log *slog.Logger) (dsn string, env []string, err error) {
 	switch {
 	case s.DSN != "" && s.File != "":
-		return "", fmt.Errorf("%s and %s: give one of them", s.DSNName, s.FileName)
+		return "", nil, fmt.Errorf("%s and %s: give one of them", s.DSNName, s.FileName)
 	case s.File != "":
 		b, err := ReadFile(s.File, log)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", s.FileName, err)
+			return "", nil, fmt.Errorf("%s: %w", s.FileName, err)
 		}
-		return b, nil
+		return b, nil, nil
 	}
 	var missing []string
-	dsn := envRefRE().ReplaceAllStringFunc(s.DSN, func(ref string) string {
+	dsn = envRefRE().ReplaceAllStringFunc(s.DSN, func(ref string) string {
 		name := envRefRE().FindStringSubmatch(ref)[1]
 		v, ok := s.Getenv(name)
 		if !ok {
 			missing = append(missing, name)
 		}
-		red.Add(v)
+		env = append(env, v)
 		return v
 	})
 	if len(missing) > 0 {
-		return "", fmt.Errorf("%s: environment variable(s) not set: %s", s.DSNName, strings.Join(missing, ", "))
+		return "", nil, fmt.Errorf("%s: environment variable(s) not set: %s", s.DSNName, strings.Join(missing, ", "))
 	}
-	return dsn, nil
+	return dsn, env, nil
 }
 
-// parseDSN parses dsn. red is given the DSN and what may be its password
-// before parsing, so that the parser's errors are redacted too.
-func parseDSN(dsn string, red *Redactor) (*mysql.Config, error) {
-	// Until the DSN parses, its password is whatever lies between the
-	// first ':' and the last '@' before the address.
+// unparsed redacts the error of a DSN that did not parse, whose password is
+// then unknown: the whole DSN, the values the environment gave it and what
+// may be its password (between the first ':' and the last '@') are hidden
+// from that one message.
+func unparsed(dsn string, env []string) *Redactor {
+	red := &Redactor{}
 	if at := strings.LastIndex(dsn, "@"); at > 0 {
 		if colon := strings.Index(dsn[:at], ":"); colon >= 0 {
 			red.Add(dsn[colon+1 : at])
 		}
 	}
 	red.Add(dsn)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
+	for _, v := range env {
+		red.Add(v)
 	}
-	red.Add(cfg.Passwd)
-	return cfg, nil
+	return red
 }
 
 // configure sets on cfg what jobwatch relies on: times parsed, timeouts

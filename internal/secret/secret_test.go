@@ -71,7 +71,40 @@ func TestLoadMySQL(t *testing.T) {
 	if err != nil || red2 != red || cfg.Timeout != 5*time.Second || cfg.ReadTimeout != 5*time.Second {
 		t.Fatalf("wrapper's: %+v %v", cfg, err)
 	}
-	if got := red.String("redis-pw pw9"); got != "xxxxx xxxxx" {
+	if got := red.String("redis-pw u:pw9@tcp(h:1)/"); got != "xxxxx u:xxxxx@tcp(h:1)/" {
 		t.Errorf("shared redactor: %q", got)
+	}
+}
+
+// TestOnlyThePasswordRedacted: of a DSN only its password is a secret; the
+// user, the address and the database stay readable in a message naming
+// them, even when the password is short or occurs elsewhere in the DSN.
+func TestOnlyThePasswordRedacted(t *testing.T) {
+	const where = "u@tcp(127.0.0.1:3306)/tcp table `job_runs`: dial tcp 127.0.0.1:3306: connect: connection refused"
+	for _, tc := range []struct{ name, dsn, shown string }{
+		{"no password", "u@tcp(127.0.0.1:3306)/tcp", "u@tcp(127.0.0.1:3306)/tcp?parseTime=true"},
+		{"one letter", "u:p@tcp(127.0.0.1:3306)/tcp", "u:xxxxx@tcp(127.0.0.1:3306)/tcp?parseTime=true"},
+		{"a digit of the address", "u:1@tcp(127.0.0.1:3306)/tcp", "u:xxxxx@tcp(127.0.0.1:3306)/tcp?parseTime=true"},
+		{"also the network and database", "u:tcp@tcp(127.0.0.1:3306)/tcp", "u:xxxxx@tcp(127.0.0.1:3306)/tcp?parseTime=true"},
+		{"from the environment", "u:${PW}@tcp(${HOST})/tcp", "u:xxxxx@tcp(127.0.0.1:3306)/tcp?parseTime=true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"PW": "u", "HOST": "127.0.0.1:3306"}
+			getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+			cfg, red, err := LoadMySQL(MySQL{DSN: tc.dsn, Getenv: getenv}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := red.String(where); got != where {
+				t.Errorf("redacted\n%s\nwant it unchanged", got)
+			}
+			// The DSN itself, when it shows, shows without its password.
+			if got := red.String(cfg.FormatDSN()); cfg.Passwd != "" && !strings.HasPrefix(got, "u:xxxxx@tcp(127.0.0.1:3306)/tcp?") {
+				t.Errorf("DSN redacted to %q", got)
+			}
+			if got := RedactedDSN(cfg); !strings.HasPrefix(got, tc.shown) {
+				t.Errorf("RedactedDSN %q, want %q...", got, tc.shown)
+			}
+		})
 	}
 }

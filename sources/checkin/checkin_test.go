@@ -139,6 +139,9 @@ func TestCheckinRejects(t *testing.T) {
 		{"DELETE", "/ping/backup", "", nil, 405, RejectMethod},
 		{"POST", "/ping/backup", "", []string{"Sec-Fetch-Site", "cross-site"}, 403, RejectCrossSite},
 		{"POST", "/ping/backup", "", []string{"Origin", "https://evil.example"}, 403, RejectCrossSite},
+		// Browsers send Origin: null from sandboxed frames and some redirects.
+		{"POST", "/ping/backup", "", []string{"Origin", "null"}, 403, RejectCrossSite},
+		{"GET", "/ping/backup", "", []string{"Origin", "null"}, 403, RejectCrossSite},
 	} {
 		w := do(r, tc.method, tc.target, tc.body, tc.hdr...)
 		if w.Code != tc.code {
@@ -149,7 +152,7 @@ func TestCheckinRejects(t *testing.T) {
 		t.Errorf("rejected check-ins were spooled: %+v", got)
 	}
 	want := map[string]int{RejectUnknownJob: 1, RejectBadPath: 2, RejectBadExitCode: 4, RejectBadRunID: 1, RejectBadHost: 1,
-		RejectBadPID: 1, RejectBadReason: 2, RejectBodyTooLarge: 1, RejectMethod: 1, RejectCrossSite: 2}
+		RejectBadPID: 1, RejectBadReason: 2, RejectBodyTooLarge: 1, RejectMethod: 1, RejectCrossSite: 4}
 	if fmt.Sprint(rej.n) != fmt.Sprint(want) {
 		t.Errorf("rejects %v, want %v", rej.n, want)
 	}

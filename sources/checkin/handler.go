@@ -271,14 +271,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// crossSite reports a request a browser made on behalf of another site.
+// crossSite reports a request a browser made on behalf of another site. An
+// Origin of "null" (a sandboxed frame, a redirect across sites, a file: page)
+// is as foreign as any other.
 func crossSite(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":
 	default:
 		return true
 	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+	if o := r.Header.Get("Origin"); o != "" {
 		host := strings.TrimPrefix(strings.TrimPrefix(o, "https://"), "http://")
 		return host != r.Host
 	}

@@ -1,9 +1,13 @@
 package mysql
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
+	"jobwatch/internal/testproc"
 	"jobwatch/model"
 	"jobwatch/sources"
 )
@@ -46,5 +50,32 @@ func TestOpenRunsAreBounded(t *testing.T) {
 	s.capOpen(p)
 	if !slices.Equal(p.Open, []int64{3, 7, 9}) {
 		t.Fatalf("under the bound: %v", p.Open)
+	}
+}
+
+// TestCheckUnreachableNamesServer: check-config names the server it could
+// not reach, whatever the password: none, one letter, or one that also
+// occurs elsewhere in the DSN.
+func TestCheckUnreachableNamesServer(t *testing.T) {
+	addr := testproc.FreeAddr(t) // nothing listens there
+	for _, pw := range []string{"", "p", "1", "tcp", "jobs"} {
+		t.Run("password="+pw, func(t *testing.T) {
+			user := "u"
+			if pw != "" {
+				user += ":" + pw
+			}
+			s, err := New("db", Config{DSN: user + "@tcp(" + addr + ")/jobs"}, sources.Deps{Jobs: []string{"a"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Check(context.Background())
+			want := "database unreachable: u@tcp(" + addr + ")/jobs table `job_runs`: "
+			if !errors.Is(err, sources.ErrUnreachable) || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Check: %v\nwant %s...", err, want)
+			}
+			if !strings.Contains(err.Error(), "dial tcp "+addr) {
+				t.Errorf("Check: %v, want the dial error in full", err)
+			}
+		})
 	}
 }

@@ -17,8 +17,9 @@ import (
 // mysqlLock is GET_LOCK(name, 0) on one dedicated connection (a sql.Conn,
 // never a pooled one: the lock belongs to the connection, and a pool could
 // reconnect, or hand the connection to someone else, behind the lock's
-// back). While the job runs the connection is checked every interval; a
-// failed check or another owner means the lock is lost.
+// back). While the job runs the connection is checked twice every
+// interval; a check failed, none answered for lostAfter(interval), or
+// another owner means the lock is lost.
 type mysqlLock struct {
 	cfg      *mysql.Config
 	name     string
@@ -91,29 +92,53 @@ func (l *mysqlLock) error(op string, err error) error {
 	return err
 }
 
+// Watch checks the lock twice every interval, each check bounded by a
+// deadline: lostAfter(interval) after the last check that answered was
+// asked. A check that fails or has not answered by then is
+// connection_lost, so that a run whose server hangs has recorded the loss
+// and stopped its job within interval (5 s by default, docs/run.md).
 func (l *mysqlLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
-	t := time.NewTicker(l.interval)
+	t := time.NewTicker(l.interval / 2)
 	defer t.Stop()
+	confirmed := time.Now() // held since GET_LOCK, checked from here on
 	for {
 		select {
 		case <-ctx.Done():
 			return wrapper.LockLoss{}, false
 		case <-t.C:
 		}
-		cctx, cancel := context.WithTimeout(ctx, l.interval)
-		var mine sql.NullInt64
-		err := l.conn.QueryRowContext(cctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", l.name).Scan(&mine)
-		cancel()
-		if ctx.Err() != nil {
-			return wrapper.LockLoss{}, false
+		asked := time.Now()
+		if loss, lost := l.check(confirmed.Add(lostAfter(l.interval))); lost {
+			return loss, true
 		}
-		switch {
-		case err != nil:
-			return wrapper.LockLoss{Reason: lostConnection}, true
-		case !mine.Valid || mine.Int64 != 1:
-			return wrapper.LockLoss{Reason: lostNotOwner}, true
-		}
+		confirmed = asked
 	}
+}
+
+// lostAfter is how long a lock checked every interval/2 may go unconfirmed:
+// nine tenths of interval, the rest kept to record the loss and stop the
+// job. A check asked on time has at least two fifths of interval (2 s by
+// default) to answer.
+func lostAfter(interval time.Duration) time.Duration { return interval * 9 / 10 }
+
+// check asks once whether the lock is still this connection's, by
+// deadline. Its context is not Watch's: the driver closes the connection of
+// a query whose context is cancelled, and the lock with it, so a run ending
+// while a check is under way (a run lasting a whole number of check
+// intervals) would find its connection gone when it releases the lock.
+// A check under way is let finish instead, within its deadline.
+func (l *mysqlLock) check(deadline time.Time) (wrapper.LockLoss, bool) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	var mine sql.NullInt64
+	err := l.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", l.name).Scan(&mine)
+	switch {
+	case err != nil:
+		return wrapper.LockLoss{Reason: lostConnection}, true
+	case !mine.Valid || mine.Int64 != 1:
+		return wrapper.LockLoss{Reason: lostNotOwner}, true
+	}
+	return wrapper.LockLoss{}, false
 }
 
 func (l *mysqlLock) Release(ctx context.Context) error {
