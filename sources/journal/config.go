@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -40,10 +39,7 @@ const DefaultLateWindow = 2 * time.Second
 // LateWindow is how late, in event time, an entry may be handed over: the
 // late_window key, defaulted.
 func (j *Config) LateWindow() time.Duration {
-	if j.Lateness == 0 {
-		return DefaultLateWindow
-	}
-	return j.Lateness.D()
+	return sources.LateWindowOf(j.Lateness, DefaultLateWindow)
 }
 
 // Identity is the journal read: the directory or files (none: the system
@@ -84,8 +80,8 @@ func (j *Config) validate(jobs map[string]bool) []error {
 	if len(j.Units) == 0 && len(j.Cron) == 0 {
 		errs = append(errs, fmt.Errorf("needs units or cron"))
 	}
-	if j.Lateness < 0 {
-		errs = append(errs, errors.New("late_window must not be negative"))
+	if err := sources.CheckLateWindow(j.Lateness); err != nil {
+		errs = append(errs, err)
 	}
 	units := make([]string, 0, len(j.Units))
 	for u := range j.Units {

@@ -3,10 +3,9 @@ package journal
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"jobwatch/config"
-	"jobwatch/sources"
+	"jobwatch/sources/sourcetest"
 )
 
 func TestJournalUnitNames(t *testing.T) {
@@ -36,45 +35,11 @@ func TestJournalUnitNames(t *testing.T) {
 	}
 }
 
-// late_window is parsed, defaulted and refused when negative, a refusal
-// reported with the block's other errors.
+// late_window, as every source of runs has it.
 func TestLateWindowKey(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		block []string // the block's keys besides name, type and directory
-		want  time.Duration
-		errs  []string
-	}{
-		{"default", []string{"units: {a.service: a}"}, DefaultLateWindow, nil},
-		{"zero is the default", []string{"units: {a.service: a}", "late_window: 0s"}, DefaultLateWindow, nil},
-		{"set", []string{"units: {a.service: a}", "late_window: 15s"}, 15 * time.Second, nil},
-		{"Prometheus syntax", []string{"units: {a.service: a}", "late_window: 2m"}, 2 * time.Minute, nil},
-		{"negative", []string{"units: {a.service: a}", "late_window: -2s"}, 0, []string{"late_window must not be negative"}},
-		{"negative, with another error", []string{"late_window: -2s"}, 0, []string{"late_window must not be negative", "needs units or cron"}},
-		{"not a duration", []string{"units: {a.service: a}", "late_window: soon"}, 0, []string{`line 7: bad duration "soon"`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			yml := "jobs: [{name: a, every: 1h}]\nsources:\n  - name: j\n    type: journal\n    directory: /var/log/journal\n    " +
-				strings.Join(tc.block, "\n    ") + "\n"
-			cfg, err := config.Parse(strings.NewReader(yml))
-			if len(tc.errs) > 0 {
-				if err == nil {
-					t.Fatalf("accepted:\n%s", yml)
-				}
-				for _, w := range tc.errs {
-					if !strings.Contains(err.Error(), `source "j": `+w) {
-						t.Errorf("no error of the source saying %q in:\n%v", w, err)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rr sources.RunReporter = cfg.Sources[0].Config.(*Config)
-			if got := rr.LateWindow(); got != tc.want {
-				t.Errorf("LateWindow() = %v, want %v", got, tc.want)
-			}
-		})
-	}
+	sourcetest.LateWindowKey(t, sourcetest.LateWindow{
+		Head: "  - name: j\n    type: journal\n    directory: /var/log/journal\n", Name: "j",
+		Valid: []string{"units: {a.service: a}"}, BrokenErr: "needs units or cron",
+		Default: DefaultLateWindow,
+	})
 }

@@ -170,10 +170,7 @@ func (m *Config) Poll() time.Duration {
 // will) is looked for, and so how late, in event time, a row may be handed
 // over.
 func (m *Config) Late() time.Duration {
-	if m.Lateness == 0 {
-		return DefaultLateWindow
-	}
-	return m.Lateness.D()
+	return sources.LateWindowOf(m.Lateness, DefaultLateWindow)
 }
 
 var _ sources.RunReporter = (*Config)(nil)
@@ -201,8 +198,8 @@ func (m *Config) Validate() []error {
 	} else if m.PollInterval != 0 && m.PollInterval.D() < MinPollInterval {
 		errs = append(errs, fmt.Errorf("poll_interval must be at least %s", MinPollInterval))
 	}
-	if m.Lateness < 0 {
-		errs = append(errs, errors.New("late_window must not be negative"))
+	if err := sources.CheckLateWindow(m.Lateness); err != nil {
+		errs = append(errs, err)
 	}
 	if err := checkTableName(m.TableName()); err != nil {
 		errs = append(errs, err)

@@ -23,6 +23,7 @@ import (
 	"jobwatch/model"
 	"jobwatch/schedule"
 	"jobwatch/sources"
+	"jobwatch/sources/sourcetest"
 )
 
 // recordingSink collects what a source hands the tracker.
@@ -1064,45 +1065,11 @@ func FuzzMySQLIdent(f *testing.F) {
 	})
 }
 
-// late_window is parsed, defaulted and refused when negative, a refusal
-// reported with the block's other errors.
+// late_window, as every source of runs has it.
 func TestMySQLLateWindowKey(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		block []string // the block's keys besides name and type
-		want  time.Duration
-		errs  []string
-	}{
-		{"default", []string{"dsn: u:p@tcp(db:3306)/app"}, DefaultLateWindow, nil},
-		{"zero is the default", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: 0s"}, DefaultLateWindow, nil},
-		{"set", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: 30m"}, 30 * time.Minute, nil},
-		{"Prometheus syntax", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: 1h"}, time.Hour, nil},
-		{"negative", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: -1m"}, 0, []string{"late_window must not be negative"}},
-		{"negative, with another error", []string{"late_window: -1m"}, 0,
-			[]string{"late_window must not be negative", "exactly one of dsn and dsn_file is required"}},
-		{"not a duration", []string{"dsn: u:p@tcp(db:3306)/app", "late_window: soon"}, 0, []string{`line 6: bad duration "soon"`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			yml := "jobs: [{name: a, every: 1h}]\nsources:\n  - name: db\n    type: mysql\n    " + strings.Join(tc.block, "\n    ") + "\n"
-			cfg, err := config.Parse(strings.NewReader(yml))
-			if len(tc.errs) > 0 {
-				if err == nil {
-					t.Fatalf("accepted:\n%s", yml)
-				}
-				for _, w := range tc.errs {
-					if !strings.Contains(err.Error(), `source "db": `+w) {
-						t.Errorf("no error of the source saying %q in:\n%v", w, err)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rr sources.RunReporter = cfg.Sources[0].Config.(*Config)
-			if got := rr.LateWindow(); got != tc.want {
-				t.Errorf("LateWindow() = %v, want %v", got, tc.want)
-			}
-		})
-	}
+	sourcetest.LateWindowKey(t, sourcetest.LateWindow{
+		Head: "  - name: db\n    type: mysql\n", Name: "db",
+		Valid: []string{"dsn: u:p@tcp(db:3306)/app"}, BrokenErr: "exactly one of dsn and dsn_file is required",
+		Default: DefaultLateWindow,
+	})
 }

@@ -38,10 +38,7 @@ var (
 // LateWindow is how late, in event time, a record may be handed over: the
 // late_window key, defaulted.
 func (c *Config) LateWindow() time.Duration {
-	if c.Lateness == 0 {
-		return DefaultLateWindow
-	}
-	return c.Lateness.D()
+	return sources.LateWindowOf(c.Lateness, DefaultLateWindow)
 }
 
 // Identity is the file followed: its saved position follows the path.
@@ -67,8 +64,8 @@ func (c *Config) validate(jobs map[string]bool) []error {
 	if c.Path == "" {
 		errs = append(errs, errors.New("path is required"))
 	}
-	if c.Lateness < 0 {
-		errs = append(errs, errors.New("late_window must not be negative"))
+	if err := sources.CheckLateWindow(c.Lateness); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateFormat()...)
 	errs = append(errs, c.validateCommands(jobs)...)

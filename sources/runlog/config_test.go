@@ -3,11 +3,9 @@ package runlog
 import (
 	"strings"
 	"testing"
-	"time"
 
-	"jobwatch/config"
-	"jobwatch/sources"
 	"jobwatch/sources/runlog/record"
+	"jobwatch/sources/sourcetest"
 )
 
 func TestValidateCron(t *testing.T) {
@@ -47,46 +45,11 @@ func TestValidateCron(t *testing.T) {
 	}
 }
 
-// late_window is parsed, defaulted and refused when negative, a refusal
-// reported with the block's other errors.
+// late_window, as every source of runs has it.
 func TestLateWindowKey(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		block []string // the block's keys besides name, type and path
-		want  time.Duration
-		errs  []string
-	}{
-		{"default", []string{"format: json"}, DefaultLateWindow, nil},
-		{"zero is the default", []string{"format: json", "late_window: 0s"}, DefaultLateWindow, nil},
-		{"set", []string{"format: json", "late_window: 30s"}, 30 * time.Second, nil},
-		{"Prometheus syntax", []string{"format: json", "late_window: 1m"}, time.Minute, nil},
-		{"negative", []string{"format: json", "late_window: -1s"}, 0, []string{"late_window must not be negative"}},
-		{"negative, with another error", []string{"format: yaml", "late_window: -1s"}, 0,
-			[]string{"late_window must not be negative", `format must be json, logfmt, regex or cron, got "yaml"`}},
-		{"not a duration", []string{"format: json", "late_window: soon"}, 0, []string{`line 7: bad duration "soon"`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			yml := "jobs: [{name: a, every: 1h}]\nsources:\n  - name: runs\n    type: runlog\n    path: /var/log/runs.log\n    " +
-				strings.Join(tc.block, "\n    ") + "\n"
-			cfg, err := config.Parse(strings.NewReader(yml))
-			if len(tc.errs) > 0 {
-				if err == nil {
-					t.Fatalf("accepted:\n%s", yml)
-				}
-				for _, w := range tc.errs {
-					if !strings.Contains(err.Error(), `source "runs": `+w) {
-						t.Errorf("no error of the source saying %q in:\n%v", w, err)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rr sources.RunReporter = cfg.Sources[0].Config.(*Config)
-			if got := rr.LateWindow(); got != tc.want {
-				t.Errorf("LateWindow() = %v, want %v", got, tc.want)
-			}
-		})
-	}
+	sourcetest.LateWindowKey(t, sourcetest.LateWindow{
+		Head: "  - name: runs\n    type: runlog\n    path: /var/log/runs.log\n", Name: "runs",
+		Valid: []string{"format: json"}, Broken: []string{"format: yaml"}, BrokenErr: `format must be json, logfmt, regex or cron, got "yaml"`,
+		Default: DefaultLateWindow,
+	})
 }
