@@ -199,8 +199,8 @@ func (h *Host) cronDir(dir string, system bool) []cronFile {
 	var files []cronFile
 	for _, n := range names {
 		p := path.Join(dir, n)
-		if !isRegular(h.Root, p) {
-			continue
+		if isDir(h.Root, p) {
+			continue // cron reads no subdirectory; anything else not a regular file is reported when read
 		}
 		if strings.HasPrefix(n, ".") {
 			continue // cron skips hidden files; Debian ships .placeholder
@@ -231,11 +231,8 @@ func (h *Host) cronDir(dir string, system bool) []cronFile {
 
 // readCronFile reads one crontab, unless cron would refuse it.
 func (h *Host) readCronFile(f cronFile) {
-	data, err := readFile(h.Root, f.path)
-	if err != nil {
-		if !(f.path == "/etc/crontab" && isNotExist(err)) {
-			h.Notes = append(h.Notes, unreadable(f.path, err))
-		}
+	data, ok := readNoting(h.Root, f.path, &h.Notes)
+	if !ok {
 		return
 	}
 	if fi, err := os.Stat(hostPath(h.Root, f.path)); h.checkModes && err == nil && fi.Mode().Perm()&0o022 != 0 {
