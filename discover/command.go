@@ -19,8 +19,9 @@ type Command struct {
 	// quoting removed, words joined by one space and segments by " ; ": two
 	// jobs with the same Core run the same thing.
 	Core string
-	// Name is the base name of the last segment's program (for run-parts,
-	// of its directory), extension removed: the job name discover proposes.
+	// Name is the base name of the last segment's program that is not a
+	// test (for run-parts, of its directory), extension removed: the job
+	// name discover proposes.
 	Name string
 	// RunParts is the directory when the command is run-parts DIR.
 	RunParts string
@@ -165,8 +166,8 @@ func segments(toks []token) [][]string {
 			}
 			continue
 		}
-		if len(cur) == 0 && (isAssignment(t.s) || t.s == "{" || t.s == "!") || t.s == "}" {
-			continue // assignments before the program, { list; } and !
+		if len(cur) == 0 && (isAssignment(t.s) || shKeywords[t.s]) || t.s == "}" {
+			continue // assignments before the program, { list; }, ! and if ...; then ...; fi
 		}
 		cur = append(cur, t.s)
 	}
@@ -175,6 +176,11 @@ func segments(toks []token) [][]string {
 	}
 	return segs
 }
+
+// shKeywords are the reserved words of sh that may start a simple command
+// of a cron line: they are not programs, and name no job.
+var shKeywords = map[string]bool{"!": true, "{": true, "}": true, "if": true, "then": true, "elif": true, "else": true, "fi": true,
+	"while": true, "until": true, "do": true, "done": true}
 
 var assignRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
 
@@ -195,7 +201,9 @@ func parseCommand(line string, resolve func(string) string) Command {
 		if len(words) == 0 {
 			continue
 		}
-		c.Name = programName(words)
+		if !isTest(filepath.Base(words[0])) || c.Name == "" {
+			c.Name = programName(words) // a test names the job only when nothing else does
+		}
 		c.RunParts = runPartsDir(words)
 		if resolve != nil {
 			words = append([]string{resolve(words[0])}, words[1:]...)
@@ -204,6 +212,15 @@ func parseCommand(line string, resolve func(string) string) Command {
 	}
 	c.Core = strings.Join(cores, " ; ")
 	return c
+}
+
+// isTest reports a program that only tests: test, [, true, false, :.
+func isTest(prog string) bool {
+	switch prog {
+	case "test", "[", "true", "false", ":":
+		return true
+	}
+	return false
 }
 
 // runPartsDir is DIR of run-parts [options] DIR, or "".

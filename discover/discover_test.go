@@ -500,23 +500,76 @@ func TestNoSourceForPlainCronWithoutSystemd(t *testing.T) {
 	}
 }
 
-// FuzzGenerate: whatever a crontab holds, the config generated from it is
-// one jobwatch accepts, as YAML and as JSON.
-func FuzzGenerate(f *testing.F) {
-	for _, name := range []string{"debian/etc/cron.d/maint", "debian/var/spool/cron/crontabs/alice", "cronie/etc/cron.d/app.conf", "debian/etc/crontab"} {
+// addCronSeeds adds the job and environment lines of the fixtures'
+// crontabs one by one, and a few of several lines: small inputs, which the
+// fuzzer mutates and minimises quickly.
+func addCronSeeds(f *testing.F) {
+	for _, name := range []string{"debian/etc/cron.d/maint", "debian/var/spool/cron/crontabs/alice", "cronie/etc/cron.d/app.conf",
+		"debian/etc/crontab", "debian-stock/etc/cron.d/php", "debian-stock/etc/cron.d/certbot", "debian-stock/etc/cron.d/ntpsec"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(string(data), true)
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				f.Add(l+"\n", true)
+			}
+		}
 	}
 	f.Add("CRON_TZ=Europe/Berlin\n0 2 * * * jobwatch run --job \"x y\" --log /l\xff -- /bin/\xfe\n@hourly a%b\n", false)
 	f.Add("0 1 * * * root /bin/true\n0 1 * * * root /opt/null\n0 1 * * * root /opt/1.5\n0 1 * * * root ~\n0 1 * * * root '#x'\n", true)
+}
+
+// fuzzHost reads crontab as /etc/cron.d/f\xff of a host with no files.
+func fuzzHost(crontab string, systemd bool) *Host {
+	h := &Host{Root: "/nonexistent/discover-fuzz", Flavour: Debian, Zone: "Europe/Berlin", Systemd: systemd}
+	h.readCrontab("/etc/cron.d/f\xff", []byte(crontab), true, "")
+	h.name()
+	return h
+}
+
+// FuzzReadCrontab: whatever a crontab holds, reading and checking it does
+// not panic, every job has a name of its own that is a valid job name and
+// not a shell keyword, and every finding has a known kind and a fix.
+func FuzzReadCrontab(f *testing.F) {
+	addCronSeeds(f)
 	f.Fuzz(func(t *testing.T, crontab string, systemd bool) {
-		h := &Host{Root: "/nonexistent/discover-fuzz", Flavour: Debian, Zone: "Europe/Berlin", Systemd: systemd}
-		h.readCrontab("/etc/cron.d/f\xff", []byte(crontab), true, "")
-		h.name()
-		_ = Check(h, Options{Now: now})
+		h := fuzzHost(crontab, systemd)
+		seen := map[string]bool{}
+		for _, j := range h.Jobs {
+			base := j.Name // without the -N a taken name gets
+			if i := strings.LastIndexByte(base, '-'); i > 0 && strings.Trim(base[i+1:], "0123456789") == "" {
+				base = base[:i]
+			}
+			keyword := (shKeywords[j.Name] || shKeywords[base]) && !shKeywords[j.Cmd.Name] // a program may be called fi
+			if seen[j.Name] || jobName(j.Name) != j.Name || keyword {
+				t.Fatalf("job name %q (taken before: %v) for %q", j.Name, seen[j.Name], j.CommandLine)
+			}
+			seen[j.Name] = true
+		}
+		known := map[string]bool{}
+		for _, k := range Kinds {
+			known[k] = true
+		}
+		for _, fd := range Check(h, Options{Now: now}) {
+			if !known[fd.Kind] || fd.Fix == "" {
+				t.Fatalf("finding %+v", fd)
+			}
+		}
+	})
+}
+
+// FuzzGenerate: whatever a crontab holds, the config generated from it is
+// one jobwatch accepts, as YAML and as JSON. Inputs are kept to a few
+// lines, each costing a config parse: the fuzzer makes thousands a minute
+// instead of minimising large inputs.
+func FuzzGenerate(f *testing.F) {
+	addCronSeeds(f)
+	f.Fuzz(func(t *testing.T, crontab string, systemd bool) {
+		if len(crontab) > 1024 || strings.Count(crontab, "\n") > 4 {
+			return
+		}
+		h := fuzzHost(crontab, systemd)
 		if len(h.Jobs) == 0 {
 			return
 		}

@@ -81,14 +81,56 @@ func (v value) node() *yaml.Node {
 			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, v.vals[i].node())
 		}
 	}
-	n.HeadComment = v.comment
+	n.HeadComment = commentText(v.comment)
 	return n
+}
+
+// commentText is s as a YAML comment can hold it: invalid UTF-8 and the
+// characters yaml rejects or reads as a line break (but \n, which starts the
+// next comment line) become '?'.
+func commentText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if r < 0x20 || yamlUnprintable(r) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// yamlUnprintable reports a character at or above 0x20 that YAML does not
+// allow in a document (DEL, C1 controls, the BOM, non-characters) or reads as
+// a line break (U+2028, U+2029). JSON may hold them raw, but jobwatch reads
+// JSON configs with its YAML parser.
+func yamlUnprintable(r rune) bool {
+	return r >= 0x7f && r < 0xa0 || r == 0x2028 || r == 0x2029 || r == 0xfeff ||
+		r >= 0xd800 && r < 0xe000 || r == 0xfffe || r == 0xffff
+}
+
+// jsonString is s as a JSON string that YAML reads too: what json.Marshal
+// leaves raw but YAML rejects is escaped.
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	if !strings.ContainsFunc(string(b), yamlUnprintable) {
+		return b
+	}
+	var out bytes.Buffer
+	for _, r := range string(b) {
+		if yamlUnprintable(r) {
+			fmt.Fprintf(&out, "\\u%04x", r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.Bytes()
 }
 
 func (v value) MarshalJSON() ([]byte, error) {
 	switch {
 	case v.scalar != nil:
-		return json.Marshal(*v.scalar)
+		return jsonString(*v.scalar), nil
 	case v.isList:
 		if v.list == nil {
 			return []byte("[]"), nil
@@ -139,7 +181,10 @@ func jobValue(j *Job) value {
 	m.set("name", str(j.Name))
 	switch {
 	case j.Schedule != "":
-		m.set("schedule", quoted(j.Schedule))
+		// Cron skips the bytes after a number that are not letters or
+		// digits ("0\xb0" is minute 0), and so does schedule: U+FFFD for
+		// a byte that is not UTF-8 reads the same and YAML can hold it.
+		m.set("schedule", quoted(strings.ToValidUTF8(j.Schedule, "\uFFFD")))
 	case len(j.OnCalendar) == 1:
 		m.set("on_calendar", quoted(j.OnCalendar[0]))
 	case len(j.OnCalendar) > 1:
@@ -168,7 +213,6 @@ func jobValue(j *Job) value {
 	if j.User != "" {
 		m.comment = fmt.Sprintf("%s (%s, user %s)", j.Where(), what, j.User)
 	}
-	m.comment = strings.ToValidUTF8(m.comment, "?")
 	return *m
 }
 
@@ -298,7 +342,6 @@ func Generate(h *Host, o GenerateOptions) ([]byte, error) {
 			} else {
 				v.comment += "\nNo source sees this job's runs: wrap the command in jobwatch run."
 			}
-			v.comment = strings.ToValidUTF8(v.comment, "?")
 		}
 		jobs.list = append(jobs.list, v)
 	}

@@ -15,10 +15,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -199,8 +197,8 @@ func (h *Host) cronDir(dir string, system bool) []cronFile {
 	var files []cronFile
 	for _, n := range names {
 		p := path.Join(dir, n)
-		if !isRegular(h.Root, p) {
-			continue
+		if isDir(h.Root, p) {
+			continue // cron reads no subdirectory; anything else not a regular file is reported when read
 		}
 		if strings.HasPrefix(n, ".") {
 			continue // cron skips hidden files; Debian ships .placeholder
@@ -231,11 +229,8 @@ func (h *Host) cronDir(dir string, system bool) []cronFile {
 
 // readCronFile reads one crontab, unless cron would refuse it.
 func (h *Host) readCronFile(f cronFile) {
-	data, err := readFile(h.Root, f.path)
-	if err != nil {
-		if !(f.path == "/etc/crontab" && isNotExist(err)) {
-			h.Notes = append(h.Notes, unreadable(f.path, err))
-		}
+	data, ok := readNoting(h.Root, f.path, &h.Notes)
+	if !ok {
 		return
 	}
 	if fi, err := os.Stat(hostPath(h.Root, f.path)); h.checkModes && err == nil && fi.Mode().Perm()&0o022 != 0 {
@@ -364,33 +359,6 @@ func (h *Host) cronJob(file string, n int, l CronLine, user string, env cronEnv)
 	j.Zone = loadZone(j.Timezone)
 	j.Timeout = j.Cmd.Timeout
 	return j
-}
-
-// guardRE is a cron line that first tests for a program or for systemd and
-// does nothing when the test succeeds: test -x /usr/sbin/anacron || ...,
-// [ -d /run/systemd/system ] || ...
-var guardRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^\s*(?:test\s+-([edx])\s+(\S+)|\[\s+-([edx])\s+(\S+)\s+\])\s*\|\|`)
-})
-
-// noOp says why a cron command does nothing on this host, or "": Debian
-// packages guard their cron lines so that anacron or a systemd timer does
-// the work where present.
-func (h *Host) noOp(cmd string) string {
-	m := guardRE().FindStringSubmatch(cmd)
-	if m == nil {
-		return ""
-	}
-	p := m[2] + m[4]
-	switch {
-	case p == "/run/systemd/system" || p == "/run/systemd/system/":
-		if exists(h.Root, "/run/systemd/system") || exists(h.Root, "/lib/systemd/systemd") || exists(h.Root, "/usr/lib/systemd/systemd") {
-			return "it runs only where systemd is not the init system (a timer does the work here)"
-		}
-	case exists(h.Root, p):
-		return "it runs only when " + p + " is missing, and it is here (e.g. anacron runs cron.daily)"
-	}
-	return ""
 }
 
 // The search paths of programs named without a directory: cron's default

@@ -42,8 +42,11 @@ func (u *unit) last(key string) (setting, bool) {
 }
 
 // parseUnitFile reads an INI-style unit file into u: sections, Key=Value,
-// # and ; comments, lines continued with a trailing backslash.
+// # and ; comments, lines continued with a trailing backslash, a leading
+// byte order mark.
 func parseUnitFile(u *unit, data []byte, file string) {
+	// systemd skips a UTF-8 byte order mark, as editors on Windows write.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	section := ""
@@ -107,12 +110,9 @@ func (s *systemd) readUnit(name string) (u *unit, masked bool) {
 	}
 	sort.Strings(files)
 	for _, f := range files {
-		data, err := readFile(s.root, dropins[f])
-		if err != nil {
-			s.problems = append(s.problems, unreadable(dropins[f], err))
-			continue
+		if data, ok := readNoting(s.root, dropins[f], &s.problems); ok {
+			parseUnitFile(u, data, dropins[f])
 		}
-		parseUnitFile(u, data, dropins[f])
 	}
 	return u, false
 }
@@ -126,11 +126,8 @@ func (s *systemd) readUnitFile(u *unit, names []string) (found, masked bool) {
 			if isDevNull(s.root, p) {
 				return false, true
 			}
-			data, err := readFile(s.root, p)
-			if err != nil {
-				if !os.IsNotExist(err) {
-					s.problems = append(s.problems, unreadable(p, err))
-				}
+			data, ok := readNoting(s.root, p, &s.problems)
+			if !ok {
 				continue
 			}
 			u.File = p
