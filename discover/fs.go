@@ -248,3 +248,14 @@ func readTmpfiles(root string, notes *[]Finding) []string {
 	sort.Strings(out)
 	return out
 }
+
+// ReadRegular reads the file name as discover reads the host's (a --merge
+// config): never blocking on a named pipe, refusing what is not a regular
+// file, and at most 4 MiB.
+func ReadRegular(name string) ([]byte, error) {
+	data, err := readFile("", name)
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}

@@ -43,7 +43,7 @@ func runDiscover(o discoverOptions, stdout, stderr io.Writer) int {
 	findings := discover.Check(h, discover.Options{Now: time.Now()})
 	gen := discover.GenerateOptions{RunLog: o.runLog, JSON: o.json}
 	if o.merge != "" {
-		if gen.Merge, err = os.ReadFile(o.merge); err != nil {
+		if gen.Merge, err = discover.ReadRegular(o.merge); err != nil {
 			fmt.Fprintln(stderr, "jobwatch discover: --merge:", err)
 			return 2
 		}

@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestDiscover runs the real binary on the fixture trees: the config it
@@ -18,7 +21,10 @@ func TestDiscover(t *testing.T) {
 	bin := buildBinary(t)
 	run := func(t *testing.T, args ...string) (stdout, stderr string, code int) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
+		// A deadline, so that a discover that blocks fails the test.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
 		var o, e bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &o, &e
 		err := cmd.Run()
@@ -101,6 +107,17 @@ func TestDiscover(t *testing.T) {
 		stdout, stderr, code := run(t, "discover", "--root", root, "--output", "-")
 		if code != 0 || stderr != "" || !strings.Contains(stdout, "name: ok") {
 			t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+		}
+	})
+	t.Run("merge from a named pipe", func(t *testing.T) {
+		// Refused at once, not read for ever: nothing writes to it.
+		fifo := filepath.Join(t.TempDir(), "jobwatch.yml")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, code := run(t, "discover", "--root", t.TempDir(), "--merge", fifo, "--output", "-")
+		if code != 2 || !strings.Contains(stderr, "--merge") || !strings.Contains(stderr, "named pipe") {
+			t.Fatalf("exit %d, stderr %q; want 2 and the pipe refused", code, stderr)
 		}
 	})
 	t.Run("bad root", func(t *testing.T) {
