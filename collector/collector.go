@@ -54,6 +54,7 @@ var (
 	skipsDesc            = desc("job_skips_total", "Runs of the job that were skipped, by reason: locked (a lock was held), lock_unavailable (the shared lock's server could not be reached), disabled, other, or a reason a regex source declares.", "job_name", "reason")
 	lockLostDesc         = desc("job_lock_lost_total", "Shared locks (redis, mysql) that runs of the job lost while they ran.", "job_name", "lock")
 	consecSkipsDesc      = desc("job_consecutive_skips", "Skips since the job's last run that actually started.", jobLabels...)
+	consecMissedDesc     = desc("job_consecutive_missed_runs", "Expected runs since the job's last run that started (or was skipped) for which no run started within grace; 0 for every: jobs.", jobLabels...)
 	runningDesc          = desc("job_running", "Runs of the job in progress now.", jobLabels...)
 	overlapsDesc         = desc("job_overlaps_total", "Runs that started while another run of the same job was still in progress.", jobLabels...)
 	runStartDesc         = desc("job_run_start_timestamp_seconds", "Start time of each run in progress, by host and PID.", "job_name", "host", "pid")
@@ -135,7 +136,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 var jobDescs = []*prometheus.Desc{
 	lastSuccessDesc, sinceSuccessDesc, behindDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
 	timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
-	runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
+	runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, consecMissedDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
 }
 
 // Collect implements prometheus.Collector.
@@ -307,6 +308,7 @@ func (e *jobSeries) counts(j *model.JobView) {
 		e.counterBy(lockLostDesc, j.LockLostCounts[i], model.LockLayers[i])
 	}
 	e.gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
+	e.gauge(consecMissedDesc, float64(j.ConsecutiveMissed))
 	e.gauge(runningDesc, float64(len(j.Open)))
 	e.counter(overlapsDesc, j.Overlaps)
 	e.counter(missedDesc, j.Missed)

@@ -62,17 +62,16 @@ func (j *job) attribute(r *Run) {
 	p := sched.Prev(r.Start)
 	if p.IsZero() || r.Start.Sub(p) > j.spec.Grace {
 		j.Unexpected++
+		// It started all the same: the slots missed before it are
+		// counted before it, and none since.
+		if !j.SlotsCheckedUntil.IsZero() {
+			j.accountMissed(sched, r.Start.Add(-j.spec.Grace))
+		}
+		j.ConsecutiveMissed = 0
 		return
 	}
 	r.Slot = p
-	if j.SlotsCheckedUntil.IsZero() {
-		// The job's known history begins with this run.
-		j.SlotsCheckedUntil = p
-	}
-	if p.After(j.SlotsCheckedUntil) {
-		j.accountMissed(sched, p.Add(-time.Nanosecond))
-		j.SlotsCheckedUntil = p
-	}
+	j.reachSlot(sched, p)
 	i := slices.IndexFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(p) })
 	if i < 0 {
 		j.RecentSlots = append(j.RecentSlots, SlotRuns{Slot: p})
@@ -103,6 +102,20 @@ func (j *job) attribute(r *Run) {
 	s.Hosts = append(s.Hosts, r.Host)
 }
 
+// reachSlot counts the slots before p that had no run as missed, now that a
+// run (or skip) of slot p came, and the consecutive ones from p on.
+func (j *job) reachSlot(sched schedule.Schedule, p time.Time) {
+	if j.SlotsCheckedUntil.IsZero() {
+		// The job's known history begins with this run.
+		j.SlotsCheckedUntil = p
+	}
+	if p.After(j.SlotsCheckedUntil) {
+		j.accountMissed(sched, p.Add(-time.Nanosecond))
+		j.SlotsCheckedUntil = p
+	}
+	j.ConsecutiveMissed = 0
+}
+
 // countDuplicate counts a duplicate run of kind.
 func (j *job) countDuplicate(kind string) {
 	j.DupCounts[slices.Index(DuplicateKinds, kind)]++
@@ -118,11 +131,6 @@ func countHost(hosts []string, h string) int {
 	return n
 }
 
-// accountMissed counts the expected runs after SlotsCheckedUntil and up to
-// until that no run belongs to, and moves SlotsCheckedUntil on. A slot
-// without any run counts as many missed runs as its multiplicity; a slot
-// with fewer runs than that is not counted (its first run moved
-// SlotsCheckedUntil past it).
 // attributeSkip fills the expected run a skip belongs to (the last one at or
 // before it, if within grace): that slot was due and the scheduler started
 // the job, which declined to run. It is neither missed nor a run, so it
@@ -137,13 +145,7 @@ func (j *job) attributeSkip(at time.Time) {
 	if p.IsZero() || at.Sub(p) > j.spec.Grace {
 		return
 	}
-	if j.SlotsCheckedUntil.IsZero() {
-		j.SlotsCheckedUntil = p
-	}
-	if p.After(j.SlotsCheckedUntil) {
-		j.accountMissed(sched, p.Add(-time.Nanosecond))
-		j.SlotsCheckedUntil = p
-	}
+	j.reachSlot(sched, p)
 	if slices.ContainsFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(p) }) {
 		return
 	}
@@ -154,9 +156,15 @@ func (j *job) attributeSkip(at time.Time) {
 	}
 }
 
+// accountMissed counts the expected runs after SlotsCheckedUntil and up to
+// until that no run belongs to, and moves SlotsCheckedUntil on. A slot
+// without any run counts as many missed runs as its multiplicity; a slot
+// with fewer runs than that is not counted (its first run moved
+// SlotsCheckedUntil past it).
 func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
 	missed, checked := j.missedUntil(sched, until)
 	j.Missed += missed
+	j.ConsecutiveMissed += missed
 	j.SlotsCheckedUntil = checked
 }
 

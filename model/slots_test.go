@@ -104,6 +104,13 @@ func TestMissedSlotsByTheClock(t *testing.T) {
 	if m := missed(); m != 3 {
 		t.Fatalf("missed %d, want 3", m)
 	}
+	consecutive := func(want uint64) {
+		t.Helper()
+		if c := jobView(t, tr, "hourly").ConsecutiveMissed; c != want {
+			t.Fatalf("consecutive missed %d, want %d", c, want)
+		}
+	}
+	consecutive(3)
 	// While the job's source cannot be read nothing is counted: its runs
 	// may only be unread.
 	tr.SetHealth("runs", false, nil)
@@ -118,6 +125,35 @@ func TestMissedSlotsByTheClock(t *testing.T) {
 	tr.Reap()
 	if m := missed(); m != 4 {
 		t.Fatalf("missed %d, want 4", m)
+	}
+	consecutive(1) // 15:00, since the run of 14:00
+	// A skip in its slot is the scheduler starting the job: nothing missed
+	// since; nor after a run at a time the schedule does not give.
+	clock.Advance(time.Hour) // 16:01
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{{Kind: Skip, Job: "hourly", Host: "a", Time: time.Date(2026, 11, 30, 16, 0, 30, 0, time.UTC)}}})
+	clock.Advance(10 * time.Second)
+	tr.Reap()
+	consecutive(0)
+	clock.Advance(time.Hour) // 17:01
+	tr.Reap()
+	consecutive(1)
+	clock.Advance(29 * time.Minute) // 17:30
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("hourly", "a", 3, time.Date(2026, 11, 30, 17, 30, 0, 0, time.UTC))}})
+	clock.Advance(10 * time.Second)
+	tr.Reap()
+	consecutive(0)
+}
+
+// TestNoConsecutiveMissedForEvery: an every: job has no slots to miss.
+func TestNoConsecutiveMissedForEvery(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+	tr.Configure([]JobSpec{{Name: "every", Schedule: schedule.Every(time.Minute), StaleMultiple: 2}}, []SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
+	tr.Apply(Batch{Source: "runs", AtEnd: true})
+	clock.Advance(time.Hour)
+	tr.Reap()
+	if j := jobView(t, tr, "every"); j.ConsecutiveMissed != 0 || j.Missed != 0 {
+		t.Fatalf("an every: job: consecutive missed %d, missed %d", j.ConsecutiveMissed, j.Missed)
 	}
 }
 

@@ -28,6 +28,10 @@ type JobState struct {
 	HasLastExitCode     bool
 	ConsecutiveFailures uint64
 	ConsecutiveSkips    uint64
+	// ConsecutiveMissed are the expected runs since the last run that
+	// started, or skip, in a slot, that had no run within grace
+	// (calendar schedules only).
+	ConsecutiveMissed uint64
 	// RunCounts are the finished runs by result, in the order of Results.
 	RunCounts [4]uint64
 	Skips     uint64

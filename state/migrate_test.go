@@ -65,7 +65,8 @@ lines:
 
 // upgradeExposition rewrites what the fixture's jobwatch showed into what
 // the same state shows since: skips counted by reason (those counted before
-// reasons were are "other"), the lost shared locks of every job (none), and
+// reasons were are "other"), the lost shared locks of every job (none), the
+// consecutive missed runs (none: not counted before), and
 // each source's late records (none).
 func upgradeExposition(text string) string {
 	var out strings.Builder
@@ -73,6 +74,10 @@ func upgradeExposition(text string) string {
 		if rest, ok := strings.CutPrefix(line, `jobwatch_source_records_total{source="`); ok {
 			src, _, _ := strings.Cut(rest, `"`)
 			fmt.Fprintf(&out, "jobwatch_source_late_records_total{source=%q} 0\n", src)
+		}
+		if rest, ok := strings.CutPrefix(line, `jobwatch_job_consecutive_skips{job_name="`); ok {
+			job, _, _ := strings.Cut(rest, `"`)
+			fmt.Fprintf(&out, "jobwatch_job_consecutive_missed_runs{job_name=%q} 0\n", job)
 		}
 		rest, ok := strings.CutPrefix(line, `jobwatch_job_skips_total{job_name="`)
 		if !ok {

@@ -28,6 +28,7 @@ type jobRecord struct {
 	HasLastExitCode     bool              `json:"has_last_exit_code,omitempty"`
 	ConsecutiveFailures uint64            `json:"consecutive_failures,omitempty"`
 	ConsecutiveSkips    uint64            `json:"consecutive_skips,omitempty"`
+	ConsecutiveMissed   uint64            `json:"consecutive_missed,omitempty"`
 	Runs                map[string]uint64 `json:"runs,omitempty"`
 	Skips               uint64            `json:"skips,omitempty"`
 	SkipsByReason       map[string]uint64 `json:"skips_by_reason,omitempty"`
@@ -180,7 +181,7 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		LastSuccessStart: j.LastSuccessStart, LastFailure: j.LastFailure,
 		LastDuration: j.LastDuration, HasLastDuration: j.HasLastDuration,
 		LastExitCode: j.LastExitCode, HasLastExitCode: j.HasLastExitCode,
-		ConsecutiveFailures: j.ConsecutiveFailures, ConsecutiveSkips: j.ConsecutiveSkips,
+		ConsecutiveFailures: j.ConsecutiveFailures, ConsecutiveSkips: j.ConsecutiveSkips, ConsecutiveMissed: j.ConsecutiveMissed,
 		Skips: j.Skips, Overlaps: j.Overlaps,
 		Durations: histogramRecord{Counts: j.Durations.Counts, Sum: j.Durations.Sum, Count: j.Durations.Count},
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
@@ -239,7 +240,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		LastSuccessStart: r.LastSuccessStart, LastFailure: r.LastFailure,
 		LastDuration: r.LastDuration, HasLastDuration: r.HasLastDuration,
 		LastExitCode: r.LastExitCode, HasLastExitCode: r.HasLastExitCode,
-		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips,
+		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips, ConsecutiveMissed: r.ConsecutiveMissed,
 		Skips: r.Skips, Overlaps: r.Overlaps,
 		Durations: model.Histogram{Counts: r.Durations.Counts, Sum: r.Durations.Sum, Count: r.Durations.Count},
 		Missed:    r.Missed, Unexpected: r.Unexpected,

@@ -143,6 +143,9 @@ func Check(j Job, o CheckOptions) (int, string) {
 	if j.ConsecutiveSkips > 0 {
 		worse(CheckWarning, fmt.Sprintf("skipping: %d skips in a row", j.ConsecutiveSkips))
 	}
+	if j.ConsecutiveMissed > 0 {
+		worse(CheckWarning, fmt.Sprintf("missed: %d expected runs in a row did not start", j.ConsecutiveMissed))
+	}
 	if j.State == StateNeverSeen {
 		worse(CheckWarning, "never seen: no record of the job yet")
 	}

@@ -61,6 +61,7 @@ type Job struct {
 
 	ConsecutiveFailures uint64            `json:"consecutive_failures"`
 	ConsecutiveSkips    uint64            `json:"consecutive_skips"`
+	ConsecutiveMissed   uint64            `json:"consecutive_missed_runs"`
 	Runs                map[string]uint64 `json:"runs_total"`
 	Skips               uint64            `json:"skips_total"`
 	SkipsByReason       map[string]uint64 `json:"skips_by_reason"`
@@ -175,6 +176,7 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		PeriodSeconds:           w.Period.Seconds(),
 		ConsecutiveFailures:     v.ConsecutiveFailures,
 		ConsecutiveSkips:        v.ConsecutiveSkips,
+		ConsecutiveMissed:       v.ConsecutiveMissed,
 		Runs:                    map[string]uint64{},
 		Skips:                   v.Skips,
 		SkipsByReason:           nonNilMap(v.SkipsByReason()),
