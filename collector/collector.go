@@ -50,7 +50,7 @@ var (
 	lastFailureDesc      = desc("job_last_failure_timestamp_seconds", "End time of the job's last run that did not succeed.", jobLabels...)
 	lastExitCodeDesc     = desc("job_last_exit_code", "Exit code of the job's last finished run that reported one.", jobLabels...)
 	consecFailuresDesc   = desc("job_consecutive_failures", "Finished runs since the last success that did not succeed.", jobLabels...)
-	runsDesc             = desc("job_runs_total", "Finished runs of the job by result: success, failure, timeout, lost.", "job_name", "result")
+	runsDesc             = desc("job_runs_total", "Finished runs of the job by result: success, failure, timeout, lost, too_short (it succeeded in less than the job's min_duration).", "job_name", "result")
 	skipsDesc            = desc("job_skips_total", "Runs of the job that were skipped, by reason: locked (a lock was held), lock_unavailable (the shared lock's server could not be reached), disabled, other, or a reason a regex source declares.", "job_name", "reason")
 	lockLostDesc         = desc("job_lock_lost_total", "Shared locks (redis, mysql) that runs of the job lost while they ran.", "job_name", "lock")
 	consecSkipsDesc      = desc("job_consecutive_skips", "Skips since the job's last run that actually started.", jobLabels...)

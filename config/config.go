@@ -57,6 +57,9 @@ type Job struct {
 	Timezone   string    `yaml:"timezone"`
 	Grace      Duration  `yaml:"grace"`
 	Timeout    Duration  `yaml:"timeout"`
+	// MinDuration: a run that succeeds in less did nothing, and counts as
+	// result too_short, not as a success.
+	MinDuration Duration `yaml:"min_duration"`
 	// Scope is "host" (default: every host that reports the job should run
 	// it) or "cluster" (one run per slot on any one host).
 	Scope string `yaml:"scope"`
@@ -247,10 +250,13 @@ func (j *Job) validate(decoded bool) []error {
 	for _, d := range []struct {
 		field string
 		v     Duration
-	}{{"every", j.Every}, {"grace", j.Grace}, {"timeout", j.Timeout}} {
+	}{{"every", j.Every}, {"grace", j.Grace}, {"timeout", j.Timeout}, {"min_duration", j.MinDuration}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", d.field))
 		}
+	}
+	if j.Timeout > 0 && j.MinDuration >= j.Timeout {
+		errs = append(errs, fmt.Errorf("min_duration (%s) must be below timeout (%s)", j.MinDuration.D(), j.Timeout.D()))
 	}
 	if _, err := schedule.ParseFlavour(j.Cron); err != nil {
 		errs = append(errs, fmt.Errorf("cron must be debian or cronie, got %q", j.Cron))

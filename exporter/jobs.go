@@ -39,6 +39,7 @@ func JobSpecs(cfg *config.Config, local *time.Location) ([]model.JobSpec, error)
 			Schedule:      sched,
 			Grace:         grace,
 			Timeout:       j.Timeout.D(),
+			MinDuration:   j.MinDuration.D(),
 			Scope:         scope,
 			StaleMultiple: cfg.StaleMultiple,
 		})

@@ -65,10 +65,14 @@ const (
 	// Lost: the run was never seen ending (its process vanished, or it outlived
 	// its job's timeout), so jobwatch closed it.
 	Lost Result = "lost"
+	// TooShort: the run said it succeeded, in less than its job's
+	// min_duration: it did nothing (a backup done in 0.1 s). A verdict of
+	// jobwatch's, like Lost; it does not count as a success.
+	TooShort Result = "too_short"
 )
 
 // Results lists every Result, in the order metrics are emitted.
-var Results = []Result{Success, Failure, Timeout, Lost}
+var Results = []Result{Success, Failure, Timeout, Lost, TooShort}
 
 // ParseStatus maps a record's status field to a Result. Lost is jobwatch's
 // own verdict and is not accepted from records.

@@ -33,7 +33,7 @@ type JobState struct {
 	// (calendar schedules only).
 	ConsecutiveMissed uint64
 	// RunCounts are the finished runs by result, in the order of Results.
-	RunCounts [4]uint64
+	RunCounts [5]uint64
 	Skips     uint64
 	// SkipCounts count the skips by their SkipLabel, in the order of
 	// SkipReasons, and SkipsDeclared by the labels a runlog source's

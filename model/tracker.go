@@ -19,11 +19,13 @@ import (
 
 // JobSpec is what the configuration says about one job.
 type JobSpec struct {
-	Name          string
-	Schedule      schedule.Schedule
-	Grace         time.Duration
-	Timeout       time.Duration // 0: runs are never closed for age
-	Scope         string        // "host" or "cluster"
+	Name     string
+	Schedule schedule.Schedule
+	Grace    time.Duration
+	Timeout  time.Duration // 0: runs are never closed for age
+	// MinDuration: a run that succeeds in less did nothing (TooShort).
+	MinDuration   time.Duration
+	Scope         string // "host" or "cluster"
 	StaleMultiple int
 }
 
@@ -502,7 +504,10 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 		}
 	}
 	rr.Duration, rr.HasDuration = dur, hasDur
-	j.finish(ev.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
+	if rr.Result == Success && hasDur && dur < j.spec.MinDuration {
+		rr.Result = TooShort
+	}
+	j.finish(rr.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
 	j.remember(rr)
 	j.rememberEnd(key, ev.Time)
 	return true

@@ -56,7 +56,7 @@ func jobView(t *testing.T, tr *Tracker, name string) JobView {
 
 func TestTrackerApply(t *testing.T) {
 	type want struct {
-		runs                       [4]uint64 // success, failure, timeout, lost
+		runs                       [5]uint64 // success, failure, timeout, lost, too_short
 		running, overlaps, skips   int
 		consecSkips, consecFail    uint64
 		lastSuccess, lastFailure   time.Time
@@ -76,18 +76,18 @@ func TestTrackerApply(t *testing.T) {
 		{
 			name:   "start then success",
 			events: []Event{start("stats", "web1", 42, at(0)), end("stats", "web1", 42, at(40*time.Second), Success)},
-			want:   want{runs: [4]uint64{1, 0, 0, 0}, lastSuccess: at(40 * time.Second), lastDuration: 40, histCount: 1, records: 2},
+			want:   want{runs: [5]uint64{1, 0, 0, 0}, lastSuccess: at(40 * time.Second), lastDuration: 40, histCount: 1, records: 2},
 		},
 		{
 			name: "stated duration wins over the start record",
 			events: []Event{start("stats", "web1", 42, at(0)),
 				{Kind: End, Job: "stats", Host: "web1", PID: 42, Time: at(41 * time.Second), Result: Success, Duration: 40400 * time.Millisecond, HasDuration: true}},
-			want: want{runs: [4]uint64{1, 0, 0, 0}, lastSuccess: at(41 * time.Second), lastDuration: 40.4, histCount: 1, records: 2},
+			want: want{runs: [5]uint64{1, 0, 0, 0}, lastSuccess: at(41 * time.Second), lastDuration: 40.4, histCount: 1, records: 2},
 		},
 		{
 			name:   "end without a start still counts",
 			events: []Event{{Kind: End, Job: "stats", Host: "web1", PID: 42, Time: at(time.Minute), Result: Failure, ExitCode: 3, HasExitCode: true}},
-			want:   want{runs: [4]uint64{0, 1, 0, 0}, consecFail: 1, lastFailure: at(time.Minute), lastExit: 3, records: 1},
+			want:   want{runs: [5]uint64{0, 1, 0, 0}, consecFail: 1, lastFailure: at(time.Minute), lastExit: 3, records: 1},
 		},
 		{
 			name: "failures count until a success",
@@ -97,7 +97,7 @@ func TestTrackerApply(t *testing.T) {
 				end("stats", "web1", 3, at(3*time.Hour), Success),
 				end("stats", "web1", 4, at(4*time.Hour), Failure),
 			},
-			want: want{runs: [4]uint64{1, 2, 1, 0}, consecFail: 1, lastSuccess: at(3 * time.Hour), lastFailure: at(4 * time.Hour), lastExit: 0, records: 4},
+			want: want{runs: [5]uint64{1, 2, 1, 0}, consecFail: 1, lastSuccess: at(3 * time.Hour), lastFailure: at(4 * time.Hour), lastExit: 0, records: 4},
 		},
 		{
 			name: "overlap on one host: second start while the first runs",
@@ -115,7 +115,7 @@ func TestTrackerApply(t *testing.T) {
 				start("stats", "web2", 10, at(time.Second)),
 				end("stats", "web1", 10, at(time.Minute), Success),
 			},
-			want: want{runs: [4]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web2"}, records: 3},
+			want: want{runs: [5]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web2"}, records: 3},
 		},
 		{
 			name: "skips count until a run starts",
@@ -128,7 +128,7 @@ func TestTrackerApply(t *testing.T) {
 				start("stats", "web1", 5, at(4*time.Hour)),
 				skip("stats", at(5*time.Hour)),
 			},
-			want: want{runs: [4]uint64{1, 0, 0, 0}, skips: 4, consecSkips: 1, running: 1, lastSuccess: at(150 * time.Minute), lastDuration: 9000, histCount: 1, openHosts: []string{"web1"}, records: 7},
+			want: want{runs: [5]uint64{1, 0, 0, 0}, skips: 4, consecSkips: 1, running: 1, lastSuccess: at(150 * time.Minute), lastDuration: 9000, histCount: 1, openHosts: []string{"web1"}, records: 7},
 		},
 		{
 			name: "run id matches start and end across a reused pid",
@@ -137,7 +137,7 @@ func TestTrackerApply(t *testing.T) {
 				{Kind: Start, Job: "stats", Host: "web1", PID: 7, RunID: "b", Time: at(time.Minute)},
 				{Kind: End, Job: "stats", Host: "web1", PID: 7, RunID: "b", Time: at(2 * time.Minute), Result: Success},
 			},
-			want: want{runs: [4]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(2 * time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web1"}, records: 3},
+			want: want{runs: [5]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(2 * time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web1"}, records: 3},
 		},
 		{
 			name: "a started run later marked skipped leaves the runs in progress",
@@ -166,7 +166,7 @@ func TestTrackerApply(t *testing.T) {
 		{
 			name:   "an older success does not move last success back",
 			events: []Event{end("stats", "a", 1, at(2*time.Hour), Success), end("stats", "b", 2, at(time.Hour), Success)},
-			want:   want{runs: [4]uint64{2, 0, 0, 0}, lastSuccess: at(2 * time.Hour), records: 2},
+			want:   want{runs: [5]uint64{2, 0, 0, 0}, lastSuccess: at(2 * time.Hour), records: 2},
 		},
 	}
 	for _, tc := range cases {
@@ -410,5 +410,40 @@ func TestLockTTLOfLatestStart(t *testing.T) {
 	}
 	if got := jobView(t, tr, "backup").LockTTL; got != 0 {
 		t.Errorf("another job has lock TTL %v", got)
+	}
+}
+
+// TestMinDuration: a run that succeeds in less than its job's min_duration
+// did nothing: it counts as too_short, moves no last success and counts as
+// a failure in a row; one that takes longer, or fails, is as it says.
+func TestMinDuration(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clock := &fakeClock{now: now}
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+	tr.Configure([]JobSpec{{Name: "backup", Schedule: schedule.Every(time.Hour), MinDuration: 30 * time.Second, StaleMultiple: 2}},
+		[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
+	at := func(m int) time.Time { return now.Add(time.Duration(m-60) * time.Minute) }
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{
+		start("backup", "a", 1, at(0)), end("backup", "a", 1, at(10), Success), // 10 minutes: a real run
+		start("backup", "a", 2, at(20)), end("backup", "a", 2, at(20).Add(100*time.Millisecond), Success),
+		start("backup", "a", 3, at(30)), end("backup", "a", 3, at(30).Add(time.Second), Failure),
+		{Kind: End, Job: "backup", Host: "a", PID: 4, Time: at(40), Result: Success, Duration: 5 * time.Second, HasDuration: true},
+		{Kind: End, Job: "backup", Host: "a", PID: 5, Time: at(50), Result: Success}, // no duration known: taken at its word
+	}})
+	clock.Advance(time.Second)
+	tr.Reap()
+	j := jobView(t, tr, "backup")
+	got := map[Result]uint64{}
+	for i, r := range Results {
+		got[r] = j.RunCounts[i]
+	}
+	if got[Success] != 2 || got[TooShort] != 2 || got[Failure] != 1 {
+		t.Errorf("runs by result %v, want 2 success, 2 too_short, 1 failure", got)
+	}
+	if !j.LastSuccess.Equal(at(50)) {
+		t.Errorf("last success %s, want %s", j.LastSuccess, at(50))
+	}
+	if j.Recent[1].Fields().Result != TooShort {
+		t.Errorf("recent run: %+v", j.Recent[1].Fields())
 	}
 }

@@ -66,7 +66,8 @@ lines:
 // upgradeExposition rewrites what the fixture's jobwatch showed into what
 // the same state shows since: skips counted by reason (those counted before
 // reasons were are "other"), the lost shared locks of every job (none), the
-// consecutive missed runs (none: not counted before), and
+// consecutive missed runs and the runs too short (none: not counted
+// before), and
 // each source's late records (none).
 func upgradeExposition(text string) string {
 	var out strings.Builder
@@ -74,6 +75,10 @@ func upgradeExposition(text string) string {
 		if rest, ok := strings.CutPrefix(line, `jobwatch_source_records_total{source="`); ok {
 			src, _, _ := strings.Cut(rest, `"`)
 			fmt.Fprintf(&out, "jobwatch_source_late_records_total{source=%q} 0\n", src)
+		}
+		if rest, ok := strings.CutPrefix(line, `jobwatch_job_runs_total{job_name="`); ok && strings.Contains(rest, `result="lost"`) {
+			job, _, _ := strings.Cut(rest, `"`)
+			fmt.Fprintf(&out, "jobwatch_job_runs_total{job_name=%q,result=\"too_short\"} 0\n", job)
 		}
 		if rest, ok := strings.CutPrefix(line, `jobwatch_job_consecutive_skips{job_name="`); ok {
 			job, _, _ := strings.Cut(rest, `"`)

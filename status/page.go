@@ -32,7 +32,7 @@ var pages = sync.OnceValue(func() *template.Template {
 		"lastFailure": func(j Job) *Run {
 			for i := range j.RecentRuns {
 				switch j.RecentRuns[i].Result {
-				case string(model.Failure), string(model.Timeout), string(model.Lost):
+				case string(model.Failure), string(model.Timeout), string(model.Lost), string(model.TooShort):
 					return &j.RecentRuns[i]
 				}
 			}
