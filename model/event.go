@@ -74,11 +74,13 @@ const (
 // Results lists every Result, in the order metrics are emitted.
 var Results = []Result{Success, Failure, Timeout, Lost, TooShort}
 
-// ParseStatus maps a record's status field to a Result. Lost is jobwatch's
-// own verdict and is not accepted from records.
+// ParseStatus maps a record's status field to a Result. Lost and TooShort
+// are jobwatch's own verdicts, not accepted from records. Skipped is: an end with it
+// says the run started and declined to run (jobwatch run --skipped-exit),
+// which the model counts as a skip, not a finished run.
 func ParseStatus(s string) (Result, bool) {
 	switch Result(s) {
-	case Success, Failure, Timeout:
+	case Success, Failure, Timeout, Skipped:
 		return Result(s), true
 	}
 	return "", false

@@ -287,6 +287,11 @@ func (t *Tracker) decide(j *job, to time.Time) {
 		n++
 	}
 	if n > 0 {
+		for i := range j.pending[:n] {
+			if declines(&j.pending[i].Event) {
+				j.declining--
+			}
+		}
 		clear(j.pending[:n]) // drop the strings they hold
 		j.pending = slices.Delete(j.pending, 0, n)
 	}
@@ -366,6 +371,9 @@ func (j *job) hold(ev *Event, source string) {
 		j.unsorted, j.sortedLen = true, n
 	}
 	j.pending = append(j.pending, h)
+	if declines(&h.Event) {
+		j.declining++
+	}
 }
 
 // sorted puts the job's pending records in the order they are applied in:

@@ -297,7 +297,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		}
 		slices.SortFunc(j.open, compareRuns)
 		j.decided = sj.DecidedUntil
-		j.pending = j.pending[:0]
+		j.pending, j.declining = j.pending[:0], 0
 		for i := range sj.Pending {
 			ev := sj.Pending[i].Event
 			ev.Job = name // the state holds a job's records without their job's name

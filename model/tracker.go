@@ -125,9 +125,13 @@ type job struct {
 	ended ring[endedRun] // the latest runs that ended, for repeated ends
 	// pending are the records held for the job's watermark, in the order
 	// they are applied (compareEvents); see eventtime.go.
-	pending   []Held
-	batch     uint64 // Tracker.batches when a batch last touched it
-	unsorted  bool   // pending is out of order from sortedLen (see hold)
+	pending  []Held
+	batch    uint64 // Tracker.batches when a batch last touched it
+	unsorted bool   // pending is out of order from sortedLen (see hold)
+	// declining counts the pending records that may say a run declined
+	// to run (declines), so that a start looks through pending only when
+	// one is held.
+	declining int
 	sortedLen int
 	decided   time.Time // JobView.DecidedUntil
 	// recent and durations hold the job's History, which only views of
@@ -450,13 +454,19 @@ func (t *Tracker) applyStart(j *job, ev *Event, src string) {
 	if j.openAt(runKey(ev.RunID, ev.Host, ev.PID)) >= 0 {
 		return // the same start read twice: one run
 	}
+	r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src}
+	if j.declinedHeld(r) {
+		// The command declined to run (its end says skipped, held with
+		// the records still pending): a skip, as that end counts it, and
+		// not a run in progress, an overlap or a start.
+		return
+	}
 	// A late record is not judged against the runs around it: those
 	// before it have been decided.
-	overlapped := !ev.late && j.overlaps(ev.Host)
-	if overlapped {
+	r.Overlapped = !ev.late && j.overlaps(ev.Host)
+	if r.Overlapped {
 		j.Overlaps++
 	}
-	r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src, Overlapped: overlapped}
 	if ev.late {
 		r.readLate = ev.readAt
 	}
@@ -489,6 +499,11 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 		t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
 		return false
 	}
+	if ev.Result == Skipped {
+		j.applyDeclined(r, ev)
+		j.rememberEnd(key, ev.Time)
+		return true
+	}
 	dur, hasDur := ev.Duration, ev.HasDuration
 	start := ev.Time.Add(-dur)
 	rr := RecentRunFields{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, Reason: ev.Reason}
@@ -516,11 +531,32 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 // applySkip counts a skip, attributed to its slot.
 func (j *job) applySkip(ev *Event) {
 	// A run recorded as started and then marked skipped (a job_runs row
-	// whose status became "skipped") did not run: it leaves the runs in
-	// progress without counting as a finished run.
+	// whose status became "skipped", a check-in skip with the start's rid)
+	// did not run: it leaves the runs in progress without counting as a
+	// finished run.
 	if ev.RunID != "" {
 		j.closeOpen(runKey(ev.RunID, "", 0))
 	}
+	j.countSkip(ev, time.Time{})
+}
+
+// applyDeclined applies an end with status skipped: the command started
+// (jobwatch run wrote its start) and declined to run (--skipped-exit,
+// --skipped-output). r is its run when it is open (its start was applied
+// before this end was read): it leaves the runs in progress. Either way
+// it counts as a skip, never as a finished run, and last success stays.
+func (j *job) applyDeclined(r *Run, ev *Event) {
+	var began time.Time
+	if r != nil {
+		j.closeOpen(r.Key())
+		began = r.Start
+	}
+	j.countSkip(ev, began)
+}
+
+// countSkip counts a skip at ev's time, attributed to its slot; began is
+// when its run started, when known.
+func (j *job) countSkip(ev *Event, began time.Time) {
 	j.Skips++
 	if !ev.late {
 		j.attributeSkip(ev.Time)
@@ -531,17 +567,40 @@ func (j *job) applySkip(ev *Event) {
 	}
 	j.AddSkips(label, 1)
 	j.ConsecutiveSkips++
-	j.remember(RecentRunFields{End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
+	j.remember(RecentRunFields{Start: began, End: ev.Time, Result: Skipped, Host: ev.Host, PID: ev.PID, Reason: ev.Reason, Lock: ev.Lock, Holder: ev.Holder})
+}
+
+// declinedHeld reports whether a record held for the job's watermark, at
+// or after r's start, says that r declined to run: an end of r with status
+// skipped, or a skip naming r's run id.
+func (j *job) declinedHeld(r *Run) bool {
+	if j.declining == 0 {
+		return false // the common case: no such record held, nothing to look through
+	}
+	return slices.ContainsFunc(j.pending, func(h Held) bool {
+		if !declines(&h.Event) || h.Time.Before(r.Start) {
+			return false
+		}
+		if h.Kind == End {
+			return r.endedBy(&h.Event)
+		}
+		return h.RunID == r.RunID
+	})
+}
+
+// declines reports whether ev may say that a run declined to run: an end
+// with status skipped, or a skip naming a run id.
+func declines(ev *Event) bool {
+	return ev.Kind == End && ev.Result == Skipped || ev.Kind == Skip && ev.RunID != ""
 }
 
 // overlaps reports whether a run starting on host overlaps one in progress:
 // any run of a cluster-scope job, a run on the same host for a host-scope
 // job (whose hosts each run it, at the same time).
+// A run that declined to run (declinedHeld) is not one to overlap.
 func (j *job) overlaps(host string) bool {
-	if j.spec.Scope == "cluster" {
-		return len(j.open) > 0
-	}
-	return slices.ContainsFunc(j.open, func(r *Run) bool { return r.Host == host })
+	cluster := j.spec.Scope == "cluster"
+	return slices.ContainsFunc(j.open, func(r *Run) bool { return (cluster || r.Host == host) && !j.declinedHeld(r) })
 }
 
 // RunKey identifies a run: by its run id when the records carry one, else
@@ -632,11 +691,20 @@ func (j *job) findRun(ev *Event) *Run {
 		return nil
 	}
 	for _, r := range j.open {
-		if r.Host == ev.Host && r.PID == ev.PID && (ev.RunID == "" || r.RunID == "") {
+		if r.endedBy(ev) {
 			return r
 		}
 	}
 	return nil
+}
+
+// endedBy reports whether the end record ev names r: by run id, else by
+// host and PID when one of them has no run id.
+func (r *Run) endedBy(ev *Event) bool {
+	if runKey(ev.RunID, ev.Host, ev.PID) == r.Key() {
+		return true
+	}
+	return ev.PID != 0 && r.Host == ev.Host && r.PID == ev.PID && (ev.RunID == "" || r.RunID == "")
 }
 
 // duplicateEndWindow: an end record of a run that ended this recently (by

@@ -23,7 +23,11 @@ type Flags struct {
 	LockName, LockTTL                            string // LockTTL: a duration
 	LockUnavailable, OnLockLost                  string
 	RecordMySQL, RecordMySQLDSNFile, RecordTable string
-	Command                                      []string
+	// A run that declined to run: --skipped-exit (repeatable),
+	// --skipped-output, --skipped-reason.
+	SkippedExit                  []string
+	SkippedOutput, SkippedReason string
+	Command                      []string
 
 	// Not flags: what the table and the shared lock need (package
 	// wrapper/remote; nil refuses their flags), the host recorded and the
@@ -48,6 +52,12 @@ type RunFlag struct {
 // Set stores v, the flag's value, in f.
 func (fl RunFlag) Set(f *Flags, v string) { fl.set(f, v) }
 
+// Repeatable reports whether the flag may be given more than once, each
+// value kept (Set adds it); every other flag is given at most once.
+func (fl RunFlag) Repeatable() bool { return fl.Name == flagSkippedExit }
+
+const flagSkippedExit = "skipped-exit"
+
 // RunFlagTable are the run command's flags, in the order of its help: the
 // one table kingpin's run command, cmd/jobwatch/internal/runfirst's early
 // parser and the tests' helper processes read. Durations
@@ -67,6 +77,12 @@ var RunFlagTable = []RunFlag{
 		func(f *Flags, v string) { f.KillAfter = v }},
 	{"skip-exit-code", "Exit code when the run is skipped (a lock is held, or the shared lock's server cannot be reached).", "0", "N",
 		func(f *Flags, v string) { f.SkipExitCode = v }},
+	{flagSkippedExit, "The command exiting N declined to run (75, EX_TEMPFAIL, by convention): recorded as a skip, exit --skip-exit-code. Repeatable.", "", "N",
+		func(f *Flags, v string) { f.SkippedExit = append(f.SkippedExit, v) }},
+	{"skipped-output", "A line of the command's output (stdout or stderr) matching this regular expression makes the run a skip, whatever it exits with.", "", "REGEX",
+		func(f *Flags, v string) { f.SkippedOutput = v }},
+	{"skipped-reason", "The reason a run skipped by --skipped-exit or --skipped-output is recorded with: locked, lock_unavailable, disabled or other (the default).", "", "REASON",
+		func(f *Flags, v string) { f.SkippedReason = v }},
 	{"lock-redis", "Shared lock on a Redis server, taken after --lock: redis://[user:password@]host:port/db, rediss:// (TLS) or unix:///path.", "", "URL",
 		func(f *Flags, v string) { f.LockRedis = v }},
 	{"lock-redis-password-file", "File holding the Redis password (instead of the URL's).", "", "PATH",
@@ -98,9 +114,18 @@ func RunFlags(f Flags) int {
 		LockMySQL: f.LockMySQL, LockMySQLDSNFile: f.LockMySQLDSNFile,
 		LockName: f.LockName, LockUnavailable: f.LockUnavailable, OnLockLost: f.OnLockLost,
 		RecordMySQL: f.RecordMySQL, RecordMySQLDSNFile: f.RecordMySQLDSNFile, RecordTable: f.RecordTable,
+		SkippedOutput: f.SkippedOutput, SkippedReason: f.SkippedReason,
 		Remote: f.Remote, Host: f.Host, LockCheckInterval: f.LockCheckInterval}
 	var errs []error
 	var err error
+	for _, v := range f.SkippedExit {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--skipped-exit: %q is not a number", v))
+			continue
+		}
+		o.SkippedExit = append(o.SkippedExit, n)
+	}
 	if f.Timeout != "" {
 		if o.Timeout, err = runcmd.ParseDuration(f.Timeout); err != nil {
 			errs = append(errs, fmt.Errorf("--timeout: %w", err))

@@ -40,7 +40,7 @@ type endRecord struct {
 	Status   string  `json:"status"`
 	ExitCode int     `json:"exit_code"`
 	Duration float64 `json:"duration_seconds"`
-	Reason   string  `json:"reason,omitempty"` // lock_lost, lock_unavailable
+	Reason   string  `json:"reason,omitempty"` // lock_lost, lock_unavailable; status skipped: a skip reason
 }
 
 type skipRecord struct {
@@ -74,7 +74,9 @@ const (
 	statusSuccess = "success"
 	statusFailure = "failure"
 	statusTimeout = "timeout"
-	// StatusSkipped is a skip's status, in the job_runs table only.
+	// StatusSkipped is a skip's status in the job_runs table, and the end
+	// record's of a run that declined to run (--skipped-exit,
+	// --skipped-output).
 	StatusSkipped = "skipped"
 )
 

@@ -87,6 +87,14 @@ type Options struct {
 	// is also written into RecordTable (DefaultRecordTable when empty).
 	RecordMySQL, RecordMySQLDSNFile, RecordTable string
 
+	// A run that declined to run (declined.go): the command exiting with
+	// one of SkippedExit, or a line of its output matching the regular
+	// expression SkippedOutput, is recorded as skipped, with SkippedReason
+	// (one of model.SkipReasons; SkipOther when empty), and the wrapper
+	// exits with SkipExitCode.
+	SkippedExit                  []int
+	SkippedOutput, SkippedReason string
+
 	// Remote sets up the table and the shared lock (package wrapper/remote);
 	// nil refuses their options.
 	Remote Remote
@@ -164,6 +172,10 @@ type runner struct {
 	// endReason is the end record's reason: lock_lost, or lock_unavailable
 	// for a run that went ahead without its shared lock.
 	endReason string
+	// output watches the command's output for --skipped-output; nil
+	// without it, and the command then inherits the wrapper's stdout and
+	// stderr.
+	output *outputWatch
 }
 
 // acquireTimeout bounds taking the shared lock, connecting included.
@@ -338,7 +350,7 @@ func (r *runner) checkOptions() error {
 	case o.SkipExitCode < 0 || o.SkipExitCode > 255:
 		return fmt.Errorf("--skip-exit-code must be 0-255, got %d", o.SkipExitCode)
 	}
-	return nil
+	return r.checkSkipped()
 }
 
 // takeLocal takes the local lock on the open lock file. It returns done and
@@ -400,12 +412,16 @@ func forwardSignals() chan os.Signal {
 // start starts the job and writes its start record.
 func (r *runner) start(path string, lock *os.File, shared SharedLock) (*exec.Cmd, error) {
 	o := r.o
+	stdout, stderr := o.Stdout, o.Stderr
+	if r.output != nil {
+		stdout, stderr = r.output.writers(stdout, stderr)
+	}
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        o.Command, // executed directly, never through a shell
 		Stdin:       os.Stdin,
-		Stdout:      o.Stdout,
-		Stderr:      o.Stderr,
+		Stdout:      stdout,
+		Stderr:      stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}, // its own process group: timeouts and signals reach its children
 		WaitDelay:   time.Second,                         // if Stdout is not a file and a leftover child keeps the pipe
 	}
@@ -552,21 +568,24 @@ func (r *runner) waitCode(cmd *exec.Cmd) int {
 // exit code.
 func (r *runner) end(pid, code int, timedOut, lockLost bool) int {
 	now := r.o.Now()
-	status := statusSuccess
+	status, reason, exit := statusSuccess, r.endReason, code
 	switch {
 	case timedOut:
-		status, code = statusTimeout, ExitTimeout
+		status, code, exit = statusTimeout, ExitTimeout, ExitTimeout
 	case lockLost:
-		status, code = statusFailure, ExitWrapper
+		status, code, exit = statusFailure, ExitWrapper, ExitWrapper
+	case r.declined(code):
+		// The record keeps the command's own code: why it was a skip.
+		status, reason, exit = StatusSkipped, r.skippedReason(), r.o.SkipExitCode
 	case code != 0:
 		status = statusFailure
 	}
 	r.record(endRecord{Time: formatTime(now), Job: r.o.Job, Event: "end", Host: r.host, PID: pid, RunID: r.runID,
-		Status: status, ExitCode: code, Duration: seconds(now.Sub(r.begin)), Reason: r.endReason})
+		Status: status, ExitCode: code, Duration: seconds(now.Sub(r.begin)), Reason: reason})
 	if r.table != nil {
 		r.tableErr(r.table.End(r.o.Job, r.host, pid, r.begin, now, status, code))
 	}
-	return r.exit(code)
+	return r.exit(exit)
 }
 
 // fail reports why the job could not run and records it as a failed run, so

@@ -16,19 +16,26 @@ import (
 // same flags.
 func addRunCommand(app *kingpin.Application) (*kingpin.CmdClause, func() wrapper.Flags) {
 	cmd := app.Command("run", wrapper.RunHelp)
-	values := make([]*string, len(wrapper.RunFlagTable))
+	values := make([]*[]string, len(wrapper.RunFlagTable))
 	for i, fl := range wrapper.RunFlagTable {
 		c := cmd.Flag(fl.Name, fl.Help).PlaceHolder(fl.PlaceHolder)
 		if fl.Default != "" {
 			c = c.Default(fl.Default)
 		}
-		values[i] = c.String()
+		if fl.Repeatable() {
+			values[i] = c.Strings()
+		} else {
+			values[i] = &[]string{""}
+			c.StringVar(&(*values[i])[0])
+		}
 	}
 	command := cmd.Arg("command", wrapper.RunCommandHelp).Strings()
 	return cmd, func() wrapper.Flags {
 		var f wrapper.Flags
 		for i, fl := range wrapper.RunFlagTable {
-			fl.Set(&f, *values[i])
+			for _, v := range *values[i] {
+				fl.Set(&f, v)
+			}
 		}
 		f.Command = *command
 		f.Remote = remote.Remote{}

@@ -65,12 +65,20 @@ func TestRunRecordsExported(t *testing.T) {
 	if c := jobwatchRun(t, bin, append(common, "--timeout", "200ms", "--kill-after", "1s", "--", "sleep", "10")...); c != 124 {
 		t.Fatalf("exit %d, want 124", c)
 	}
+	// Two runs that declined to run: skips, not runs; the last exit code,
+	// the durations and the last success stay the runs'.
+	if c := jobwatchRun(t, bin, append(common, "--skipped-exit", "75", "--skipped-reason", "locked", "--", "sh", "-c", "exit 75")...); c != 0 {
+		t.Fatalf("exit %d, want 0 (declined)", c)
+	}
+	if c := jobwatchRun(t, bin, append(common, "--skipped-output", "^lock held", "--", "sh", "-c", "echo lock held")...); c != 0 {
+		t.Fatalf("exit %d, want 0 (declined)", c)
+	}
 
 	recs := readLog(t, logPath)
 	var lastSuccess float64
 	var durations float64
 	for _, r := range recs {
-		if r["event"] == "end" {
+		if r["event"] == "end" && r["status"] != "skipped" {
 			durations += r["duration_seconds"].(float64)
 			if r["status"] == "success" {
 				ts, _ := time.Parse(time.RFC3339Nano, r["time"].(string))
@@ -91,7 +99,8 @@ func TestRunRecordsExported(t *testing.T) {
 		`jobwatch_job_runs_total{job_name="stats",result="failure"}`: 1,
 		`jobwatch_job_runs_total{job_name="stats",result="timeout"}`: 1,
 		`jobwatch_job_runs_total{job_name="stats",result="lost"}`:    0,
-		`jobwatch_job_skips_total{job_name="stats",reason="locked"}`: 1,
+		`jobwatch_job_skips_total{job_name="stats",reason="locked"}`: 2,
+		`jobwatch_job_skips_total{job_name="stats",reason="other"}`:  1,
 		`jobwatch_job_running{job_name="stats"}`:                     0,
 		`jobwatch_job_last_exit_code{job_name="stats"}`:              124,
 		`jobwatch_job_duration_seconds_count{job_name="stats"}`:      4,

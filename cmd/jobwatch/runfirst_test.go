@@ -25,6 +25,7 @@ func TestRunFirstParsesAsKingpin(t *testing.T) {
 		{"run", "--job=b", "--log=-", "--timeout=-1", "--", "true"},
 		{"run", "--job=j", "--log=l", "--lock=k", "--timeout=1", "--kill-after=2", "--skip-exit-code=3",
 			"--lock-name=n", "--lock-ttl=t", "--lock-unavailable=x", "--on-lock-lost=y", "--record-table=rt", "--", "c"},
+		{"run", "--job", "b", "--skipped-exit", "75", "--skipped-exit=76", "--skipped-output", "^lock held", "--skipped-reason=locked", "--", "true"},
 	}
 	for _, args := range tests {
 		early, ok := runfirst.Parse(args)

@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"jobwatch/internal/duration"
 )
 
 // DefaultLog is the run log `jobwatch run` appends to when --log is not
@@ -16,15 +18,16 @@ import (
 const DefaultLog = "/var/log/jobwatch/runs.log"
 
 // ParseDuration reads a duration flag of `jobwatch run` (--timeout,
-// --kill-after, --lock-ttl): a Go duration ("90s", "1h30m") or, as
+// --kill-after, --lock-ttl) as the config file's durations are read
+// (duration.Parse: Go's "90s", "1h30m", Prometheus' "1d", "2w") or, as
 // timeout(1) does, a bare number of seconds ("90", "0.5").
 func ParseDuration(s string) (time.Duration, error) {
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := duration.Parse(s); err == nil {
 		return d, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/float64(time.Second) {
-		return 0, fmt.Errorf("%q is not a duration (like 90s, 30m, 1h30m, or seconds)", s)
+		return 0, fmt.Errorf("%q is not a duration (like 90s, 30m, 1h30m, 1d, or seconds)", s)
 	}
 	return time.Duration(f * float64(time.Second)), nil
 }

@@ -13,6 +13,9 @@ func TestParseDuration(t *testing.T) {
 	}{
 		{"90s", 90 * time.Second, true},
 		{"1h30m", 90 * time.Minute, true},
+		{"1d", 24 * time.Hour, true}, // as Prometheus and the config file write it
+		{"1w2d", 9 * 24 * time.Hour, true},
+		{"1d12h", 36 * time.Hour, true},
 		{"0", 0, true},
 		{"30", 30 * time.Second, true},
 		{"0.5", 500 * time.Millisecond, true},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"jobwatch/config"
+	"jobwatch/model"
 	"jobwatch/sources"
 	"jobwatch/sources/runlog/record"
 )
@@ -169,8 +170,8 @@ func validatePattern(i int, p record.Pattern, groups map[string]bool) []error {
 	if p.Event != "" && p.Event != "start" && p.Event != "end" && p.Event != "skip" {
 		errs = append(errs, fmt.Errorf("patterns[%d].event must be start, end, skip or lock_lost, got %q", i, p.Event))
 	}
-	if p.Status != "" && p.Status != "success" && p.Status != "failure" && p.Status != "timeout" {
-		errs = append(errs, fmt.Errorf("patterns[%d].status must be success, failure or timeout, got %q", i, p.Status))
+	if _, ok := model.ParseStatus(p.Status); p.Status != "" && !ok {
+		errs = append(errs, fmt.Errorf("patterns[%d].status must be success, failure, timeout or skipped, got %q", i, p.Status))
 	}
 	return errs
 }

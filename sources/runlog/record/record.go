@@ -425,7 +425,7 @@ func (c *core) outcome(f *byKind, kind model.Kind) error {
 	if len(b) > 0 {
 		var ok bool
 		if f.result, ok = parseStatus(b); !ok {
-			return errf(fStatus, "must be success, failure or timeout, got %s", quote(b))
+			return errf(fStatus, "must be success, failure, timeout or skipped, got %s", quote(b))
 		}
 	}
 
@@ -518,6 +518,11 @@ func (c *core) assign(ev *model.Event, f *byKind) error {
 		ev.ExitCode, ev.HasExitCode = f.exitCode, f.hasExit
 		ev.Duration, ev.HasDuration = f.dur, f.hasDur
 		ev.Reason = f.reason
+		if f.result == model.Skipped {
+			// The run started and declined to run: its reason counts as a
+			// skip's does.
+			ev.SkipLabel = f.skipReason
+		}
 	case model.Skip:
 		ev.Reason, ev.SkipLabel = f.reason, f.skipReason
 		ev.HolderPID = f.holderPID
@@ -596,6 +601,8 @@ func parseStatus(b []byte) (model.Result, bool) {
 		return model.Failure, true
 	case "timeout":
 		return model.Timeout, true
+	case "skipped":
+		return model.Skipped, true
 	}
 	return "", false
 }

@@ -204,7 +204,7 @@ var ruleCases = []ruleCase{
 	{name: "bad event", json: `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"stop"}`, logfmt: `time=2026-11-30T10:00:00Z job=stats event=stop`, err: `event: must be start, end, skip or lock_lost, got "stop"`},
 	{name: "event case", json: `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"Start"}`, logfmt: `time=2026-11-30T10:00:00Z job=stats event=Start`, err: `event: must be`},
 	{name: "end without status", json: `{"time":"2026-11-30T10:00:00Z","job":"stats","event":"end"}`, logfmt: `time=2026-11-30T10:00:00Z job=stats event=end`, err: "status is required for event end"},
-	{name: "bad status", json: j(`,"status":"ok"`), logfmt: l("status=ok"), err: `status: must be success, failure or timeout, got "ok"`},
+	{name: "bad status", json: j(`,"status":"ok"`), logfmt: l("status=ok"), err: `status: must be success, failure, timeout or skipped, got "ok"`},
 	{name: "status lost not accepted", json: j(`,"status":"lost"`), logfmt: l("status=lost"), err: `status: must be`},
 	{name: "bad time", json: `{"time":"yesterday","job":"stats","event":"start"}`, logfmt: `time=yesterday job=stats event=start`, err: `time: not an RFC 3339 time: "yesterday"`},
 	{name: "time month 13", json: `{"time":"2026-13-01T00:00:00Z","job":"stats","event":"start"}`, logfmt: `time=2026-13-01T00:00:00Z job=stats event=start`, err: "time: not an RFC 3339"},

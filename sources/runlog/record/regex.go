@@ -95,7 +95,7 @@ func compilePattern(cp Pattern) (pattern, error) {
 		return pat, fmt.Errorf("event must be start, end, skip or lock_lost, got %q", cp.Event)
 	}
 	if _, ok := model.ParseStatus(cp.Status); cp.Status != "" && !ok {
-		return pat, fmt.Errorf("status must be success, failure or timeout, got %q", cp.Status)
+		return pat, fmt.Errorf("status must be success, failure, timeout or skipped, got %q", cp.Status)
 	}
 	pat.lit = requiredLiteral(cp.Regex)
 	return pat, nil

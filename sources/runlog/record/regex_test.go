@@ -122,7 +122,7 @@ func TestNewRegexErrors(t *testing.T) {
 		{"no job", Pattern{Regex: `(?P<time>\S+)`, Event: "start"}, "needs a (?P<job>...) group or a job"},
 		{"no event", Pattern{Regex: `(?P<time>\S+)`, Job: "a"}, "needs an (?P<event>...) group or an event"},
 		{"bad fixed event", Pattern{Regex: `(?P<time>\S+)`, Job: "a", Event: "stop"}, `event must be start, end, skip or lock_lost, got "stop"`},
-		{"bad fixed status", Pattern{Regex: `(?P<time>\S+)`, Job: "a", Event: "end", Status: "lost"}, `status must be success, failure or timeout`},
+		{"bad fixed status", Pattern{Regex: `(?P<time>\S+)`, Job: "a", Event: "end", Status: "lost"}, `status must be success, failure, timeout or skipped`},
 		{"bad fixed job", Pattern{Regex: `(?P<time>\S+)`, Job: "1a", Event: "end"}, `job "1a" must match`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

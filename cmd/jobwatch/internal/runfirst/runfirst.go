@@ -37,7 +37,8 @@ func Exit(f wrapper.Flags) {
 }
 
 // Parse reads args (the command line without the program name) when it is
-// `run`, flags of wrapper.RunFlagTable each at most once as --name=value or --name value,
+// `run`, flags of wrapper.RunFlagTable each at most once (a Repeatable one
+// any number of times) as --name=value or --name value,
 // `--` and a command. ok is false for any other command line, including
 // ones kingpin would accept (the command without `--`, a global flag):
 // main parses those. A separate value that starts with - or @ (which
@@ -55,7 +56,9 @@ func parse(args []string) (f wrapper.Flags, ok bool) {
 		return f, false
 	}
 	for _, fl := range wrapper.RunFlagTable {
-		fl.Set(&f, fl.Default)
+		if !fl.Repeatable() {
+			fl.Set(&f, fl.Default)
+		}
 	}
 	seen := make([]bool, len(wrapper.RunFlagTable))
 	for i := 1; i < len(args); i++ {
@@ -72,7 +75,7 @@ func parse(args []string) (f wrapper.Flags, ok bool) {
 			return f, false
 		}
 		k := lookup(name)
-		if k < 0 || seen[k] {
+		if k < 0 || seen[k] && !wrapper.RunFlagTable[k].Repeatable() {
 			return f, false
 		}
 		if !inline {

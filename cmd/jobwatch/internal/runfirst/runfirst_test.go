@@ -41,6 +41,11 @@ func TestRunFirstParse(t *testing.T) {
 			wrapper.Flags{Job: "j", Log: "l", Lock: "k", Timeout: "1", KillAfter: "2", SkipExitCode: "3",
 				LockName: "n", LockTTL: "t", LockUnavailable: "run", OnLockLost: "warn",
 				RecordTable: "rt", Command: []string{"c"}}, true},
+		{"a repeatable flag, given twice", []string{"run", "--job", "b", "--skipped-exit", "75", "--skipped-exit=76",
+			"--skipped-output", "^lock held", "--skipped-reason=locked", "--", "true"},
+			with(func(f *wrapper.Flags) {
+				f.Job, f.SkippedExit, f.SkippedOutput, f.SkippedReason, f.Command = "b", []string{"75", "76"}, "^lock held", "locked", []string{"true"}
+			}), true},
 		// Left to kingpin.
 		{"no arguments", nil, wrapper.Flags{}, false},
 		{"another command", []string{"serve", "--", "x"}, wrapper.Flags{}, false},
