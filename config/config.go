@@ -256,7 +256,7 @@ func (j *Job) validate(decoded bool) []error {
 		}
 	}
 	if j.Timeout > 0 && j.MinDuration >= j.Timeout {
-		errs = append(errs, fmt.Errorf("min_duration (%s) must be below timeout (%s)", j.MinDuration.D(), j.Timeout.D()))
+		errs = append(errs, fmt.Errorf("min_duration (%s) must be below timeout (%s)", j.MinDuration, j.Timeout))
 	}
 	if _, err := schedule.ParseFlavour(j.Cron); err != nil {
 		errs = append(errs, fmt.Errorf("cron must be debian or cronie, got %q", j.Cron))

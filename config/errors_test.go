@@ -118,3 +118,23 @@ func FuzzParseDurationMatchesPrometheus(f *testing.F) {
 		}
 	})
 }
+
+// min_duration is a duration below the job's timeout.
+func TestMinDuration(t *testing.T) {
+	parse := func(keys string) error {
+		_, err := config.Parse(strings.NewReader("jobs:\n  - name: backup\n    every: 1d\n" + keys))
+		return err
+	}
+	if err := parse("    min_duration: 30s\n    timeout: 1h\n"); err != nil {
+		t.Errorf("valid: %v", err)
+	}
+	for keys, want := range map[string]string{
+		"    min_duration: -1s\n":                  `job "backup": min_duration must not be negative`,
+		"    min_duration: 1h\n    timeout: 30m\n": `job "backup": min_duration (1h) must be below timeout (30m)`,
+		"    min_duration: soon\n":                 `bad duration "soon"`,
+	} {
+		if err := parse(keys); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error saying %s", keys, err, want)
+		}
+	}
+}

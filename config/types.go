@@ -35,6 +35,9 @@ func typeError(n *yaml.Node, msg string) error {
 
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
+// String writes the duration as Prometheus does ("1d", "1h30m").
+func (d Duration) String() string { return duration.Format(time.Duration(d)) }
+
 // D returns the time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 

@@ -100,3 +100,36 @@ func parsePromDuration(s string) (time.Duration, error) {
 	}
 	return time.Duration(dur), nil
 }
+
+// Format writes d as Prometheus writes durations (model.Duration's String:
+// "1d", "1h30m", "500ms", "0s"), for messages that name a configured
+// duration; below a millisecond, as Go writes it.
+func Format(d time.Duration) string {
+	if d < 0 {
+		return "-" + Format(-d)
+	}
+	if d == 0 {
+		return "0s"
+	}
+	if d%time.Millisecond != 0 {
+		return d.String()
+	}
+	var b []byte
+	ms := uint64(d / time.Millisecond)
+	for _, u := range []struct {
+		name  string
+		ms    uint64
+		exact bool // only when nothing is left: 90d reads better than 12w6d
+	}{{"y", 365 * 24 * 3600 * 1000, true}, {"w", 7 * 24 * 3600 * 1000, true}, {"d", 24 * 3600 * 1000, false},
+		{"h", 3600 * 1000, false}, {"m", 60 * 1000, false}, {"s", 1000, false}, {"ms", 1, false}} {
+		if u.exact && ms%u.ms != 0 {
+			continue
+		}
+		if n := ms / u.ms; n > 0 {
+			b = strconv.AppendUint(b, n, 10)
+			b = append(b, u.name...)
+			ms -= n * u.ms
+		}
+	}
+	return string(b)
+}
