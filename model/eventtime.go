@@ -260,7 +260,11 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	j.decided = to // an equal to still applies records held at that instant
 	sched := j.calendar()
 	due := len(j.pending) > 0 && !j.pending[0].Time.After(to) ||
-		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) })
+		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) }) ||
+		j.spec.Timeout == 0 && slices.ContainsFunc(j.open, func(r *Run) bool {
+			after := j.abandonAfter(r.Start)
+			return after > 0 && t.unchecked(r) && r.Start.Add(after).Before(to)
+		})
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
 			due = true
@@ -281,6 +285,7 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	for n < len(j.pending) && !j.pending[n].Time.After(to) {
 		h := &j.pending[n]
 		t.timeOut(j, h.Time)
+		t.abandon(j, h.Time)
 		if !t.apply(j, &h.Event, h.Source) {
 			t.countRepeat(h.Source)
 		}
@@ -296,6 +301,7 @@ func (t *Tracker) decide(j *job, to time.Time) {
 		j.pending = slices.Delete(j.pending, 0, n)
 	}
 	t.timeOut(j, to)
+	t.abandon(j, to)
 	if sched != nil {
 		j.accountMissed(sched, to.Add(-j.spec.Grace))
 	}

@@ -149,6 +149,10 @@ type Run struct {
 	Slot time.Time
 	// Overlapped: it started while another run was in progress.
 	Overlapped bool
+	// Lease is the shared lock's lease its start record named (jobwatch
+	// run --lock-redis): while the run lives, no other run of the job
+	// starts.
+	Lease time.Duration
 
 	goneSince time.Time // when its process was first seen gone
 	// readLate: when it was read, for a start read after its job had

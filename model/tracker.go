@@ -470,11 +470,13 @@ func (t *Tracker) applyStart(j *job, ev *Event, src string) {
 	if ev.late {
 		r.readLate = ev.readAt
 	}
+	r.Lease = ev.LockTTL
 	if oldest, full := j.addOpen(r); full {
 		t.closeOldest(j, ev.Job, oldest)
 	}
 	if !ev.late {
 		j.attribute(r)
+		t.supersede(j, r)
 	}
 	j.ConsecutiveSkips = 0
 	if ev.LockTTL > 0 && !ev.Time.Before(j.LastStart) {

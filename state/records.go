@@ -160,6 +160,8 @@ type runRecord struct {
 	Slot   time.Time    `json:"slot,omitzero"`
 	// Overlapped: it started while another run was in progress.
 	Overlapped bool `json:"overlapped,omitempty"`
+	// Lease: the shared lock's lease its start record named.
+	Lease time.Duration `json:"lease,omitempty"`
 }
 
 // sourceRecord is one source's counters and read position.
@@ -229,7 +231,7 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		r.RecentSlots = append(r.RecentSlots, slotRecord{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range v.Open {
-		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
+		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease})
 	}
 	return r
 }
@@ -263,7 +265,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		j.RecentSlots = append(j.RecentSlots, model.SlotRuns{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range r.Open {
-		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped})
+		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease})
 	}
 	return j
 }

@@ -32,7 +32,7 @@ func newTestModel(t *testing.T, dir string) *testModel {
 	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return t0.Add(time.Hour) }})
 	tr.Configure([]model.JobSpec{
 		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
-		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2},
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: 6 * time.Hour, StaleMultiple: 2},
 	}, []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}})
 	s, err := Open(dir)
 	if err != nil {
@@ -105,10 +105,10 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	lost.Lock, lost.Reason = "redis", "key_gone"
 	end := ev(model.End, "backup", 5, 5*time.Minute)
 	end.Reason, end.Output = "lock_lost", "killed: lock lost"
-	leased := ev(model.Start, "backup", 5, 3*time.Minute+time.Second)
+	leased := ev(model.Start, "backup", 6, 3*time.Minute+2*time.Second)
 	leased.LockTTL = 90500 * time.Millisecond
 	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":2}`), ParseErrors: 1, Events: []model.Event{
-		skip, declared, leased, ev(model.Start, "backup", 6, 3*time.Minute+2*time.Second),
+		skip, declared, ev(model.Start, "backup", 5, 3*time.Minute+time.Second), leased,
 		lost, end,
 	}})
 	c := m.tr.Changes()
@@ -137,7 +137,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	backup := m2.tr.Snapshot().Jobs["backup"]
 	if !maps.Equal(backup.SkipsByReason(), map[string]uint64{"locked": 1, "maintenance": 1}) || !maps.Equal(backup.LockLost(), map[string]uint64{"redis": 1}) || len(backup.Recent) != 3 ||
 		backup.Recent[0].Fields().Holder != "web2:77:r1" || backup.Recent[2].Fields().Reason != "lock_lost" || len(backup.DurationHistory) != 1 ||
-		len(backup.Open) != 1 || !backup.Open[0].Overlapped || backup.LockTTL != 90500*time.Millisecond {
+		len(backup.Open) != 1 || !backup.Open[0].Overlapped || backup.Open[0].Lease != 90500*time.Millisecond || backup.LockTTL != 90500*time.Millisecond {
 		t.Errorf("new fields not saved: %+v", backup)
 	}
 	if got := string(m2.tr.Position("runs")); got != `{"offset":2}` {
@@ -410,7 +410,7 @@ func TestKillDuringCompaction(t *testing.T) {
 	// A reload makes the next save a compaction.
 	m.tr.Configure([]model.JobSpec{
 		{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2},
-		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), StaleMultiple: 2},
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: 6 * time.Hour, StaleMultiple: 2},
 	}, []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log"}})
 	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":9}`), Events: []model.Event{ev(model.End, "stats", 9, time.Hour)}})
 	m.save(t)

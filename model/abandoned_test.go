@@ -1,0 +1,66 @@
+package model
+
+import (
+	"testing"
+	"time"
+
+	"jobwatch/schedule"
+)
+
+// TestAbandonedRuns: a run jobwatch cannot check, of a job without
+// timeout, ends as lost once stale_multiple periods have passed since it
+// started, or when a later run takes the shared lock it held a lease of; a
+// run it can check (this host, a PID) is left to the process check.
+func TestAbandonedRuns(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	setup := func() (*Tracker, *fakeClock) {
+		clock := &fakeClock{now: now}
+		tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+		tr.Configure([]JobSpec{{Name: "sync", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}},
+			[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
+		return tr, clock
+	}
+	t.Run("open for stale_multiple periods", func(t *testing.T) {
+		tr, clock := setup()
+		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{
+			start("sync", "db1", 10, now.Add(-time.Minute)), // another host's
+			start("sync", "here", 11, now.Add(-time.Minute)), // this host's: its process is checked
+		}})
+		clock.Advance(119 * time.Minute)
+		tr.Reap()
+		if j := jobView(t, tr, "sync"); len(j.Open) != 2 {
+			t.Fatalf("running %d before two periods, want 2", len(j.Open))
+		}
+		clock.Advance(2 * time.Minute)
+		tr.Reap()
+		j := jobView(t, tr, "sync")
+		if len(j.Open) != 1 || j.Open[0].Host != "here" || j.RunCounts[3] != 1 {
+			t.Fatalf("running %+v, lost %d; want this host's run only, one lost", j.Open, j.RunCounts[3])
+		}
+		// Its end, read later, is not counted a second time.
+		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("sync", "db1", 10, clock.Now().Add(-time.Second), Success)}})
+		clock.Advance(5 * time.Second)
+		tr.Reap()
+		if j := jobView(t, tr, "sync"); j.RunCounts[0] != 0 || j.RunCounts[3] != 1 {
+			t.Errorf("successes %d, lost %d after its late end; want 0 and 1", j.RunCounts[0], j.RunCounts[3])
+		}
+	})
+	t.Run("a later run takes its lease", func(t *testing.T) {
+		tr, clock := setup()
+		leased := start("sync", "db1", 10, now.Add(-10*time.Minute))
+		leased.LockTTL = time.Minute
+		plain := start("sync", "db2", 20, now.Add(-9*time.Minute)) // no lease: a later start does not end it
+		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{leased, plain, start("sync", "db3", 30, now.Add(-time.Minute))}})
+		clock.Advance(5 * time.Second)
+		tr.Reap()
+		j := jobView(t, tr, "sync")
+		if len(j.Open) != 2 || j.RunCounts[3] != 1 {
+			t.Fatalf("running %+v, lost %d; want db2's and db3's, db1's lost", j.Open, j.RunCounts[3])
+		}
+		for _, r := range j.Open {
+			if r.Host == "db1" {
+				t.Errorf("the leased run is still running: %+v", r)
+			}
+		}
+	})
+}
