@@ -129,6 +129,17 @@ func (s *Server) Stop(sig syscall.Signal, grace time.Duration) {
 	}
 }
 
+// Signal sends sig to the running server (SIGSTOP and SIGCONT, say),
+// without waiting for anything.
+func (s *Server) Signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("server not running")
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
 // Kill kills the server and waits until it has exited.
 func (s *Server) Kill() {
 	if cmd, done := s.take(); cmd != nil {
