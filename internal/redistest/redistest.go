@@ -98,3 +98,31 @@ func (s *Server) Restart() {
 // Stop stops the server (SIGTERM; without persistence nothing is saved)
 // and waits until it has exited.
 func (s *Server) Stop() { s.proc.Stop(syscall.SIGTERM, 30*time.Second) }
+
+// Pause stops the server with SIGSTOP: it accepts connections (the kernel
+// does) and answers nothing, as a hung server does, until Resume or the
+// end of the test.
+func (s *Server) Pause() {
+	s.t.Helper()
+	if err := s.proc.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("SIGSTOP to redis-server: %v", err)
+	}
+	s.t.Cleanup(s.Resume)
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { _ = s.proc.Signal(syscall.SIGCONT) }
+
+// SetLarge makes key a string of size bytes starting with head (zero bytes
+// after it), with SET and SETRANGE: the test process never holds the value.
+func (s *Server) SetLarge(t testing.TB, key, head string, size int) {
+	t.Helper()
+	c := s.Client(t)
+	ctx := context.Background()
+	if err := c.Set(ctx, key, head, 0).Err(); err != nil {
+		t.Fatalf("SET %s: %v", key, err)
+	}
+	if err := c.SetRange(ctx, key, int64(size-1), "\x00").Err(); err != nil {
+		t.Fatalf("SETRANGE %s: %v", key, err)
+	}
+}

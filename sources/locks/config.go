@@ -231,7 +231,7 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 // newLock builds l's probe. clients holds the server connections made for
 // the locks before it, to share.
 func (s *Source) newLock(l *LockConfig, host string, clients map[string]*clientOf) (*lock, error) {
-	lk := &lock{job: l.Job, label: l.label()}
+	lk := &lock{job: l.Job, label: l.label(), kind: l.kind()}
 	switch l.kind() {
 	case kindFlock:
 		lk.file = newFlock(l.Flock)

@@ -114,11 +114,9 @@ func (p pidfileProbe) probe(now time.Time) (State, error) {
 	var pid int
 	switch {
 	case fi.Mode().IsRegular():
-		b, err := io.ReadAll(io.LimitReader(f, maxPIDFile))
-		if err != nil {
-			return st, fmt.Errorf("reading lock file %s: %w", p.path, err)
+		if pid, err = readPID(f); err != nil {
+			return st, fmt.Errorf("lock file %s: %w", p.path, err)
 		}
-		pid = parsePID(b)
 	case fi.IsDir(): // a mkdir lock
 	default:
 		return st, fmt.Errorf("lock file %s is not a regular file or directory (%s)", p.path, fi.Mode().Type())
@@ -143,39 +141,76 @@ func (p pidfileProbe) probe(now time.Time) (State, error) {
 	return st, nil
 }
 
-// parsePID finds the holder's PID in a lock file: a JSON object's "pid",
-// else the first decimal integer. 0: none.
-func parsePID(b []byte) int {
-	// A JSON object names the PID in "pid" (a number or a numeric string),
-	// or not at all.
-	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' && json.Valid(t) {
-		var v struct {
-			PID json.RawMessage `json:"pid"`
-		}
-		if json.Unmarshal(t, &v) != nil {
-			return 0
-		}
-		n, err := strconv.Atoi(string(bytes.Trim(v.PID, `"`)))
-		if err != nil || n <= 0 || n > maxPID {
-			return 0
-		}
-		return n
+// errNotPIDFile is a lock file's content that is neither a PID nor a JSON
+// object: a number is never picked out of text (a digit in "<h1>" would
+// read as PID 1, which is always alive).
+var errNotPIDFile = errors.New(`not a PID file: want a decimal PID (with surrounding whitespace at most), a JSON object with "pid", or nothing`)
+
+// readPID reads a PID lock file's PID: parsePID of at most maxPIDFile
+// bytes (a longer file is no PID file).
+func readPID(f io.Reader) (int, error) {
+	b, err := io.ReadAll(io.LimitReader(f, maxPIDFile+1))
+	if err != nil {
+		return 0, fmt.Errorf("reading: %w", err)
 	}
-	for i := 0; i < len(b); i++ {
-		if b[i] < '0' || b[i] > '9' {
-			continue
-		}
-		j := i
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-		n, err := strconv.Atoi(string(b[i:j]))
-		if err != nil || n <= 0 || n > maxPID {
-			return 0
-		}
-		return n
+	if len(b) > maxPIDFile {
+		return 0, fmt.Errorf("%w (longer than %d bytes)", errNotPIDFile, maxPIDFile)
 	}
-	return 0
+	return parsePID(b)
+}
+
+// parsePID reads the holder's PID from a lock file: a decimal PID with
+// surrounding whitespace at most, or a JSON object's "pid" (a number or a
+// numeric string). 0 with no error: no PID (an empty file, or an object
+// without "pid"). Anything else is an error, never a guess.
+func parsePID(b []byte) (int, error) {
+	t := bytes.TrimSpace(b)
+	switch {
+	case len(t) == 0:
+		return 0, nil
+	case t[0] == '{':
+		return parseJSONPID(t)
+	}
+	return parseDecimalPID(t)
+}
+
+// parseJSONPID reads "pid" of a JSON object; an object without it has none.
+func parseJSONPID(t []byte) (int, error) {
+	var v struct {
+		PID json.RawMessage `json:"pid"`
+	}
+	if err := json.Unmarshal(t, &v); err != nil {
+		return 0, fmt.Errorf("%w (invalid JSON: %w)", errNotPIDFile, err)
+	}
+	if v.PID == nil || string(v.PID) == "null" {
+		return 0, nil
+	}
+	n := v.PID
+	if len(n) >= 2 && n[0] == '"' && n[len(n)-1] == '"' {
+		n = n[1 : len(n)-1]
+	}
+	pid, err := parseDecimalPID(n)
+	if err != nil {
+		return 0, fmt.Errorf(`"pid": %w`, err)
+	}
+	return pid, nil
+}
+
+// parseDecimalPID reads t as a PID: decimal digits only, 1 to maxPID.
+func parseDecimalPID(t []byte) (int, error) {
+	if len(t) == 0 {
+		return 0, errNotPIDFile
+	}
+	for _, c := range t {
+		if c < '0' || c > '9' {
+			return 0, errNotPIDFile
+		}
+	}
+	n, err := strconv.Atoi(string(t))
+	if err != nil || n <= 0 || n > maxPID {
+		return 0, fmt.Errorf("%w (%s is out of the range of PIDs, 1 to %d)", errNotPIDFile, t, maxPID)
+	}
+	return n, nil
 }
 
 // maxPID is Linux's largest PID (PID_MAX_LIMIT).

@@ -167,6 +167,12 @@ func TestPIDFile(t *testing.T) {
 		{name: "pid in json", path: write("json.lock", `{"pid": `+strconv.Itoa(self)+`, "host": "web1"}`, now),
 			want: State{Held: true, Holder: "pid " + strconv.Itoa(self), Alive: HolderAlive, HeldSince: now}},
 		{name: "pid after text", path: write("text.lock", "locked by pid "+strconv.Itoa(dead)+" at 12:00", old),
+			wantErr: "lock file " + filepath.Join(dir, "text.lock") + ": not a PID file"},
+		{name: "digit in html", path: write("html.lock", "<h1>4242</h1>\n", old),
+			wantErr: "lock file " + filepath.Join(dir, "html.lock") + ": not a PID file"},
+		{name: "longer than a PID file", path: write("long.lock", strings.Repeat(" ", maxPIDFile)+"1", old),
+			wantErr: "longer than 4096 bytes"},
+		{name: "pid with surrounding whitespace", path: write("spaces.lock", "\n  "+strconv.Itoa(dead)+" \n", old),
 			want: State{Held: true, Holder: "pid " + strconv.Itoa(dead), Alive: HolderDead, HeldSince: old}},
 		{name: "dead pid", path: write("dead.lock", strconv.Itoa(dead), old),
 			want: State{Held: true, Holder: "pid " + strconv.Itoa(dead), Alive: HolderDead, HeldSince: old}},
@@ -176,10 +182,12 @@ func TestPIDFile(t *testing.T) {
 			want: State{Held: true, HeldSince: now}},
 		{name: "no pid, older than stale_after", path: write("stale.lock", "", old), staleAfter: 2 * time.Hour,
 			want: State{Held: true, Alive: HolderDead, HeldSince: old}},
-		{name: "no pid, no stale_after", path: write("plain.lock", "busy", old),
+		{name: "no pid, no stale_after", path: write("plain.lock", "\n", old),
 			want: State{Held: true, HeldSince: old}},
-		{name: "json without pid", path: write("nopid.json", `{"host":"web1","pid":"x"}`, old),
+		{name: "json without pid", path: write("nopid.json", `{"host":"web1"}`, old),
 			want: State{Held: true, HeldSince: old}},
+		{name: "json with a pid that is none", path: write("badpid.json", `{"host":"web1","pid":"x"}`, old),
+			wantErr: `badpid.json: "pid": not a PID file`},
 		{name: "mkdir lock", path: mkdir, staleAfter: time.Hour, want: State{Held: true}},
 		{name: "fifo", path: fifo, wantErr: "not a regular file"},
 		{name: "symlink", path: link, wantErr: "symlink"},
@@ -221,34 +229,73 @@ func TestPIDFile(t *testing.T) {
 	}
 }
 
+// A PID file holds a PID, a JSON object with "pid", or nothing; any other
+// content is an error, never a number picked out of text.
 func TestParsePID(t *testing.T) {
-	for in, want := range map[string]int{
-		"4242":                 4242,
-		"4242\n":               4242,
-		"  pid=17 started":     17,
-		`{"pid":99}`:           99,
-		`{"pid":"99"}`:         99,
-		`{"pid":-1}`:           0,
-		`{"host":"a"}`:         0,
-		"":                     0,
-		"no digits":            0,
-		"0":                    0,
-		"99999999999999999999": 0,
-		"4194305":              0, // above PID_MAX_LIMIT
+	for _, tc := range []struct {
+		in      string
+		want    int
+		wantErr string // "": none
+	}{
+		{in: "4242", want: 4242},
+		{in: "4242\n", want: 4242},
+		{in: " \t4242\r\n\n", want: 4242},
+		{in: "004242", want: 4242},
+		{in: `{"pid":99}`, want: 99},
+		{in: ` {"pid":"99","host":"web1"}` + "\n", want: 99},
+		{in: `{"host":"a"}`},
+		{in: `{"pid":null}`},
+		{in: ""},
+		{in: " \n\t"},
+		{in: "<h1>4242</h1>", wantErr: "not a PID file"},
+		{in: "<html><body><h1>1</h1>", wantErr: "not a PID file"},
+		{in: "  pid=17 started", wantErr: "not a PID file"},
+		{in: "locked by pid 4242 at 12:00", wantErr: "not a PID file"},
+		{in: "4242 4243", wantErr: "not a PID file"},
+		{in: "4242\nweb1\n", wantErr: "not a PID file"},
+		{in: "+4242", wantErr: "not a PID file"},
+		{in: "-1", wantErr: "not a PID file"},
+		{in: "0x10", wantErr: "not a PID file"},
+		{in: "busy", wantErr: "not a PID file"},
+		{in: "0", wantErr: "out of the range"},
+		{in: "99999999999999999999", wantErr: "out of the range"},
+		{in: "4194305", wantErr: "out of the range"}, // above PID_MAX_LIMIT
+		{in: `{"pid":-1}`, wantErr: `"pid": not a PID file`},
+		{in: `{"pid":"x"}`, wantErr: `"pid": not a PID file`},
+		{in: `{"pid":4.2e3}`, wantErr: `"pid": not a PID file`},
+		{in: `{"pid":1} trailing`, wantErr: "invalid JSON"},
+		{in: `{"pid":`, wantErr: "invalid JSON"},
+		{in: `[4242]`, wantErr: "not a PID file"},
 	} {
-		if got := parsePID([]byte(in)); got != want {
-			t.Errorf("parsePID(%q) = %d, want %d", in, got, want)
-		}
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parsePID([]byte(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || got != 0 {
+					t.Fatalf("parsePID(%q) = %d, %v; want 0 and an error with %q", tc.in, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("parsePID(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+			}
+		})
 	}
 }
 
+// parsePID never panics, errs with PID 0, and reads a PID only from a file
+// that, trimmed, is that PID's digits or a JSON object.
 func FuzzParsePID(f *testing.F) {
-	for _, s := range []string{"4242", `{"pid":1}`, "x 12 y", `{"pid":`, ""} {
+	for _, s := range []string{"4242", `{"pid":1}`, "x 12 y", `{"pid":`, "", "<h1>4242</h1>", " 17\n", `{"pid":"3"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if pid := parsePID(b); pid < 0 || pid > maxPID {
-			t.Fatalf("parsePID(%q) = %d", b, pid)
+		pid, err := parsePID(b)
+		if pid < 0 || pid > maxPID || (err != nil && pid != 0) {
+			t.Fatalf("parsePID(%q) = %d, %v", b, pid, err)
+		}
+		trimmed := strings.TrimSpace(string(b))
+		if pid > 0 && !strings.HasPrefix(trimmed, "{") && strings.TrimLeft(trimmed, "0") != strconv.Itoa(pid) {
+			t.Fatalf("parsePID(%q) = %d: a number picked out of text", b, pid)
 		}
 	})
 }

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -37,8 +39,8 @@ const (
 const (
 	// DefaultInterval is how often every lock is probed.
 	DefaultInterval = 10 * time.Second
-	// maxProbeTime bounds one probe of a server, so a server that does not
-	// answer delays a round by at most this.
+	// maxProbeTime bounds one probe of a server (Source.probeTimeout); a
+	// server that does not answer delays no other lock's probe.
 	maxProbeTime = 5 * time.Second
 )
 
@@ -55,6 +57,7 @@ type netProber interface {
 // lock is one configured lock with its probe and its error count.
 type lock struct {
 	job, label string
+	kind       string
 	file       fileProber
 	net        netProber
 	errors     uint64
@@ -83,55 +86,176 @@ func (s *Source) Type() string { return Type }
 
 // Run probes until ctx is done. It saves no position: lock states are what
 // is true now.
+//
+// Every lock is probed in a goroutine of its own, started each interval
+// unless its last probe is still in flight, so that a server that does not
+// answer holds back no other lock; its probe ends at the probe timeout
+// (min(5 s, interval)). A batch of every lock's latest state goes to the
+// sink as soon as a probe ends, the first once every lock has been probed
+// (a lock not probed yet is not shown as free).
 func (s *Source) Run(ctx context.Context, _ json.RawMessage, sink sources.Sink) error {
 	defer s.close()
 	health := sources.NewHealth(s.name, sink, s.log)
 	health.DownMsg, health.DownLevel, health.UpMsg = "lock probe failed", slog.LevelWarn, "lock probes succeed again"
+	r := s.newRounds()
+	ctx, cancel := context.WithCancel(ctx)
+	// Cancelled first, then waited for: no probe outlives Run, nor uses a
+	// client after close.
+	defer r.wg.Wait()
+	defer cancel()
+	ticks := s.ticks(ctx, &r.wg)
+	r.start(ctx)
 	for {
-		states, err := s.round(ctx)
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return nil
-		}
-		sink.Apply(model.Batch{Source: s.name, Observations: observations(states)})
-		if err != nil {
-			health.Down("", err)
-		} else {
-			health.Up()
-		}
-		if !s.wait(ctx, s.interval) {
-			return nil
+		case <-ticks:
+			r.start(ctx)
+		case res := <-r.results:
+			r.record(res)
+			r.drain()
+			if ctx.Err() != nil {
+				return nil // what a cancelled probe saw is no answer
+			}
+			if r.unprobed > 0 {
+				continue
+			}
+			states, err := r.batch()
+			sink.Apply(model.Batch{Source: s.name, Observations: observations(states)})
+			if err != nil {
+				health.Down("", err)
+			} else {
+				health.Up()
+			}
 		}
 	}
 }
 
-// round probes every lock once; err is the first failure.
-func (s *Source) round(ctx context.Context) ([]State, error) {
-	states := make([]State, 0, len(s.locks))
-	var first error
-	for _, l := range s.locks {
-		now := s.now()
-		var st State
-		var err error
-		if l.file != nil {
-			st, err = l.file.probe(now)
-		} else {
-			pctx, cancel := context.WithTimeout(ctx, min(maxProbeTime, s.interval))
-			st, err = l.net.probe(pctx, now)
-			cancel()
-		}
-		if err != nil {
-			l.errors++
-			if first == nil {
-				first = fmt.Errorf("lock %q of job %q: %w", l.label, l.job, err)
+// ticks sends every interval (s.wait's) until ctx is done.
+func (s *Source) ticks(ctx context.Context, wg *sync.WaitGroup) <-chan struct{} {
+	ticks := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for s.wait(ctx, s.interval) {
+			select {
+			case ticks <- struct{}{}:
+			case <-ctx.Done():
+				return
 			}
-			// What a failed probe saw is not known: report the lock as not
-			// seen held rather than carry an old answer on.
-			st = State{Kind: st.Kind}
 		}
-		st.Job, st.Lock, st.ProbeErrors = l.job, l.label, l.errors
-		states = append(states, st)
+	}()
+	return ticks
+}
+
+// rounds is what one Run knows of its locks: each one's latest state and
+// error, and whether a probe of it is in flight. Only Run's goroutine
+// touches it; the probes send their results.
+type rounds struct {
+	s        *Source
+	states   []State
+	errs     []error
+	inflight []bool
+	probed   []bool // a result has been recorded
+	unprobed int    // locks without a result yet
+	// results has room for one result per lock, and a lock has at most
+	// one probe in flight: a probe never waits to deliver, even once Run
+	// has returned.
+	results chan probeResult
+	wg      sync.WaitGroup
+}
+
+type probeResult struct {
+	i   int
+	st  State
+	err error
+}
+
+func (s *Source) newRounds() *rounds {
+	r := &rounds{s: s, states: make([]State, len(s.locks)), errs: make([]error, len(s.locks)),
+		inflight: make([]bool, len(s.locks)), probed: make([]bool, len(s.locks)), results: make(chan probeResult, len(s.locks)), unprobed: len(s.locks)}
+	for i, l := range s.locks {
+		r.states[i] = State{Job: l.job, Lock: l.label, Kind: l.kind}
 	}
-	return states, first
+	return r
+}
+
+// start probes every lock whose last probe has ended.
+func (r *rounds) start(ctx context.Context) {
+	for i, l := range r.s.locks {
+		if r.inflight[i] {
+			continue
+		}
+		r.inflight[i] = true
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			st, err := r.s.probe(ctx, l)
+			r.results <- probeResult{i: i, st: st, err: err}
+		}()
+	}
+}
+
+// probe probes l once, a server for at most the probe timeout.
+func (s *Source) probe(ctx context.Context, l *lock) (State, error) {
+	now := s.now()
+	if l.file != nil {
+		return l.file.probe(now)
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
+	defer cancel()
+	return l.net.probe(pctx, now)
+}
+
+// probeTimeout bounds one probe of a server: maxProbeTime, or the interval
+// when shorter, so that a probe ends before the next one is due.
+func (s *Source) probeTimeout() time.Duration { return min(maxProbeTime, s.interval) }
+
+// record keeps a probe's result as its lock's latest state.
+func (r *rounds) record(res probeResult) {
+	l := r.s.locks[res.i]
+	r.inflight[res.i] = false
+	if !r.probed[res.i] {
+		r.probed[res.i] = true
+		r.unprobed--
+	}
+	st := res.st
+	r.errs[res.i] = nil
+	if res.err != nil {
+		l.errors++
+		r.errs[res.i] = fmt.Errorf("lock %q of job %q: %w", l.label, l.job, res.err)
+		// What a failed probe saw is not known: report the lock as not
+		// seen held rather than carry an old answer on.
+		st = State{Kind: st.Kind}
+	}
+	st.Job, st.Lock, st.ProbeErrors = l.job, l.label, l.errors
+	r.states[res.i] = st
+}
+
+// drain records the results that have arrived meanwhile, so that probes
+// ending together make one batch.
+func (r *rounds) drain() {
+	for {
+		select {
+		case res := <-r.results:
+			r.record(res)
+		default:
+			return
+		}
+	}
+}
+
+// batch is every lock's latest state, and the first lock's error in
+// config order.
+func (r *rounds) batch() ([]State, error) {
+	var first error
+	for _, err := range r.errs {
+		if err != nil {
+			first = err
+			break
+		}
+	}
+	return slices.Clone(r.states), first
 }
 
 func (s *Source) close() {
@@ -162,6 +286,9 @@ func newRedisClient(url, password string) (*redis.Client, error) {
 	opts.WriteTimeout = maxProbeTime
 	opts.MaxRetries = -1 // a failed probe is counted, not retried
 	opts.PoolSize = 1
+	// Without this go-redis ignores a context's deadline for reading and
+	// writing, and a stopped server held a probe for ReadTimeout.
+	opts.ContextTimeoutEnabled = true
 	opts.DisableIdentity = true // no CLIENT SETINFO: old servers answer it with errors
 	return redis.NewClient(opts), nil
 }

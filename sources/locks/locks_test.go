@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,14 +23,21 @@ import (
 // sink records what the source hands over.
 type sink struct {
 	mu      sync.Mutex
-	batches []model.Batch
+	batches []batch
 	health  []error // nil: up
+}
+
+// batch is a batch handed over, with its observations read back into lock
+// states.
+type batch struct {
+	model.Batch
+	Locks []State
 }
 
 func (s *sink) Apply(b model.Batch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.batches = append(s.batches, b)
+	s.batches = append(s.batches, batch{b, statesOf(b)})
 }
 
 func (s *sink) SetHealth(_ string, up bool, err error) {
@@ -44,6 +50,34 @@ func (s *sink) SetHealth(_ string, up bool, err error) {
 }
 
 var _ sources.Sink = (*sink)(nil)
+
+// waitBatch waits for a batch that cond accepts and returns the first one.
+func (s *sink) waitBatch(t *testing.T, what string, cond func(batch) bool) batch {
+	t.Helper()
+	var b batch
+	testproc.WaitUntil(t, 30*time.Second, what, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, sb := range s.batches {
+			if cond(sb) {
+				b = sb
+				return true
+			}
+		}
+		return false
+	})
+	return b
+}
+
+// lastHealth is the last health reported: nil for up.
+func (s *sink) lastHealth() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.health) == 0 {
+		return nil
+	}
+	return s.health[len(s.health)-1]
+}
 
 // stepper replaces the source's wait: each round waits for the test to
 // allow the next one.
@@ -99,38 +133,22 @@ locks:
 	done := make(chan error)
 	go func() { done <- src.Run(ctx, nil, &snk) }()
 
-	round := func(n int) model.Batch {
-		t.Helper()
-		var b model.Batch
-		testproc.WaitUntil(t, 30*time.Second, fmt.Sprintf("round %d", n), func() bool {
-			snk.mu.Lock()
-			defer snk.mu.Unlock()
-			if len(snk.batches) < n {
-				return false
-			}
-			b = snk.batches[n-1]
-			return true
-		})
-		return b
-	}
-	b := round(1)
-	if b.Source != "locks" || len(statesOf(b)) != 3 || b.Position != nil || len(b.Events) != 0 {
+	b := snk.waitBatch(t, "the first batch", func(batch) bool { return true })
+	if b.Source != "locks" || len(b.Locks) != 3 || b.Position != nil || len(b.Events) != 0 {
 		t.Fatalf("first batch: %+v", b)
 	}
-	if st := statesOf(b); st[0].Held || st[1].Held || st[2].ProbeErrors != 1 {
-		t.Errorf("first round: %+v", st)
+	// Every lock probed before the first batch: none is shown unprobed.
+	if b.Locks[0].Held || b.Locks[1].Held || b.Locks[2].ProbeErrors != 1 || b.Locks[0].Kind != kindFlock || b.Locks[1].Kind != kindPIDFile {
+		t.Errorf("first round: %+v", b.Locks)
 	}
 	if err := os.WriteFile(pidfile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	step.next <- struct{}{}
-	b = round(2)
-	l := statesOf(b)[1]
+	b = snk.waitBatch(t, "the second round's probes", func(b batch) bool { return b.Locks[1].Held && b.Locks[2].ProbeErrors == 2 })
+	l := b.Locks[1]
 	if l.Job != "cleanup" || l.Lock != pidfile || !l.Held || l.Alive != HolderAlive || l.Kind != kindPIDFile {
 		t.Errorf("second round, pid file: %+v", l)
-	}
-	if st := statesOf(b)[2]; st.ProbeErrors != 2 {
-		t.Errorf("probe errors not counted: %+v", st)
 	}
 	snk.mu.Lock()
 	health := append([]error(nil), snk.health...)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"jobwatch/internal/redisvalue"
 )
 
 // maxHolder bounds the holder text taken from a lock's value: it becomes a
@@ -49,8 +51,9 @@ func (f *firstSeen) update(held bool, holder string, now time.Time) time.Time {
 	return f.since
 }
 
-// redisProbe reads a Redis lock key with PTTL and GET only: it never sets,
-// renews or deletes it.
+// redisProbe reads a Redis lock key with PTTL, GETRANGE and STRLEN only:
+// it never sets, renews or deletes it, and reads no more of its value than
+// redisvalue.Max bytes, however large the value is.
 type redisProbe struct {
 	client *redis.Client
 	key    string
@@ -63,7 +66,7 @@ func (p *redisProbe) probe(ctx context.Context, now time.Time) (State, error) {
 	st := State{Kind: kindRedis}
 	pipe := p.client.Pipeline()
 	ttl := pipe.PTTL(ctx, p.key)
-	val := pipe.Get(ctx, p.key)
+	val := redisvalue.Queue(ctx, pipe, p.key, redisvalue.Max)
 	_, _ = pipe.Exec(ctx) // each command's own error is read below
 	d, err := ttl.Result()
 	if err != nil {
@@ -82,15 +85,15 @@ func (p *redisProbe) probe(ctx context.Context, now time.Time) (State, error) {
 		st.TTL, st.HasTTL = d, true
 	}
 	v, err := val.Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		if !strings.HasPrefix(err.Error(), "WRONGTYPE") {
-			return st, fmt.Errorf("redis GET: %w", err)
-		}
-		v = "" // a lock that is not a string (a hash, say): no holder
+	if err != nil && !redisvalue.IsWrongType(err) {
+		return st, fmt.Errorf("redis: %w", err)
 	}
-	st.Holder = holderText(v)
-	st.HeldSince = p.seen.update(true, v, now)
-	st.Alive = tokenLiveness(v, p.host, p.alive)
+	// A lock that is not a string (a hash, say) has no holder: v is empty.
+	st.Holder = holderText(v.Head)
+	// Two values with the same head are one holder unless their lengths
+	// differ.
+	st.HeldSince = p.seen.update(true, v.Head+"\x00"+strconv.FormatInt(v.Len, 10), now)
+	st.Alive = tokenLiveness(v.Head, p.host, p.alive)
 	return st, nil
 }
 

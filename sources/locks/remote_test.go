@@ -49,6 +49,39 @@ func (s *redisServer) do(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(buf[:n]))
 }
 
+// largeValue is the size of the lock values the memory tests use: far
+// above what a probe may cost.
+const largeValue = 64 << 20
+
+// A lock value of 64 MB is read only as far as it is shown: a probe
+// allocates a small fraction of it (GET read it whole: 64 MB and more).
+func TestRedisProbeLargeValue(t *testing.T) {
+	srv := startRedis(t)
+	client, err := newRedisClient("redis://"+srv.addr+"/0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	host := hostname()
+	srv.srv.SetLarge(t, "lock:large", host+":"+strconv.Itoa(os.Getpid())+":run:", largeValue)
+	p := &redisProbe{client: client, key: "lock:large", host: host, alive: func(pid int) bool { return pid == os.Getpid() }}
+	probe := func() State {
+		st, err := p.probe(context.Background(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	probe() // the connection dialled, its buffers made
+	var st State
+	if n := testproc.Allocated(func() { st = probe() }); n > 1<<20 {
+		t.Errorf("a probe of a %d-byte value allocated %d bytes, want under 1 MiB", largeValue, n)
+	}
+	if !st.Held || st.Alive != HolderAlive || len(st.Holder) != maxHolder || !strings.HasPrefix(st.Holder, host+":") {
+		t.Errorf("large value: %+v, want held by this live process, the holder cut to %d", st, maxHolder)
+	}
+}
+
 func TestRedisProbe(t *testing.T) {
 	srv := startRedis(t)
 	client, err := newRedisClient("redis://"+srv.addr+"/0", "")

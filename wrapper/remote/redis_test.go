@@ -17,6 +17,9 @@ import (
 
 	"jobwatch/internal/procfs"
 	"jobwatch/internal/redistest"
+	"jobwatch/internal/redisvalue"
+	"jobwatch/internal/secret"
+	"jobwatch/internal/testproc"
 	"jobwatch/wrapper"
 )
 
@@ -570,5 +573,99 @@ func TestRedisHostileHolder(t *testing.T) {
 	recs := readRecords(t, log)
 	if events(recs) != "skip" || !strings.HasPrefix(recs[0].Holder, "evil?line?xxx") || len(recs[0].Holder) != 255 { // wrapper's maxHolder
 		t.Errorf("records %+v, want one skip with the holder cleaned and cut", recs)
+	}
+}
+
+// largeValue is the size of the lock values the memory tests use: far
+// above what reading a holder may cost.
+const largeValue = 64 << 20
+
+// A key holding a value of 64 MB is read only as far as a holder is shown,
+// when a run skips on it and when a lease finds it taken: each allocates a
+// small fraction of it (GET read it whole).
+func TestRedisLargeHolder(t *testing.T) {
+	srv := redistest.Start(t, "")
+	ctx := context.Background()
+	lock := func(t *testing.T, token string) *redisLock {
+		l, err := newRedisLock(srv.URL(), "", "jobwatch:big", token, time.Second, &secret.Redactor{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.Close)
+		if err := l.client.Ping(ctx).Err(); err != nil { // dialled before measuring
+			t.Fatal(err)
+		}
+		return l
+	}
+	t.Run("skip", func(t *testing.T) {
+		srv.SetLarge(t, "jobwatch:big", "web2:4242:other-run", largeValue)
+		l := lock(t, "h:1:run")
+		var held bool
+		var holder string
+		var err error
+		if n := testproc.Allocated(func() { held, holder, err = l.Acquire(ctx) }); n > 1<<20 {
+			t.Errorf("a skip on a %d-byte value allocated %d bytes, want under 1 MiB", largeValue, n)
+		}
+		if err != nil || held || !strings.HasPrefix(holder, "web2:4242:other-run\x00") || len(holder) != redisvalue.Max {
+			t.Errorf("Acquire = %v, %q (%d bytes), %v; want not held, the holder's first %d bytes", held, holder[:min(len(holder), 30)], len(holder), err, redisvalue.Max)
+		}
+	})
+	t.Run("taken while held", func(t *testing.T) {
+		srv.Client(t).Del(ctx, "jobwatch:big")
+		l := lock(t, "h:1:run")
+		if held, _, err := l.Acquire(ctx); err != nil || !held {
+			t.Fatalf("Acquire = %v, %v", held, err)
+		}
+		srv.SetLarge(t, "jobwatch:big", "web2:4242:other-run", largeValue)
+		var loss wrapper.LockLoss
+		var lost bool
+		if n := testproc.Allocated(func() { loss, lost = l.Watch(ctx) }); n > 1<<20 {
+			t.Errorf("a renewal finding a %d-byte value allocated %d bytes, want under 1 MiB", largeValue, n)
+		}
+		if !lost || loss.Reason != lostKeyTaken || !strings.HasPrefix(loss.Holder, "web2:4242:other-run\x00") || len(loss.Holder) != redisvalue.Max {
+			t.Errorf("Watch = %v, %q (%d bytes); want the key taken, the holder's first %d bytes", lost, loss.Reason, len(loss.Holder), redisvalue.Max)
+		}
+		// Not ours: released by no one.
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := srv.Client(t).StrLen(ctx, "jobwatch:big").Result(); n != largeValue {
+			t.Errorf("the other holder's key has %d bytes after our release, want %d", n, largeValue)
+		}
+	})
+}
+
+// A lease whose token is longer than what the scripts read of a value for a
+// holder is still renewed and released: they read one byte more than it.
+func TestRedisLongToken(t *testing.T) {
+	srv := redistest.Start(t, "")
+	ctx := context.Background()
+	token := strings.Repeat("h", 300) + ":1:run"
+	l, err := newRedisLock(srv.URL(), "", "jobwatch:long", token, time.Second, &secret.Redactor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if held, _, err := l.Acquire(ctx); err != nil || !held {
+		t.Fatalf("Acquire = %v, %v", held, err)
+	}
+	// Our token and one byte more: not ours.
+	rc := srv.Client(t)
+	if held, holder, err := l.Acquire(ctx); err != nil || !held || holder != "" {
+		t.Fatalf("Acquire again = %v, %q, %v; want our own token found", held, holder, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	rc.Append(ctx, "jobwatch:long", "x")
+	loss, lost := l.Watch(wctx)
+	cancel()
+	if !lost || loss.Reason != lostKeyTaken {
+		t.Errorf("Watch after the value grew by a byte = %+v, %v; want the key taken", loss, lost)
+	}
+	rc.Set(ctx, "jobwatch:long", token, 0)
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rc.Exists(ctx, "jobwatch:long").Result(); n != 0 {
+		t.Error("our own key is not released")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"jobwatch/internal/redisvalue"
 	"jobwatch/internal/secret"
 	"jobwatch/wrapper"
 )
@@ -36,15 +37,23 @@ type redisLock struct {
 }
 
 // Scripts. renew returns 1 when extended, 0 when the key is gone, or the
-// value it holds instead of our token.
+// head of the value it holds instead of our token. Both read the value with
+// GETRANGE, readLen bytes of it (renew's ARGV[3], release's ARGV[2]): a
+// value of any size is compared with the token, and no more than that is
+// sent back.
 var (
-	renewScript = `local v = redis.call('get', KEYS[1])
+	renewScript = `local v = redis.call('getrange', KEYS[1], 0, ARGV[3] - 1)
 if v == ARGV[1] then redis.call('pexpire', KEYS[1], ARGV[2]) return 1 end
-if v then return v end
+if redis.call('exists', KEYS[1]) == 1 then return v end
 return 0`
-	releaseScript = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+	releaseScript = `if redis.call('getrange', KEYS[1], 0, ARGV[2] - 1) == ARGV[1] then return redis.call('del', KEYS[1]) end
 return 0`
 )
+
+// readLen is how much of the key's value is read: one byte more than the
+// token, so that a longer value never reads as equal to it, and at least
+// what a holder shows.
+func (l *redisLock) readLen() int { return max(len(l.token)+1, redisvalue.Max) }
 
 // minLockTTL is the shortest --lock-ttl: renewal every third of it must
 // survive a slow network and a loaded host.
@@ -92,17 +101,19 @@ func (l *redisLock) Acquire(ctx context.Context) (bool, string, error) {
 		if !errors.Is(err, redis.Nil) {
 			return false, "", l.error("SET", err)
 		}
-		v, err := l.client.Get(ctx, l.key).Result()
-		if errors.Is(err, redis.Nil) {
-			continue // expired in between: try again
-		}
+		// The holder, read no further than it is shown: a value of 100 MB
+		// must not cost this process 100 MB.
+		v, err := redisvalue.Read(ctx, l.client, l.key, l.readLen())
 		if err != nil {
-			return false, "", l.error("GET", err)
+			return false, "", l.error("reading the holder", err)
 		}
-		if v == l.token {
+		if v.Len == 0 {
+			continue // expired in between (or empty): try again
+		}
+		if v.Head == l.token && !v.Cut() {
 			return true, "", nil
 		}
-		return false, v, nil
+		return false, v.Head[:min(len(v.Head), redisvalue.Max)], nil
 	}
 	return false, "", nil
 }
@@ -140,7 +151,7 @@ func (l *redisLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, every)
-		res, err := l.client.Eval(rctx, renewScript, []string{l.key}, l.token, l.ttl.Milliseconds()).Result()
+		res, err := l.client.Eval(rctx, renewScript, []string{l.key}, l.token, l.ttl.Milliseconds(), l.readLen()).Result()
 		cancel()
 		switch v := res.(type) {
 		case int64:
@@ -168,7 +179,7 @@ func (l *redisLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
 }
 
 func (l *redisLock) Release(ctx context.Context) error {
-	if err := l.client.Eval(ctx, releaseScript, []string{l.key}, l.token).Err(); err != nil {
+	if err := l.client.Eval(ctx, releaseScript, []string{l.key}, l.token, l.readLen()).Err(); err != nil {
 		return l.error("release", err)
 	}
 	return nil
