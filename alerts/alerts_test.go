@@ -156,6 +156,32 @@ func TestRulesContract(t *testing.T) {
 }
 
 var (
+	// byInstance: an aggregation by the target's labels, which drops the
+	// others (env, cluster, ...): group without() the labels dropped.
+	byInstance = regexp.MustCompile(`\bby\s*\(([^)]*\binstance\b[^)]*)\)`)
+	// oneToOneOn: arithmetic or a comparison matched on() labels of one
+	// target without group_left/right: its result keeps only those labels.
+	oneToOneOn = regexp.MustCompile(`(?:[-+*/<>=]|\bbool)\s*on\s*\(([^)]*\binstance\b[^)]*)\)(\s*group_(?:left|right))?`)
+)
+
+// TestRulesKeepTargetLabels: no rule drops the labels a scrape config adds
+// to its targets (env, cluster, ...) by naming the ones it keeps, so an
+// alert that fires through two parts of its rule is one alert. The
+// promtool tests with env="prod" show it for the rules that once did.
+func TestRulesKeepTargetLabels(t *testing.T) {
+	for _, r := range loadRules(t) {
+		for _, m := range byInstance.FindAllStringSubmatch(r.Expr, -1) {
+			t.Errorf("%s: by (%s) drops every other label of the target: aggregate without (...)", r.Alert, m[1])
+		}
+		for _, m := range oneToOneOn.FindAllStringSubmatch(r.Expr, -1) {
+			if m[2] == "" {
+				t.Errorf("%s: %s keeps only the labels it names: match without on(), with ignoring(...), or add group_left", r.Alert, strings.TrimSpace(m[0]))
+			}
+		}
+	}
+}
+
+var (
 	queryInTemplate = regexp.MustCompile(`printf "((?:[^"\\]|\\.)*)"[^|}]*\| query`)
 	// printf verbs, with or without an argument index (%[2]q).
 	printfQ = regexp.MustCompile(`%(\[[0-9]+\])?q`)
