@@ -156,6 +156,32 @@ func TestRulesContract(t *testing.T) {
 }
 
 var (
+	// byInstance: an aggregation by the target's labels, which drops the
+	// others (env, cluster, ...): group without() the labels dropped.
+	byInstance = regexp.MustCompile(`\bby\s*\(([^)]*\binstance\b[^)]*)\)`)
+	// oneToOneOn: arithmetic or a comparison matched on() labels of one
+	// target without group_left/right: its result keeps only those labels.
+	oneToOneOn = regexp.MustCompile(`(?:[-+*/<>=]|\bbool)\s*on\s*\(([^)]*\binstance\b[^)]*)\)(\s*group_(?:left|right))?`)
+)
+
+// TestRulesKeepTargetLabels: no rule drops the labels a scrape config adds
+// to its targets (env, cluster, ...) by naming the ones it keeps, so an
+// alert that fires through two parts of its rule is one alert. The
+// promtool tests with env="prod" show it for the rules that once did.
+func TestRulesKeepTargetLabels(t *testing.T) {
+	for _, r := range loadRules(t) {
+		for _, m := range byInstance.FindAllStringSubmatch(r.Expr, -1) {
+			t.Errorf("%s: by (%s) drops every other label of the target: aggregate without (...)", r.Alert, m[1])
+		}
+		for _, m := range oneToOneOn.FindAllStringSubmatch(r.Expr, -1) {
+			if m[2] == "" {
+				t.Errorf("%s: %s keeps only the labels it names: match without on(), with ignoring(...), or add group_left", r.Alert, strings.TrimSpace(m[0]))
+			}
+		}
+	}
+}
+
+var (
 	queryInTemplate = regexp.MustCompile(`printf "((?:[^"\\]|\\.)*)"[^|}]*\| query`)
 	// printf verbs, with or without an argument index (%[2]q).
 	printfQ = regexp.MustCompile(`%(\[[0-9]+\])?q`)
@@ -247,13 +273,35 @@ func TestEveryAlertTested(t *testing.T) {
 	}
 }
 
+// pending are metrics the rules use before the exporter describes them:
+// issue 25's gauge of missed runs, which the collector gains beside these
+// rules (promtool tests use synthetic series). Remove a name once it is
+// exported; TestPending says when.
+var pending = []string{"jobwatch_job_consecutive_missed_runs"}
+
 // allowedNames: the metric names the real exporter describes, with the
-// pending contract ones and Prometheus' up.
+// pending ones and Prometheus' up.
 func allowedNames(t *testing.T) map[string]bool {
 	t.Helper()
 	a, err := promcheck.Allowed(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, n := range pending {
+		a[n] = true
+	}
 	return a
+}
+
+// TestPending: a pending metric is not exported yet, or it leaves the list.
+func TestPending(t *testing.T) {
+	a, err := promcheck.Allowed(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range pending {
+		if a[n] {
+			t.Errorf("%s is exported now: remove it from pending", n)
+		}
+	}
 }

@@ -54,3 +54,33 @@ func TestDocsExamples(t *testing.T) {
 		t.Errorf("checked %d example configs, want 2 (prometheus.yml and alertmanager.yml)", checked)
 	}
 }
+
+// TestDocsListEveryAlert: the alert table of docs/alerts.md has a row for
+// every alert of the rules, and none for an alert that does not exist.
+func TestDocsListEveryAlert(t *testing.T) {
+	doc, err := os.ReadFile("../docs/alerts.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range tableRow.FindAllStringSubmatch(string(doc), -1) {
+		listed[m[1]] = true
+	}
+	defined := map[string]bool{}
+	for _, r := range loadRules(t) {
+		if r.Alert == "" {
+			continue
+		}
+		defined[r.Alert] = true
+		if !listed[r.Alert] {
+			t.Errorf("docs/alerts.md has no row | %s | in its table of alerts", r.Alert)
+		}
+	}
+	for a := range listed {
+		if !defined[a] {
+			t.Errorf("docs/alerts.md lists %s, which the rules do not define", a)
+		}
+	}
+}
+
+var tableRow = regexp.MustCompile(`(?m)^\| (Jobwatch[A-Za-z]+) \|`)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"jobwatch/model"
 )
 
 // Advice thresholds. The right timeout is the P99 of real durations with a
@@ -28,7 +30,9 @@ const (
 
 // Advice is what `jobwatch advise` says of one job.
 type Advice struct {
-	Job                                string
+	Job string
+	// Durations are those of the job's recent successful runs, which the
+	// timeout is judged on; nil when none succeeded.
 	Durations                          *Durations
 	Timeout                            *float64
 	LockTTL                            *float64 // the configured lease, from the run records
@@ -36,35 +40,107 @@ type Advice struct {
 	Notes                              []string
 }
 
-// Advise judges a job's timeout against its recent durations.
+// Advise judges a job's timeout against the durations of its recent
+// successful runs (a run that failed in 5 ms says nothing of how long a
+// healthy one takes), and its Redis lease, when its runs hold one, against
+// the longest of its finished runs (a failing run holds the lock as long as
+// it runs).
 func Advise(j Job) Advice {
-	a := Advice{Job: j.Name, Durations: j.Durations, Timeout: j.TimeoutSeconds, LockTTL: j.LockTTLSeconds}
-	d := j.Durations
-	if d == nil || d.Count < MinRunsForAdvice {
-		n := 0
-		if d != nil {
-			n = d.Count
+	a := Advice{Job: j.Name, Durations: successDurations(j), Timeout: j.TimeoutSeconds, LockTTL: j.LockTTLSeconds}
+	a.Notes = append(a.Notes, a.timeoutNotes(j)...)
+	if j.LockTTLSeconds != nil {
+		if d := j.Durations; d == nil || d.Count < MinRunsForAdvice {
+			a.Notes = append(a.Notes, fmt.Sprintf("too few finished runs with a duration (%d of %d) for lock TTL advice", countOf(d), MinRunsForAdvice))
+		} else {
+			a.RecommendLockTTL = roundUp(lockTTLMargin * d.Max)
+			a.Notes = append(a.Notes, lockTTLNotes(j, a.RecommendLockTTL)...)
 		}
-		a.Notes = append(a.Notes, fmt.Sprintf("too few finished runs with a duration (%d of %d) for advice", n, MinRunsForAdvice))
-		return a
 	}
-	a.RecommendTimeout = roundUp(timeoutMargin * d.P99)
-	a.RecommendLockTTL = roundUp(lockTTLMargin * d.Max)
-	switch {
-	case j.TimeoutSeconds == nil:
-		a.Notes = append(a.Notes, "no timeout: a hung run holds its lock forever; set timeout: "+promSeconds(a.RecommendTimeout))
-	case *j.TimeoutSeconds < TightTimeout*d.P99:
-		a.Notes = append(a.Notes, fmt.Sprintf("timeout %s is below %.1f × P99 (%s): healthy slow runs get killed; raise it to %s",
-			promSeconds(*j.TimeoutSeconds), TightTimeout, promSeconds(d.P99), promSeconds(a.RecommendTimeout)))
-	}
-	if j.PeriodSeconds > 0 && d.P99 > j.PeriodSeconds {
-		a.Notes = append(a.Notes, fmt.Sprintf("P99 %s outlasts the period %s: without a lock, runs overlap", promSeconds(d.P99), promSeconds(j.PeriodSeconds)))
-	}
-	a.Notes = append(a.Notes, lockTTLNotes(j, a.RecommendLockTTL)...)
 	if len(a.Notes) == 0 {
 		a.Notes = append(a.Notes, "ok")
 	}
 	return a
+}
+
+// timeoutNotes sets the suggested timeout from the successful runs'
+// durations and says what is wrong with the configured one.
+func (a *Advice) timeoutNotes(j Job) []string {
+	d := a.Durations
+	if d == nil {
+		const why = "the timeout is judged on successful runs only"
+		if n := finishedRecent(j); n > 0 {
+			return []string{fmt.Sprintf("history too short: none of the last %d finished runs succeeded with a duration; %s", n, why)}
+		}
+		return []string{"history too short: no finished run yet; " + why}
+	}
+	if d.Count < MinRunsForAdvice {
+		return []string{fmt.Sprintf("too few successful runs with a duration (%d of %d) for timeout advice", d.Count, MinRunsForAdvice)}
+	}
+	a.RecommendTimeout = roundUp(timeoutMargin * d.P99)
+	var notes []string
+	switch {
+	case j.TimeoutSeconds == nil:
+		notes = append(notes, "no timeout: a hung run holds its lock forever; set timeout: "+promSeconds(a.RecommendTimeout))
+	case *j.TimeoutSeconds < TightTimeout*d.P99:
+		notes = append(notes, fmt.Sprintf("timeout %s is below %.1f × P99 (%s): healthy slow runs get killed; raise it to %s",
+			promSeconds(*j.TimeoutSeconds), TightTimeout, promSeconds(d.P99), promSeconds(a.RecommendTimeout)))
+	}
+	if j.PeriodSeconds > 0 && d.P99 > j.PeriodSeconds {
+		notes = append(notes, fmt.Sprintf("P99 %s outlasts the period %s: without a lock, runs overlap", promSeconds(d.P99), promSeconds(j.PeriodSeconds)))
+	}
+	return notes
+}
+
+// successDurations are the quantiles of the job's successful runs'
+// durations. The job's duration history (its last 100 finished runs) mixes
+// every result: it is used whole only when the job has never finished
+// otherwise than with success; else the durations come from its recent runs
+// (the last 50, skips among them) whose result is success. Nil when none.
+func successDurations(j Job) *Durations {
+	if j.Durations != nil && onlySuccesses(j.Runs) {
+		return j.Durations
+	}
+	var h []float64
+	for _, r := range j.RecentRuns {
+		if r.Result == string(model.Success) && r.DurationSeconds != nil {
+			h = append(h, *r.DurationSeconds)
+		}
+	}
+	if len(h) == 0 {
+		return nil
+	}
+	p50, _ := model.DurationQuantile(h, 0.5)
+	p99, _ := model.DurationQuantile(h, 0.99)
+	maxD, _ := model.DurationQuantile(h, 1)
+	return &Durations{Count: len(h), P50: p50, P99: p99, Max: maxD}
+}
+
+// onlySuccesses: the job has finished runs, every one a success.
+func onlySuccesses(runs map[string]uint64) bool {
+	for res, n := range runs {
+		if res != string(model.Success) && n > 0 {
+			return false
+		}
+	}
+	return runs[string(model.Success)] > 0
+}
+
+// finishedRecent counts the job's recent runs that finished (not skips).
+func finishedRecent(j Job) int {
+	n := 0
+	for _, r := range j.RecentRuns {
+		if r.Result != string(model.Skipped) {
+			n++
+		}
+	}
+	return n
+}
+
+func countOf(d *Durations) int {
+	if d == nil {
+		return 0
+	}
+	return d.Count
 }
 
 // lockTTLNotes judges the configured lease against the longest run and the
@@ -128,7 +204,8 @@ func msSeconds(sec float64) string {
 	return promDuration(time.Duration(math.Round(sec*1000)) * time.Millisecond)
 }
 
-// WriteAdvice prints the advice of every job of rep.
+// WriteAdvice prints the advice of every job of rep: the durations of its
+// recent successful runs, its timeout and lock TTL, and the suggestions.
 func WriteAdvice(w io.Writer, rep Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tRUNS\tP50\tP99\tMAX\tTIMEOUT\tSUGGESTED TIMEOUT\tLOCK TTL\tSUGGESTED LOCK TTL\tADVICE")
@@ -151,7 +228,10 @@ func WriteAdvice(w io.Writer, rep Report) error {
 			runs, p50, p99, maxD = fmt.Sprint(d.Count), promSeconds(d.P50), promSeconds(d.P99), promSeconds(d.Max)
 		}
 		if a.RecommendTimeout > 0 {
-			sugT, sugL = promSeconds(a.RecommendTimeout), promSeconds(a.RecommendLockTTL)
+			sugT = promSeconds(a.RecommendTimeout)
+		}
+		if a.RecommendLockTTL > 0 {
+			sugL = promSeconds(a.RecommendLockTTL)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, runs, p50, p99, maxD, opt(a.Timeout), sugT, optMS(a.LockTTL), sugL, strings.Join(a.Notes, "; "))
 	}

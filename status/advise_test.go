@@ -4,12 +4,52 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"jobwatch/model"
 )
 
 func TestAdvise(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
+	// base: a job whose every finished run succeeded, its durations d.
 	base := func(timeout *float64, period float64, d *Durations) Job {
-		return Job{Name: "j", TimeoutSeconds: timeout, PeriodSeconds: period, Durations: d}
+		j := Job{Name: "j", TimeoutSeconds: timeout, PeriodSeconds: period, Durations: d}
+		if d != nil {
+			j.Runs = map[string]uint64{"success": uint64(d.Count), "failure": 0, "timeout": 0, "lost": 0}
+		}
+		return j
+	}
+	// mixed: a job whose recent runs (newest first) are failed ones lasting
+	// failed, then successful ones lasting ok; Durations mixes them all, as
+	// the model's duration history does.
+	mixed := func(timeout *float64, failed, ok []float64) Job {
+		j := Job{Name: "j", TimeoutSeconds: timeout, PeriodSeconds: 600,
+			Runs: map[string]uint64{"success": uint64(len(ok)), "failure": uint64(len(failed)), "timeout": 0, "lost": 0}}
+		var all []float64
+		for _, d := range failed {
+			j.RecentRuns = append(j.RecentRuns, Run{Result: "failure", DurationSeconds: f(d)})
+			all = append(all, d)
+		}
+		j.RecentRuns = append(j.RecentRuns, Run{Result: "skipped"})
+		for _, d := range ok {
+			j.RecentRuns = append(j.RecentRuns, Run{Result: "success", DurationSeconds: f(d)})
+			all = append(all, d)
+		}
+		j.RecentRuns = append(j.RecentRuns, Run{Result: "lost"})
+		if len(all) > 0 {
+			p50, _ := model.DurationQuantile(all, 0.5)
+			p99, _ := model.DurationQuantile(all, 0.99)
+			maxD, _ := model.DurationQuantile(all, 1)
+			j.Durations = &Durations{Count: len(all), P50: p50, P99: p99, Max: maxD}
+		}
+		return j
+	}
+	// spread: n durations from lo, step apart.
+	spread := func(n int, lo, step float64) []float64 {
+		var d []float64
+		for i := range n {
+			d = append(d, lo+float64(i)*step)
+		}
+		return d
 	}
 	withTTL := func(j Job, ttl float64) Job { j.LockTTLSeconds = &ttl; return j }
 	many := &Durations{Count: 100, P50: 40, P99: 100, Max: 130}
@@ -19,17 +59,32 @@ func TestAdvise(t *testing.T) {
 		timeout, ttl float64
 		note         string
 	}{
-		{"too few", base(nil, 600, &Durations{Count: 19, P50: 1, P99: 2, Max: 3}), 0, 0, "too few finished runs with a duration (19 of 20) for advice"},
-		{"none yet", base(nil, 600, nil), 0, 0, "too few finished runs with a duration (0 of 20) for advice"},
-		{"no timeout", base(nil, 600, many), 300, 300, "no timeout: a hung run holds its lock forever; set timeout: 5m"},
-		{"tight", base(f(120), 600, many), 300, 300, "timeout 2m is below 1.5 × P99 (1m40s): healthy slow runs get killed; raise it to 5m"},
-		{"ok", base(f(300), 600, many), 300, 300, "ok"},
-		{"outlasts period", base(f(300), 60, many), 300, 300, "P99 1m40s outlasts the period 1m: without a lock, runs overlap"},
-		{"hours", base(f(9000), 86400, &Durations{Count: 30, P50: 3000, P99: 4000, Max: 5000}), 14400, 10800, "ok"},
+		{"too few", base(nil, 600, &Durations{Count: 19, P50: 1, P99: 2, Max: 3}), 0, 0, "too few successful runs with a duration (19 of 20) for timeout advice"},
+		{"none yet", base(nil, 600, nil), 0, 0, "history too short: no finished run yet; the timeout is judged on successful runs only"},
+		{"no timeout", base(nil, 600, many), 300, 0, "no timeout: a hung run holds its lock forever; set timeout: 5m"},
+		{"tight", base(f(120), 600, many), 300, 0, "timeout 2m is below 1.5 × P99 (1m40s): healthy slow runs get killed; raise it to 5m"},
+		{"ok", base(f(300), 600, many), 300, 0, "ok"},
+		{"outlasts period", base(f(300), 60, many), 300, 0, "P99 1m40s outlasts the period 1m: without a lock, runs overlap"},
+		{"hours", base(f(9000), 86400, &Durations{Count: 30, P50: 3000, P99: 4000, Max: 5000}), 14400, 0, "ok"},
 
-		// The configured lease, from the run records.
+		// The timeout from successful runs only: runs that failed at once
+		// (5-47 ms) say nothing of how long a healthy run takes.
+		{"failed runs only", mixed(nil, spread(30, 0.005, 0.0015), nil), 0, 0,
+			"history too short: none of the last 31 finished runs succeeded with a duration; the timeout is judged on successful runs only"},
+		{"failed runs mixed in", mixed(f(600), spread(10, 0.005, 0.005), spread(25, 60, 1)), 300, 0, "ok"},
+		{"failed runs mixed in, no timeout", mixed(nil, spread(10, 0.005, 0.005), spread(25, 60, 1)), 300, 0, "no timeout: a hung run holds its lock forever; set timeout: 5m"},
+		{"few successes among failures", mixed(f(600), spread(30, 0.005, 0.001), spread(5, 60, 1)), 0, 0,
+			"too few successful runs with a duration (5 of 20) for timeout advice"},
+
+		// The configured lease, from the run records; no lease, no lock
+		// TTL advice (every case above).
 		{"lock TTL too few runs", withTTL(base(f(300), 600, &Durations{Count: 3, P50: 100, P99: 200, Max: 200}), 10), 0, 0,
-			"too few finished runs with a duration (3 of 20) for advice"},
+			"too few successful runs with a duration (3 of 20) for timeout advice; too few finished runs with a duration (3 of 20) for lock TTL advice"},
+		{"lock TTL from failed runs too", withTTL(mixed(f(300), spread(30, 100, 2), nil), 60), 0, 360,
+			"history too short: none of the last 31 finished runs succeeded with a duration; the timeout is judged on successful runs only; " +
+				"lock TTL 1m is shorter than the longest run (2m38s): the lock lasts through a run only because jobwatch run renews it every 20s; " +
+				"if the wrapper is SIGKILLed or cannot renew it for 1m (host stalled, Redis unreachable), the key expires while the job runs " +
+				"and another host starts a second copy; 6m outlasts the longest run"},
 		{"lock TTL shorter than the longest run", withTTL(base(f(300), 600, many), 60), 300, 300,
 			"lock TTL 1m is shorter than the longest run (2m10s): the lock lasts through a run only because jobwatch run renews it every 20s; " +
 				"if the wrapper is SIGKILLed or cannot renew it for 1m (host stalled, Redis unreachable), the key expires while the job runs " +
@@ -75,7 +130,8 @@ func TestWriteAdviceLockTTL(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	many := &Durations{Count: 100, P50: 40, P99: 100, Max: 130}
 	job := func(name string, ttl *float64) Job {
-		return Job{Name: name, TimeoutSeconds: f(300), PeriodSeconds: 600, Durations: many, LockTTLSeconds: ttl}
+		return Job{Name: name, TimeoutSeconds: f(300), PeriodSeconds: 600, Durations: many, LockTTLSeconds: ttl,
+			Runs: map[string]uint64{"success": 100}}
 	}
 	rep := Report{Jobs: []Job{
 		job("unknown", nil), job("fine", f(600)), job("renewed", f(60)), job("thin", f(180)), job("blocking", f(7200)),
@@ -85,4 +141,49 @@ func TestWriteAdviceLockTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "advise-lock-ttl.txt", b.Bytes())
+}
+
+// TestWriteAdviceResults: the timeout is advised from successful runs
+// only. failing has only failed, in 5-47 ms: no suggestion (not "1s"), the
+// history is too short; flaky's failures are left out of its figures, its
+// 25 successes (1m-1m24s) give the suggestion; neither holds a Redis lease,
+// so neither gets a lock TTL suggestion.
+func TestWriteAdviceResults(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	job := func(name string, failed, ok []float64) Job {
+		j := Job{Name: name, TimeoutSeconds: f(600), PeriodSeconds: 3600,
+			Runs: map[string]uint64{"success": uint64(len(ok)), "failure": uint64(len(failed)), "timeout": 0, "lost": 0}}
+		var all []float64
+		for i := range max(len(failed), len(ok)) {
+			if i < len(failed) {
+				j.RecentRuns = append(j.RecentRuns, Run{Result: "failure", DurationSeconds: f(failed[i])})
+				all = append(all, failed[i])
+			}
+			if i < len(ok) {
+				j.RecentRuns = append(j.RecentRuns, Run{Result: "success", DurationSeconds: f(ok[i])})
+				all = append(all, ok[i])
+			}
+		}
+		p50, _ := model.DurationQuantile(all, 0.5)
+		p99, _ := model.DurationQuantile(all, 0.99)
+		maxD, _ := model.DurationQuantile(all, 1)
+		j.Durations = &Durations{Count: len(all), P50: p50, P99: p99, Max: maxD}
+		return j
+	}
+	spread := func(n int, lo, hi float64) []float64 {
+		d := make([]float64, n)
+		for i := range d {
+			d[i] = lo + (hi-lo)*float64(i)/float64(n-1)
+		}
+		return d
+	}
+	rep := Report{Jobs: []Job{
+		job("failing", spread(30, 0.005, 0.047), nil),
+		job("flaky", spread(10, 0.005, 0.047), spread(25, 60, 84)),
+	}}
+	var b bytes.Buffer
+	if err := WriteAdvice(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "advise-results.txt", b.Bytes())
 }

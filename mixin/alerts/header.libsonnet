@@ -53,6 +53,12 @@ function(c)
     #   JobwatchJobFailing             consecutive failures >= 2, for: 0m
     #   JobwatchJobRunningTooLong      run age > period, for: 1m
     #   JobwatchJobDuplicateRuns       as the counted overlaps, for: 0m
+    #   JobwatchJobMissedRun           consecutive missed runs >= 1, for: 2m;
+    #                                  cluster jobs only when missed on every
+    #                                  instance that reports them
+    #   JobwatchJobUnexpectedRuns      a run when none was due in the last 1h,
+    #                                  for: 0m (a counter first seen with a
+    #                                  value does not fire)
     #   JobwatchJobLockLost            a shared lock lost in the last hour, for: 0m
     #   JobwatchLockStale              holder known dead, for: 5m
     #   JobwatchLockWithoutExpiry      Redis key without TTL, for: 2m
@@ -60,7 +66,8 @@ function(c)
     #                                  longest in 15m while a run is in
     #                                  progress, for: 0m
     #   JobwatchLockHeldWithoutRun     held longer than the timeout (or 2
-    #                                  periods) with no run, for: 5m
+    #                                  periods) with no run that started by
+    #                                  then (+1m), for: 5m
     #   JobwatchJobTimeoutTooTight     timeout < 1.5 x P99 of the last 100
     #                                  durations, at least 20 runs, for: 15m
     #   JobwatchSourceDown             for: 5m

@@ -17,12 +17,16 @@ local promql = import '../lib/promql.libsonnet';
       'jobwatch_job_run_start_timestamp_seconds',
       'jobwatch_job_duplicate_runs_total',
       'jobwatch_job_lock_lost_total',
+      'jobwatch_job_consecutive_missed_runs',
+      'jobwatch_job_unexpected_runs_total',
     ]) + {
       cluster_info: promql.metric(c, 'jobwatch_job_info', ['scope="cluster"']),
-      // by (...) and on(...) of a job across its instances.
+      // by (...) and on(...) of a job across its instances. A job's series
+      // on one instance are matched on all their labels (no on(), or
+      // ignoring() its own extra labels) and grouped without() theirs, so
+      // an alert keeps every label of its target (cluster, env, ... as the
+      // scrape config adds them).
       job: promql.labels(c, ['job_name']),
-      // by (...) of a job on one instance.
-      instance_job: promql.labels(c, ['instance', 'job', 'job_name']),
     };
     // The label matchers annotation queries start with: the jobwatch
     // selector, then the alert's own labels ($sel for job alerts that may
@@ -74,7 +78,7 @@ local promql = import '../lib/promql.libsonnet';
         comment:: 'Value: runs in progress now on one host (a host-scope job runs on\nevery host, at the same time), or across hosts (a cluster-scope job);\nor overlaps counted in the last 10m (increased, or first seen with a\nvalue: increase() cannot see what a series held when it appeared, as\nafter history read on first start); or, held for the period, seconds\nsince the last one.',
         expr: |||
           (
-              max by (%(instance_job)s) (count by (%(instance_job)s, host) (%(jobwatch_job_run_start_timestamp_seconds)s)) > 1
+              max without (host) (count without (pid) (%(jobwatch_job_run_start_timestamp_seconds)s)) > 1
             unless ignoring(scope)
               %(cluster_info)s
           )
@@ -93,7 +97,7 @@ local promql = import '../lib/promql.libsonnet';
           or
           (
               time() - max_over_time(timestamp(%(increased)s or %(firstSeen)s)[1d:5m])
-            < on(instance, job, job_name)
+            <
               %(jobwatch_job_period_seconds)s
           )
         ||| % (s { increased: increased(s.jobwatch_job_overlaps_total), firstSeen: firstSeen(s.jobwatch_job_overlaps_total) }),
@@ -180,6 +184,40 @@ local promql = import '../lib/promql.libsonnet';
         annotations: {
           summary: 'Job {{ $labels.job_name }} ran more than once for one slot on {{ $labels.instance }} ({{ $labels.kind }})',
           description: 'Job {{ $labels.job_name }} on {{ $labels.instance }} had {{ with printf "sum(' + countedDay('jobwatch_job_duplicate_runs_total{' + ts + 'job_name=%[1]q,instance=%[2]q,kind=%[3]q}') + ')" $labels.job_name $labels.instance $labels.kind | query }}{{ . | first | value | printf "%.0f" }}{{ end }} duplicate runs of kind {{ $labels.kind }} in the last day: more than one run for one expected slot.',
+        },
+      },
+      {
+        alert: 'JobwatchJobMissedRun',
+        comment:: 'Value: expected runs in a row for which no run started within grace\n(jobwatch_job_consecutive_missed_runs, a decided verdict: 0 again once a\nrun starts or is skipped). A cluster job misses a run only when no host\nstarted it: the fewest missed on any instance that reports it.',
+        expr: |||
+          (
+              %(jobwatch_job_consecutive_missed_runs)s >= 1
+            unless ignoring(scope)
+              %(cluster_info)s
+          )
+          or
+          (
+            min by (%(job)s) (%(jobwatch_job_consecutive_missed_runs)s and ignoring(scope) %(cluster_info)s) >= 1
+          )
+        ||| % s,
+        'for': '2m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary: '{{ if $labels.instance }}Job {{ $labels.job_name }} missed {{ $value }} expected run(s) on {{ $labels.instance }}{{ else }}Cluster job {{ $labels.job_name }} missed {{ $value }} expected run(s) on every host{{ end }}',
+          description: sel + '{{ if $labels.instance }}{{ $sel = printf "%s,instance=%q" $sel $labels.instance }}{{ end }}No run of job {{ $labels.job_name }} started {{ if $labels.instance }}on {{ $labels.instance }}{{ else }}on any host{{ end }} within grace of its last {{ $value }} expected run(s). The last expected run was at {{ with printf "max(jobwatch_job_next_run_timestamp_seconds{%[1]s} - jobwatch_job_period_seconds{%[1]s})" $sel | query }}{{ . | first | value | humanizeTimestamp }}{{ end }}, with a period of {{ with printf "max(jobwatch_job_period_seconds{%s})" $sel | query }}{{ . | first | value | humanizeDuration }}{{ end }} (next expected at {{ with printf "max(jobwatch_job_next_run_timestamp_seconds{%s})" $sel | query }}{{ . | first | value | humanizeTimestamp }}{{ end }}); the job turns stale at {{ with printf "max(jobwatch_job_deadline_timestamp_seconds{%s})" $sel | query }}{{ . | first | value | humanizeTimestamp }}{{ end }} unless a run succeeds.',
+        },
+      },
+      {
+        alert: 'JobwatchJobUnexpectedRuns',
+        comment:: 'Value: runs started in the last hour when the schedule gave none\n(jobwatch_job_unexpected_runs_total). A counter first seen with a value\n(history read on first start) does not fire by itself: only new ones.',
+        expr: |||
+          increase(%(jobwatch_job_unexpected_runs_total)s[1h]) > 0
+        ||| % s,
+        'for': '0m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary: 'Job {{ $labels.job_name }} ran at times its schedule does not give on {{ $labels.instance }}',
+          description: 'Job {{ $labels.job_name }} on {{ $labels.instance }} started {{ $value | printf "%%.0f" }} run(s) in the last hour when none was expected (its last expected run was at {{ with printf "jobwatch_job_next_run_timestamp_seconds{%(ts)sjob_name=%%[1]q,instance=%%[2]q} - jobwatch_job_period_seconds{%(ts)sjob_name=%%[1]q,instance=%%[2]q}" $labels.job_name $labels.instance | query }}{{ . | first | value | humanizeTimestamp }}{{ end }}, with a period of {{ with printf "jobwatch_job_period_seconds{%(ts)sjob_name=%%q,instance=%%q}" $labels.job_name $labels.instance | query }}{{ . | first | value | humanizeDuration }}{{ end }}): the scheduler and jobwatch.yml disagree on when it runs, typically on the time zone (cron ignoring CRON_TZ, a timer or host in another zone), or it was started by hand.' % { ts: ts },
         },
       },
       {

@@ -12,6 +12,7 @@ local promql = import '../lib/promql.libsonnet';
       'jobwatch_lock_expires',
       'jobwatch_lock_ttl_seconds',
       'jobwatch_job_running',
+      'jobwatch_job_run_start_timestamp_seconds',
       'jobwatch_job_timeout_seconds',
       'jobwatch_job_period_seconds',
       'jobwatch_job_duration_p99_seconds',
@@ -71,21 +72,25 @@ local promql = import '../lib/promql.libsonnet';
       },
       {
         alert: 'JobwatchLockHeldWithoutRun',
-        comment:: "Value: seconds the lock has been held, longer than the job's\ntimeout (or two periods without one), while no host runs the job.",
+        comment:: "Value: seconds the lock has been held, longer than the job's\ntimeout (or two periods without one), while no run of the job (on any\nhost) is in progress that started by the time the lock was taken (its\nsample's time less its age, with a minute's slack). A run that starts\nlater finds the lock held: it is refused and recorded as a skip, and is\nno holder, however briefly a source shows it in progress first.",
         expr: |||
           (
               %(jobwatch_lock_held_seconds)s
             > on(%(here)s) group_left()
               (%(jobwatch_job_timeout_seconds)s or on(%(here)s) (2 * %(jobwatch_job_period_seconds)s > 0))
           )
-          unless on(%(job)s)
-          (sum by (%(job)s) (%(jobwatch_job_running)s) > 0)
+          unless
+          (
+              timestamp(%(jobwatch_lock_held_seconds)s) - %(jobwatch_lock_held_seconds)s + 60
+            >= on(%(job)s) group_left()
+              min by (%(job)s) (%(jobwatch_job_run_start_timestamp_seconds)s)
+          )
         ||| % s,
         'for': '5m',
         labels: { severity: 'warning' },
         annotations: {
           summary: 'Lock {{ $labels.lock }} of job {{ $labels.job_name }} held for {{ $value | humanizeDuration }} with no run in progress',
-          description: 'Lock {{ $labels.lock }} of job {{ $labels.job_name }} on {{ $labels.instance }} has been held by ' + holder + ' for {{ $value | humanizeDuration }}, longer than a run may last, yet jobwatch sees no run of the job in progress: a forgotten child process, or a run whose records are lost, holds it.',
+          description: 'Lock {{ $labels.lock }} of job {{ $labels.job_name }} on {{ $labels.instance }} has been held by ' + holder + ' for {{ $value | humanizeDuration }}, longer than a run may last, yet jobwatch sees no run of the job in progress that started by the time it was taken (runs started since find it held and skip): a forgotten child process, or a run whose records are lost, holds it.',
         },
       },
       {
