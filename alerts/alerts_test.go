@@ -273,35 +273,13 @@ func TestEveryAlertTested(t *testing.T) {
 	}
 }
 
-// pending are metrics the rules use before the exporter describes them:
-// issue 25's gauge of missed runs, which the collector gains beside these
-// rules (promtool tests use synthetic series). Remove a name once it is
-// exported; TestPending says when.
-var pending = []string{"jobwatch_job_consecutive_missed_runs"}
-
-// allowedNames: the metric names the real exporter describes, with the
-// pending ones and Prometheus' up.
+// allowedNames: the metric names the real exporter describes, and
+// Prometheus' up.
 func allowedNames(t *testing.T) map[string]bool {
 	t.Helper()
 	a, err := promcheck.Allowed(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range pending {
-		a[n] = true
-	}
 	return a
-}
-
-// TestPending: a pending metric is not exported yet, or it leaves the list.
-func TestPending(t *testing.T) {
-	a, err := promcheck.Allowed(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range pending {
-		if a[n] {
-			t.Errorf("%s is exported now: remove it from pending", n)
-		}
-	}
 }

@@ -37,6 +37,7 @@ type Advice struct {
 	Timeout                            *float64
 	LockTTL                            *float64 // the configured lease, from the run records
 	RecommendTimeout, RecommendLockTTL float64
+	RecommendMinDuration               float64
 	Notes                              []string
 }
 
@@ -48,6 +49,7 @@ type Advice struct {
 func Advise(j Job) Advice {
 	a := Advice{Job: j.Name, Durations: successDurations(j), Timeout: j.TimeoutSeconds, LockTTL: j.LockTTLSeconds}
 	a.Notes = append(a.Notes, a.timeoutNotes(j)...)
+	a.Notes = append(a.Notes, a.minDurationNotes(j)...)
 	if j.LockTTLSeconds != nil {
 		if d := j.Durations; d == nil || d.Count < MinRunsForAdvice {
 			a.Notes = append(a.Notes, fmt.Sprintf("too few finished runs with a duration (%d of %d) for lock TTL advice", countOf(d), MinRunsForAdvice))
@@ -91,6 +93,30 @@ func (a *Advice) timeoutNotes(j Job) []string {
 	return notes
 }
 
+// minDurationFraction: a run shorter than this fraction of the shortest
+// successful one did nothing (min_duration's suggestion); minDurationFloor:
+// below it, runs are too short to tell doing nothing from doing little.
+const (
+	minDurationFraction = 0.1
+	minDurationFloor    = 1.0
+)
+
+// minDurationNotes suggests a min_duration from the successful runs'
+// durations, for a job that has none: a tenth of the shortest.
+func (a *Advice) minDurationNotes(j Job) []string {
+	d := a.Durations
+	if j.MinDurationSeconds != nil || d == nil || d.Count < MinRunsForAdvice {
+		return nil // timeoutNotes says the history is too short
+	}
+	a.RecommendMinDuration = math.Floor(minDurationFraction * d.Min)
+	if a.RecommendMinDuration < minDurationFloor {
+		a.RecommendMinDuration = 0
+		return nil
+	}
+	return []string{fmt.Sprintf("no min_duration: a run that does nothing passes for a success; the shortest of %d successful runs took %s: set min_duration: %s",
+		d.Count, promSeconds(d.Min), promSeconds(a.RecommendMinDuration))}
+}
+
 // successDurations are the quantiles of the job's successful runs'
 // durations. The job's duration history (its last 100 finished runs) mixes
 // every result: it is used whole only when the job has never finished
@@ -112,7 +138,8 @@ func successDurations(j Job) *Durations {
 	p50, _ := model.DurationQuantile(h, 0.5)
 	p99, _ := model.DurationQuantile(h, 0.99)
 	maxD, _ := model.DurationQuantile(h, 1)
-	return &Durations{Count: len(h), P50: p50, P99: p99, Max: maxD}
+	minD, _ := model.DurationQuantile(h, 0)
+	return &Durations{Count: len(h), P50: p50, P99: p99, Max: maxD, Min: minD}
 }
 
 // onlySuccesses: the job has finished runs, every one a success.

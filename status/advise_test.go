@@ -52,6 +52,7 @@ func TestAdvise(t *testing.T) {
 		return d
 	}
 	withTTL := func(j Job, ttl float64) Job { j.LockTTLSeconds = &ttl; return j }
+	withMin := func(j Job, min float64) Job { j.MinDurationSeconds = &min; return j }
 	many := &Durations{Count: 100, P50: 40, P99: 100, Max: 130}
 	for _, tc := range []struct {
 		name         string
@@ -71,8 +72,12 @@ func TestAdvise(t *testing.T) {
 		// (5-47 ms) say nothing of how long a healthy run takes.
 		{"failed runs only", mixed(nil, spread(30, 0.005, 0.0015), nil), 0, 0,
 			"history too short: none of the last 31 finished runs succeeded with a duration; the timeout is judged on successful runs only"},
-		{"failed runs mixed in", mixed(f(600), spread(10, 0.005, 0.005), spread(25, 60, 1)), 300, 0, "ok"},
-		{"failed runs mixed in, no timeout", mixed(nil, spread(10, 0.005, 0.005), spread(25, 60, 1)), 300, 0, "no timeout: a hung run holds its lock forever; set timeout: 5m"},
+		{"failed runs mixed in", mixed(f(600), spread(10, 0.005, 0.005), spread(25, 60, 1)), 300, 0,
+			"no min_duration: a run that does nothing passes for a success; the shortest of 25 successful runs took 1m: set min_duration: 6s"},
+		{"failed runs mixed in, no timeout", mixed(nil, spread(10, 0.005, 0.005), spread(25, 60, 1)), 300, 0,
+			"no timeout: a hung run holds its lock forever; set timeout: 5m; no min_duration: a run that does nothing passes for a success; the shortest of 25 successful runs took 1m: set min_duration: 6s"},
+		{"min_duration set", withMin(mixed(f(600), spread(10, 0.005, 0.005), spread(25, 60, 1)), 5), 300, 0, "ok"},
+		{"runs too short to tell", mixed(f(600), nil, spread(25, 2, 1)), 120, 0, "ok"},
 		{"few successes among failures", mixed(f(600), spread(30, 0.005, 0.001), spread(5, 60, 1)), 0, 0,
 			"too few successful runs with a duration (5 of 20) for timeout advice"},
 

@@ -47,6 +47,7 @@ type Job struct {
 	Deadline                *time.Time `json:"deadline"`
 	PeriodSeconds           float64    `json:"period_seconds"`
 	TimeoutSeconds          *float64   `json:"timeout_seconds"`
+	MinDurationSeconds      *float64   `json:"min_duration_seconds"`
 	LastDurationSeconds     *float64   `json:"last_duration_seconds"`
 	// TypicalDurationSeconds is the mean of the finished runs' durations.
 	TypicalDurationSeconds *float64 `json:"typical_duration_seconds"`
@@ -89,6 +90,7 @@ type Durations struct {
 	P50   float64 `json:"p50_seconds"`
 	P99   float64 `json:"p99_seconds"`
 	Max   float64 `json:"max_seconds"`
+	Min   float64 `json:"min_seconds"`
 }
 
 // RunningRun is a run in progress.
@@ -211,6 +213,9 @@ func (j *Job) setDurations(v *model.JobView) {
 	if v.Spec.Timeout > 0 {
 		j.TimeoutSeconds = ptr(v.Spec.Timeout.Seconds())
 	}
+	if v.Spec.MinDuration > 0 {
+		j.MinDurationSeconds = ptr(v.Spec.MinDuration.Seconds())
+	}
 	if v.HasLastDuration {
 		j.LastDurationSeconds = ptr(v.LastDuration)
 	}
@@ -227,7 +232,8 @@ func (j *Job) setDurations(v *model.JobView) {
 		p50, _ := model.DurationQuantile(h, 0.5)
 		p99, _ := model.DurationQuantile(h, 0.99)
 		maxD, _ := model.DurationQuantile(h, 1)
-		j.Durations = &Durations{Count: len(h), P50: p50, P99: p99, Max: maxD}
+		minD, _ := model.DurationQuantile(h, 0)
+		j.Durations = &Durations{Count: len(h), P50: p50, P99: p99, Max: maxD, Min: minD}
 	}
 }
 
