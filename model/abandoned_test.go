@@ -23,7 +23,7 @@ func TestAbandonedRuns(t *testing.T) {
 	t.Run("open for stale_multiple periods", func(t *testing.T) {
 		tr, clock := setup()
 		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{
-			start("sync", "db1", 10, now.Add(-time.Minute)), // another host's
+			start("sync", "db1", 10, now.Add(-time.Minute)),  // another host's
 			start("sync", "here", 11, now.Add(-time.Minute)), // this host's: its process is checked
 		}})
 		clock.Advance(119 * time.Minute)
