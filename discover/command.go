@@ -400,12 +400,10 @@ func (c *Command) jobwatchRun(w []string) []string {
 		if o == "--" {
 			break
 		}
+		// Every flag of jobwatch run takes a value (wrapper's
+		// TestEveryRunFlagTakesAValue): one without "=" is followed by it,
+		// read here or not.
 		name, val, hasVal := strings.Cut(o, "=")
-		switch name {
-		case "--job", "--log", "--lock", "--timeout", "--kill-after", "--skip-exit-code":
-		default:
-			continue
-		}
 		if !hasVal {
 			if len(w) == 0 {
 				break
