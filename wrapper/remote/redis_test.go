@@ -560,6 +560,19 @@ func TestRedisPasswordNeverShown(t *testing.T) {
 	}
 }
 
+// Only the password is hidden: an unreachable server's address stays
+// readable whatever the password (none, one letter, one that also occurs
+// in the address).
+func TestRedisUnreachableNamesServer(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "runs.log")
+	for _, url := range []string{"redis://127.0.0.1:1/0", "redis://:p@127.0.0.1:1/0", "redis://:1@127.0.0.1:1/0"} {
+		code, stderr := wrap(t, "--job", "j", "--log", log, "--lock-redis", url, "--lock-ttl", "5s", "--lock-unavailable", "fail", "--", "true")
+		if code == 0 || !strings.Contains(stderr, "127.0.0.1:1") || strings.Contains(stderr, ":p@") || strings.Contains(stderr, ":1@") {
+			t.Errorf("%s: exit %d, stderr %q; want a failure naming 127.0.0.1:1 without the password", url, code, stderr)
+		}
+	}
+}
+
 // A key holding anyone's value makes a skip record the runlog source
 // accepts: control characters replaced, the holder cut to 255 bytes.
 func TestRedisHostileHolder(t *testing.T) {

@@ -62,12 +62,14 @@ const minLockTTL = time.Second
 // newRedisLock parses the URL (redis://, rediss://, unix://) and the
 // password file. Nothing is dialled yet.
 func newRedisLock(url, passwordFile, key, token string, ttl time.Duration, red *secret.Redactor) (*redisLock, error) {
-	red.Add(url)
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, red.Err(fmt.Errorf("--lock-redis: %w", err))
+		// go-redis' errors quote the URL, which may hold a password.
+		return nil, errors.New("--lock-redis: not a redis://, rediss:// or unix:// URL")
 	}
-	red.Add(opt.Password)
+	// Only the password is hidden: the server's address stays readable
+	// in errors (a one-letter password hidden everywhere would mangle them).
+	red.AddPassword(opt.Password)
 	if passwordFile != "" {
 		pw, err := secret.ReadFile(passwordFile, nil)
 		if err != nil {
