@@ -60,6 +60,10 @@ type Job struct {
 	// MinDuration: a run that succeeds in less did nothing, and counts as
 	// result too_short, not as a success.
 	MinDuration Duration `yaml:"min_duration"`
+	// Persistent: the job is a systemd timer with Persistent=true, whose
+	// catch-up after downtime runs the last missed elapse late (only with
+	// on_calendar).
+	Persistent bool `yaml:"persistent"`
 	// Scope is "host" (default: every host that reports the job should run
 	// it) or "cluster" (one run per slot on any one host).
 	Scope string `yaml:"scope"`
@@ -254,6 +258,9 @@ func (j *Job) validate(decoded bool) []error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", d.field))
 		}
+	}
+	if j.Persistent && len(j.OnCalendar) == 0 {
+		errs = append(errs, errors.New("persistent: applies only to on_calendar (a systemd timer's Persistent=)"))
 	}
 	if j.Timeout > 0 && j.MinDuration >= j.Timeout {
 		errs = append(errs, fmt.Errorf("min_duration (%s) must be below timeout (%s)", j.MinDuration, j.Timeout))

@@ -142,15 +142,16 @@ func TestGeneratedJobs(t *testing.T) {
 		{"backup", config.Job{Name: "backup", Schedule: "30 2 * * *", Timezone: "Europe/Berlin"}},
 		// RandomizedDelaySec=100min + AccuracySec=1h; the drop-in's TimeoutStartSec.
 		{"fstrim", config.Job{Name: "fstrim", OnCalendar: config.StringSet{"weekly"}, Timezone: "Europe/Berlin",
-			Grace: config.Duration(160 * time.Minute), Timeout: config.Duration(time.Hour)}},
+			Grace: config.Duration(160 * time.Minute), Timeout: config.Duration(time.Hour), Persistent: true}},
 		// RandomizedDelaySec=30s from the drop-in + AccuracySec=1us.
 		{"metrics-push", config.Job{Name: "metrics-push", OnCalendar: config.StringSet{"*:0/15"}, Timezone: "Europe/Berlin",
-			Grace: config.Duration(30 * time.Second), Timeout: config.Duration(10 * time.Minute)}},
+			Grace: config.Duration(30 * time.Second), Timeout: config.Duration(10 * time.Minute), Persistent: true}},
 		// OnUnitActiveSec; RuntimeMaxSec of a simple service.
 		{"cache-clean", config.Job{Name: "cache-clean", Every: config.Duration(time.Hour),
 			Grace: config.Duration(time.Minute), Timeout: config.Duration(20 * time.Minute)}},
-		// The timer keeps the unit's name; the cron line gets its user.
-		{"db-dump", config.Job{Name: "db-dump", OnCalendar: config.StringSet{"*-*-* 03:15:00"}, Timezone: "Europe/Berlin", Grace: config.Duration(time.Minute)}},
+		// The timer keeps the unit's name (and its Persistent=); the cron
+		// line gets its user.
+		{"db-dump", config.Job{Name: "db-dump", OnCalendar: config.StringSet{"*-*-* 03:15:00"}, Timezone: "Europe/Berlin", Grace: config.Duration(time.Minute), Persistent: true}},
 		{"db-dump-postgres", config.Job{Name: "db-dump-postgres", Schedule: "15 3 * * *", Timezone: "Europe/Berlin", Timeout: config.Duration(2 * time.Hour)}},
 	}
 	for _, tc := range tests {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -47,6 +48,7 @@ const (
 type value struct {
 	scalar  *string
 	quoted  bool
+	boolean bool // a scalar true or false, not a string
 	list    []value
 	isList  bool
 	keys    []string
@@ -56,7 +58,11 @@ type value struct {
 
 func str(s string) value    { return value{scalar: &s} }
 func quoted(s string) value { return value{scalar: &s, quoted: true} }
-func newMap() *value        { return &value{keys: []string{}} }
+func boolean(b bool) value {
+	s := strconv.FormatBool(b)
+	return value{scalar: &s, boolean: true}
+}
+func newMap() *value { return &value{keys: []string{}} }
 func (v *value) set(k string, x value) {
 	v.keys = append(v.keys, k)
 	v.vals = append(v.vals, x)
@@ -67,6 +73,9 @@ func (v value) node() *yaml.Node {
 	switch {
 	case v.scalar != nil:
 		n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *v.scalar}
+		if v.boolean {
+			n.Tag = "!!bool"
+		}
 		if v.quoted {
 			n.Style = yaml.DoubleQuotedStyle
 		}
@@ -129,6 +138,8 @@ func jsonString(s string) []byte {
 
 func (v value) MarshalJSON() ([]byte, error) {
 	switch {
+	case v.scalar != nil && v.boolean:
+		return []byte(*v.scalar), nil
 	case v.scalar != nil:
 		return jsonString(*v.scalar), nil
 	case v.isList:
@@ -204,6 +215,9 @@ func jobValue(j *Job) value {
 	}
 	if j.Timeout > 0 {
 		m.set("timeout", duration(j.Timeout))
+	}
+	if j.Persistent && len(j.OnCalendar) > 0 {
+		m.set("persistent", boolean(true))
 	}
 	what := "cron line"
 	if j.Origin == "timer" {

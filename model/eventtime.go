@@ -268,7 +268,7 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
 			due = true
-		} else if _, checked := j.missedUntil(sched, to.Add(-j.spec.Grace)); !checked.Equal(j.SlotsCheckedUntil) {
+		} else if _, checked := j.missedUntil(sched, j.missedCutoff(sched, to)); !checked.Equal(j.SlotsCheckedUntil) {
 			due = true
 		}
 	}
@@ -303,7 +303,7 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	t.timeOut(j, to)
 	t.abandon(j, to)
 	if sched != nil {
-		j.accountMissed(sched, to.Add(-j.spec.Grace))
+		j.accountMissed(sched, j.missedCutoff(sched, to))
 	}
 	t.markJob(j)
 }

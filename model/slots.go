@@ -60,12 +60,12 @@ func (j *job) attribute(r *Run) {
 		return
 	}
 	p := sched.Prev(r.Start)
-	if p.IsZero() || r.Start.Sub(p) > j.spec.Grace {
+	if p.IsZero() || r.Start.Sub(p) > j.spec.Grace && !(j.spec.Persistent && !j.slotFilled(p)) {
 		j.Unexpected++
 		// It started all the same: the slots missed before it are
 		// counted before it, and none since.
 		if !j.SlotsCheckedUntil.IsZero() {
-			j.accountMissed(sched, r.Start.Add(-j.spec.Grace))
+			j.accountMissed(sched, j.missedCutoff(sched, r.Start))
 		}
 		j.ConsecutiveMissed = 0
 		return
@@ -100,6 +100,27 @@ func (j *job) attribute(r *Run) {
 		j.countDuplicate(DupMultiHost)
 	}
 	s.Hosts = append(s.Hosts, r.Host)
+}
+
+// missedCutoff is the time up to which slots are decided missed once the
+// job has decided up to to: those whose grace has ended; for a Persistent=
+// timer, whose catch-up runs a missed elapse late, any time before the
+// next one, those whose next elapse's grace has ended.
+func (j *job) missedCutoff(sched schedule.Schedule, to time.Time) time.Time {
+	until := to.Add(-j.spec.Grace)
+	if !j.spec.Persistent {
+		return until
+	}
+	last := sched.Prev(until)
+	if last.IsZero() {
+		return time.Time{}
+	}
+	return last.Add(-time.Nanosecond)
+}
+
+// slotFilled reports whether slot p had a run or a skip already.
+func (j *job) slotFilled(p time.Time) bool {
+	return slices.ContainsFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(p) })
 }
 
 // reachSlot counts the slots before p that had no run as missed, now that a

@@ -224,3 +224,46 @@ func TestSlotsCatchUp(t *testing.T) {
 		})
 	}
 }
+
+// TestPersistentTimer: a Persistent= timer runs an elapse missed while the
+// host was off at once after boot, late; that run is the last missed
+// elapse's, not unexpected, and the earlier elapses of the stretch stay
+// missed. Without persistent: the catch-up is unexpected, every elapse
+// missed.
+func TestPersistentTimer(t *testing.T) {
+	day := func(d, h int) time.Time { return time.Date(2026, 11, 20+d, h, 0, 10, 0, time.UTC) }
+	events := []Event{
+		start("daily", "a", 1, day(1, 0)), end("daily", "a", 1, day(1, 0).Add(time.Minute), Success),
+		// Off over day 2's midnight; booted at 08:00, the catch-up.
+		start("daily", "a", 2, day(2, 8)), end("daily", "a", 2, day(2, 8).Add(time.Minute), Success),
+		// Off for days 3 and 4; one catch-up for both, on day 4.
+		start("daily", "a", 3, day(4, 9)), end("daily", "a", 3, day(4, 9).Add(time.Minute), Success),
+		// A second run in day 4's window: the timer ran it by hand, say.
+		start("daily", "a", 4, day(4, 15)), end("daily", "a", 4, day(4, 15).Add(time.Minute), Success),
+	}
+	for _, tc := range []struct {
+		persistent         bool
+		missed, unexpected uint64
+	}{
+		{true, 1, 1},  // day 3; the second run of day 4
+		{false, 4, 3}, // days 2, 3, 4 and 5; every late run
+	} {
+		clock := &fakeClock{now: day(5, 12)}
+		tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+		tr.Configure([]JobSpec{{Name: "daily", Schedule: grid{24 * time.Hour}, Grace: time.Minute, Persistent: tc.persistent, StaleMultiple: 2}},
+			[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
+		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: events})
+		clock.Advance(time.Second)
+		tr.Reap()
+		j := jobView(t, tr, "daily")
+		if j.Missed != tc.missed || j.Unexpected != tc.unexpected || j.DupCounts != [3]uint64{} {
+			t.Errorf("persistent %v: missed %d, unexpected %d, duplicates %v; want %d, %d, none",
+				tc.persistent, j.Missed, j.Unexpected, j.DupCounts, tc.missed, tc.unexpected)
+		}
+		// Day 5's elapse has no run yet: a Persistent= timer may still
+		// catch it up until day 6's.
+		if want := map[bool]uint64{true: 0, false: 1}[tc.persistent]; j.ConsecutiveMissed != want {
+			t.Errorf("persistent %v: consecutive missed %d, want %d", tc.persistent, j.ConsecutiveMissed, want)
+		}
+	}
+}

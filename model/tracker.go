@@ -24,6 +24,10 @@ type JobSpec struct {
 	Grace    time.Duration
 	Timeout  time.Duration // 0: runs are never closed for age
 	// MinDuration: a run that succeeds in less did nothing (TooShort).
+	// Persistent: a systemd timer with Persistent=, which runs an elapse
+	// missed while the host was off (or the timer stopped) at once, late:
+	// that run is the last missed elapse's (missedCutoff, attribute).
+	Persistent bool
 	MinDuration   time.Duration
 	Scope         string // "host" or "cluster"
 	StaleMultiple int
