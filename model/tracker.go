@@ -27,7 +27,7 @@ type JobSpec struct {
 	// Persistent: a systemd timer with Persistent=, which runs an elapse
 	// missed while the host was off (or the timer stopped) at once, late:
 	// that run is the last missed elapse's (missedCutoff, attribute).
-	Persistent bool
+	Persistent    bool
 	MinDuration   time.Duration
 	Scope         string // "host" or "cluster"
 	StaleMultiple int
