@@ -317,7 +317,12 @@ func (r *runner) run() int {
 	if shared != nil {
 		defer r.releaseShared(shared)
 	}
+	return r.execute(lock, shared)
+}
 
+// execute starts the command under the locks taken, waits for it (its
+// timeout, signals forwarded, the shared lock watched) and records its end.
+func (r *runner) execute(lock *os.File, shared SharedLock) int {
 	path, code, err := lookCommand(r.o.Command[0])
 	if err != nil {
 		return r.fail(code, err)
