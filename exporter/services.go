@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -107,6 +108,20 @@ func (e *Exporter) closeServices() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Output reads an output a service keeps, by the reference its records
+// carry ("checkin:..."): for the status page and the job API.
+func (e *Exporter) Output(ref string) (string, error) {
+	for _, s := range e.services {
+		if !strings.HasPrefix(ref, s.typ.Type+":") {
+			continue
+		}
+		if r, ok := s.loaded().(sources.OutputReader); ok {
+			return r.ReadOutput(ref)
+		}
+	}
+	return "", fmt.Errorf("no service keeps the output %q", ref)
 }
 
 // Route is a URL path a service answers and its handler.

@@ -96,7 +96,11 @@ func TestCheckinsThroughTheExporter(t *testing.T) {
 	}
 	waitUntil(t, "the check-ins applied and saved", func() bool {
 		jobs, _ := e.View()
-		return len(jobs) == 1 && jobs[0].RunCounts[0] == 1 && len(jobs[0].Recent) == 1 && jobs[0].Recent[0].Fields().Output == "output"
+		if len(jobs) != 1 || jobs[0].RunCounts[0] != 1 || len(jobs[0].Recent) != 1 {
+			return false
+		}
+		out, err := e.Output(jobs[0].Recent[0].Fields().OutputRef)
+		return err == nil && out == "output"
 	})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(e.Collectors()...)

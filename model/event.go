@@ -142,6 +142,10 @@ type Event struct {
 	// Output is the end of what the run printed, when the source has it
 	// (a check-in's body).
 	Output string
+	// OutputRef names an output the source keeps itself (a check-in's, in
+	// its spool), for a reader of the source to fetch (OutputReader): it is
+	// saved in its place, so an output is written once, where it arrived.
+	OutputRef string
 
 	// late: it came after its job had decided past its time, at readAt.
 	late   bool

@@ -442,6 +442,7 @@ func compareEvents(a, b *Event) int {
 		cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.SkipLabel, b.SkipLabel), cmp.Compare(a.Lock, b.Lock),
 		cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.HolderPID, b.HolderPID), cmp.Compare(a.LockTTL, b.LockTTL),
 		cmp.Compare(a.Output, b.Output),
+		cmp.Compare(a.OutputRef, b.OutputRef),
 	)
 }
 

@@ -30,8 +30,9 @@ type RecentRunFields struct {
 	Reason string
 	// Lock and Holder: the lock layer that refused a skip and who held it.
 	Lock, Holder string
-	// Output is the end of what the run printed, when a source had it.
-	Output string
+	// Output is the end of what the run printed, when a source had it;
+	// OutputRef names it when the source keeps it (Event.OutputRef).
+	Output, OutputRef string
 	// Overlapped: it started while another run of the job was in progress.
 	Overlapped bool
 }
@@ -56,8 +57,8 @@ type RecentRun struct {
 
 // recentMore is what few runs have.
 type recentMore struct {
-	reason, lock, holder, output string
-	wide                         *recentWide
+	reason, lock, holder, output, outputRef string
+	wide                                    *recentWide
 }
 
 // recentWide holds the values of a run that do not fit its small fields.
@@ -128,8 +129,8 @@ func NewRecentRun(f RecentRunFields) RecentRun {
 	if wide {
 		w.result = f.Result
 	}
-	if f.Reason != "" || f.Lock != "" || f.Holder != "" || f.Output != "" || wide {
-		r.more = &recentMore{reason: f.Reason, lock: f.Lock, holder: f.Holder, output: f.Output}
+	if f.Reason != "" || f.Lock != "" || f.Holder != "" || f.Output != "" || f.OutputRef != "" || wide {
+		r.more = &recentMore{reason: f.Reason, lock: f.Lock, holder: f.Holder, output: f.Output, outputRef: f.OutputRef}
 		if wide {
 			r.more.wide = &w
 		}
@@ -143,7 +144,7 @@ func (r RecentRun) Fields() RecentRunFields {
 		HasDuration: r.flags&rrHasDuration != 0, HasExitCode: r.flags&rrHasExitCode != 0, Overlapped: r.flags&rrOverlapped != 0}
 	var w *recentWide
 	if r.more != nil {
-		f.Reason, f.Lock, f.Holder, f.Output = r.more.reason, r.more.lock, r.more.holder, r.more.output
+		f.Reason, f.Lock, f.Holder, f.Output, f.OutputRef = r.more.reason, r.more.lock, r.more.holder, r.more.output, r.more.outputRef
 		w = r.more.wide
 	}
 	if r.result < wideResult {

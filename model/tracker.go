@@ -512,7 +512,7 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 	}
 	dur, hasDur := ev.Duration, ev.HasDuration
 	start := ev.Time.Add(-dur)
-	rr := RecentRunFields{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, Reason: ev.Reason}
+	rr := RecentRunFields{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, OutputRef: ev.OutputRef, Reason: ev.Reason}
 	if hasDur {
 		rr.Start = start
 	}

@@ -26,6 +26,14 @@ type Service interface {
 	Close() error
 }
 
+// OutputReader is implemented by a service that keeps the outputs it
+// receives (the check-in spool) and hands them over as references
+// (model.Event.OutputRef, "<type>:..."): ReadOutput reads one, or says why
+// it no longer can.
+type OutputReader interface {
+	ReadOutput(ref string) (string, error)
+}
+
 // ServiceDeps is what a service is opened with.
 type ServiceDeps struct {
 	Deps

@@ -72,12 +72,13 @@ type heldRecord struct {
 	HolderPID int       `json:"holder_pid,omitempty"`
 	LockTTL   float64   `json:"lock_ttl_seconds,omitempty"`
 	Output    string    `json:"output,omitempty"`
+	OutputRef string    `json:"output_ref,omitempty"`
 }
 
 func heldToRecord(h *model.Held) heldRecord {
 	r := heldRecord{Source: h.Source, Time: h.Time, Kind: h.Kind.String(), Host: h.Host, PID: h.PID, RunID: h.RunID,
 		Result: string(h.Result), Reason: h.Reason, SkipLabel: h.SkipLabel, Lock: h.Lock, Holder: h.Holder,
-		HolderPID: h.HolderPID, LockTTL: h.LockTTL.Seconds(), Output: h.Output}
+		HolderPID: h.HolderPID, LockTTL: h.LockTTL.Seconds(), Output: h.Output, OutputRef: h.OutputRef}
 	if h.HasExitCode {
 		c := h.ExitCode
 		r.ExitCode = &c
@@ -100,7 +101,7 @@ func (r *heldRecord) toModel() (model.Held, bool) {
 	}
 	h := model.Held{Source: r.Source, Event: model.Event{Time: r.Time, Kind: kind, Host: r.Host, PID: r.PID, RunID: r.RunID,
 		Reason: r.Reason, SkipLabel: r.SkipLabel, Lock: r.Lock, Holder: r.Holder, HolderPID: r.HolderPID,
-		LockTTL: lockTTL(r.LockTTL), Output: r.Output}}
+		LockTTL: lockTTL(r.LockTTL), Output: r.Output, OutputRef: r.OutputRef}}
 	if kind == model.End {
 		res, ok := model.ParseStatus(r.Result)
 		if !ok {
@@ -130,6 +131,7 @@ type recentRecord struct {
 	Lock       string    `json:"lock,omitempty"`
 	Holder     string    `json:"holder,omitempty"`
 	Output     string    `json:"output,omitempty"`
+	OutputRef  string    `json:"output_ref,omitempty"`
 	Overlapped bool      `json:"overlapped,omitempty"`
 }
 
@@ -197,7 +199,7 @@ func jobToRecord(v *model.JobView) *jobRecord {
 	for _, run := range v.RecentRuns() {
 		rr := run.Fields()
 		rec := recentRecord{Start: rr.Start, End: rr.End, Result: string(rr.Result), Host: rr.Host, PID: rr.PID,
-			Reason: rr.Reason, Lock: rr.Lock, Holder: rr.Holder, Output: rr.Output, Overlapped: rr.Overlapped}
+			Reason: rr.Reason, Lock: rr.Lock, Holder: rr.Holder, Output: rr.Output, OutputRef: rr.OutputRef, Overlapped: rr.Overlapped}
 		if rr.HasDuration {
 			d := rr.Duration.Seconds()
 			rec.Duration = &d
@@ -303,7 +305,7 @@ func (r *jobRecord) countsTo(j *model.SavedJob) {
 
 func (rec *recentRecord) toModel() model.RecentRun {
 	rr := model.RecentRunFields{Start: rec.Start, End: rec.End, Result: model.Result(rec.Result), Host: rec.Host, PID: rec.PID,
-		Reason: rec.Reason, Lock: rec.Lock, Holder: rec.Holder, Output: rec.Output, Overlapped: rec.Overlapped}
+		Reason: rec.Reason, Lock: rec.Lock, Holder: rec.Holder, Output: rec.Output, OutputRef: rec.OutputRef, Overlapped: rec.Overlapped}
 	if rec.Duration != nil {
 		rr.Duration, rr.HasDuration = time.Duration(*rec.Duration*float64(time.Second)), true
 	}

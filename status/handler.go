@@ -23,6 +23,8 @@ type Handler struct {
 	View Viewer
 	Now  func() time.Time
 	Page PageOptions
+	// Output reads the outputs sources keep (check-ins'); nil: none.
+	Output OutputFunc
 }
 
 func (h *Handler) report() ([]model.JobView, Report) {
@@ -60,19 +62,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		missed := MissedSlots(&views[i], rep.GeneratedAt)
+		withOutputs(&rep.Jobs[i], h.Output, 0)
 		if err := WriteJob(&buf, rep, &rep.Jobs[i], missed, h.Page); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		writeBody(w, "text/html; charset=utf-8", buf.Bytes())
 	case path == "/api/v1/jobs":
-		writeJSON(w, rep)
+		page, err := listPage(rep, r.URL.Query(), h.Output)
+		if err != nil {
+			http.Error(w, `{"error":"`+err.Error()+`"}`, http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, page)
 	case strings.HasPrefix(path, "/api/v1/jobs/"):
 		i := find(rep, strings.TrimPrefix(path, "/api/v1/jobs/"))
 		if i < 0 {
 			http.Error(w, `{"error":"no such job"}`, http.StatusNotFound)
 			return
 		}
+		withOutputs(&rep.Jobs[i], h.Output, 0)
 		writeJSON(w, rep.Jobs[i])
 	default:
 		http.NotFound(w, r)

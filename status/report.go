@@ -30,6 +30,8 @@ type Report struct {
 	GeneratedAt time.Time      `json:"generated_at"`
 	Jobs        []Job          `json:"jobs"`
 	Sources     []SourceStatus `json:"sources"`
+	// Next is the ?after= of the job list's next page, when it has one.
+	Next string `json:"next,omitempty"`
 }
 
 // Job is one job's status.
@@ -120,6 +122,9 @@ type Run struct {
 	Lock   string `json:"lock,omitempty"`
 	Holder string `json:"holder,omitempty"`
 	Output string `json:"output,omitempty"`
+	// OutputRef names an output a source keeps (a check-in's), which the
+	// handler reads for the API and the page.
+	OutputRef string `json:"-"`
 	// Overlapped: it started while another run of the job was in progress.
 	Overlapped bool `json:"overlapped,omitempty"`
 }
@@ -299,7 +304,7 @@ func recentRuns(v *model.JobView) []Run {
 	for i := len(recent) - 1; i >= 0; i-- {
 		r := recent[i].Fields()
 		run := Run{Start: timePtr(r.Start), End: r.End.UTC(), Result: string(r.Result), Host: r.Host, PID: r.PID,
-			Reason: r.Reason, Lock: r.Lock, Holder: r.Holder, Output: r.Output, Overlapped: r.Overlapped}
+			Reason: r.Reason, Lock: r.Lock, Holder: r.Holder, Output: r.Output, OutputRef: r.OutputRef, Overlapped: r.Overlapped}
 		if r.HasDuration {
 			run.DurationSeconds = ptr(r.Duration.Seconds())
 		}

@@ -63,6 +63,7 @@ type Receiver struct {
 	dedup   *recent
 	jobs    atomic.Pointer[map[string]bool]
 	maxBody atomic.Int64
+	kept    kept // where the outputs of the jobs' latest runs are
 }
 
 // OpenReceiver opens the spool. It accepts no job until SetJobs.
@@ -178,15 +179,19 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			return fmt.Errorf("check-in position %s: %w", from, err)
 		}
 	}
-	// Segments before the saved position have been applied and saved.
-	if err := removeBefore(s.r.opts.Dir, pos.Segment); err != nil {
+	// Segments before the saved position have been applied and saved;
+	// those holding the outputs of the jobs' latest runs are kept.
+	if err := s.r.kept.remember(s.r.opts.Dir, pos); err != nil {
+		s.r.opts.Logger.Warn("reading the outputs kept in the check-in spool", "err", err)
+	}
+	if err := removeBefore(s.r.opts.Dir, s.r.kept.from(pos.Segment)); err != nil {
 		s.r.opts.Logger.Warn("removing applied check-in spool segments", "err", err)
 	}
 	up := false
 	atEnd := false // the last batch handed over said AtEnd
 	for {
 		changed := s.r.spool.Changed() // before reading, not to miss a commit
-		lines, next, err := readFrom(s.r.opts.Dir, pos, batchLines)
+		lines, next, err := readLines(s.r.opts.Dir, pos, batchLines)
 		if err != nil {
 			if up {
 				s.r.opts.Logger.Error("reading the check-in spool", "err", err)
@@ -203,13 +208,13 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			sink.SetHealth(Type, true, nil)
 		}
 		if len(lines) > 0 {
-			b := batchOf(lines, next)
+			b := s.batchOf(lines, next)
 			atEnd = b.AtEnd
 			sink.Apply(b)
 			if next.Segment != pos.Segment {
 				// The segment just finished stays until the next one is
 				// finished too: the saved position may still name it.
-				if err := removeBefore(s.r.opts.Dir, pos.Segment); err != nil {
+				if err := removeBefore(s.r.opts.Dir, s.r.kept.from(pos.Segment)); err != nil {
 					s.r.opts.Logger.Warn("removing applied check-in spool segments", "err", err)
 				}
 			}
@@ -232,13 +237,18 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 
 // batchOf is the batch of spool lines read up to next. Fewer lines than a
 // batch holds read the spool to its end: the batch says AtEnd.
-func batchOf(lines [][]byte, next Position) model.Batch {
+// An output is handed over as a reference to its line (outputRef).
+func (s *Source) batchOf(lines []spoolLine, next Position) model.Batch {
 	b := model.Batch{Source: Type, Events: make([]model.Event, 0, len(lines)), AtEnd: len(lines) < batchLines}
 	for _, line := range lines {
-		ev, err := decode(line)
+		ev, err := decode(line.data)
 		if err != nil {
 			b.ParseErrors++
 			continue
+		}
+		if ev.Output != "" {
+			ev.Output, ev.OutputRef = "", outputRef(line.at)
+			s.r.kept.add(ev.Job, line.at)
 		}
 		b.Events = append(b.Events, ev)
 	}

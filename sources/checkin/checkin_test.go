@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -338,9 +339,16 @@ func TestSourceAppliesSpool(t *testing.T) {
 	for _, b := range snk.batches {
 		evs = append(evs, b.Events...)
 	}
+	// The output is handed over as a reference to its spool record, which
+	// it is read from.
+	spooled, _, _ := readLines(dir, Position{}, 10)
+	ref := "checkin:1:" + strconv.FormatInt(spooled[1].at.Offset, 10)
+	if out, err := r.ReadOutput(ref); err != nil || out != "boom" {
+		t.Errorf("ReadOutput(%s) = %q, %v; want boom", ref, out, err)
+	}
 	want := []model.Event{
 		{Time: t0, Job: "backup", Kind: model.Start, Host: "192.0.2.7", PID: 9, RunID: rid},
-		{Time: t0, Job: "backup", Kind: model.End, Host: "192.0.2.7", RunID: rid, Result: model.Failure, ExitCode: 2, HasExitCode: true, Output: "boom"},
+		{Time: t0, Job: "backup", Kind: model.End, Host: "192.0.2.7", RunID: rid, Result: model.Failure, ExitCode: 2, HasExitCode: true, OutputRef: ref},
 		{Time: t0, Job: "sync", Kind: model.Skip, Host: "192.0.2.7", Reason: "locked", SkipLabel: "locked"},
 	}
 	if fmt.Sprintf("%+v", evs) != fmt.Sprintf("%+v", want) {

@@ -268,10 +268,26 @@ const maxLine = 1 << 20
 // returns where reading would go on. At the end of a segment that a later one
 // follows, it moves on to the later one.
 func readFrom(dir string, pos Position, max int) ([][]byte, Position, error) {
+	lines, next, err := readLines(dir, pos, max)
+	out := make([][]byte, len(lines))
+	for i := range lines {
+		out[i] = lines[i].data
+	}
+	return out, next, err
+}
+
+// spoolLine is a line of the spool and where it starts.
+type spoolLine struct {
+	at   Position
+	data []byte // nil: a line too long to be a check-in
+}
+
+// readLines is readFrom with each line's position.
+func readLines(dir string, pos Position, max int) ([]spoolLine, Position, error) {
 	if pos.Segment == 0 {
 		pos.Segment = 1
 	}
-	var lines [][]byte
+	var lines []spoolLine
 	for len(lines) < max {
 		path := filepath.Join(dir, segmentName(pos.Segment))
 		got, next, err := readSegment(path, pos, max-len(lines))
@@ -310,7 +326,7 @@ func readFrom(dir string, pos Position, max int) ([][]byte, Position, error) {
 	return lines, pos, nil
 }
 
-func readSegment(path string, pos Position, max int) ([][]byte, Position, error) {
+func readSegment(path string, pos Position, max int) ([]spoolLine, Position, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, pos, &os.PathError{Op: "open", Path: path, Err: err}
@@ -321,8 +337,9 @@ func readSegment(path string, pos Position, max int) ([][]byte, Position, error)
 		return nil, pos, err
 	}
 	r := bufio.NewReaderSize(f, 64<<10)
-	var lines [][]byte
+	var lines []spoolLine
 	for len(lines) < max {
+		at := pos
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// Longer than any check-in: skip it whole, counted by the
@@ -336,14 +353,14 @@ func readSegment(path string, pos Position, max int) ([][]byte, Position, error)
 				break // torn, or still being written: not yet complete
 			}
 			pos.Offset += n
-			lines = append(lines, nil)
+			lines = append(lines, spoolLine{at: at})
 			continue
 		}
 		if err != nil {
 			break // EOF: a partial line is not complete yet
 		}
 		pos.Offset += int64(len(line))
-		lines = append(lines, bytes.Clone(line[:len(line)-1]))
+		lines = append(lines, spoolLine{at: at, data: bytes.Clone(line[:len(line)-1])})
 	}
 	return lines, pos, nil
 }
