@@ -108,3 +108,26 @@ func TestHostMode(t *testing.T) {
 		t.Errorf("sitemap after the job's removal: %+v, want its run kept", j)
 	}
 }
+
+// check-config in host mode checks the config serve would run: the
+// configured job and the host's five others, counted.
+func TestCheckHostMode(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	root, err := filepath.Abs("../discover/testdata/example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, "jobs:\n  - name: backup\n    every: 1d\ndiscovery:\n  enabled: true\n  watch: true\n  root: "+root+"\n")
+	c, hostJobs, _, err := Check(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Jobs) != 6 || hostJobs != 5 || c.Jobs[0].Every.D() != 24*time.Hour {
+		t.Errorf("%d jobs, %d of the host's, the first %+v; want 6, 5 and the configured backup", len(c.Jobs), hostJobs, c.Jobs[0])
+	}
+	writeFile(t, cfg, "discovery:\n  enabled: true\n  watch: true\n  root: "+filepath.Join(dir, "nosuch")+"\n")
+	if _, _, _, err := Check(context.Background(), cfg); err == nil {
+		t.Error("a root that does not exist passed")
+	}
+}

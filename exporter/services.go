@@ -195,22 +195,38 @@ type hostScan struct {
 // scanHost reads the host under base's discovery root and matches its
 // jobs against text, the config file as loaded.
 func (e *Exporter) scanHost(base *config.Config, text []byte) (*hostScan, error) {
+	return scanHost(base, text, discover.Options{Now: e.opts.Now(), P99: e.p99()}, e.opts.RunLog)
+}
+
+// scanHost reads the host under base's discovery root and matches its
+// jobs against text, the config file as loaded; in host mode it adds
+// them to text, the jobwatch run lines without --log writing to runLog.
+func scanHost(base *config.Config, text []byte, o discover.Options, runLog string) (*hostScan, error) {
 	watched, err := discover.WatchedFromYAML(text)
 	if err != nil {
 		return nil, fmt.Errorf("reading the config: %w", err)
 	}
 	root := base.Discovery.Root
-	rep, err := discover.Scan(root, watched, discover.Options{Now: e.opts.Now(), P99: e.p99()})
+	rep, err := discover.Scan(root, watched, o)
 	if err != nil {
 		return nil, fmt.Errorf("root %s: %w", root, err)
 	}
 	s := &hostScan{report: rep}
 	if base.Discovery.Watch {
-		if s.host, err = discover.HostConfig(rep.Host, text, e.opts.RunLog); err != nil {
+		if s.host, err = discover.HostConfig(rep.Host, text, runLog); err != nil {
 			return nil, fmt.Errorf("host mode: %w", err)
 		}
 	}
 	return s, nil
+}
+
+// config is the config with the host's jobs, read as the file at path.
+func (s *hostScan) config(path string) (*config.Config, error) {
+	cfg, err := config.ParseAt(s.host, path)
+	if err != nil {
+		return nil, fmt.Errorf("host mode: the config with the host's jobs: %w", err)
+	}
+	return cfg, nil
 }
 
 // p99 are the jobs' P99 run times, for discovery's no_lock check.
@@ -230,9 +246,9 @@ func (e *Exporter) p99() map[string]time.Duration {
 func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*generation, error) {
 	cfg := base
 	if s != nil && s.host != nil {
-		merged, err := config.ParseAt(s.host, e.opts.ConfigFile)
+		merged, err := s.config(e.opts.ConfigFile)
 		if err != nil {
-			return nil, fmt.Errorf("host mode: the config with the host's jobs: %w", err)
+			return nil, err
 		}
 		cfg = merged
 	}
