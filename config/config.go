@@ -97,12 +97,28 @@ func (s Source) Identity() string {
 // included. Relative paths in source blocks are taken from the file's
 // directory.
 func Load(path string) (*Config, error) {
-	f, err := os.Open(path)
+	cfg, _, err := Read(path)
+	return cfg, err
+}
+
+// Read is Load that also returns the file's text: what discovery's host
+// mode adds the host's jobs to (docs/discover.md).
+func Read(path string) (*Config, []byte, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading config: %w", err)
+		return nil, nil, fmt.Errorf("reading config: %w", err)
 	}
-	defer f.Close()
-	cfg, err := parse(f, dirOf(path))
+	cfg, err := ParseAt(data, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, data, nil
+}
+
+// ParseAt reads and validates data as the config file at path: relative
+// paths are taken from path's directory.
+func ParseAt(data []byte, path string) (*Config, error) {
+	cfg, err := parse(bytes.NewReader(data), dirOf(path))
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -154,6 +170,9 @@ func parse(r io.Reader, dir string) (*Config, error) {
 		errs = append(errs, Prefix("discovery", Decode(&f.Discovery, &cfg.Discovery, ""))...)
 	}
 	errs = append(errs, Prefix("discovery", cfg.Discovery.validate(cfg.Path))...)
+	if len(f.Jobs) == 0 && !cfg.Discovery.Watch {
+		errs = append(errs, errors.New("no jobs configured (or discovery: {enabled: true, watch: true} to watch the host's cron jobs and timers)"))
+	}
 	if err := Join(errs...); err != nil {
 		return nil, err
 	}
@@ -162,9 +181,6 @@ func parse(r io.Reader, dir string) (*Config, error) {
 
 func (c *Config) decodeJobs(nodes []yaml.Node) []error {
 	var errs []error
-	if len(nodes) == 0 {
-		errs = append(errs, errors.New("no jobs configured"))
-	}
 	seen := map[string]int{} // name -> line
 	for i := range nodes {
 		var j Job

@@ -30,7 +30,11 @@ const (
 // Discovery makes jobwatch serve look at the host's crontabs and timers
 // every Interval (docs/discover.md).
 type Discovery struct {
-	Enabled  bool     `yaml:"enabled"`
+	Enabled bool `yaml:"enabled"`
+	// Watch is host mode: every job discovery finds that no configured job
+	// watches is watched too, with the sources that see its runs; jobs:
+	// may then be empty.
+	Watch    bool     `yaml:"watch"`
 	Root     string   `yaml:"root"`
 	Interval Duration `yaml:"interval"`
 }
@@ -93,6 +97,9 @@ func (c *Checkins) Accepted(all []Job) []string {
 
 func (d *Discovery) validate(resolve func(string) string) []error {
 	var errs []error
+	if d.Watch && !d.Enabled {
+		errs = append(errs, errors.New("watch: true requires enabled: true"))
+	}
 	if d.Interval == 0 {
 		d.Interval = Duration(DefaultDiscoveryInterval)
 	}

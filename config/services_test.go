@@ -69,3 +69,26 @@ discovery:
 		t.Errorf("bad size: %v", err)
 	}
 }
+
+// Host mode (discovery.watch): jobs: may be empty, and only with it.
+func TestDiscoveryWatch(t *testing.T) {
+	cfg, err := Parse(strings.NewReader("discovery: {enabled: true, watch: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Discovery.Watch || len(cfg.Jobs) != 0 {
+		t.Errorf("discovery %+v, %d jobs", cfg.Discovery, len(cfg.Jobs))
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"watch without enabled", "discovery: {watch: true}\n", "discovery: watch: true requires enabled: true"},
+		{"enabled without watch", "discovery: {enabled: true}\n", "no jobs configured"},
+		{"jobs empty without discovery", "jobs: []\n", "no jobs configured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(tc.text))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nlacks %q", err, tc.want)
+			}
+		})
+	}
+}

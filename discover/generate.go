@@ -29,6 +29,10 @@ type GenerateOptions struct {
 	// JSON writes the config as JSON (which YAML readers, jobwatch's among
 	// them, accept) instead of commented YAML.
 	JSON bool
+	// JoinJournal puts the units and cron matches of the jobs Merge adds
+	// into a journal source of the config that reads the same journal,
+	// rather than into a second source reading it (host mode: HostConfig).
+	JoinJournal bool
 }
 
 // The source types discover writes, as jobwatch.yml spells them.
@@ -406,7 +410,9 @@ func merge(h *Host, o GenerateOptions) ([]byte, error) {
 	}
 	added := addUnwatched(h, cfg, w, jobsNode)
 	for _, s := range sourcesFor(h, needSource(h, o, cfg, added), o, taken) {
-		srcNode.Content = append(srcNode.Content, s.node())
+		if n := s.node(); !o.JoinJournal || !joinJournal(srcNode, n) {
+			srcNode.Content = append(srcNode.Content, n)
+		}
 	}
 	if o.JSON {
 		var v any
@@ -489,18 +495,54 @@ func needSource(h *Host, o GenerateOptions, cfg *shape, added []*Job) []*Job {
 	return need
 }
 
+// joinJournal adds the units and cron matches of the journal source n to
+// the first source of srcs that reads the same journal (the same directory,
+// no files), and reports whether there was one.
+func joinJournal(srcs, n *yaml.Node) bool {
+	scalar := func(m *yaml.Node, key string) string {
+		if v := child(m, key); v != nil {
+			return v.Value
+		}
+		return ""
+	}
+	if scalar(n, "type") != typeJournal {
+		return false
+	}
+	for _, s := range srcs.Content {
+		if s.Kind != yaml.MappingNode || scalar(s, "type") != typeJournal ||
+			scalar(s, "directory") != scalar(n, "directory") || child(s, "files") != nil {
+			continue
+		}
+		for _, key := range []string{"units", "cron"} {
+			if v := child(n, key); v != nil {
+				dst := mapValue(s, key, v.Kind)
+				dst.Content = append(dst.Content, v.Content...)
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// child is the value of key in the mapping m, or nil.
+func child(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
 // mapValue returns the value node of key in the mapping m, adding an empty
 // one of kind if missing.
 func mapValue(m *yaml.Node, key string, kind yaml.Kind) *yaml.Node {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			v := m.Content[i+1]
-			if v.Kind != kind { // "sources:" with nothing after it
-				*v = yaml.Node{Kind: kind}
-			}
-			v.Style = 0
-			return v
+	if v := child(m, key); v != nil {
+		if v.Kind != kind { // "sources:" with nothing after it
+			*v = yaml.Node{Kind: kind}
 		}
+		v.Style = 0
+		return v
 	}
 	v := &yaml.Node{Kind: kind}
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)

@@ -169,3 +169,16 @@ func Scan(root string, w Watched, o Options) (Report, error) {
 	}
 	return r, nil
 }
+
+// HostConfig is the config jobwatch serve runs in host mode
+// (discovery.watch, docs/discover.md): cfg, the config file's text, with
+// every job of h that it does not watch added, with the sources that see
+// their runs, as Generate's Merge adds them (jobs of the same name as a
+// configured one stay as configured; a run log read already gets no second
+// source; a journal source of cfg that reads the same journal takes the
+// units and cron matches). runLog is the run log of jobwatch run lines
+// without --log (runcmd.DefaultLog when empty). The result is JSON, with no
+// comments: the same host and config give the same bytes.
+func HostConfig(h *Host, cfg []byte, runLog string) ([]byte, error) {
+	return Generate(h, GenerateOptions{Merge: cfg, JSON: true, RunLog: runLog, JoinJournal: true})
+}

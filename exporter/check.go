@@ -8,20 +8,32 @@ import (
 	"time"
 
 	"jobwatch/config"
+	"jobwatch/discover"
 	"jobwatch/sources"
 )
 
 // Check validates a config file the way serve would load it, and asks every
 // source that can check more than syntax (a database's table and columns)
 // to do so. A source whose server cannot be reached is a warning, not an
-// error: the config may be right, the network down.
-func Check(ctx context.Context, path string) (cfg *config.Config, warnings []string, err error) {
-	cfg, err = config.Load(path)
+// error: the config may be right, the network down. In host mode
+// (discovery.watch) cfg has the host's jobs too, hostJobs of them.
+func Check(ctx context.Context, path string) (cfg *config.Config, hostJobs int, warnings []string, err error) {
+	cfg, text, err := config.Read(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
+	}
+	if cfg.Discovery.Watch {
+		s, err := scanHost(cfg, text, discover.Options{Now: time.Now()}, "")
+		if err == nil {
+			cfg, err = s.config(path)
+		}
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("discovery: %w", err)
+		}
+		hostJobs = len(s.report.Unwatched)
 	}
 	if _, err := JobSpecs(cfg, nil); err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	for _, j := range cfg.Jobs {
 		for _, w := range j.ScheduleSpec().Warnings(nil, time.Now()) {
@@ -52,5 +64,5 @@ func Check(ctx context.Context, path string) (cfg *config.Config, warnings []str
 			errs = append(errs, fmt.Errorf("source %q: %w", sc.Name, err))
 		}
 	}
-	return cfg, warnings, config.Join(errs...)
+	return cfg, hostJobs, warnings, config.Join(errs...)
 }

@@ -52,6 +52,12 @@ type Options struct {
 	StatusPageURL string
 	// NewSource builds a source from its config; default sources.New.
 	NewSource func(config.Source, sources.Deps) (sources.Source, error)
+	// DiscoveryInterval, when set, replaces the config's discovery
+	// interval (at least 10s there): for tests.
+	DiscoveryInterval time.Duration
+	// RunLog is the run log of the jobwatch run lines without --log that
+	// host mode watches (default runcmd.DefaultLog): for tests.
+	RunLog string
 }
 
 // decideInterval is how often the jobs holding records are decided.
@@ -88,8 +94,12 @@ type Exporter struct {
 	discoveryOn        atomic.Bool
 	discoveryFindings  *prometheus.GaugeVec
 	discoveryUnwatched prometheus.Gauge
+	discoveryWatched   prometheus.Gauge
 	discoveryLast      prometheus.Gauge
 	discoveryErrors    prometheus.Counter
+	// rediscovered holds a generation the discovery loop built when the
+	// host's jobs changed (host mode), for Run to adopt.
+	rediscovered chan *generation
 }
 
 // store is where the state is written; *state.Store is one.
@@ -101,7 +111,16 @@ type store interface {
 // generation is one config's jobs and sources, and the sources' goroutines
 // once started.
 type generation struct {
-	cfg     *config.Config
+	cfg *config.Config
+	// base is the config file as loaded and text its text; cfg is base
+	// with, in host mode (discovery.watch), the host's jobs added: host is
+	// then discover.HostConfig's text, and hostJobs the jobs it added.
+	base     *config.Config
+	text     []byte
+	host     []byte
+	hostJobs int
+	// from is the running generation a rediscovered one was built from.
+	from    *generation
 	jobs    []model.JobSpec
 	specs   []model.SourceSpec
 	sources []sources.Source
@@ -131,6 +150,7 @@ func New(o Options) (*Exporter, error) {
 		return nil, err
 	}
 	e.discoveryOn.Store(gen.cfg.Discovery.Enabled)
+	e.discoveryWatched.Set(float64(gen.hostJobs))
 	// Scrapes show the loaded state (and jobs new to it, with nothing
 	// counted yet) until the first save, which writes it all.
 	e.pending = e.tracker.Changes()
@@ -182,7 +202,8 @@ func newExporter(o Options) *Exporter {
 			Name: "jobwatch_state_save_failures_total", Help: "State saves that failed (the state saved before is kept, and shown, until a save succeeds)."}),
 		lastSaveTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "jobwatch_state_last_save_timestamp_seconds", Help: "Time of the last successful state save."}),
-		services: newServices(),
+		services:     newServices(),
+		rediscovered: make(chan *generation, 1),
 	}
 	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}, e.newServiceMetrics()...)
 	// Scrapes judge "seconds since" by the model's clock, which a
@@ -280,7 +301,7 @@ func (e *Exporter) start(ctx context.Context, g *generation) {
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
-			e.discoverLoop(ctx, g.cfg)
+			e.discoverLoop(ctx, g)
 		}()
 	}
 }
@@ -308,27 +329,49 @@ func (e *Exporter) Reload() error {
 		e.opts.Logger.Error("config reload failed; keeping the running config", "err", err)
 		return err
 	}
+	e.swap(g)
+	e.reloadOK.Set(1)
+	e.reloadTime.Set(float64(e.opts.Now().Unix()))
+	e.opts.Logger.Info("config reloaded", "jobs", len(g.jobs), "sources", len(g.sources), "host_jobs", g.hostJobs)
+	return nil
+}
+
+// swap runs g in place of the running generation. Jobs and sources that
+// stay keep their state (model.Tracker.Configure); a job that is gone is
+// no longer expected, and its state is dropped.
+func (e *Exporter) swap(g *generation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.stop(e.running)
 	e.configure(g)
 	e.discoveryOn.Store(g.cfg.Discovery.Enabled)
+	e.discoveryWatched.Set(float64(g.hostJobs))
 	if e.runCtx != nil {
 		e.start(e.runCtx, g)
 	}
 	e.running = g
-	e.reloadOK.Set(1)
-	e.reloadTime.Set(float64(e.opts.Now().Unix()))
-	e.opts.Logger.Info("config reloaded", "jobs", len(g.jobs), "sources", len(g.sources))
-	return nil
 }
 
+// load reads the config file and, in host mode, the host: a host that
+// cannot be read, or whose jobs do not make a valid config, is logged and
+// counted, and the configured jobs are watched alone until a discovery
+// succeeds.
 func (e *Exporter) load() (*generation, error) {
-	cfg, err := config.Load(e.opts.ConfigFile)
+	base, text, err := config.Read(e.opts.ConfigFile)
 	if err != nil {
 		return nil, err
 	}
-	return e.prepare(cfg)
+	if base.Discovery.Watch {
+		s, err := e.scanHost(base, text)
+		if err == nil {
+			var g *generation
+			if g, err = e.prepareHost(base, text, s); err == nil {
+				return g, nil
+			}
+		}
+		e.discoveryFailed(err)
+	}
+	return e.prepareHost(base, text, nil)
 }
 
 // Run runs the sources, the state saver and the reaper until ctx is done,
@@ -380,6 +423,8 @@ func (e *Exporter) Run(ctx context.Context) error {
 			e.tracker.Reap()
 		case <-decide.C:
 			e.tracker.DecideHeld()
+		case g := <-e.rediscovered:
+			e.adopt(g)
 		}
 	}
 }

@@ -175,7 +175,7 @@ sources:
     type: runlog
     format: json
 `)
-	_, _, err := Check(context.Background(), cfg)
+	_, _, _, err := Check(context.Background(), cfg)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -212,7 +212,7 @@ sources:
     type: mysql
     dsn: "jobwatch:secret@tcp(127.0.0.1:1)/app"
 `, srv.RootDSN(db)))
-	_, warnings, err := Check(context.Background(), cfg)
+	_, _, warnings, err := Check(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), `source "billing-db"`) || !strings.Contains(err.Error(), "no_such_table") {
 		t.Fatalf("Check: %v; want an error naming billing-db and its table", err)
 	}

@@ -1,11 +1,11 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -151,9 +151,12 @@ func (e *Exporter) Routes() []Route {
 func (e *Exporter) View() ([]model.JobView, []model.SourceView) { return e.saved.Load().View() }
 
 // discoverLoop looks at the host's crontabs and timers every interval of
-// the config's discovery block, until ctx is done.
-func (e *Exporter) discoverLoop(ctx context.Context, cfg *config.Config) {
-	d := cfg.Discovery
+// g's discovery block, until ctx is done.
+func (e *Exporter) discoverLoop(ctx context.Context, g *generation) {
+	interval := g.cfg.Discovery.Interval.D()
+	if e.opts.DiscoveryInterval > 0 {
+		interval = e.opts.DiscoveryInterval
+	}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -162,24 +165,87 @@ func (e *Exporter) discoverLoop(ctx context.Context, cfg *config.Config) {
 			return
 		case <-t.C:
 		}
-		e.discoverOnce(d.Root)
-		t.Reset(d.Interval.D())
+		e.discoverOnce(g)
+		t.Reset(interval)
 	}
 }
 
-func (e *Exporter) discoverOnce(root string) {
-	data, err := os.ReadFile(e.opts.ConfigFile)
+// discoverOnce exports what the host holds and, in host mode, offers Run
+// a generation with the host's jobs when they are not g's any more.
+func (e *Exporter) discoverOnce(g *generation) {
+	s, err := e.scanHost(g.base, g.text)
 	if err != nil {
-		e.discoveryErrors.Inc()
-		e.opts.Logger.Warn("discovery: reading the config", "err", err)
+		e.discoveryFailed(err)
 		return
 	}
-	watched, err := discover.WatchedFromYAML(data)
-	if err != nil {
-		e.discoveryErrors.Inc()
-		e.opts.Logger.Warn("discovery: reading the config", "err", err)
+	e.discoveryFindings.Reset()
+	for _, c := range s.report.Counts() {
+		e.discoveryFindings.WithLabelValues(c.Kind, string(c.Severity)).Set(float64(c.N))
+	}
+	unwatched := len(s.report.Unwatched)
+	if g.base.Discovery.Watch {
+		unwatched = 0 // host mode watches them
+	}
+	e.discoveryUnwatched.Set(float64(unwatched))
+	e.discoveryLast.Set(float64(e.opts.Now().Unix()))
+	if !g.base.Discovery.Watch || bytes.Equal(s.host, g.host) {
 		return
 	}
+	next, err := e.prepareHost(g.base, g.text, s)
+	if err != nil {
+		e.discoveryFailed(err)
+		return
+	}
+	next.from = g
+	e.offer(next)
+}
+
+// hostScan is one look at the host: what discovery found and, in host
+// mode, the config with the host's jobs (discover.HostConfig).
+type hostScan struct {
+	report discover.Report
+	host   []byte
+}
+
+// scanHost reads the host under base's discovery root and matches its
+// jobs against text, the config file as loaded.
+func (e *Exporter) scanHost(base *config.Config, text []byte) (*hostScan, error) {
+	return scanHost(base, text, discover.Options{Now: e.opts.Now(), P99: e.p99()}, e.opts.RunLog)
+}
+
+// scanHost reads the host under base's discovery root and matches its
+// jobs against text, the config file as loaded; in host mode it adds
+// them to text, the jobwatch run lines without --log writing to runLog.
+func scanHost(base *config.Config, text []byte, o discover.Options, runLog string) (*hostScan, error) {
+	watched, err := discover.WatchedFromYAML(text)
+	if err != nil {
+		return nil, fmt.Errorf("reading the config: %w", err)
+	}
+	root := base.Discovery.Root
+	rep, err := discover.Scan(root, watched, o)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", root, err)
+	}
+	s := &hostScan{report: rep}
+	if base.Discovery.Watch {
+		if s.host, err = discover.HostConfig(rep.Host, text, runLog); err != nil {
+			return nil, fmt.Errorf("host mode: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// config is the config with the host's jobs, read as the file at path.
+func (s *hostScan) config(path string) (*config.Config, error) {
+	cfg, err := config.ParseAt(s.host, path)
+	if err != nil {
+		return nil, fmt.Errorf("host mode: the config with the host's jobs: %w", err)
+	}
+	return cfg, nil
+}
+
+// p99 are the jobs' P99 run times, for discovery's no_lock check.
+func (e *Exporter) p99() map[string]time.Duration {
 	p99 := map[string]time.Duration{}
 	jobs, _ := e.View()
 	for i := range jobs {
@@ -187,18 +253,68 @@ func (e *Exporter) discoverOnce(root string) {
 			p99[jobs[i].Spec.Name] = time.Duration(q * float64(time.Second))
 		}
 	}
-	rep, err := discover.Scan(root, watched, discover.Options{Now: e.opts.Now(), P99: p99})
+	return p99
+}
+
+// prepareHost prepares the generation of base, the config file as loaded
+// (its text: text), with the host's jobs of s added when s has them.
+func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*generation, error) {
+	cfg := base
+	if s != nil && s.host != nil {
+		merged, err := s.config(e.opts.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg = merged
+	}
+	g, err := e.prepare(cfg)
 	if err != nil {
-		e.discoveryErrors.Inc()
-		e.opts.Logger.Warn("discovery failed", "root", root, "err", err)
+		return nil, err
+	}
+	g.base, g.text = base, text
+	if s != nil && s.host != nil {
+		g.host, g.hostJobs = s.host, len(s.report.Unwatched)
+	}
+	return g, nil
+}
+
+func (e *Exporter) discoveryFailed(err error) {
+	e.discoveryErrors.Inc()
+	e.opts.Logger.Warn("discovery failed", "err", err)
+}
+
+// offer hands g to Run, replacing a generation offered before and not
+// adopted yet; it never waits.
+func (e *Exporter) offer(g *generation) {
+	for {
+		select {
+		case e.rediscovered <- g:
+			return
+		default:
+		}
+		select {
+		case <-e.rediscovered:
+		default:
+		}
+	}
+}
+
+// adopt runs g, which the discovery loop built when the host's jobs
+// changed, as a reload would; unless a reload has replaced the generation
+// it was built from since, whose own loop then looks again.
+func (e *Exporter) adopt(g *generation) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	if g.from != e.running {
 		return
 	}
-	e.discoveryFindings.Reset()
-	for _, c := range rep.Counts() {
-		e.discoveryFindings.WithLabelValues(c.Kind, string(c.Severity)).Set(float64(c.N))
+	g.from = nil
+	if err := e.attachServices(g); err != nil {
+		e.discoveryFailed(err)
+		return
 	}
-	e.discoveryUnwatched.Set(float64(len(rep.Unwatched)))
-	e.discoveryLast.Set(float64(e.opts.Now().Unix()))
+	e.swap(g)
+	e.opts.Logger.Info("the host's jobs changed; watching them", "jobs", len(g.jobs), "host_jobs", g.hostJobs, "sources", len(g.sources))
 }
 
 // newServiceMetrics are the metrics of the services and of discovery.
@@ -208,6 +324,8 @@ func (e *Exporter) newServiceMetrics() []prometheus.Collector {
 		[]string{"kind", "severity"})
 	e.discoveryUnwatched = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jobwatch_discovery_unwatched_jobs", Help: "Scheduled jobs on the host (cron lines, timers) that no configured job watches, as the last discovery found them."})
+	e.discoveryWatched = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "jobwatch_discovery_watched_jobs", Help: "Scheduled jobs on the host that host mode (discovery.watch) watches besides the configured jobs."})
 	e.discoveryLast = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jobwatch_discovery_last_run_timestamp_seconds", Help: "Time of the last discovery that succeeded."})
 	e.discoveryErrors = prometheus.NewCounter(prometheus.CounterOpts{
@@ -233,6 +351,7 @@ type discoveryCollector struct{ e *Exporter }
 func (d discoveryCollector) Describe(ch chan<- *prometheus.Desc) {
 	d.e.discoveryFindings.Describe(ch)
 	d.e.discoveryUnwatched.Describe(ch)
+	d.e.discoveryWatched.Describe(ch)
 	d.e.discoveryLast.Describe(ch)
 	d.e.discoveryErrors.Describe(ch)
 }
@@ -243,6 +362,7 @@ func (d discoveryCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	d.e.discoveryFindings.Collect(ch)
 	d.e.discoveryUnwatched.Collect(ch)
+	d.e.discoveryWatched.Collect(ch)
 	d.e.discoveryLast.Collect(ch)
 	d.e.discoveryErrors.Collect(ch)
 }

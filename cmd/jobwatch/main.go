@@ -175,13 +175,17 @@ func addVersionFlag(app *kingpin.Application) {
 }
 
 func checkConfig(path string) int {
-	cfg, warnings, err := exporter.Check(context.Background(), path)
+	cfg, hostJobs, warnings, err := exporter.Check(context.Background(), path)
 	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if cfg.Discovery.Watch {
+		fmt.Printf("%s: %d jobs (%d of them discovered on the host under %s), %d sources: OK\n", path, len(cfg.Jobs), hostJobs, cfg.Discovery.Root, len(cfg.Sources))
+		return 0
 	}
 	fmt.Printf("%s: %d jobs, %d sources: OK\n", path, len(cfg.Jobs), len(cfg.Sources))
 	return 0
