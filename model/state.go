@@ -156,8 +156,7 @@ type Run struct {
 
 	goneSince time.Time // when its process was first seen gone
 	// readLate: when it was read, for a start read after its job had
-	// decided past its time; not saved (a restart reads it again, or has
-	// its end).
+	// decided past its time, or restored from the state; not saved.
 	readLate time.Time
 }
 
@@ -293,8 +292,13 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		j.recent.load(sj.Recent, MaxRecentRuns)
 		j.durations.load(sj.DurationHistory, MaxDurationHistory)
 		j.open = make([]*Run, 0, len(sj.Open))
+		restored := t.clock.now()
 		for i := range sj.Open {
 			r := sj.Open[i]
+			// Its end may be among the records read again, dated before
+			// what the state had decided: it is closed for its age only
+			// once decisions have passed the restart (timeOut, abandon).
+			r.readLate = restored
 			if j.openAt(r.Key()) < 0 {
 				j.open = append(j.open, &r)
 			}

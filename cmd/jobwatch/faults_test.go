@@ -207,8 +207,13 @@ func TestCrashConsistencyUnderLoad(t *testing.T) {
 	logPath := filepath.Join(dir, "runs.log")
 	var cfg strings.Builder
 	cfg.WriteString("jobs:\n")
+	// A timeout longer than the records span: the log is three days of
+	// history written in seconds, so a run's end, dated a second after its
+	// start, may be written after the source was at its end and its
+	// decisions followed the clock (past any age rule: a job without
+	// timeout: closes another host's run after stale_multiple periods).
 	for i := range crashJobs {
-		fmt.Fprintf(&cfg, "  - name: job%02d\n    every: 1h\n", i)
+		fmt.Fprintf(&cfg, "  - name: job%02d\n    every: 1h\n    timeout: 1w\n", i)
 	}
 	fmt.Fprintf(&cfg, "sources:\n  - name: runs\n    type: runlog\n    path: %s\n    format: json\n", logPath)
 	cfgPath := filepath.Join(dir, "jobwatch.yml")
