@@ -295,7 +295,7 @@ func (c *chart) drawRun(r chartRun) {
 		mid := min(max((x0+x1)/2, tlLeft+chartMinMark/2), tlWidth-tlRight-chartMinMark/2)
 		x0, x1 = mid-chartMinMark/2, mid+chartMinMark/2
 	}
-	h := math.Max(y(0)-y(*r.DurationSeconds), 1)
+	h := math.Max(y(0)-y(*r.DurationSeconds), 2)
 	fmt.Fprintf(&c.b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
 		class, x0, y(0)-h, x1-x0, h, template.HTMLEscapeString(title))
 }
