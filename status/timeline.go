@@ -20,7 +20,7 @@ const (
 	chartMinSpan = time.Hour
 	// chartMinMark is the narrowest a run is drawn, in user units: a
 	// one-second run of a daily job stays visible.
-	chartMinMark = 3.0
+	chartMinMark = 4.0
 	// chartMaxTicks bounds the labels of the time axis.
 	chartMaxTicks = 6
 )
@@ -171,8 +171,10 @@ func (c *chart) drawAxes(j Job) {
 	b := &c.b
 	fmt.Fprintf(b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, tlLeft, y(0), tlWidth-tlRight, y(0))
 	ref := func(class, label string, at float64) {
-		fmt.Fprintf(b, `<line class="%s" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/><text class="label-%s" x="%g" y="%.1f">%s</text>`,
-			class, tlLeft, y(at), tlWidth-tlRight, y(at), class, tlLeft+4, y(at)-3, template.HTMLEscapeString(label))
+		// Labelled at the right: the duration scale's labels are at the
+		// left.
+		fmt.Fprintf(b, `<line class="%s" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/><text class="label-%s" x="%g" y="%.1f" text-anchor="end">%s</text>`,
+			class, tlLeft, y(at), tlWidth-tlRight, y(at), class, tlWidth-tlRight-4, y(at)-3, template.HTMLEscapeString(label))
 	}
 	if j.PeriodSeconds > 0 {
 		label := "period " + durText(j.PeriodSeconds)
@@ -295,7 +297,7 @@ func (c *chart) drawRun(r chartRun) {
 		mid := min(max((x0+x1)/2, tlLeft+chartMinMark/2), tlWidth-tlRight-chartMinMark/2)
 		x0, x1 = mid-chartMinMark/2, mid+chartMinMark/2
 	}
-	h := math.Max(y(0)-y(*r.DurationSeconds), 2)
+	h := math.Max(y(0)-y(*r.DurationSeconds), chartMinMark)
 	fmt.Fprintf(&c.b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
 		class, x0, y(0)-h, x1-x0, h, template.HTMLEscapeString(title))
 }
