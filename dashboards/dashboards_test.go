@@ -19,6 +19,7 @@ import (
 // checkVars fills the dashboard's own variables for checking.
 var checkVars = map[string]string{
 	"cluster":    ".*",
+	"job":        ".*",
 	"instance":   ".*",
 	"job_name":   ".*",
 	"datasource": "prometheus",
@@ -334,5 +335,65 @@ func TestStaleMatchesAlert(t *testing.T) {
 	}
 	if out, err := exec.Command(p, "test", "rules", path).CombinedOutput(); err != nil {
 		t.Errorf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// grafanaSchemas maps a dashboard schemaVersion to the first Grafana
+// release that writes it.
+var grafanaSchemas = map[float64]string{36: "9.0.0", 37: "9.4.0", 38: "10.0.0", 39: "10.3.0"}
+
+// TestOperatorLinks: the dashboard links to jobwatch's status page, its URL
+// read by a hidden variable from jobwatch_status_page_info's url label; it
+// has a scrape job variable; the cluster variable is hidden, as the default
+// config has no cluster label; and __requires names the Grafana release of
+// its schemaVersion.
+func TestOperatorLinks(t *testing.T) {
+	var raw struct {
+		SchemaVersion float64 `json:"schemaVersion"`
+		Requires      []struct{ Type, ID, Version string }
+		Links         []struct{ Title, Type, URL string }
+		Templating    struct {
+			List []struct {
+				Name       string
+				Hide       int
+				Definition string
+				Multi      bool
+			}
+		}
+	}
+	if err := json.Unmarshal(JSON, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range raw.Requires {
+		if r.Type == "grafana" && r.Version != grafanaSchemas[raw.SchemaVersion] {
+			t.Errorf("__requires names Grafana %s, schemaVersion %v is Grafana %s's", r.Version, raw.SchemaVersion, grafanaSchemas[raw.SchemaVersion])
+		}
+	}
+	vars := map[string]int{}
+	for i, v := range raw.Templating.List {
+		vars[v.Name] = i
+	}
+	sp, ok := vars["status_page"]
+	if !ok {
+		t.Fatal("no status_page variable")
+	}
+	if v := raw.Templating.List[sp]; v.Hide != 2 || v.Multi || !strings.HasPrefix(v.Definition, "label_values(jobwatch_status_page_info") || !strings.HasSuffix(v.Definition, ", url)") {
+		t.Errorf("status_page = %+v, want a hidden single-value variable of jobwatch_status_page_info's url", v)
+	}
+	linked := false
+	for _, l := range raw.Links {
+		linked = linked || l.Type == "link" && l.URL == "${status_page}"
+	}
+	if !linked {
+		t.Errorf("no dashboard link to ${status_page}: %+v", raw.Links)
+	}
+	if i, ok := vars["job"]; !ok || raw.Templating.List[i].Definition != `label_values(jobwatch_job_info{cluster=~"$cluster"}, job)` {
+		t.Errorf("no scrape job variable")
+	}
+	if i := vars["cluster"]; raw.Templating.List[i].Hide != 2 {
+		t.Errorf("the cluster variable is shown, but the default config has no cluster label")
+	}
+	if vars["cluster"] > vars["job"] || vars["job"] > vars["instance"] || vars["instance"] > vars["job_name"] {
+		t.Errorf("variables out of order (cluster, job, instance, job_name): %v", vars)
 	}
 }

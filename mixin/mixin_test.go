@@ -435,7 +435,7 @@ func TestConfigDocumented(t *testing.T) {
 // their variables filled as the dashboards package's tests fill them.
 func checkDashboardQueries(t *testing.T, o *Output) {
 	t.Helper()
-	vals := map[string]string{"cluster": ".*", "instance": ".*", "job_name": ".*"}
+	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": ".*", "job_name": ".*"}
 	for k, v := range dashboards.Builtin {
 		vals[k] = v
 	}
@@ -459,5 +459,35 @@ func checkDashboardQueries(t *testing.T, o *Output) {
 	}
 	if err := promcheck.CheckQueries(t.TempDir(), queries); err != nil {
 		t.Error(err)
+	}
+}
+
+// The dashboard's cluster variable is hidden without a cluster label, and
+// shown, under that label's name, with one.
+func TestClusterVariableHidden(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		hide   int
+		def    string
+	}{
+		{"", 2, `label_values(jobwatch_job_info, cluster)`},
+		{`{"clusterLabel": "region"}`, 0, `label_values(jobwatch_job_info, region)`},
+	} {
+		var d struct {
+			Templating struct {
+				List []struct {
+					Name, Definition string
+					Hide             int
+				}
+			}
+		}
+		if err := json.Unmarshal(generate(t, tc.config).Dashboards["jobwatch.json"], &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range d.Templating.List {
+			if v.Name == "cluster" && (v.Hide != tc.hide || v.Definition != tc.def) {
+				t.Errorf("config %q: cluster variable hide %d, %s; want hide %d, %s", tc.config, v.Hide, v.Definition, tc.hide, tc.def)
+			}
+		}
 	}
 }

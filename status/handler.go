@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -49,7 +50,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	switch {
 	case path == "/status" || path == "/status/" || path == "/":
-		if err := WriteIndex(&buf, rep, h.Page); err != nil {
+		// ?state=stale lists the stale jobs only: the counts at the top
+		// link there.
+		state := r.URL.Query().Get("state")
+		if state != "" && !KnownState(state) {
+			http.Error(w, fmt.Sprintf("unknown state %q: one of %s", state, strings.Join(States, ", ")), http.StatusBadRequest)
+			return
+		}
+		if err := WriteIndex(&buf, rep, h.Page, state); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -61,9 +69,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "no such job", http.StatusNotFound)
 			return
 		}
-		missed := MissedSlots(&views[i], rep.GeneratedAt)
+		from, _ := ChartWindow(rep.Jobs[i], rep.GeneratedAt)
+		slots := ExpectedSlots(&views[i], from, rep.GeneratedAt)
 		withOutputs(&rep.Jobs[i], h.Output, 0)
-		if err := WriteJob(&buf, rep, &rep.Jobs[i], missed, h.Page); err != nil {
+		if err := WriteJob(&buf, rep, &rep.Jobs[i], slots, h.Page); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,11 +23,16 @@ var pages = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(template.FuncMap{
 		"ago":      ago,
 		"until":    until,
+		"due":      due,
 		"dur":      durText,
 		"durp":     durPtr,
 		"when":     whenText,
 		"upper":    strings.ToUpper,
-		"timeline": func(j Job, missed []time.Time) template.HTML { return timeline(j, missed) },
+		"plural":   plural,
+		"since":    func(now time.Time, t *time.Time) string { return durCoarse(max(now.Sub(*t).Seconds(), 0)) },
+		"label":    stateLabel,
+		"timeline": func(j Job, slots []Slot, now time.Time) template.HTML { return timeline(j, slots, now) },
+		"window":   func(j Job) string { return durText(chartSpan(j).Seconds()) },
 		"deref":    func(p any) any { return deref(p) },
 		"lastFailure": func(j Job) *Run {
 			for i := range j.RecentRuns {
@@ -56,9 +61,13 @@ type pageData struct {
 	Job *Job
 	// Observed: the job's observations besides runs, as lines by kind.
 	Observed []observedList
-	Missed   []time.Time
+	Slots    []Slot
 	Counts   []stateCount
-	Now      time.Time
+	// State is the state the index is filtered to, "" for all; All is
+	// the number of jobs in all states.
+	State string
+	All   int
+	Now   time.Time
 }
 
 type stateCount struct {
@@ -66,30 +75,84 @@ type stateCount struct {
 	N     int
 }
 
-// WriteIndex writes the status page of all jobs.
-func WriteIndex(w io.Writer, rep Report, o PageOptions) error {
-	d := pageData{PageOptions: defaults(o), Report: rep, Now: rep.GeneratedAt}
+// States are the job states, most urgent first: the order of the status
+// page's rows and counts.
+var States = []string{StateStale, StateFailing, StateOverlapping, StateLate, StateRunning, StateOK, StateNeverSeen}
+
+// KnownState reports whether s is one of States.
+func KnownState(s string) bool { return slices.Contains(States, s) }
+
+func stateRank(s string) int {
+	if i := slices.Index(States, s); i >= 0 {
+		return i
+	}
+	return len(States)
+}
+
+// stateLabel is how a state reads on the page: never_seen as "never seen".
+func stateLabel(s string) string { return strings.ReplaceAll(s, "_", " ") }
+
+// WriteIndex writes the status page of all jobs, the most urgent first.
+// With state set (one of States) it lists only the jobs in that state.
+func WriteIndex(w io.Writer, rep Report, o PageOptions, state string) error {
+	d := pageData{PageOptions: defaults(o), Report: rep, Now: rep.GeneratedAt, State: state, All: len(rep.Jobs)}
 	n := map[string]int{}
 	for _, j := range rep.Jobs {
 		n[j.State]++
 	}
-	for _, s := range []string{StateStale, StateFailing, StateLate, StateRunning, StateNeverSeen, StateOK} {
-		if n[s] > 0 {
+	for _, s := range States {
+		if n[s] > 0 || s == state {
 			d.Counts = append(d.Counts, stateCount{s, n[s]})
 		}
 	}
+	jobs := make([]Job, 0, len(rep.Jobs))
+	for _, j := range rep.Jobs {
+		if state == "" || j.State == state {
+			jobs = append(jobs, j)
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b Job) int {
+		if c := stateRank(a.State) - stateRank(b.State); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	d.Jobs = jobs
 	return pages().ExecuteTemplate(w, "index", d)
 }
 
-// WriteJob writes one job's page; missed are its expected runs that no run
-// started for, within the span of its recent runs.
-func WriteJob(w io.Writer, rep Report, j *Job, missed []time.Time, o PageOptions) error {
+// WriteJob writes one job's page; slots are its expected runs in the
+// run chart's window (ExpectedSlots), nil for a job without a calendar.
+func WriteJob(w io.Writer, rep Report, j *Job, slots []Slot, o PageOptions) error {
 	observed, err := observedLists(j.Observations)
 	if err != nil {
 		return err
 	}
-	d := pageData{PageOptions: defaults(o), Report: rep, Job: j, Observed: observed, Missed: missed, Now: rep.GeneratedAt}
+	d := pageData{PageOptions: defaults(o), Report: rep, Job: j, Observed: observed, Slots: slots, Now: rep.GeneratedAt}
 	return pages().ExecuteTemplate(w, "job", d)
+}
+
+// plural writes n and the noun, in the plural unless n is 1:
+// "1 overlap", "2 overlaps"; a noun whose plural is not noun+"s" gives it
+// after a "|" ("1 entry|entries").
+func plural(n any, noun string) string {
+	var v float64
+	switch x := n.(type) {
+	case int:
+		v = float64(x)
+	case uint64:
+		v = float64(x)
+	case float64:
+		v = x
+	}
+	one, many, ok := strings.Cut(noun, "|")
+	if !ok {
+		many = one + "s"
+	}
+	if v == 1 {
+		return fmt.Sprintf("%v %s", n, one)
+	}
+	return fmt.Sprintf("%v %s", n, many)
 }
 
 func defaults(o PageOptions) PageOptions {
@@ -105,193 +168,85 @@ func defaults(o PageOptions) PageOptions {
 // maxMissedMarks bounds the missed runs looked for and drawn on a job page.
 const maxMissedMarks = 200
 
+// Slot is an expected run of a calendar job and what became of it.
+type Slot struct {
+	At   time.Time
+	Kind string // SlotRan, SlotSkipped or SlotMissed
+}
+
+// The kinds of slots.
+const (
+	SlotRan     = "ran"     // a run started within grace
+	SlotSkipped = "skipped" // the run that started declined to run
+	SlotMissed  = "missed"  // no run started within grace
+)
+
 // MissedSlots returns a calendar job's expected runs since its oldest recent
 // run that no recent run started for within grace, at most maxMissedMarks.
 func MissedSlots(v *model.JobView, now time.Time) []time.Time {
-	s := v.Spec.Schedule
-	recent := v.RecentRuns()
-	if _, every := s.(schedule.Every); every || s == nil || len(recent) == 0 {
-		return nil
-	}
-	first := recent[0].Fields()
-	from := first.End
-	if !first.Start.IsZero() {
-		from = first.Start
-	}
-	var starts []time.Time
-	for _, run := range recent {
-		r := run.Fields()
-		if !r.Start.IsZero() {
-			starts = append(starts, r.Start)
-		} else {
-			starts = append(starts, r.End)
-		}
-	}
-	for _, r := range v.Open {
-		starts = append(starts, r.Start)
-	}
 	var out []time.Time
-	for t := s.Next(from.Add(-time.Nanosecond)); !t.IsZero() && t.Before(now.Add(-v.Spec.Grace)) && len(out) < maxMissedMarks; t = s.Next(t) {
-		ran := false
-		for _, st := range starts {
-			if !st.Before(t) && st.Sub(t) <= v.Spec.Grace {
-				ran = true
-				break
-			}
-		}
-		if !ran {
-			out = append(out, t)
+	for _, sl := range slots(v, time.Time{}, now, maxMissedMarks) {
+		if sl.Kind == SlotMissed {
+			out = append(out, sl.At)
 		}
 	}
 	return out
 }
 
-// Timeline geometry, in SVG user units.
-const (
-	tlWidth, tlHeight = 720.0, 160.0
-	tlLeft, tlBottom  = 48.0, 20.0
-)
-
-// timeline draws the job's recent runs, oldest left: each a bar as tall as
-// its duration, against lines at the period and the timeout, so a job
-// creeping toward its period shows before it overlaps. Failures, timeouts
-// and lost runs are coloured, skips and missed runs marked below the axis,
-// overlapping runs outlined.
-func timeline(j Job, missed []time.Time) template.HTML {
-	runs := timelineRuns(j)
-	sc := timelineScale(j, runs)
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="timeline" viewBox="0 0 %g %g" role="img" aria-label="durations of the last %d runs of %s">`,
-		tlWidth, tlHeight, len(runs), template.HTMLEscapeString(j.Name))
-	sc.drawAxes(&b, j)
-	slot := (tlWidth - tlLeft) / float64(max(len(runs), 1))
-	sc.drawRuns(&b, runs, slot)
-	if len(missed) > 0 && len(runs) > 0 {
-		sc.drawMissed(&b, runs, missed, slot)
-	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
+// ExpectedSlots returns a calendar job's expected runs from from until
+// grace before now (at most maxMissedMarks), each as ran, skipped or
+// missed; those before its oldest recent run, of which nothing is known,
+// are left out.
+func ExpectedSlots(v *model.JobView, from, now time.Time) []Slot {
+	return slots(v, from, now, maxMissedMarks)
 }
 
-// timelineRuns returns the runs a timeline draws, oldest first.
-func timelineRuns(j Job) []Run {
-	runs := make([]Run, 0, len(j.RecentRuns))
-	for i := len(j.RecentRuns) - 1; i >= 0; i-- {
-		runs = append(runs, j.RecentRuns[i])
+// slots lists the expected runs from the later of from and the oldest
+// recent run; limit bounds the missed ones.
+func slots(v *model.JobView, from, now time.Time, limit int) []Slot {
+	s := v.Spec.Schedule
+	recent := v.RecentRuns()
+	if _, every := s.(schedule.Every); every || s == nil || len(recent) == 0 {
+		return nil
 	}
-	// Runs in progress are drawn last, as tall as their age so far.
-	for _, r := range j.Running {
-		age := r.AgeSeconds
-		runs = append(runs, Run{Start: &r.Started, End: r.Started, DurationSeconds: &age, Result: "running", Host: r.Host, PID: r.PID})
+	type start struct {
+		at      time.Time
+		skipped bool
 	}
-	return runs
-}
-
-// tlScale is a timeline's vertical scale: top is the duration at the top
-// of the plot, periodAt where the period's line is drawn.
-type tlScale struct {
-	top, periodAt float64
-	offScale      bool // the period is above top
-}
-
-func timelineScale(j Job, runs []Run) tlScale {
-	longest := 0.0
-	if j.TimeoutSeconds != nil {
-		longest = *j.TimeoutSeconds
-	}
-	for _, r := range runs {
-		if r.DurationSeconds != nil {
-			longest = max(longest, *r.DurationSeconds)
+	starts := make([]start, 0, len(recent)+len(v.Open))
+	for _, run := range recent {
+		r := run.Fields()
+		at := r.Start
+		if at.IsZero() {
+			at = r.End
 		}
+		starts = append(starts, start{at, r.Result == model.Skipped})
 	}
-	// The period is the line a creeping job runs into; when it is far above
-	// every run (a daily job taking minutes), it is drawn at the top, marked
-	// off scale, rather than flattening every bar.
-	sc := tlScale{top: max(longest, j.PeriodSeconds), periodAt: j.PeriodSeconds}
-	if longest > 0 && j.PeriodSeconds > 3*longest {
-		sc = tlScale{top: 1.5 * longest, periodAt: 1.5 * longest, offScale: true}
+	for _, r := range v.Open {
+		starts = append(starts, start{at: r.Start})
 	}
-	if sc.top <= 0 {
-		sc.top = 1
+	if first := starts[0].at; from.Before(first) {
+		from = first
 	}
-	sc.top *= 1.1
-	return sc
-}
-
-// y is the height of a duration in the plot.
-func (sc tlScale) y(sec float64) float64 {
-	plotH := tlHeight - tlBottom - 8
-	return tlHeight - tlBottom - plotH*sec/sc.top
-}
-
-// drawAxes draws the axis, the lines at the period and the timeout, and
-// the scale's labels.
-func (sc tlScale) drawAxes(b *strings.Builder, j Job) {
-	y := sc.y
-	fmt.Fprintf(b, `<line class="axis" x1="%g" y1="%g" x2="%g" y2="%g"/>`, tlLeft, y(0), tlWidth, y(0))
-	ref := func(class, label string, at float64) {
-		fmt.Fprintf(b, `<line class="%s" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/><text class="label-%s" x="%g" y="%.1f">%s</text>`,
-			class, tlLeft, y(at), tlWidth, y(at), class, tlLeft+4, y(at)-3, template.HTMLEscapeString(label))
-	}
-	if j.PeriodSeconds > 0 {
-		label := "period " + durText(j.PeriodSeconds)
-		if sc.offScale {
-			label += " (off scale)"
+	var out []Slot
+	missed := 0
+	for t := s.Next(from.Add(-time.Nanosecond)); !t.IsZero() && t.Before(now.Add(-v.Spec.Grace)) && missed < limit; t = s.Next(t) {
+		sl := Slot{At: t, Kind: SlotMissed}
+		for _, st := range starts {
+			if !st.at.Before(t) && st.at.Sub(t) <= v.Spec.Grace {
+				sl.Kind = SlotRan
+				if st.skipped {
+					sl.Kind = SlotSkipped
+				}
+				break
+			}
 		}
-		ref("period", label, sc.periodAt)
+		if sl.Kind == SlotMissed {
+			missed++
+		}
+		out = append(out, sl)
 	}
-	if j.TimeoutSeconds != nil {
-		ref("timeout", "timeout "+durText(*j.TimeoutSeconds), *j.TimeoutSeconds)
-	}
-	fmt.Fprintf(b, `<text class="label-axis" x="2" y="%.1f">0</text><text class="label-axis" x="2" y="12">%s</text>`, y(0), template.HTMLEscapeString(durText(sc.top)))
-}
-
-// drawRuns draws each run in its slot: a bar, or a mark below the axis for
-// a run without a duration.
-func (sc tlScale) drawRuns(b *strings.Builder, runs []Run, slot float64) {
-	y := sc.y
-	bw := math.Min(math.Max(slot*0.7, 1), 24)
-	for i, r := range runs {
-		x := tlLeft + float64(i)*slot + (slot-bw)/2
-		title := fmt.Sprintf("%s %s", r.End.Format(time.RFC3339), r.Result)
-		if r.Result == "running" {
-			title = "running since " + r.End.Format(time.RFC3339)
-		}
-		if r.DurationSeconds != nil {
-			title += " after " + durText(*r.DurationSeconds)
-		}
-		if r.Host != "" {
-			title += " on " + r.Host
-		}
-		class := "run " + r.Result
-		if r.Overlapped {
-			class += " overlapped"
-		}
-		if r.Result == string(model.Skipped) || r.DurationSeconds == nil {
-			fmt.Fprintf(b, `<circle class="%s" cx="%.1f" cy="%.1f" r="3"><title>%s</title></circle>`,
-				class, x+bw/2, y(0)+8, template.HTMLEscapeString(title))
-			continue
-		}
-		h := math.Max(y(0)-y(*r.DurationSeconds), 1)
-		fmt.Fprintf(b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
-			class, x, y(0)-h, bw, h, template.HTMLEscapeString(title))
-	}
-}
-
-// drawMissed marks the missed runs below the axis, placed by time between
-// the first and the last run drawn.
-func (sc tlScale) drawMissed(b *strings.Builder, runs []Run, missed []time.Time, slot float64) {
-	first, last := runs[0].End, runs[len(runs)-1].End
-	span := last.Sub(first).Seconds()
-	for _, m := range missed {
-		pos := 0.5
-		if span > 0 {
-			pos = min(max(m.Sub(first).Seconds()/span, 0), 1)
-		}
-		x := tlLeft + pos*(tlWidth-tlLeft-slot) + slot/2
-		fmt.Fprintf(b, `<path class="missed" d="M%.1f %.1f l-4 8 h8 z"><title>missed %s</title></path>`,
-			x, sc.y(0)+4, m.Format(time.RFC3339))
-	}
+	return out
 }
 
 func durText(sec float64) string {
@@ -332,6 +287,24 @@ func until(now time.Time, t *time.Time) string {
 		return "in " + durText(d)
 	}
 	return durText(now.Sub(*t).Seconds()) + " ago"
+}
+
+// due says on the page when a run is due: "in 8m00s", or "overdue 53m" once
+// it has passed (to the minute: the seconds of a delay do not matter).
+func due(now time.Time, t *time.Time) string {
+	if t != nil && t.Before(now) {
+		return "overdue " + durCoarse(now.Sub(*t).Seconds())
+	}
+	return until(now, t)
+}
+
+// durCoarse writes a duration to the minute past a minute: 45s, 53m,
+// 2h05m, 3d04h.
+func durCoarse(sec float64) string {
+	if sec >= 60 && sec < 3600 {
+		return fmt.Sprintf("%dm", int(sec/60))
+	}
+	return durText(sec)
 }
 
 func whenText(t *time.Time) string {

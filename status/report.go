@@ -16,12 +16,15 @@ import (
 
 // Job states, from the most to the least urgent.
 const (
-	StateStale     = "stale"      // no success for stale_multiple periods: JobwatchJobStale fires
-	StateFailing   = "failing"    // the last finished run did not succeed
-	StateLate      = "late"       // an expected run has not started within grace
-	StateRunning   = "running"    // a run is in progress
-	StateNeverSeen = "never_seen" // no record of the job has been read yet
-	StateOK        = "ok"
+	StateStale   = "stale"   // no success for stale_multiple periods: JobwatchJobStale fires
+	StateFailing = "failing" // the last finished run did not succeed
+	// StateOverlapping: two runs are in progress at once where one is
+	// allowed (on one host, or anywhere for a cluster-scope job).
+	StateOverlapping = "overlapping"
+	StateLate        = "late"       // an expected run has not started within grace
+	StateRunning     = "running"    // a run is in progress
+	StateNeverSeen   = "never_seen" // no record of the job has been read yet
+	StateOK          = "ok"
 )
 
 // Report is the document of /api/v1/jobs. Field names are a contract
@@ -250,6 +253,8 @@ func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) st
 		return StateStale
 	case v.ConsecutiveFailures > 0:
 		return StateFailing
+	case overlapping(v):
+		return StateOverlapping
 	case late(v, w, now):
 		return StateLate
 	case len(v.Open) > 0:
@@ -258,6 +263,19 @@ func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) st
 		return StateNeverSeen
 	}
 	return StateOK
+}
+
+// overlapping: two runs in progress overlap, by the model's rule: any two
+// of a cluster-scope job, two on one host of a host-scope job.
+func overlapping(v *model.JobView) bool {
+	for i := range v.Open {
+		for k := i + 1; k < len(v.Open); k++ {
+			if v.Spec.Scope == "cluster" || v.Open[i].Host == v.Open[k].Host {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // late: an expected run is past its grace and no run has started since.

@@ -1,7 +1,10 @@
 // The jobwatch Grafana dashboard. Its queries select jobwatch's series
 // through _config.jobwatchSelector and the dashboard's variables: the
 // data source (one), the cluster (label _config.dashboardClusterLabel),
-// the instances and the jobs (each multi-value, All = .*).
+// the scrape jobs, the instances and the jobs (each multi-value, All = .*).
+// The cluster variable is hidden when _config.clusterLabel is empty (no
+// such label to choose by), and a hidden variable reads the status page's
+// URL from jobwatch_status_page_info, for the dashboard's link to it.
 local promql = import '../lib/promql.libsonnet';
 
 {
@@ -9,14 +12,15 @@ local promql = import '../lib/promql.libsonnet';
     local ds = { type: 'prometheus', uid: '${datasource}' };
     local cl = c.dashboardClusterLabel;
     local clusterMatcher = cl + '=~"$cluster"';
+    local scrapeJobMatcher = 'job=~"$job"';
     local sel = {
       // jobwatch's series on the selected instances.
-      inst: promql.matchers([c.jobwatchSelector, clusterMatcher, 'instance=~"$instance"']),
+      inst: promql.matchers([c.jobwatchSelector, clusterMatcher, scrapeJobMatcher, 'instance=~"$instance"']),
       // a job's series on the selected instances.
-      job: promql.matchers([c.jobwatchSelector, clusterMatcher, 'instance=~"$instance"', 'job_name=~"$job_name"']),
+      job: promql.matchers([c.jobwatchSelector, clusterMatcher, scrapeJobMatcher, 'instance=~"$instance"', 'job_name=~"$job_name"']),
       // a job's series on every instance: a cluster-scope job is stale only
       // when stale on every instance that reports it, as in JobwatchJobStale.
-      clusterJob: promql.matchers([c.jobwatchSelector, clusterMatcher, 'job_name=~"$job_name"']),
+      clusterJob: promql.matchers([c.jobwatchSelector, clusterMatcher, scrapeJobMatcher, 'job_name=~"$job_name"']),
       // what a job is across instances, as in the rules.
       by: promql.labels(c, ['job_name']),
       // the cluster label first in a grouping, if there is one.
@@ -69,9 +73,35 @@ local promql = import '../lib/promql.libsonnet';
       refresh: 1,
       regex: '',
     };
-    local clusterVariable = queryVariable('cluster', 'Cluster', [], cl);
-    local instanceVariable = queryVariable('instance', 'Instance', [clusterMatcher], 'instance');
-    local jobVariable = queryVariable('job_name', 'Job', [clusterMatcher, 'instance=~"$instance"'], 'job_name');
+    // Hidden (hide: 2) when there is no cluster label to choose by: its
+    // All then matches every series.
+    local clusterVariable = queryVariable('cluster', 'Cluster', [], cl) + { hide: if c.clusterLabel == '' then 2 else 0 };
+    local scrapeJobVariable = queryVariable('job', 'Scrape job', [clusterMatcher], 'job');
+    local instanceVariable = queryVariable('instance', 'Instance', [clusterMatcher, scrapeJobMatcher], 'instance');
+    local jobVariable = queryVariable('job_name', 'Job', [clusterMatcher, scrapeJobMatcher, 'instance=~"$instance"'], 'job_name');
+    // The status page's URL (jobwatch --web.external-url), one value, for
+    // the dashboard's link; empty when no jobwatch selected has the flag.
+    local statusPageVariable = {
+      local q = 'label_values(%s, url)' % promql.metric(c, 'jobwatch_status_page_info', [clusterMatcher, scrapeJobMatcher, 'instance=~"$instance"']),
+      name: 'status_page',
+      label: 'Status page',
+      type: 'query',
+      datasource: ds,
+      definition: q,
+      query: {
+        query: q,
+        refId: 'PrometheusVariableQueryEditor-VariableQuery',
+        qryType: 1,
+      },
+      current: {},
+      hide: 2,
+      includeAll: false,
+      multi: false,
+      options: [],
+      refresh: 2,
+      regex: '',
+      sort: 1,
+    };
     {
       __inputs: [
         {
@@ -89,7 +119,8 @@ local promql = import '../lib/promql.libsonnet';
           type: 'grafana',
           id: 'grafana',
           name: 'Grafana',
-          version: '9.4.0',
+          // schemaVersion 38 is Grafana 10.0's.
+          version: '10.0.0',
         },
         {
           type: 'datasource',
@@ -137,7 +168,20 @@ local promql = import '../lib/promql.libsonnet';
       fiscalYearStartMonth: 0,
       graphTooltip: 1,
       id: null,
-      links: [],
+      links: [
+        {
+          title: 'Status page',
+          type: 'link',
+          url: '${status_page}',
+          tooltip: "jobwatch's own status page: which jobs are late, running, what their last runs did (needs jobwatch --web.external-url)",
+          icon: 'dashboard',
+          asDropdown: false,
+          includeVars: false,
+          keepTime: false,
+          targetBlank: true,
+          tags: [],
+        },
+      ],
       liveNow: false,
       panels: [
         {
@@ -1914,7 +1958,7 @@ local promql = import '../lib/promql.libsonnet';
       refresh: '1m',
       schemaVersion: 38,
       tags: c.dashboardTags,
-      templating: { list: [datasourceVariable, clusterVariable, instanceVariable, jobVariable] },
+      templating: { list: [datasourceVariable, clusterVariable, scrapeJobVariable, instanceVariable, jobVariable, statusPageVariable] },
       time: {
         from: 'now-24h',
         to: 'now',
