@@ -69,8 +69,11 @@ func (t *Tracker) abandon(j *job, at time.Time) {
 	}
 	for i := 0; i < len(j.open); i++ {
 		o := j.open[i]
+		if !t.unchecked(o) || at.Before(o.readLate) {
+			continue
+		}
 		after := j.abandonAfter(o.Start)
-		if !t.unchecked(o) || after <= 0 || !o.Start.Add(after).Before(at) || at.Before(o.readLate) {
+		if after <= 0 || !o.Start.Add(after).Before(at) {
 			continue
 		}
 		t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "open for stale_multiple periods, and jobwatch cannot check it")

@@ -262,8 +262,11 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	due := len(j.pending) > 0 && !j.pending[0].Time.After(to) ||
 		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) }) ||
 		j.spec.Timeout == 0 && slices.ContainsFunc(j.open, func(r *Run) bool {
+			if !t.unchecked(r) {
+				return false
+			}
 			after := j.abandonAfter(r.Start)
-			return after > 0 && t.unchecked(r) && r.Start.Add(after).Before(to)
+			return after > 0 && r.Start.Add(after).Before(to)
 		})
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
