@@ -13,11 +13,14 @@ import (
 //   - when a later run of the job starts while it held a shared lock's
 //     lease (its start named lock_ttl: jobwatch run --lock-redis): that run
 //     got the lock, so the lease ran out without renewal;
+//   - when a later run of the job starts on its host holding the host's
+//     lock file (its start record says lock: file, as jobwatch run --lock
+//     writes it): the earlier run, which held it until its end, is gone;
 //   - stale_multiple periods after it started (abandonAfter).
 //
-// A later run on the same host alone does not end it: a run still going
-// (the 25-minute run of a job started every minute) would lose its real
-// end, and be counted lost instead. Decided in event time, as every
+// A later run on the same host that holds no lock does not end it: a run
+// still going (the 25-minute run of a job started every minute) would lose
+// its real end, and be counted lost instead. Decided in event time, as every
 // verdict: the later start is applied in time order, and the age is
 // judged against what the job has decided.
 
@@ -36,6 +39,21 @@ func (t *Tracker) supersede(j *job, r *Run) {
 			continue
 		}
 		t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "a later run took its shared lock: its lease ran out")
+		t.lose(j, o, r.Start)
+		i--
+	}
+}
+
+// hostLockTaken closes as lost the unchecked runs on r's host that
+// started before it: r holds the host's lock file, which they held until
+// their end.
+func (t *Tracker) hostLockTaken(j *job, r *Run) {
+	for i := 0; i < len(j.open); i++ {
+		o := j.open[i]
+		if o.Host != r.Host || !o.Start.Before(r.Start) || !t.unchecked(o) {
+			continue
+		}
+		t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "a later run took the host's lock file")
 		t.lose(j, o, r.Start)
 		i--
 	}

@@ -64,3 +64,33 @@ func TestAbandonedRuns(t *testing.T) {
 		}
 	})
 }
+
+// TestHostLockTaken: a later run on the same host that holds the host's
+// lock file (its start says lock: file) ends an earlier run there that
+// never wrote its end; one that holds no lock, or runs on another host,
+// does not (an overlap it makes is counted).
+func TestHostLockTaken(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clock := &fakeClock{now: now}
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+	tr.Configure([]JobSpec{{Name: "sync", Schedule: schedule.Every(time.Minute), StaleMultiple: 1000}},
+		[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
+	locked := func(host string, pid int, at time.Time) Event {
+		ev := start("sync", host, pid, at)
+		ev.Lock = "file"
+		return ev
+	}
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{
+		locked("db1", 1, now.Add(-10*time.Minute)),       // killed: no end
+		start("sync", "db1", 2, now.Add(-9*time.Minute)), // no lock: an overlap, db1's first goes on
+		locked("db2", 3, now.Add(-8*time.Minute)),        // another host's lock
+		locked("db1", 4, now.Add(-7*time.Minute)),        // took db1's lock: 1 and 2 are gone
+		end("sync", "db1", 4, now.Add(-6*time.Minute), Success),
+	}})
+	clock.Advance(5 * time.Second)
+	tr.Reap()
+	j := jobView(t, tr, "sync")
+	if len(j.Open) != 1 || j.Open[0].Host != "db2" || j.RunCounts[3] != 2 || j.RunCounts[0] != 1 || j.Overlaps != 1 {
+		t.Fatalf("running %+v, lost %d, successes %d, overlaps %d; want db2's only, 2, 1, 1", j.Open, j.RunCounts[3], j.RunCounts[0], j.Overlaps)
+	}
+}

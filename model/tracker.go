@@ -465,6 +465,9 @@ func (t *Tracker) applyStart(j *job, ev *Event, src string) {
 		// not a run in progress, an overlap or a start.
 		return
 	}
+	if !ev.late && ev.Lock == "file" {
+		t.hostLockTaken(j, r)
+	}
 	// A late record is not judged against the runs around it: those
 	// before it have been decided.
 	r.Overlapped = !ev.late && j.overlaps(ev.Host)

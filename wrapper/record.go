@@ -25,6 +25,10 @@ type startRecord struct {
 	Host  string `json:"host"`
 	PID   int    `json:"pid"`
 	RunID string `json:"run_id"`
+	// Lock is "file" while the run holds its --lock file: no earlier run
+	// on this host is still going (it would hold it), which the model
+	// reads to end such a run that never wrote its end.
+	Lock string `json:"lock,omitempty"`
 	// LockTTL is the Redis lease in seconds, while one is held: jobwatch
 	// advise compares it with the run's durations.
 	LockTTL float64 `json:"lock_ttl_seconds,omitempty"`

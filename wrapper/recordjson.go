@@ -61,6 +61,9 @@ func jsonKey(b []byte, sep, key, v string) []byte {
 func (r startRecord) appendJSON(b []byte) []byte {
 	b = jsonHead(b, r.Time, r.Job, r.Event, r.Host, r.PID)
 	b = jsonKey(b, ",", "run_id", r.RunID)
+	if r.Lock != "" {
+		b = jsonKey(b, ",", "lock", r.Lock)
+	}
 	if r.LockTTL != 0 {
 		b = append(b, `,"lock_ttl_seconds":`...)
 		b = jsonFloat(b, r.LockTTL)

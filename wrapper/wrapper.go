@@ -441,6 +441,9 @@ func (r *runner) start(path string, lock *os.File, shared SharedLock) (*exec.Cmd
 	pid := cmd.Process.Pid
 	r.begin = o.Now()
 	start := startRecord{Time: formatTime(r.begin), Job: o.Job, Event: "start", Host: r.host, PID: pid, RunID: r.runID}
+	if lock != nil {
+		start.Lock = "file"
+	}
 	if shared != nil {
 		// The lease, for jobwatch advise to weigh against the durations;
 		// none when the run went ahead without its lock.

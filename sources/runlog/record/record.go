@@ -510,6 +510,9 @@ func (c *core) assign(ev *model.Event, f *byKind) error {
 	switch ev.Kind {
 	case model.Start:
 		ev.LockTTL = f.lockTTL
+		if f.lock == "file" {
+			ev.Lock = f.lock // it holds its host's lock file
+		}
 	case model.End:
 		if f.result == "" {
 			return errors.New("record: status is required for event end")

@@ -76,7 +76,7 @@ type Record struct {
 // The exact shapes of the three records: keys, their order, value formats.
 var (
 	prefixRE = `^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z","job":"[a-zA-Z_][a-zA-Z0-9_.:-]*",`
-	startRE  = regexp.MustCompile(prefixRE + `"event":"start","host":"[^"]+","pid":[1-9]\d*,"run_id":"[0-9a-f]{16}"(,"lock_ttl_seconds":[1-9]\d*(\.\d{1,3})?)?\}$`)
+	startRE  = regexp.MustCompile(prefixRE + `"event":"start","host":"[^"]+","pid":[1-9]\d*,"run_id":"[0-9a-f]{16}"(,"lock":"file")?(,"lock_ttl_seconds":[1-9]\d*(\.\d{1,3})?)?\}$`)
 	endRE    = regexp.MustCompile(prefixRE + `"event":"end","host":"[^"]+","pid":[1-9]\d*,"run_id":"[0-9a-f]{16}",` +
 		`"status":"(success|failure|timeout|skipped)","exit_code":\d+,"duration_seconds":\d+(\.\d{1,3})?` +
 		`(,"reason":"(lock_lost|lock_unavailable|locked|disabled|other)")?\}$`)
