@@ -21,6 +21,11 @@ declare -A need=(
   [/lib/systemd/systemd-journal-remote]=systemd-journal-remote
   [redis-server]=redis-server
   [chromium]=chromium
+  [lintian]=lintian
+  [rpm]=rpm
+  [curl]=curl
+  [unshare]=util-linux
+  [setpriv]=util-linux
 )
 missing=()
 for cmd in "${!need[@]}"; do
