@@ -474,11 +474,12 @@ func TestDeb(t *testing.T) {
 	// The packaged config is valid.
 	command(t, nil, "go", "run", "./cmd/jobwatch", "check-config", "--config.file=packaging/jobwatch.yml")
 
-	cmd := exec.Command("lintian", "--info", "--pedantic", pkg)
+	cmd := exec.Command("lintian", "--display-info", "--pedantic", pkg)
 	out, err := cmd.CombinedOutput()
 	t.Logf("lintian:\n%s", out)
-	if regexp.MustCompile(`(?m)^E: `).Match(out) {
-		t.Errorf("lintian reports errors")
+	// docs/install.md says: no error, no warning (the overrides it justifies aside).
+	if regexp.MustCompile(`(?m)^[EW]: `).Match(out) {
+		t.Errorf("lintian reports errors or warnings")
 	}
 	if err != nil && !regexp.MustCompile(`(?m)^[EWIPX]: `).Match(out) {
 		t.Errorf("lintian: %v", err)
