@@ -40,6 +40,11 @@ stop_jobwatch() {
 }
 trap stop_jobwatch EXIT
 
+# The unit's user, groups and capabilities (User=, SupplementaryGroups=,
+# AmbientCapabilities=, CapabilityBoundingSet=, NoNewPrivileges=).
+caps=-all,+dac_read_search
+as_unit="--reuid jobwatch --regid jobwatch --init-groups --no-new-privs --inh-caps=$caps --ambient-caps=$caps --bounding-set=$caps"
+
 # start_jobwatch: as the unit starts it, as user jobwatch with its groups,
 # ARGS read from /etc/default/jobwatch and ExecStart from the unit.
 start_jobwatch() {
@@ -50,8 +55,7 @@ start_jobwatch() {
 		. /etc/default/jobwatch
 		set +a
 		cd /
-		exec setpriv --reuid jobwatch --regid jobwatch --init-groups --inh-caps=-all \
-			sh -c "exec $exec_start" >"$scratch/jobwatch.log" 2>&1
+		exec setpriv $as_unit sh -c "exec $exec_start" >"$scratch/jobwatch.log" 2>&1
 	) &
 	jw_pid=$!
 }
@@ -118,6 +122,20 @@ fi
 if setpriv --reuid nobody --regid nogroup --clear-groups rm -f /var/log/jobwatch/runs.log 2>/dev/null; then
 	fail "user nobody could remove root's runs.log"
 fi
+
+say "crontabs (0600 in a 1730 spool): read with CAP_DAC_READ_SEARCH only"
+spool=/var/spool/cron/crontabs
+[ -d "$spool" ] || mkdir -p -m 1730 "$spool"
+printf '17 * * * * /usr/local/bin/pkgtestcron\n' >"$spool/pkgtest"
+chmod 0600 "$spool/pkgtest"
+if setpriv --reuid jobwatch --regid jobwatch --init-groups --inh-caps=-all \
+	/usr/bin/jobwatch discover --output - 2>/dev/null | grep -q 'name: pkgtestcron'; then
+	fail "jobwatch read a 0600 crontab without CAP_DAC_READ_SEARCH"
+fi
+# shellcheck disable=SC2086 # as_unit is setpriv's flags
+setpriv $as_unit /usr/bin/jobwatch discover --output - 2>/dev/null | grep -q 'name: pkgtestcron' ||
+	fail "jobwatch with the unit's capability did not read the crontab"
+rm "$spool/pkgtest"
 
 say "configure, run a wrapped job, start jobwatch as the unit does"
 sed -i 's/^jobs:$/jobs:\n  - name: pkgtest    # added by install.sh\n    every: 1h/' /etc/jobwatch/jobwatch.yml
