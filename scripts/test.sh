@@ -24,6 +24,7 @@ declare -A need=(
   [lintian]=lintian
   [rpm]=rpm
   [curl]=curl
+  [logrotate]=logrotate
   [unshare]=util-linux
   [setpriv]=util-linux
 )

@@ -123,6 +123,14 @@ if setpriv --reuid nobody --regid nogroup --clear-groups rm -f /var/log/jobwatch
 	fail "user nobody could remove root's runs.log"
 fi
 
+if command -v logrotate >/dev/null; then
+	say "logrotate: each log rotated and made again with its owner"
+	logrotate -f -s "$scratch/logrotate.state" /etc/logrotate.d/jobwatch || fail "logrotate"
+	want "nobody.log after rotation" "$(mode /var/log/jobwatch/nobody.log)" "640 nobody jobwatch"
+	want "runs.log after rotation" "$(mode /var/log/jobwatch/runs.log)" "640 root jobwatch"
+	[ -s /var/log/jobwatch/nobody.log.1 ] || fail "nobody.log was not rotated"
+fi
+
 say "crontabs (0600 in a 1730 spool): read with CAP_DAC_READ_SEARCH only"
 spool=/var/spool/cron/crontabs
 [ -d "$spool" ] || mkdir -p -m 1730 "$spool"
