@@ -21,6 +21,12 @@ declare -A need=(
   [/lib/systemd/systemd-journal-remote]=systemd-journal-remote
   [redis-server]=redis-server
   [chromium]=chromium
+  [lintian]=lintian
+  [rpm]=rpm
+  [curl]=curl
+  [logrotate]=logrotate
+  [unshare]=util-linux
+  [setpriv]=util-linux
 )
 missing=()
 for cmd in "${!need[@]}"; do
