@@ -60,9 +60,11 @@ start_jobwatch() {
 	jw_pid=$!
 }
 
-# metrics PATTERN: waits until /metrics has a line matching PATTERN.
+# metrics PATTERN [TENTHS]: waits until /metrics has a line matching
+# PATTERN, for at most TENTHS tenths of a second (600: a minute).
 metrics() {
 	i=0
+	limit=${2:-600}
 	while :; do
 		if curl -fsS "http://127.0.0.1:$port/metrics" >"$scratch/metrics" 2>/dev/null &&
 			grep -Eq "$1" "$scratch/metrics"; then
@@ -70,7 +72,7 @@ metrics() {
 		fi
 		kill -0 "$jw_pid" 2>/dev/null || { cat "$scratch/jobwatch.log"; fail "jobwatch exited"; }
 		i=$((i + 1))
-		[ "$i" -lt 600 ] || { cat "$scratch/jobwatch.log"; fail "no /metrics line matching $1 within 60 s"; }
+		[ "$i" -lt "$limit" ] || { cat "$scratch/jobwatch.log"; fail "no /metrics line matching $1 within $((limit / 10)) s"; }
 		sleep 0.1 # paces the scrapes
 	done
 }
@@ -150,8 +152,16 @@ sed -i 's/^jobs:$/jobs:\n  - name: pkgtest    # added by install.sh\n    every: 
 sed -i "s/^ARGS=.*/ARGS=\"--web.listen-address=127.0.0.1:$port --sources.startup-hold=0s\"/" /etc/default/jobwatch
 /usr/bin/jobwatch check-config --config.file=/etc/jobwatch/jobwatch.yml >/dev/null || fail "check-config after the edit"
 /usr/bin/jobwatch run --job pkgtest --lock /run/lock/pkgtest.lock -- true
+# Host mode: a cron job of the host is watched with no job written for it.
+printf '23 4 * * * root /usr/local/bin/pkghost\n' >/etc/cron.d/pkghost
 start_jobwatch
 metrics '^jobwatch_job_runs_total\{job_name="pkgtest",result="success"\} 1$'
+metrics '^jobwatch_job_info\{job_name="pkghost",scope="host"\} 1$'
+# A new file in /etc/cron.d is watched within the discovery interval (1m),
+# without a restart.
+printf '41 5 * * * root /usr/local/bin/pkgnew\n' >/etc/cron.d/pkgnew
+metrics '^jobwatch_job_info\{job_name="pkgnew",scope="host"\} 1$' 1000
+rm /etc/cron.d/pkghost /etc/cron.d/pkgnew
 grep -Eq '^jobwatch_source_up\{source="runs",type="runlog"\} 1$' "$scratch/metrics" || fail "source runs is not up"
 grep -Eq '^jobwatch_build_info\{' "$scratch/metrics" || fail "no jobwatch_build_info"
 want "jobwatch's user" "$(stat -c %U "/proc/$jw_pid")" jobwatch
