@@ -99,22 +99,28 @@ func TestCheckinsOverTLS(t *testing.T) {
 	logs := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	must(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("jobwatch log:\n%s", logs.String())
+		}
+	})
 
 	base := "https://" + addr
 	authed := &http.Client{Timeout: client.Timeout, Transport: basicAuth{client.Transport}}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testproc.Eventually(t, minWait, "jobwatch to answer over TLS", func() error {
 		req, _ := http.NewRequest("GET", base+"/-/healthy", nil)
-		if resp, err := authed.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+		resp, err := authed.Do(req)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobwatch did not answer over TLS within 20s:\n%s", logs.String())
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("/-/healthy: %s", resp.Status)
 		}
-	}
+		return nil
+	})
 
 	// Without the password nothing is taken.
 	if code, _ := ping(t, client, "GET", base+"/ping/backup", "", nil); code != http.StatusUnauthorized {
@@ -128,20 +134,18 @@ func TestCheckinsOverTLS(t *testing.T) {
 	mustPing(t, authed, base+"/ping/backup/fail?rid="+rid2+"&host=laptop", output)
 
 	var job status.Job
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testproc.EventuallyEvery(t, minWait, 100*time.Millisecond, "the check-ins to show on the API", func() error {
 		code, body := ping(t, authed, "GET", base+"/api/v1/jobs/backup", "", nil)
 		if code != 200 {
 			t.Fatalf("/api/v1/jobs/backup: %d %s", code, body)
 		}
 		job = status.Job{}
 		must(t, json.Unmarshal([]byte(body), &job))
-		if job.Runs["success"]+job.Runs["failure"] == 2 {
-			break
+		if job.Runs["success"]+job.Runs["failure"] != 2 {
+			return fmt.Errorf("runs %v", job.Runs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the check-ins did not show within 20s: %s\n%s", body, logs.String())
-		}
-	}
+		return nil
+	})
 	if job.Runs["success"] != 1 || job.Runs["failure"] != 1 || job.State != status.StateFailing || len(job.Running) != 0 {
 		t.Errorf("runs %v, state %s, running %v: want a success, a failure, failing, none running", job.Runs, job.State, job.Running)
 	}

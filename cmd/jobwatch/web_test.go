@@ -57,22 +57,9 @@ func startIn(t *testing.T, bin, dir string, args ...string) *instance {
 		t.Fatal(err)
 	}
 	in := &instance{t: t, cmd: cmd, addr: addr, logs: logs}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get("http://" + addr + "/-/healthy")
-		if err == nil {
-			resp.Body.Close()
-			return in
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobwatch did not come up on %s: %v\n%s", addr, err, logs.String())
-		}
-	}
+	in.cleanup()
+	in.waitHealthy()
+	return in
 }
 
 // closedWithin writes req on a new connection, then reads until the server
@@ -200,7 +187,7 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The scraper stalls past the timeout, then reads what it can.
-	time.Sleep(timeout + time.Second)
+	time.Sleep(timeout + time.Second) // paces the scraper: the stall the write timeout must cut
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	n, err := io.Copy(io.Discard, resp.Body)
 	var ne net.Error
@@ -472,13 +459,8 @@ func TestMissingRunLogIsInfo(t *testing.T) {
 	in := startIn(t, bin, dir, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"))
 	in.waitFor(10*time.Second, map[string]float64{`jobwatch_source_up{source="runs",type="runlog"}`: 0})
 	// The source reports its health, and logs it, within a few seconds.
-	var logs string
-	for deadline := time.Now().Add(15 * time.Second); !regexp.MustCompile(`msg="run log `).MatchString(logs); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the source did not log its health within 15s:\n%s", logs)
-		}
-		logs = in.logs.String()
-	}
+	testproc.WaitUntil(t, minWait, "the source to log its health", func() bool { return strings.Contains(in.logs.String(), `msg="run log `) })
+	logs := in.logs.String()
 	if strings.Contains(logs, "level=WARN") {
 		t.Errorf("a run log that does not exist yet gave a warning:\n%s", logs)
 	}
@@ -557,13 +539,8 @@ func TestQuickStart(t *testing.T) {
 		must(t, in.cmd.Process.Signal(os.Interrupt))
 		done := make(chan error, 1)
 		go func() { done <- in.cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("round %d: exit after Ctrl-C: %v\n%s", round, err, in.logs.String())
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatalf("round %d: still running 15s after Ctrl-C\n%s", round, in.logs.String())
+		if err := testproc.Receive(t, done, minWait, fmt.Sprintf("round %d: jobwatch to exit after Ctrl-C", round)); err != nil {
+			t.Fatalf("round %d: exit after Ctrl-C: %v\n%s", round, err, in.logs.String())
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data")); err != nil {
@@ -626,7 +603,13 @@ func TestTLSAndBasicAuth(t *testing.T) {
 	logs := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	must(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("jobwatch log:\n%s", logs.String())
+		}
+	})
 
 	do := func(user, pass string) int {
 		req, _ := http.NewRequest("GET", "https://"+addr+"/metrics", nil)
@@ -641,11 +624,7 @@ func TestTLSAndBasicAuth(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	for deadline := time.Now().Add(20 * time.Second); do("prometheus", "s3cret-for-test") != 200; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no authenticated scrape over TLS within 20s:\n%s", logs.String())
-		}
-	}
+	testproc.WaitUntil(t, minWait, "an authenticated scrape over TLS", func() bool { return do("prometheus", "s3cret-for-test") == 200 })
 	if code := do("", ""); code != http.StatusUnauthorized {
 		t.Errorf("no password: %d, want 401", code)
 	}
