@@ -893,9 +893,9 @@ func TestIdleCPUManySources(t *testing.T) {
 		logs := in.logs.String()
 		for i := range 15 {
 			switch {
-			case i < 5 && !strings.Contains(logs, fmt.Sprintf(`msg="file rotated" source=src%03d `, i)):
+			case i < 5 && !strings.Contains(logs, fmt.Sprintf(`msg="file rotated" logged_source=src%03d `, i)):
 				return fmt.Errorf("src%03d: no rotation logged", i)
-			case i >= 5 && i < 10 && !strings.Contains(logs, fmt.Sprintf(`msg="file deleted; waiting for it to come back" source=src%03d`, i)):
+			case i >= 5 && i < 10 && !strings.Contains(logs, fmt.Sprintf(`msg="file deleted; waiting for it to come back" logged_source=src%03d `, i)):
 				return fmt.Errorf("src%03d: no deletion logged", i)
 			}
 		}
@@ -968,8 +968,8 @@ sources:
 	// not exist yet.
 	testproc.WaitUntil(t, minWait, "both sources' first health checks logged", func() bool {
 		logs := in.logs.String()
-		return strings.Contains(logs, `msg="run log does not exist yet; waiting for it" source=later `) &&
-			strings.Contains(logs, `msg="run log does not exist yet; waiting for it" source=nested `)
+		return strings.Contains(logs, `msg="run log does not exist yet; waiting for it" logged_source=later `) &&
+			strings.Contains(logs, `msg="run log does not exist yet; waiting for it" logged_source=nested `)
 	})
 	in.waitFor(time.Second, map[string]float64{
 		`jobwatch_source_up{source="later",type="runlog"}`:  0,
