@@ -89,6 +89,7 @@ checkins:
 // whose output is the body, over TLS with basic auth, as docs/checkins.md's
 // curl lines send them; the output shows on the API and the job's page.
 func TestCheckinsOverTLS(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	webCfg, client := tlsWebConfig(t, dir)
@@ -274,6 +275,7 @@ func burst(t testing.TB, base string, n, clients int) ([]string, []time.Duration
 // acknowledged and not counted. It logs the throughput and the latency of
 // the burst (BENCHMARKS.md, "Check-ins").
 func TestCheckinBurstKill(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
@@ -357,6 +359,7 @@ func snapSource(snap *model.Snapshot) *model.SourceState {
 // its status code and its count in jobwatch_checkins_rejected_total; none is
 // applied.
 func TestCheckinBadInputs(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
@@ -485,6 +488,7 @@ func BenchmarkCheckinsThroughBinary(b *testing.B) {
 // burst are refused; turned on again, the source goes on from where it was
 // in the spool: its counts continue, and nothing is applied twice.
 func TestCheckinsReloadOffAndOn(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
@@ -521,6 +525,7 @@ func TestCheckinsReloadOffAndOn(t *testing.T) {
 // kill may or may not have been saved, and their clients' retries (same run
 // id and event) make each of them count exactly once.
 func TestCheckinKillMidBurst(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")

@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,10 +42,22 @@ var (
 	buildErr  error
 )
 
+// parallel is how many of the package's tests run at once when -parallel
+// is not given: they mostly wait on jobwatch's timers (a second's health
+// checks and saves, the late window), not on the CPU, so more than
+// GOMAXPROCS (go test's default) run side by side on a 2-core machine.
+const parallel = 4
+
 // TestMain makes the directory the binary is built into once for all the
 // tests, which run it side by side (each test still has its own temp
-// directory, state and port).
+// directory, state and port), and sets -parallel.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(max(parallel, runtime.GOMAXPROCS(0))))
+	}
 	dir, err := os.MkdirTemp("", "jobwatch-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -253,6 +268,7 @@ sources:
 // kills jobwatch with SIGKILL and restarts it, and checks the figures on
 // /metrics each time.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
@@ -392,6 +408,7 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestCheckConfig(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yml")

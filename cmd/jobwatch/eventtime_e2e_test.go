@@ -67,6 +67,7 @@ func writeLines(t *testing.T, path string, lines []timedLine) {
 // written in the first seconds after jobwatch started, within its start-up
 // hold): every jobwatch_job_* series is the same.
 func TestEventTimeTwoRunLogs(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	// Yesterday's half hour, and a schedule of just those 30 minutes: the
 	// minutes since are no slots, so the two runs count the same however

@@ -450,6 +450,7 @@ func fill(t *testing.T, path string) {
 // SIGKILL then makes no shown counter go back), and saves again once there
 // is space; a SIGKILL after that loses nothing and counts nothing twice.
 func TestStateDiskFull(t *testing.T) {
+	t.Parallel()
 	stateDir := mountTmpfs(t, "64k")
 	bin := buildBinary(t)
 	dir := t.TempDir()
@@ -550,6 +551,7 @@ func TestStateDiskFull(t *testing.T) {
 // jobwatch with an error naming it, and is left as it is; so does a state
 // directory another jobwatch is using.
 func TestBadStateRefusesToStart(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
@@ -942,6 +944,7 @@ func must(t testing.TB, err error) {
 // once the file appears its records are read and the source is up (within
 // about 3 s on an idle machine; the test logs how long it took).
 func TestSourceFileAppearsLater(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	later := runLog{t, filepath.Join(dir, "later.log")}
@@ -1026,6 +1029,7 @@ func (in *instance) reload() (int, string) {
 // reads on from where the kept source was, and never the removed one again;
 // failed reloads leave the running sources reading.
 func TestReloadChangesSources(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log1 := runLog{t, filepath.Join(dir, "one.log")}

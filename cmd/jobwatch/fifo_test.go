@@ -16,6 +16,7 @@ import (
 // down, logged once; the other sources read on, a reload answers and SIGTERM
 // stops the process, as they did before the pipe hung its source for good.
 func TestFIFOAtRunLogPath(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	pipe := filepath.Join(dir, "pipe.log")

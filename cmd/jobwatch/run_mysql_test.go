@@ -22,6 +22,7 @@ import (
 // hosts' runs, the skip on the first host, and the runs of one slot on two
 // hosts at once (an overlap, and a multi-host duplicate of a cluster job).
 func TestRunRecordMySQLExported(t *testing.T) {
+	t.Parallel()
 	srv := mariadbtest.Start(t)
 	db := srv.NewDatabase(t)
 	sqlText, err := os.ReadFile("../../examples/job_runs.sql")

@@ -32,6 +32,7 @@ func jobwatchRun(t *testing.T, bin string, args ...string) int {
 // exporter on the log it wrote: runs by result, skips, durations and the last
 // success show on /metrics.
 func TestRunRecordsExported(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "runs.log")

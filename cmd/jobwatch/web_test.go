@@ -90,6 +90,7 @@ func closedWithin(t *testing.T, addr, req string, limit time.Duration) (time.Dur
 // unfinished headers and bodies, oversized headers, idle connections and
 // a client that does not read its response.
 func TestServerLimits(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	in := startWith(t, bin, "--web.read-header-timeout=1s", "--web.read-timeout=2s", "--web.idle-timeout=1s", "--web.write-timeout=1s")
 
@@ -159,6 +160,7 @@ func TestServerLimits(t *testing.T) {
 // buffers (4 MB at most on Linux), so the config has 3,000 jobs: 8 MB of
 // exposition.
 func TestWriteTimeout(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	var b strings.Builder
@@ -218,6 +220,7 @@ func post(t *testing.T, url string, header map[string]string) (int, string) {
 // TestLifecycleEndpoint: /-/reload is off by default, and when enabled it
 // refuses what a page on another site can make a browser send.
 func TestLifecycleEndpoint(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	off := startWith(t, bin)
 	if code, msg := post(t, "http://"+off.addr+"/-/reload", nil); code != http.StatusForbidden || !strings.Contains(msg, "--web.enable-lifecycle") {
@@ -269,6 +272,7 @@ func get(t *testing.T, url string) (int, string) {
 // TestPprof: profiling is served, and linked from the landing page, only
 // with --web.enable-pprof; every link of the landing page answers.
 func TestPprof(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	href := regexp.MustCompile(`href="([^"#:]+)"`)
 	for _, tc := range []struct {
@@ -307,6 +311,7 @@ func TestPprof(t *testing.T) {
 // counters with a start time carry _created, and the handler counts its
 // own requests; the classic text format passes promtool's linter.
 func TestOpenMetrics(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	in := startWith(t, bin)
 	url := "http://" + in.addr + "/metrics"
@@ -378,6 +383,7 @@ func TestOpenMetrics(t *testing.T) {
 // TestHelpShowsServeFlags: serve is the default command, so the top-level
 // help lists its flags.
 func TestHelpShowsServeFlags(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
@@ -400,6 +406,7 @@ func TestHelpShowsServeFlags(t *testing.T) {
 // TestVersionFromBuildInfo: a plain go build, without the Makefile's
 // ldflags, reports what the go command recorded.
 func TestVersionFromBuildInfo(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "jobwatch")
 	if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, "jobwatch/cmd/jobwatch").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -451,6 +458,7 @@ func grepLines(s, sub string) string {
 // TestMissingRunLogIsInfo: on a fresh install the run log does not exist
 // until the first wrapped run; that is not a warning.
 func TestMissingRunLogIsInfo(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "not-yet", "runs.log")
@@ -472,6 +480,7 @@ func TestMissingRunLogIsInfo(t *testing.T) {
 // TestOpenRunCapWarningSummarised: runs closed for exceeding the cap of
 // runs in progress are warned about once, then counted, not one line each.
 func TestOpenRunCapWarningSummarised(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
@@ -501,6 +510,7 @@ func TestOpenRunCapWarningSummarised(t *testing.T) {
 // log written relative to now, the built binary started beside the bundled
 // jobwatch.yml with no flags but the address, and stopped with Ctrl-C.
 func TestQuickStart(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg, err := os.ReadFile("../../jobwatch.yml")
@@ -592,6 +602,7 @@ const (
 // TestTLSAndBasicAuth runs the binary with the web configuration that
 // docs/web.md shows: TLS with a certificate made here, a bcrypt password.
 func TestTLSAndBasicAuth(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	webCfg, client := tlsWebConfig(t, dir)
