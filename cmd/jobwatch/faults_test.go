@@ -47,18 +47,18 @@ func (in *instance) waitUntil(within time.Duration, what string, ok func(map[str
 	return got
 }
 
-// runToExit runs jobwatch expecting it to exit on its own within 10 s, and
+// runToExit runs jobwatch expecting it to exit on its own (within minWait), and
 // returns its exit code and standard error.
 func runToExit(t *testing.T, bin string, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), minWait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("jobwatch %s did not exit within 10s (it should refuse to start)\n%s", strings.Join(args, " "), stderr.String())
+		t.Fatalf("jobwatch %s did not exit within %s (it should refuse to start)\n%s", strings.Join(args, " "), minWait, stderr.String())
 	}
 	return exitCode(err), stderr.String()
 }
