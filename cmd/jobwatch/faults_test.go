@@ -68,10 +68,15 @@ func runToExit(t *testing.T, bin string, args ...string) (int, string) {
 var stateFiles = []string{state.SnapshotFile, state.LogFile, state.LegacyFile}
 
 // loadStateCopy loads a state directory with the real loader, from a copy
-// (the running jobwatch holds the lock of its own directory).
+// (the running jobwatch holds the lock of its own directory), removed once
+// loaded: the waits call it at every look.
 func loadStateCopy(t *testing.T, stateDir string) (*model.Snapshot, error) {
 	t.Helper()
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "jobwatch-state-copy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
 	for _, name := range stateFiles {
 		data, err := os.ReadFile(filepath.Join(stateDir, name))
 		if errors.Is(err, fs.ErrNotExist) {
