@@ -89,7 +89,7 @@ sources:
 			}
 		}()
 	}
-	t.Cleanup(func() { os.WriteFile(release, nil, 0o600) }) // the runs end, should the wait fail
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o600); wg.Wait() }) // the runs end, should the wait fail
 	testproc.WaitUntil(t, minWait, "the two runs' rows", func() bool { return openRows() >= 2 })
 	if code, stderr := run("hostA", "true"); code != 75 {
 		t.Errorf("third run on hostA: exit %d %s, want 75 (skip)", code, stderr)
