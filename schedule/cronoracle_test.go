@@ -2,7 +2,6 @@ package schedule
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -234,7 +233,7 @@ exec faketime -f '@%[2]s:00 x%[3]d' %[4]s -f
 `, dir, n.start, n.speed, cronBin)
 	cmd := inNamespace(script)
 	cmd.Env = append(os.Environ(), "TZ="+n.zone)
-	var stderr bytes.Buffer
+	var stderr testproc.Buffer // read while cron writes it
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
