@@ -35,6 +35,7 @@ sources:
 // through a run only because it is renewed; a restarted jobwatch still
 // knows it.
 func TestAdviseShowsLockTTL(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	srv := redistest.Start(t, "")
 	dir := t.TempDir()

@@ -89,6 +89,7 @@ checkins:
 // whose output is the body, over TLS with basic auth, as docs/checkins.md's
 // curl lines send them; the output shows on the API and the job's page.
 func TestCheckinsOverTLS(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	webCfg, client := tlsWebConfig(t, dir)
@@ -99,22 +100,28 @@ func TestCheckinsOverTLS(t *testing.T) {
 	logs := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	must(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("jobwatch log:\n%s", logs.String())
+		}
+	})
 
 	base := "https://" + addr
 	authed := &http.Client{Timeout: client.Timeout, Transport: basicAuth{client.Transport}}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testproc.Eventually(t, minWait, "jobwatch to answer over TLS", func() error {
 		req, _ := http.NewRequest("GET", base+"/-/healthy", nil)
-		if resp, err := authed.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+		resp, err := authed.Do(req)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobwatch did not answer over TLS within 20s:\n%s", logs.String())
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("/-/healthy: %s", resp.Status)
 		}
-	}
+		return nil
+	})
 
 	// Without the password nothing is taken.
 	if code, _ := ping(t, client, "GET", base+"/ping/backup", "", nil); code != http.StatusUnauthorized {
@@ -128,20 +135,18 @@ func TestCheckinsOverTLS(t *testing.T) {
 	mustPing(t, authed, base+"/ping/backup/fail?rid="+rid2+"&host=laptop", output)
 
 	var job status.Job
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testproc.EventuallyEvery(t, minWait, 100*time.Millisecond, "the check-ins to show on the API", func() error {
 		code, body := ping(t, authed, "GET", base+"/api/v1/jobs/backup", "", nil)
 		if code != 200 {
 			t.Fatalf("/api/v1/jobs/backup: %d %s", code, body)
 		}
 		job = status.Job{}
 		must(t, json.Unmarshal([]byte(body), &job))
-		if job.Runs["success"]+job.Runs["failure"] == 2 {
-			break
+		if job.Runs["success"]+job.Runs["failure"] != 2 {
+			return fmt.Errorf("runs %v", job.Runs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the check-ins did not show within 20s: %s\n%s", body, logs.String())
-		}
-	}
+		return nil
+	})
 	if job.Runs["success"] != 1 || job.Runs["failure"] != 1 || job.State != status.StateFailing || len(job.Running) != 0 {
 		t.Errorf("runs %v, state %s, running %v: want a success, a failure, failing, none running", job.Runs, job.State, job.Running)
 	}
@@ -270,6 +275,7 @@ func burst(t testing.TB, base string, n, clients int) ([]string, []time.Duration
 // acknowledged and not counted. It logs the throughput and the latency of
 // the burst (BENCHMARKS.md, "Check-ins").
 func TestCheckinBurstKill(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
@@ -353,6 +359,7 @@ func snapSource(snap *model.Snapshot) *model.SourceState {
 // its status code and its count in jobwatch_checkins_rejected_total; none is
 // applied.
 func TestCheckinBadInputs(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
@@ -481,6 +488,7 @@ func BenchmarkCheckinsThroughBinary(b *testing.B) {
 // burst are refused; turned on again, the source goes on from where it was
 // in the spool: its counts continue, and nothing is applied twice.
 func TestCheckinsReloadOffAndOn(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
@@ -517,6 +525,7 @@ func TestCheckinsReloadOffAndOn(t *testing.T) {
 // kill may or may not have been saved, and their clients' retries (same run
 // id and event) make each of them count exactly once.
 func TestCheckinKillMidBurst(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")

@@ -14,6 +14,7 @@ import (
 // whose table has no index by job succeeds with a warning naming the source
 // and the index to create.
 func TestCheckConfigWarnsOfMissingIndexes(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	srv := mariadbtest.Start(t)
 	db := srv.NewDatabase(t)
@@ -46,6 +47,7 @@ sources:
 // Debian's default level succeeds and warns that its jobs can only be seen
 // starting; at -L 15 it says nothing.
 func TestCheckConfigWarnsOfCronLevel(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, tc := range []struct {
 		level string

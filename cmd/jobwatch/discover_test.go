@@ -18,6 +18,7 @@ import (
 // writes passes jobwatch check-config, findings go to stderr, warnings make
 // it exit 1, and --merge keeps what is there.
 func TestDiscover(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	run := func(t *testing.T, args ...string) (stdout, stderr string, code int) {
 		t.Helper()

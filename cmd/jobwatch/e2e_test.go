@@ -2,14 +2,19 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,7 +33,67 @@ type instance struct {
 	logs *testproc.Buffer
 }
 
-func buildBinary(t testing.TB) string { return testproc.BuildJobwatch(t, t.TempDir()) }
+// The binary the package's tests run: built once, by the first test that
+// asks (buildBinary), into binDir, which TestMain makes and removes.
+var (
+	binDir    string
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// parallel is how many of the package's tests run at once when -parallel
+// is not given: they mostly wait on jobwatch's timers (a second's health
+// checks and saves, the late window), not on the CPU, so more than
+// GOMAXPROCS (go test's default) run side by side on a 2-core machine.
+const parallel = 4
+
+// TestMain makes the directory the binary is built into once for all the
+// tests, which run it side by side (each test still has its own temp
+// directory, state and port), and sets -parallel.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(max(parallel, runtime.GOMAXPROCS(0))))
+	}
+	dir, err := os.MkdirTemp("", "jobwatch-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// buildBinary returns the path of the jobwatch binary, built once for the
+// whole package (a build per test took a few seconds each, 40 times).
+func buildBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		bin := filepath.Join(binDir, "jobwatch")
+		out, err := exec.Command("go", "build", "-o", bin, "jobwatch/cmd/jobwatch").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		builtBin = bin
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// minWait is the least a wait on jobwatch is bounded by: what a test says
+// it takes on a quiet machine is often a second or two, and a loaded
+// machine running the tests side by side can take ten times that. The
+// bound only stops a broken program; the waits end as soon as what they
+// wait for is seen.
+const minWait = 30 * time.Second
 
 func freePort(t testing.TB) string { return testproc.FreeAddr(t) }
 
@@ -48,24 +113,36 @@ func startJobwatchArgs(t testing.TB, bin, configFile, stateDir, addr string, ext
 		t.Fatal(err)
 	}
 	in := &instance{t: t, cmd: cmd, addr: addr, logs: logs}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
+	in.cleanup()
+	in.waitHealthy()
+	return in
+}
+
+// cleanup kills the process at the end of the test if it still runs, and
+// prints its log if the test failed.
+func (in *instance) cleanup() {
+	in.t.Cleanup(func() {
+		if in.t.Failed() {
+			in.t.Logf("log of jobwatch on %s:\n%s", in.addr, in.logs.String())
+		}
+		if in.cmd.ProcessState == nil {
+			in.cmd.Process.Kill()
+			in.cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/-/healthy")
-		if err == nil {
-			resp.Body.Close()
-			return in
+}
+
+// waitHealthy waits until jobwatch answers /-/healthy.
+func (in *instance) waitHealthy() {
+	in.t.Helper()
+	testproc.Eventually(in.t, minWait, "jobwatch to come up on "+in.addr, func() error {
+		resp, err := http.Get("http://" + in.addr + "/-/healthy")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobwatch did not come up on %s: %v\n%s", addr, err, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return nil
+	})
 }
 
 func (in *instance) kill(sig syscall.Signal) {
@@ -117,12 +194,14 @@ func (in *instance) scrape() (map[string]float64, string) {
 	return samples, string(body)
 }
 
-// waitFor polls /metrics until every wanted sample has its value.
+// waitFor polls /metrics until every wanted sample has its value. within
+// is what it takes on a quiet machine; the wait is bounded by minWait at
+// least.
 func (in *instance) waitFor(within time.Duration, want map[string]float64) map[string]float64 {
 	in.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		got, _ := in.scrape()
+	var got map[string]float64
+	testproc.EventuallyEvery(in.t, max(within, minWait), 100*time.Millisecond, "the samples on /metrics", func() error {
+		got, _ = in.scrape()
 		var diffs []string
 		for k, v := range want {
 			if g, ok := got[k]; !ok || g != v {
@@ -130,14 +209,12 @@ func (in *instance) waitFor(within time.Duration, want map[string]float64) map[s
 			}
 		}
 		if len(diffs) == 0 {
-			return got
+			return nil
 		}
-		if time.Now().After(deadline) {
-			sort.Strings(diffs)
-			in.t.Fatalf("after %s:\n  %s\njobwatch log:\n%s", within, strings.Join(diffs, "\n  "), in.logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		sort.Strings(diffs)
+		return errors.New("\n  " + strings.Join(diffs, "\n  "))
+	})
+	return got
 }
 
 type runLog struct {
@@ -191,6 +268,7 @@ sources:
 // kills jobwatch with SIGKILL and restarts it, and checks the figures on
 // /metrics each time.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
@@ -244,7 +322,7 @@ func TestEndToEnd(t *testing.T) {
 	// A run started a minute ago: within the job's 25m timeout.
 	started := time.Now().Add(-time.Minute).Truncate(time.Second)
 	log.append(rec(started, "stats", "start", 104, ""))
-	in.waitFor(3*time.Second, map[string]float64{
+	shown := in.waitFor(3*time.Second, map[string]float64{
 		`jobwatch_job_running{job_name="stats"}`:                                               1,
 		`jobwatch_job_run_start_timestamp_seconds{host="e2e-host",job_name="stats",pid="104"}`: float64(started.Unix()),
 		`jobwatch_job_runs_total{job_name="backup",result="success"}`:                          1,
@@ -252,7 +330,8 @@ func TestEndToEnd(t *testing.T) {
 
 	// kill -9, records written while jobwatch is down, restart: every
 	// counter continues, none counts a record twice.
-	time.Sleep(1500 * time.Millisecond) // let the state saver run at least once
+	// What a scrape shows is what was saved: the state file holds it.
+	waitSavedRecords(t, stateDir, "runs", uint64(shown[`jobwatch_source_records_total{source="runs"}`]))
 	in.kill(syscall.SIGKILL)
 	log.append(rec(started.Add(30*time.Second), "stats", "end", 104, `"status":"failure","exit_code":3`))
 	log.append(rec(started.Add(31*time.Second), "stats", "skip", 105, `"reason":"locked"`))
@@ -329,6 +408,7 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestCheckConfig(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yml")

@@ -67,6 +67,7 @@ func writeLines(t *testing.T, path string, lines []timedLine) {
 // written in the first seconds after jobwatch started, within its start-up
 // hold): every jobwatch_job_* series is the same.
 func TestEventTimeTwoRunLogs(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	// Yesterday's half hour, and a schedule of just those 30 minutes: the
 	// minutes since are no slots, so the two runs count the same however
@@ -79,7 +80,7 @@ func TestEventTimeTwoRunLogs(t *testing.T) {
     grace: 20s
     timeout: 10m
 `, base.Hour(), base.Day(), int(base.Month()))
-	run := func(logs int, write func(dir string)) map[string]float64 {
+	run := func(t *testing.T, logs int, write func(dir string)) map[string]float64 {
 		dir := t.TempDir()
 		cfg := "jobs:\n" + job + "sources:\n"
 		for i := range logs {
@@ -103,7 +104,6 @@ func TestEventTimeTwoRunLogs(t *testing.T) {
 		}
 		return out
 	}
-	one := run(1, func(dir string) { writeLines(t, filepath.Join(dir, "runs0.log"), records) })
 	var first, second []timedLine
 	for _, r := range records {
 		if r.log == 0 {
@@ -112,15 +112,29 @@ func TestEventTimeTwoRunLogs(t *testing.T) {
 			second = append(second, r)
 		}
 	}
-	two := run(2, func(dir string) {
-		writeLines(t, filepath.Join(dir, "runs0.log"), first)
-		// The ends and the skip come in three parts over the first seconds.
-		for part := range 3 {
-			n := len(second) * (part + 1) / 3
-			writeLines(t, filepath.Join(dir, "runs1.log"), second[len(second)*part/3:n])
-			time.Sleep(time.Second) // pacing the writes, not waiting for jobwatch
-		}
+	// The two jobwatch processes run side by side.
+	var one, two map[string]float64
+	t.Run("logs", func(t *testing.T) {
+		t.Run("one", func(t *testing.T) {
+			t.Parallel()
+			one = run(t, 1, func(dir string) { writeLines(t, filepath.Join(dir, "runs0.log"), records) })
+		})
+		t.Run("two", func(t *testing.T) {
+			t.Parallel()
+			two = run(t, 2, func(dir string) {
+				writeLines(t, filepath.Join(dir, "runs0.log"), first)
+				// The ends and the skip come in three parts over the first seconds.
+				for part := range 3 {
+					n := len(second) * (part + 1) / 3
+					writeLines(t, filepath.Join(dir, "runs1.log"), second[len(second)*part/3:n])
+					time.Sleep(time.Second) // pacing the writes, not waiting for jobwatch
+				}
+			})
+		})
 	})
+	if t.Failed() {
+		return
+	}
 	for _, want := range []struct {
 		key string
 		v   float64

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -34,34 +35,30 @@ import (
 	"jobwatch/internal/testproc"
 )
 
-// waitUntil polls /metrics until ok accepts the samples.
+// waitUntil polls /metrics until ok accepts the samples (bounded by minWait
+// at least, as waitFor).
 func (in *instance) waitUntil(within time.Duration, what string, ok func(map[string]float64) bool) map[string]float64 {
 	in.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		got, _ := in.scrape()
-		if ok(got) {
-			return got
-		}
-		if time.Now().After(deadline) {
-			in.t.Fatalf("after %s: %s did not happen\njobwatch log:\n%s", within, what, in.logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var got map[string]float64
+	testproc.WaitUntil(in.t, max(within, minWait), what, func() bool {
+		got, _ = in.scrape()
+		return ok(got)
+	})
+	return got
 }
 
-// runToExit runs jobwatch expecting it to exit on its own within 10 s, and
+// runToExit runs jobwatch expecting it to exit on its own (within minWait), and
 // returns its exit code and standard error.
 func runToExit(t *testing.T, bin string, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), minWait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("jobwatch %s did not exit within 10s (it should refuse to start)\n%s", strings.Join(args, " "), stderr.String())
+		t.Fatalf("jobwatch %s did not exit within %s (it should refuse to start)\n%s", strings.Join(args, " "), minWait, stderr.String())
 	}
 	return exitCode(err), stderr.String()
 }
@@ -71,10 +68,15 @@ func runToExit(t *testing.T, bin string, args ...string) (int, string) {
 var stateFiles = []string{state.SnapshotFile, state.LogFile, state.LegacyFile}
 
 // loadStateCopy loads a state directory with the real loader, from a copy
-// (the running jobwatch holds the lock of its own directory).
+// (the running jobwatch holds the lock of its own directory), removed once
+// loaded: the waits call it at every look.
 func loadStateCopy(t *testing.T, stateDir string) (*model.Snapshot, error) {
 	t.Helper()
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "jobwatch-state-copy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
 	for _, name := range stateFiles {
 		data, err := os.ReadFile(filepath.Join(stateDir, name))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -93,6 +95,70 @@ func loadStateCopy(t *testing.T, stateDir string) (*model.Snapshot, error) {
 	}
 	defer st.Close()
 	return st.Load()
+}
+
+// savedSource is the state of source in the state jobwatch saved last
+// (loaded from a copy); nil when none is saved yet.
+func savedSource(t *testing.T, stateDir, source string) (*model.SourceState, error) {
+	t.Helper()
+	snap, err := loadStateCopy(t, stateDir)
+	if err != nil || snap == nil {
+		return nil, err
+	}
+	return snap.Sources[source], nil
+}
+
+// waitSavedRecords waits until the saved state holds records records read
+// by source: a save after they were read is over.
+func waitSavedRecords(t *testing.T, stateDir, source string, records uint64) {
+	t.Helper()
+	testproc.Eventually(t, minWait, fmt.Sprintf("the state file to hold %d records of %s", records, source), func() error {
+		s, err := savedSource(t, stateDir, source)
+		switch {
+		case err != nil:
+			return err
+		case s == nil:
+			return errors.New("source not saved yet")
+		case s.Records != records:
+			return fmt.Errorf("%d records saved", s.Records)
+		}
+		return nil
+	})
+}
+
+// waitReadToEnd waits until the position source saved last is the end of
+// the run log at path: it has read, counted and saved all the file holds,
+// so that what it counted of it is final (a record read twice would have
+// been counted before the end was reached). It returns the saved state.
+func waitReadToEnd(t *testing.T, stateDir, source, path string) *model.SourceState {
+	t.Helper()
+	var saved *model.SourceState
+	testproc.Eventually(t, minWait, source+"'s saved position to reach the end of "+path, func() error {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		s, err := savedSource(t, stateDir, source)
+		switch {
+		case err != nil:
+			return err
+		case s == nil:
+			return errors.New("source not saved yet")
+		}
+		var pos struct { // the run-log source's position (sources/runlog/tail.Position)
+			Ino    uint64 `json:"ino"`
+			Offset int64  `json:"offset"`
+		}
+		if err := json.Unmarshal(s.Position, &pos); err != nil {
+			return fmt.Errorf("saved position %s: %v", s.Position, err)
+		}
+		if pos.Ino != fi.Sys().(*syscall.Stat_t).Ino || pos.Offset != fi.Size() {
+			return fmt.Errorf("saved position %s, the file is inode %d, %d bytes", s.Position, fi.Sys().(*syscall.Stat_t).Ino, fi.Size())
+		}
+		saved = s
+		return nil
+	})
+	return saved
 }
 
 func writeConfig(t *testing.T, path, text string) {
@@ -189,7 +255,7 @@ func (w *crashWriter) run() error {
 		if _, err := f.Write(buf.Bytes()); err != nil {
 			return err
 		}
-		time.Sleep(w.pause)
+		time.Sleep(w.pause) // paces the writes: a run log written while it is read
 	}
 	return f.Close()
 }
@@ -254,7 +320,7 @@ func TestCrashConsistencyUnderLoad(t *testing.T) {
 		if ack != nil {
 			ack <- struct{}{}
 		}
-		time.Sleep(time.Duration(rnd.IntN(300)) * time.Millisecond)
+		time.Sleep(time.Duration(rnd.IntN(300)) * time.Millisecond) // paces the restart: jobwatch down for a random moment while records come
 		in = startJobwatch(t, bin, cfgPath, stateDir, freePort(t))
 		if ack != nil {
 			resumeLogs = in.logs
@@ -394,6 +460,7 @@ func fill(t *testing.T, path string) {
 // SIGKILL then makes no shown counter go back), and saves again once there
 // is space; a SIGKILL after that loses nothing and counts nothing twice.
 func TestStateDiskFull(t *testing.T) {
+	t.Parallel()
 	stateDir := mountTmpfs(t, "64k")
 	bin := buildBinary(t)
 	dir := t.TempDir()
@@ -410,31 +477,23 @@ func TestStateDiskFull(t *testing.T) {
 	in.waitFor(3*time.Second, map[string]float64{successes: 1, records: 2, failures: 0})
 	waitSaved := func(records uint64) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			snap, err := loadStateCopy(t, stateDir)
-			if err == nil && snap != nil && snap.Sources["runs"] != nil && snap.Sources["runs"].Records == records {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("state file does not hold %d records after 5s (last load: %v)\n%s", records, err, in.logs.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitSavedRecords(t, stateDir, "runs", records)
 	}
 	waitSaved(2)
 
 	// The disk fills up; records keep coming. Appends to the log succeed as
 	// long as they fit in the space its last block already has, so records
-	// come until a save fails.
+	// come until a save fails: each run appended is either saved (and
+	// shown) or the save of it fails, which is waited for before the next.
 	fill(t, filepath.Join(stateDir, "filler"))
-	time.Sleep(1500 * time.Millisecond) // a save begun before the disk was full is over
-	total := 1                          // successes written to the run log
+	total := 1 // successes written to the run log
 	for total < 40 {
 		log.append(success(base.Add(time.Duration(total)*time.Minute), "stats", 100+total)...)
 		total++
-		time.Sleep(1100 * time.Millisecond)
-		if m, _ := in.scrape(); m[failures] >= 1 {
+		m := in.waitUntil(15*time.Second, fmt.Sprintf("%d records shown, or a failed save", 2*total), func(m map[string]float64) bool {
+			return m[records] == float64(2*total) || m[failures] >= 1
+		})
+		if m[failures] >= 1 {
 			break
 		}
 	}
@@ -491,7 +550,10 @@ func TestStateDiskFull(t *testing.T) {
 	total++
 	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
 	in.waitFor(10*time.Second, map[string]float64{successes: float64(total), records: float64(2 * total), failures: 0})
-	time.Sleep(1500 * time.Millisecond)
+	// Once the whole log is read and saved, nothing more is counted.
+	if s := waitReadToEnd(t, stateDir, "runs", log.path); s.Records != uint64(2*total) {
+		t.Errorf("%d records saved once the log was read to its end, want %d", s.Records, 2*total)
+	}
 	in.waitFor(time.Second, map[string]float64{successes: float64(total), records: float64(2 * total)})
 }
 
@@ -499,6 +561,7 @@ func TestStateDiskFull(t *testing.T) {
 // jobwatch with an error naming it, and is left as it is; so does a state
 // directory another jobwatch is using.
 func TestBadStateRefusesToStart(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
@@ -772,12 +835,32 @@ func TestIdleCPUManySources(t *testing.T) {
 		want[fmt.Sprintf(`jobwatch_job_runs_total{job_name="job%02d",result="success"}`, j)] = nSources / nJobs
 	}
 	in.waitFor(10*time.Second, want)
-	time.Sleep(2 * time.Second) // the last state save, and the first one of the sources' health checks
+	// Every source has read its log to the end and saved it (the last
+	// state save that reading causes), and is up (its first health check).
+	stateDir := filepath.Join(dir, "state")
+	testproc.Eventually(t, minWait, "every source's saved position at the end of its log", func() error {
+		snap, err := loadStateCopy(t, stateDir)
+		if err != nil || snap == nil {
+			return fmt.Errorf("loading the state: %v", err)
+		}
+		for i := range nSources {
+			fi, err := os.Stat(logs[i].path)
+			if err != nil {
+				return err
+			}
+			s := snap.Sources[fmt.Sprintf("src%03d", i)]
+			var pos struct{ Offset int64 } // the run-log source's position (sources/runlog/tail.Position)
+			if s == nil || json.Unmarshal(s.Position, &pos) != nil || pos.Offset != fi.Size() {
+				return fmt.Errorf("src%03d not saved at the end of its log", i)
+			}
+		}
+		return nil
+	})
 
 	pid := in.cmd.Process.Pid
 	const window = 10 * time.Second
 	c0, t0 := cpuTime(t, pid), time.Now()
-	time.Sleep(window)
+	time.Sleep(window) // spans the measurement: jobwatch idle for window
 	c1, t1 := cpuTime(t, pid), time.Now()
 	cpu := float64(c1-c0) / userHZ
 	pct := 100 * cpu / t1.Sub(t0).Seconds()
@@ -815,26 +898,42 @@ func TestIdleCPUManySources(t *testing.T) {
 		delete(want, fmt.Sprintf(`jobwatch_source_up{source="src%03d",type="runlog"}`, i))
 	}
 	in.waitFor(30*time.Second, want)
-	time.Sleep(1500 * time.Millisecond) // the renamed ones are followed meanwhile
+	// The rotations and deletions are seen before the rotated files go:
+	// 0-4 rotated, 5-9 deleted (their log lines), 10-14 renamed and still
+	// held open under their new name.
+	testproc.Eventually(t, minWait, "the rotations and deletions seen", func() error {
+		logs := in.logs.String()
+		for i := range 15 {
+			switch {
+			case i < 5 && !strings.Contains(logs, fmt.Sprintf(`msg="file rotated" logged_source=src%03d `, i)):
+				return fmt.Errorf("src%03d: no rotation logged", i)
+			case i >= 5 && i < 10 && !strings.Contains(logs, fmt.Sprintf(`msg="file deleted; waiting for it to come back" logged_source=src%03d `, i)):
+				return fmt.Errorf("src%03d: no deletion logged", i)
+			}
+		}
+		return nil
+	})
+	for i := 10; i < 15; i++ {
+		if p := logs[i].path + ".1"; !testproc.HoldsOpen(pid, p) {
+			t.Errorf("%s, renamed, is not followed", p)
+		}
+	}
 	for i := range 15 {
 		if i < 5 || i >= 10 {
 			must(t, os.Remove(logs[i].path+".1"))
 		}
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		open, deleted := deletedFiles(t, pid)
-		if len(deleted) == 0 {
-			t.Logf("%d open file descriptors before the rotations, %d after", openBefore, open)
-			if open > openBefore {
-				t.Errorf("%d open file descriptors after rotating and deleting logs, %d before", open, openBefore)
-			}
-			break
+	removed := time.Now()
+	testproc.Eventually(t, 15*time.Second, "the deleted files closed", func() error {
+		if _, deleted := deletedFiles(t, pid); len(deleted) > 0 {
+			return errors.New("still open:\n" + strings.Join(deleted, "\n"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deleted files still open 3 s after their deletion:\n%s", strings.Join(deleted, "\n"))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	open, _ := deletedFiles(t, pid)
+	t.Logf("deleted files closed %v after their deletion; %d open file descriptors before the rotations, %d after", time.Since(removed).Round(10*time.Millisecond), openBefore, open)
+	if open > openBefore {
+		t.Errorf("%d open file descriptors after rotating and deleting logs, %d before", open, openBefore)
 	}
 	// The deleted logs are down, the rest up.
 	for i := 5; i < 15; i++ {
@@ -855,6 +954,7 @@ func must(t testing.TB, err error) {
 // once the file appears its records are read and the source is up (within
 // about 3 s on an idle machine; the test logs how long it took).
 func TestSourceFileAppearsLater(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	later := runLog{t, filepath.Join(dir, "later.log")}
@@ -877,7 +977,13 @@ sources:
     format: json
 `, later.path, nested.path))
 	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
-	time.Sleep(2500 * time.Millisecond) // past the first health checks
+	// Past the first health checks: each source logs that its file does
+	// not exist yet.
+	testproc.WaitUntil(t, minWait, "both sources' first health checks logged", func() bool {
+		logs := in.logs.String()
+		return strings.Contains(logs, `msg="run log does not exist yet; waiting for it" logged_source=later `) &&
+			strings.Contains(logs, `msg="run log does not exist yet; waiting for it" logged_source=nested `)
+	})
 	in.waitFor(time.Second, map[string]float64{
 		`jobwatch_source_up{source="later",type="runlog"}`:  0,
 		`jobwatch_source_up{source="nested",type="runlog"}`: 0,
@@ -933,6 +1039,7 @@ func (in *instance) reload() (int, string) {
 // reads on from where the kept source was, and never the removed one again;
 // failed reloads leave the running sources reading.
 func TestReloadChangesSources(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log1 := runLog{t, filepath.Join(dir, "one.log")}
@@ -999,7 +1106,7 @@ func TestReloadChangesSources(t *testing.T) {
 	log2.append(runs(1, "backup")...)
 	log1.append(runs(1, "stats")...)
 	in.waitFor(3*time.Second, map[string]float64{stats: 10005, recOne: 20008})
-	time.Sleep(1500 * time.Millisecond)
+	testproc.WaitUntil(t, minWait, "the removed source's file closed", func() bool { return !testproc.HoldsOpen(in.cmd.Process.Pid, log2.path) })
 	got = in.waitFor(time.Second, map[string]float64{backup: 3, stats: 10005, recOne: 20008})
 
 	// Reloads that fail keep the running config, and its sources reading.
@@ -1025,8 +1132,10 @@ func TestReloadChangesSources(t *testing.T) {
 		t.Errorf("after the failed reloads: stats %v, backup %v; want 10008, 6", got[stats], got[backup])
 	}
 
-	// kill -9 and a restart with the new config: nothing read twice.
-	time.Sleep(1500 * time.Millisecond)
+	// kill -9 and a restart with the new config: nothing read twice. What
+	// the last scrape showed is saved.
+	waitSavedRecords(t, stateDir, "one", uint64(got[recOne]))
+	waitSavedRecords(t, stateDir, "three", uint64(got[recThr]))
 	writeConfig(t, cfg, cfgB)
 	in.kill(syscall.SIGKILL)
 	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
@@ -1040,6 +1149,9 @@ func TestReloadChangesSources(t *testing.T) {
 		t.Fatalf("reload: %d %s", code, msg)
 	}
 	in.waitFor(3*time.Second, map[string]float64{recTwo: 6, backup: 7})
-	time.Sleep(time.Second)
+	// Once two.log is read to its end and saved, nothing more is counted.
+	if s := waitReadToEnd(t, stateDir, "two", log2.path); s.Records != 6 {
+		t.Errorf("%d records of two.log saved once it was read to its end, want 6", s.Records)
+	}
 	in.waitFor(time.Second, map[string]float64{recTwo: 6, backup: 7})
 }

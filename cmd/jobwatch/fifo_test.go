@@ -8,12 +8,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"jobwatch/internal/testproc"
 )
 
 // TestFIFOAtRunLogPath: a named pipe at a run log's path is a source that is
 // down, logged once; the other sources read on, a reload answers and SIGTERM
 // stops the process, as they did before the pipe hung its source for good.
 func TestFIFOAtRunLogPath(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	pipe := filepath.Join(dir, "pipe.log")
@@ -53,22 +56,13 @@ sources:
 		resp.Body.Close()
 		reloaded <- resp.StatusCode
 	}()
-	select {
-	case code := <-reloaded:
-		if code != http.StatusOK {
-			t.Errorf("reload answered %d, want 200", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("reload did not answer within 10s\n%s", in.logs.String())
+	if code := testproc.Receive(t, reloaded, minWait, "the reload's answer"); code != http.StatusOK {
+		t.Errorf("reload answered %d, want 200", code)
 	}
 	if n := strings.Count(in.logs.String(), "not a regular file (named pipe)"); n < 1 {
 		t.Errorf("the pipe was never logged\n%s", in.logs.String())
 	}
 	exited := make(chan struct{})
 	go func() { in.kill(syscall.SIGTERM); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("jobwatch did not stop within 10s of SIGTERM\n%s", in.logs.String())
-	}
+	testproc.Receive(t, exited, minWait, "jobwatch to stop after SIGTERM")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"jobwatch/internal/mariadbtest"
+	"jobwatch/internal/testproc"
 	"jobwatch/wrapper"
 	"jobwatch/wrapper/remote"
 )
@@ -21,6 +22,7 @@ import (
 // hosts' runs, the skip on the first host, and the runs of one slot on two
 // hosts at once (an overlap, and a multi-host duplicate of a cluster job).
 func TestRunRecordMySQLExported(t *testing.T) {
+	t.Parallel()
 	srv := mariadbtest.Start(t)
 	db := srv.NewDatabase(t)
 	sqlText, err := os.ReadFile("../../examples/job_runs.sql")
@@ -87,14 +89,8 @@ sources:
 			}
 		}()
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for openRows() < 2 {
-		if time.Now().After(deadline) {
-			os.WriteFile(release, nil, 0o600)
-			t.Fatal("the two runs' rows did not appear")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o600); wg.Wait() }) // the runs end, should the wait fail
+	testproc.WaitUntil(t, minWait, "the two runs' rows", func() bool { return openRows() >= 2 })
 	if code, stderr := run("hostA", "true"); code != 75 {
 		t.Errorf("third run on hostA: exit %d %s, want 75 (skip)", code, stderr)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"jobwatch/internal/testproc"
 )
 
 // jobwatchRun runs `jobwatch run ARGS...` to the end and returns its exit code.
@@ -30,6 +32,7 @@ func jobwatchRun(t *testing.T, bin string, args ...string) int {
 // exporter on the log it wrote: runs by result, skips, durations and the last
 // success show on /metrics.
 func TestRunRecordsExported(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "runs.log")
@@ -49,13 +52,7 @@ func TestRunRecordsExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { long.Process.Kill(); long.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for n := 0; n < 3; n = len(readLog(t, logPath)) {
-		if time.Now().After(deadline) {
-			t.Fatal("no start record from the long run")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testproc.WaitUntil(t, minWait, "the start record of the long run", func() bool { return len(readLog(t, logPath)) >= 3 })
 	if c := jobwatchRun(t, bin, append(common, "--skip-exit-code", "75", "--", "true")...); c != 75 {
 		t.Fatalf("exit %d, want 75 (skipped)", c)
 	}

@@ -62,6 +62,7 @@ func TestRunFirstParsesAsKingpin(t *testing.T) {
 // Go and process collectors), so must one with a table (runremote), and a
 // command line left to kingpin must still run, after every package's init.
 func TestRunSkipsExporterInit(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "runs.log")

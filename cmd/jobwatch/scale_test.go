@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"jobwatch/internal/scale"
+	"jobwatch/internal/testproc"
 )
 
 // TestScale runs the binary on 10,000 jobs, each with a success, a
@@ -233,16 +235,17 @@ func procStatusKB(t *testing.T, pid int, key string) int {
 // job's come last), and returns the text and its lines by job.
 func decided(t *testing.T, addr string, done func(map[string][]string) bool) ([]byte, map[string][]string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute) // 10,000 jobs, decided, saved and scraped, on a loaded machine
-	for {
-		text := scrapeAs(t, addr, "text/plain;version=0.0.4")
-		byJob := linesByJob(t, text)
-		if done(byJob) {
-			return text, byJob
+	var text []byte
+	var byJob map[string][]string
+	// 10,000 jobs, decided, saved and scraped, on a loaded machine; a
+	// scrape of them every 200 ms at most.
+	testproc.EventuallyEvery(t, 3*time.Minute, 200*time.Millisecond, "the records read to be decided", func() error {
+		text = scrapeAs(t, addr, "text/plain;version=0.0.4")
+		byJob = linesByJob(t, text)
+		if !done(byJob) {
+			return errors.New("not yet")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the records read were not decided within 3 minutes")
-		}
-		time.Sleep(200 * time.Millisecond) // pacing the scrapes of 10,000 jobs
-	}
+		return nil
+	})
+	return text, byJob
 }

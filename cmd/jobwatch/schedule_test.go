@@ -13,6 +13,7 @@ import (
 // expression's zone, and check-config warns about a CRON_TZ Debian's cron
 // ignores and a timer systemd stops (issue 11).
 func TestScheduleAndCheckConfigDST(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")

@@ -111,6 +111,7 @@ func statusFixture(t *testing.T) *instance {
 // gives the golden table (ages normalised), and `jobwatch check` every exit
 // code of the Nagios conventions.
 func TestStatusThroughBinary(t *testing.T) {
+	t.Parallel()
 	in := statusFixture(t)
 	bin := in.cmd.Path
 	base := "http://" + in.addr
@@ -248,6 +249,7 @@ func chromium(t *testing.T, browser, url string, extra ...string) []byte {
 // headless Chromium and checks the DOM it rendered. With
 // JOBWATCH_UPDATE_SCREENSHOTS=1 it saves the screenshots of docs/status.md.
 func TestStatusPageInBrowser(t *testing.T) {
+	t.Parallel()
 	browser := findChromium()
 	if browser == "" {
 		t.Skip("chromium not found: install the Debian package chromium (scripts/test.sh does)")

@@ -57,22 +57,9 @@ func startIn(t *testing.T, bin, dir string, args ...string) *instance {
 		t.Fatal(err)
 	}
 	in := &instance{t: t, cmd: cmd, addr: addr, logs: logs}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get("http://" + addr + "/-/healthy")
-		if err == nil {
-			resp.Body.Close()
-			return in
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobwatch did not come up on %s: %v\n%s", addr, err, logs.String())
-		}
-	}
+	in.cleanup()
+	in.waitHealthy()
+	return in
 }
 
 // closedWithin writes req on a new connection, then reads until the server
@@ -103,6 +90,7 @@ func closedWithin(t *testing.T, addr, req string, limit time.Duration) (time.Dur
 // unfinished headers and bodies, oversized headers, idle connections and
 // a client that does not read its response.
 func TestServerLimits(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	in := startWith(t, bin, "--web.read-header-timeout=1s", "--web.read-timeout=2s", "--web.idle-timeout=1s", "--web.write-timeout=1s")
 
@@ -172,6 +160,7 @@ func TestServerLimits(t *testing.T) {
 // buffers (4 MB at most on Linux), so the config has 3,000 jobs: 8 MB of
 // exposition.
 func TestWriteTimeout(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	var b strings.Builder
@@ -200,7 +189,7 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The scraper stalls past the timeout, then reads what it can.
-	time.Sleep(timeout + time.Second)
+	time.Sleep(timeout + time.Second) // paces the scraper: the stall the write timeout must cut
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	n, err := io.Copy(io.Discard, resp.Body)
 	var ne net.Error
@@ -231,6 +220,7 @@ func post(t *testing.T, url string, header map[string]string) (int, string) {
 // TestLifecycleEndpoint: /-/reload is off by default, and when enabled it
 // refuses what a page on another site can make a browser send.
 func TestLifecycleEndpoint(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	off := startWith(t, bin)
 	if code, msg := post(t, "http://"+off.addr+"/-/reload", nil); code != http.StatusForbidden || !strings.Contains(msg, "--web.enable-lifecycle") {
@@ -307,6 +297,7 @@ func TestPageHeaders(t *testing.T) {
 // TestPprof: profiling is served, and linked from the landing page, only
 // with --web.enable-pprof; every link of the landing page answers.
 func TestPprof(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	href := regexp.MustCompile(`href="([^"#:]+)"`)
 	for _, tc := range []struct {
@@ -345,6 +336,7 @@ func TestPprof(t *testing.T) {
 // counters with a start time carry _created, and the handler counts its
 // own requests; the classic text format passes promtool's linter.
 func TestOpenMetrics(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	in := startWith(t, bin)
 	url := "http://" + in.addr + "/metrics"
@@ -416,6 +408,7 @@ func TestOpenMetrics(t *testing.T) {
 // TestHelpShowsServeFlags: serve is the default command, so the top-level
 // help lists its flags.
 func TestHelpShowsServeFlags(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
@@ -438,6 +431,7 @@ func TestHelpShowsServeFlags(t *testing.T) {
 // TestVersionFromBuildInfo: a plain go build, without the Makefile's
 // ldflags, reports what the go command recorded.
 func TestVersionFromBuildInfo(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "jobwatch")
 	if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, "jobwatch/cmd/jobwatch").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -489,6 +483,7 @@ func grepLines(s, sub string) string {
 // TestMissingRunLogIsInfo: on a fresh install the run log does not exist
 // until the first wrapped run; that is not a warning.
 func TestMissingRunLogIsInfo(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "not-yet", "runs.log")
@@ -497,13 +492,8 @@ func TestMissingRunLogIsInfo(t *testing.T) {
 	in := startIn(t, bin, dir, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"))
 	in.waitFor(10*time.Second, map[string]float64{`jobwatch_source_up{source="runs",type="runlog"}`: 0})
 	// The source reports its health, and logs it, within a few seconds.
-	var logs string
-	for deadline := time.Now().Add(15 * time.Second); !regexp.MustCompile(`msg="run log `).MatchString(logs); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the source did not log its health within 15s:\n%s", logs)
-		}
-		logs = in.logs.String()
-	}
+	testproc.WaitUntil(t, minWait, "the source to log its health", func() bool { return strings.Contains(in.logs.String(), `msg="run log `) })
+	logs := in.logs.String()
 	if strings.Contains(logs, "level=WARN") {
 		t.Errorf("a run log that does not exist yet gave a warning:\n%s", logs)
 	}
@@ -515,6 +505,7 @@ func TestMissingRunLogIsInfo(t *testing.T) {
 // TestOpenRunCapWarningSummarised: runs closed for exceeding the cap of
 // runs in progress are warned about once, then counted, not one line each.
 func TestOpenRunCapWarningSummarised(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
@@ -544,6 +535,7 @@ func TestOpenRunCapWarningSummarised(t *testing.T) {
 // log written relative to now, the built binary started beside the bundled
 // jobwatch.yml with no flags but the address, and stopped with Ctrl-C.
 func TestQuickStart(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg, err := os.ReadFile("../../jobwatch.yml")
@@ -582,13 +574,8 @@ func TestQuickStart(t *testing.T) {
 		must(t, in.cmd.Process.Signal(os.Interrupt))
 		done := make(chan error, 1)
 		go func() { done <- in.cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("round %d: exit after Ctrl-C: %v\n%s", round, err, in.logs.String())
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatalf("round %d: still running 15s after Ctrl-C\n%s", round, in.logs.String())
+		if err := testproc.Receive(t, done, minWait, fmt.Sprintf("round %d: jobwatch to exit after Ctrl-C", round)); err != nil {
+			t.Fatalf("round %d: exit after Ctrl-C: %v\n%s", round, err, in.logs.String())
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data")); err != nil {
@@ -640,6 +627,7 @@ const (
 // TestTLSAndBasicAuth runs the binary with the web configuration that
 // docs/web.md shows: TLS with a certificate made here, a bcrypt password.
 func TestTLSAndBasicAuth(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	webCfg, client := tlsWebConfig(t, dir)
@@ -651,7 +639,13 @@ func TestTLSAndBasicAuth(t *testing.T) {
 	logs := &testproc.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	must(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("jobwatch log:\n%s", logs.String())
+		}
+	})
 
 	do := func(user, pass string) int {
 		req, _ := http.NewRequest("GET", "https://"+addr+"/metrics", nil)
@@ -666,11 +660,7 @@ func TestTLSAndBasicAuth(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	for deadline := time.Now().Add(20 * time.Second); do("prometheus", "s3cret-for-test") != 200; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no authenticated scrape over TLS within 20s:\n%s", logs.String())
-		}
-	}
+	testproc.WaitUntil(t, minWait, "an authenticated scrape over TLS", func() bool { return do("prometheus", "s3cret-for-test") == 200 })
 	if code := do("", ""); code != http.StatusUnauthorized {
 		t.Errorf("no password: %d, want 401", code)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"jobwatch/internal/procfs"
+	"jobwatch/internal/testproc"
 )
 
 // Env, set to 1, makes the test binary a wrapper.
@@ -125,16 +126,11 @@ func Events(recs []Record) string {
 	return strings.Join(ev, ",")
 }
 
-// WaitFor polls cond until it holds or the deadline passes.
+// WaitFor polls cond until it holds, failing the test when it has not
+// within d (testproc.WaitUntil).
 func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testproc.WaitUntil(t, d, what, cond)
 }
 
 // WriteScript writes an executable (mode) file.
