@@ -67,7 +67,7 @@ func runDiscover(o discoverOptions, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.output != "-" && o.output != "" && !o.json {
-		fmt.Fprintf(stderr, "%s: %d jobs, %d findings\n", o.output, len(h.Jobs), len(findings))
+		fmt.Fprintf(stderr, "%s: %s, %s\n", o.output, plural(len(h.Jobs), "job"), plural(len(findings), "finding"))
 	}
 	if discover.HasWarnings(findings) {
 		return 1

@@ -183,12 +183,29 @@ func checkConfig(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	root := ""
 	if cfg.Discovery.Watch {
-		fmt.Printf("%s: %d jobs (%d of them discovered on the host under %s), %d sources: OK\n", path, len(cfg.Jobs), hostJobs, cfg.Discovery.Root, len(cfg.Sources))
-		return 0
+		root = cfg.Discovery.Root
 	}
-	fmt.Printf("%s: %d jobs, %d sources: OK\n", path, len(cfg.Jobs), len(cfg.Sources))
+	fmt.Println(checkSummary(path, len(cfg.Jobs), hostJobs, root, len(cfg.Sources)))
 	return 0
+}
+
+// checkSummary is check-config's line for a valid config: "1 job", "2
+// jobs"; root is discovery's, "" when jobwatch does not watch the host.
+func checkSummary(path string, jobs, hostJobs int, root string, sources int) string {
+	if root != "" {
+		return fmt.Sprintf("%s: %s (%d of them discovered on the host under %s), %s: OK", path, plural(jobs, "job"), hostJobs, root, plural(sources, "source"))
+	}
+	return fmt.Sprintf("%s: %s, %s: OK", path, plural(jobs, "job"), plural(sources, "source"))
+}
+
+// plural is n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func serveMetrics(logger *slog.Logger, configFile, stateDir string, startupHold time.Duration, o *webOptions) error {
