@@ -128,7 +128,7 @@ func TestRulesContract(t *testing.T) {
 			if !strings.Contains(r.Annotations["description"], "$labels.instance") {
 				t.Errorf("description does not name the host ($labels.instance)")
 			}
-			if want := "alerts/runbook.md#" + strings.ToLower(r.Alert); r.Annotations["runbook_url"] != want {
+			if want := "https://github.com/jobwatch/jobwatch/blob/main/alerts/runbook.md#" + strings.ToLower(r.Alert); r.Annotations["runbook_url"] != want {
 				t.Errorf("runbook_url %q, want %q", r.Annotations["runbook_url"], want)
 			}
 			section := runbookSection(runbook, r.Alert)

@@ -22,8 +22,10 @@
     dashboardClusterLabel: if self.clusterLabel != '' then self.clusterLabel else 'cluster',
 
     // Prefix of every alert's runbook_url; the alert's name in lower case
-    // follows it. The default is relative to the repository root.
-    runbookURLPrefix: 'alerts/runbook.md#',
+    // follows it. The default is the published runbook, an absolute URL
+    // that Alertmanager's receivers can open; set 'alerts/runbook.md#' for
+    // URLs relative to the repository root, or your own copy's URL.
+    runbookURLPrefix: 'https://github.com/jobwatch/jobwatch/blob/main/alerts/runbook.md#',
 
     // Dashboard identity.
     dashboardUID: 'jobwatch',

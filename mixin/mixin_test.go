@@ -239,7 +239,7 @@ tests:
             exp_annotations:
               summary: Cluster job report is stale on every host
               description: 'Job report has not succeeded on any host for 38m 20s: more than 2 periods of 15m 0s.'
-              runbook_url: alerts/runbook.md#jobwatchjobstale
+              runbook_url: https://github.com/jobwatch/jobwatch/blob/main/alerts/runbook.md#jobwatchjobstale
               status_url: ''
 `
 
@@ -301,12 +301,18 @@ func TestConfigsPassUnitTests(t *testing.T) {
 }
 
 // TestRunbookURLPrefix: every runbook_url is the prefix and the alert's
-// name in lower case.
+// name in lower case: by default the published runbook's absolute URL,
+// relative only when a user sets it so.
 func TestRunbookURLPrefix(t *testing.T) {
-	const prefix = "https://wiki.example.org/jobwatch/runbook#"
-	for _, r := range rules(t, generate(t, `{"runbookURLPrefix": "`+prefix+`"}`)) {
-		if want := prefix + strings.ToLower(r.Alert); r.Annotations["runbook_url"] != want {
-			t.Errorf("%s: runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], want)
+	for _, tc := range []struct{ config, prefix string }{
+		{"", "https://github.com/jobwatch/jobwatch/blob/main/alerts/runbook.md#"},
+		{`{"runbookURLPrefix": "https://wiki.example.org/jobwatch/runbook#"}`, "https://wiki.example.org/jobwatch/runbook#"},
+		{`{"runbookURLPrefix": "alerts/runbook.md#"}`, "alerts/runbook.md#"},
+	} {
+		for _, r := range rules(t, generate(t, tc.config)) {
+			if want := tc.prefix + strings.ToLower(r.Alert); r.Annotations["runbook_url"] != want {
+				t.Errorf("config %s: %s: runbook_url %q, want %q", tc.config, r.Alert, r.Annotations["runbook_url"], want)
+			}
 		}
 	}
 }

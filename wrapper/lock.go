@@ -14,12 +14,20 @@ import (
 	"jobwatch/internal/procfs"
 )
 
-// openLock opens (creating if missing, mode 0644 less the umask) the lock
-// file without following a symlink. The file is never truncated or deleted:
+// openLock opens (creating if missing, mode 0644 less the umask, and its
+// missing parent directories: makeParents) the lock file without following
+// a symlink. The file is never truncated or deleted:
 // every wrapper must lock the same inode. It is opened read-only, which is
 // enough for flock(2) and lets users who cannot write the file still share it.
 func openLock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o644)
+	open := func() (*os.File, error) { return os.OpenFile(path, os.O_RDONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o644) }
+	f, err := open()
+	if errors.Is(err, unix.ENOENT) {
+		if err := makeParents("lock file", path); err != nil {
+			return nil, err
+		}
+		f, err = open()
+	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, fmt.Errorf("lock file %s is a symlink; refusing to follow it", path)

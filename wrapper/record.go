@@ -143,14 +143,23 @@ func (l *runLog) write(rec any) error {
 }
 
 // openLog opens the run log for appending, creating it (mode 0640 less the
-// umask) if missing. As for the lock file, a symlink is refused (O_NOFOLLOW):
+// umask) if missing, and its missing parent directories (makeParents). As for the lock file, a symlink is refused (O_NOFOLLOW):
 // in a group-writable log directory another user could otherwise point the
 // log at any file the job's user may write, or create one through a dangling
 // link. Anything but a regular file (a FIFO, a socket, a device) is refused
 // too; O_NONBLOCK keeps a FIFO from blocking the open. os.OpenFile adds
 // O_CLOEXEC: the job never inherits the log.
 func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o640)
+	open := func() (*os.File, error) {
+		return os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o640)
+	}
+	f, err := open()
+	if errors.Is(err, unix.ENOENT) {
+		if err := makeParents("run log", path); err != nil {
+			return nil, err
+		}
+		f, err = open()
+	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, fmt.Errorf("run log %s is a symlink; refusing to follow it", path)

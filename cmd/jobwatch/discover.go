@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,22 +20,28 @@ import (
 func addDiscoverCommand(app *kingpin.Application) (*kingpin.CmdClause, func(stdout, stderr io.Writer) int) {
 	cmd := app.Command("discover", "Find the host's cron jobs and systemd timers, write a jobwatch.yml for them and report scheduling mistakes.")
 	root := cmd.Flag("root", "Read the host's files under this directory.").Default("/").String()
-	output := cmd.Flag("output", "Where to write the config; - for stdout.").Default("jobwatch.yml").String()
+	output := cmd.Flag("output", "Where to write the config; - for stdout. An existing file is replaced only with --force, or when it is the --merge file.").Default("jobwatch.yml").String()
+	force := cmd.Flag("force", "Replace an existing --output file.").Bool()
 	format := cmd.Flag("format", "Output format: yaml (config with comments, findings as text on stderr) or json (config as JSON, findings as JSON lines).").Default("yaml").Enum("yaml", "json")
 	runLog := cmd.Flag("run-log", "Run log of jobwatch run lines that name no --log.").Default("").PlaceHolder("PATH").String()
 	mergeFile := cmd.Flag("merge", "Existing config: keep its jobs and sources, add only the jobs it does not watch.").PlaceHolder("FILE").String()
 	return cmd, func(stdout, stderr io.Writer) int {
-		o := discoverOptions{root: *root, output: *output, json: *format == "json", runLog: *runLog, merge: *mergeFile}
+		o := discoverOptions{root: *root, output: *output, json: *format == "json", runLog: *runLog, merge: *mergeFile, force: *force}
 		return runDiscover(o, stdout, stderr)
 	}
 }
 
 type discoverOptions struct {
 	root, output, runLog, merge string
-	json                        bool
+	json, force                 bool
 }
 
 func runDiscover(o discoverOptions, stdout, stderr io.Writer) int {
+	replace, err := mayReplace(o)
+	if err != nil {
+		fmt.Fprintln(stderr, "jobwatch discover:", err)
+		return 2
+	}
 	h, err := discover.Read(o.root)
 	if err != nil {
 		fmt.Fprintln(stderr, "jobwatch discover:", err)
@@ -50,7 +57,7 @@ func runDiscover(o discoverOptions, stdout, stderr io.Writer) int {
 	}
 	data, err := discover.Generate(h, gen)
 	if err == nil {
-		err = writeOutput(o.output, data, stdout)
+		err = writeOutput(o.output, data, stdout, replace)
 	}
 	if werr := discover.WriteFindings(stderr, findings, o.json); werr != nil && err == nil {
 		err = werr
@@ -60,7 +67,7 @@ func runDiscover(o discoverOptions, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.output != "-" && o.output != "" && !o.json {
-		fmt.Fprintf(stderr, "%s: %d jobs, %d findings\n", o.output, len(h.Jobs), len(findings))
+		fmt.Fprintf(stderr, "%s: %s, %s\n", o.output, plural(len(h.Jobs), "job"), plural(len(findings), "finding"))
 	}
 	if discover.HasWarnings(findings) {
 		return 1
@@ -68,10 +75,35 @@ func runDiscover(o discoverOptions, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// mayReplace says whether --output may replace a file there: with --force,
+// or when it is the --merge file (merging into one's own config is the
+// documented workflow). An existing output file otherwise is an error that
+// names it and --force.
+func mayReplace(o discoverOptions) (bool, error) {
+	if o.output == "-" || o.output == "" || o.force {
+		return true, nil
+	}
+	out, err := os.Lstat(o.output)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if o.merge != "" {
+		if m, err := os.Lstat(o.merge); err == nil && os.SameFile(out, m) {
+			return true, nil
+		}
+	}
+	return false, fmt.Errorf("%s exists: give --force to replace it (or --merge %s to add the host's jobs to it)", o.output, o.output)
+}
+
 // writeOutput writes data to path atomically (a new file renamed over the
-// old one, never through a symbolic link), or to stdout for "-". The file
-// may hold commands of cron lines: it is not world-readable.
-func writeOutput(path string, data []byte, stdout io.Writer) error {
+// old one, never through a symbolic link), or to stdout for "-". Unless
+// replace, a file at path is never replaced (the new one is linked there,
+// which fails if one exists). The file may hold commands of cron lines: it
+// is not world-readable.
+func writeOutput(path string, data []byte, stdout io.Writer, replace bool) error {
 	if path == "-" || path == "" { // kingpin reads "--output -" as ""
 		_, err := stdout.Write(data)
 		return err
@@ -96,6 +128,15 @@ func writeOutput(path string, data []byte, stdout io.Writer) error {
 	}
 	if err := f.Close(); err != nil {
 		return err
+	}
+	if !replace {
+		if err := os.Link(tmp, path); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("%s exists: give --force to replace it", path)
+			}
+			return err
+		}
+		return nil
 	}
 	return os.Rename(tmp, path)
 }

@@ -414,7 +414,7 @@ func TestCheckConfig(t *testing.T) {
 	good := filepath.Join(dir, "good.yml")
 	os.WriteFile(good, fmt.Appendf(nil, e2eConfig, filepath.Join(dir, "runs.log")), 0o644)
 	out, err := exec.Command(bin, "check-config", "--config.file="+good).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "2 jobs, 1 sources: OK") {
+	if err != nil || !strings.Contains(string(out), "2 jobs, 1 source: OK") {
 		t.Fatalf("good config: %v\n%s", err, out)
 	}
 	bad := filepath.Join(dir, "bad.yml")

@@ -183,12 +183,29 @@ func checkConfig(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	root := ""
 	if cfg.Discovery.Watch {
-		fmt.Printf("%s: %d jobs (%d of them discovered on the host under %s), %d sources: OK\n", path, len(cfg.Jobs), hostJobs, cfg.Discovery.Root, len(cfg.Sources))
-		return 0
+		root = cfg.Discovery.Root
 	}
-	fmt.Printf("%s: %d jobs, %d sources: OK\n", path, len(cfg.Jobs), len(cfg.Sources))
+	fmt.Println(checkSummary(path, len(cfg.Jobs), hostJobs, root, len(cfg.Sources)))
 	return 0
+}
+
+// checkSummary is check-config's line for a valid config: "1 job", "2
+// jobs"; root is discovery's, "" when jobwatch does not watch the host.
+func checkSummary(path string, jobs, hostJobs int, root string, sources int) string {
+	if root != "" {
+		return fmt.Sprintf("%s: %s (%d of them discovered on the host under %s), %s: OK", path, plural(jobs, "job"), hostJobs, root, plural(sources, "source"))
+	}
+	return fmt.Sprintf("%s: %s, %s: OK", path, plural(jobs, "job"), plural(sources, "source"))
+}
+
+// plural is n and the noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func serveMetrics(logger *slog.Logger, configFile, stateDir string, startupHold time.Duration, o *webOptions) error {
@@ -214,6 +231,17 @@ func serveMetrics(logger *slog.Logger, configFile, stateDir string, startupHold 
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return serveUntil(ctx, stop, logger, exp, reg, stateDir, o)
+}
+
+// shutdownTimeout bounds the HTTP server's graceful shutdown: connections
+// still busy then (a slow scrape, a client that stopped reading) are
+// closed, so that a stop never waits out the write timeout.
+const shutdownTimeout = 5 * time.Second
+
+// serveUntil serves exp until ctx is done (SIGINT, SIGTERM) or the web
+// server fails (it then calls stop), and logs what the final save kept.
+func serveUntil(ctx context.Context, stop context.CancelFunc, logger *slog.Logger, exp *exporter.Exporter, reg *prometheus.Registry, stateDir string, o *webOptions) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -241,12 +269,42 @@ func serveMetrics(logger *slog.Logger, configFile, stateDir string, startupHold 
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
-		_ = srv.Shutdown(context.Background())
+		shutdownServer(logger, srv, shutdownTimeout)
 	case err2 = <-webErr:
 		err2 = fmt.Errorf("web server: %w", err2)
 		stop()
 	}
-	return errors.Join(err2, <-done)
+	runErr := <-done
+	if runErr == nil {
+		logger.Info("stopped", stoppedAttrs(exp.Saved(), stateDir)...)
+	}
+	return errors.Join(err2, runErr)
+}
+
+// shutdownServer shuts srv down gracefully for at most timeout, then closes
+// the connections still open.
+func shutdownServer(logger *slog.Logger, srv *http.Server, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		logger.Warn("HTTP connections still busy after the shutdown deadline; closing them", "timeout", timeout, "err", err)
+		_ = srv.Close()
+	}
+}
+
+// stoppedAttrs say what the state saved at the stop holds: its jobs and
+// sources, and the records read from those sources.
+func stoppedAttrs(saved *model.Saved, stateDir string) []any {
+	var jobs, sources int
+	var records uint64
+	if saved != nil {
+		jobs = len(saved.JobNames())
+		for _, src := range saved.Sources() {
+			sources++
+			records += src.Records
+		}
+	}
+	return []any{"state", stateDir, "jobs_saved", jobs, "sources_saved", sources, "records_read", records}
 }
 
 // newServer sets the limits that keep unfinished, oversized and idle

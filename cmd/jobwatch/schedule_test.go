@@ -60,7 +60,7 @@ sources:
 	for _, want := range []string{
 		`warning: job "tokyo": schedule: "CRON_TZ=Asia/Tokyo 0 12 * * *": CRON_TZ=Asia/Tokyo is ignored by Debian's cron`,
 		`warning: job "santiago": on_calendar: "*-*-* 00/2:00": systemd 252 fails to compute the next elapse`,
-		"4 jobs, 1 sources: OK",
+		"4 jobs, 1 source: OK",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("check-config output lacks %q:\n%s", want, out)

@@ -13,30 +13,56 @@
 //
 // One line is not a record, to show jobwatch_source_parse_errors_total.
 //
+// It also resets the example's state (jobwatch's state files in data/,
+// -state): kept from an earlier run, it would count the new log's runs
+// again. It refuses while a jobwatch holds that state.
+//
 // Usage, from the repository's root: go run ./examples/genlog
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 )
 
-func main() {
-	out := flag.String("o", "examples/runs.log", "file to write")
-	nowFlag := flag.String("now", "", "write the log as of this instant (RFC 3339; default: now)")
-	flag.Parse()
+func main() { os.Exit(genlog(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func genlog(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("genlog", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "examples/runs.log", "file to write")
+	stateDir := fs.String("state", "data", "the example's state directory, reset with the log (\"\": keep it)")
+	nowFlag := fs.String("now", "", "write the log as of this instant (RFC 3339; default: now)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
 	now := time.Now()
 	if *nowFlag != "" {
 		t, err := time.Parse(time.RFC3339, *nowFlag)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "genlog: -now:", err)
-			os.Exit(2)
+			fmt.Fprintln(stderr, "genlog: -now:", err)
+			return 2
 		}
 		now = t
+	}
+	// A state kept from an earlier run of the example holds that log's read
+	// position and runs: against a new log it would count the runs again.
+	var unlock func()
+	if *stateDir != "" {
+		var err error
+		if unlock, err = lockState(*stateDir); err != nil {
+			fmt.Fprintln(stderr, "genlog:", err)
+			return 1
+		}
+		defer unlock()
 	}
 	f, err := os.Create(*out)
 	if err == nil {
@@ -45,10 +71,82 @@ func main() {
 			err = cerr
 		}
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "genlog:", err)
-		os.Exit(1)
+	if err == nil && *stateDir != "" {
+		var removed []string
+		removed, err = resetState(*stateDir)
+		if err == nil && len(removed) > 0 {
+			fmt.Fprintf(stdout, "genlog: removed the example's state in %s (%s), so that jobwatch reads the new %s from its start and counts its runs once\n",
+				filepath.Clean(*stateDir)+"/", strings.Join(removed, ", "), *out)
+		}
 	}
+	if err != nil {
+		fmt.Fprintln(stderr, "genlog:", err)
+		return 1
+	}
+	return 0
+}
+
+// stateFiles are the files jobwatch keeps in its state directory (package
+// state); resetState removes these and no others.
+var stateFiles = []string{"state.snap", "state.log", "state.json"}
+
+// lockState takes the state directory's lock, as jobwatch does, so that the
+// state of a jobwatch still running is never removed under it. A missing
+// directory needs no lock.
+func lockState(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the example's state: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("the example's state in %s is in use by a running jobwatch: stop it first (Ctrl-C), then run genlog again", dir)
+		}
+		return nil, fmt.Errorf("the example's state: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// resetState removes jobwatch's state files from dir, a save's leftovers
+// included, and dir itself once empty; it returns the names removed.
+func resetState(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the example's state: %w", err)
+	}
+	var removed []string
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !isStateFile(e.Name()) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return removed, fmt.Errorf("resetting the example's state: %w", err)
+		}
+		if e.Name() != "lock" {
+			removed = append(removed, e.Name())
+		}
+	}
+	_ = os.Remove(dir) // left when it holds anything else
+	return removed, nil
+}
+
+func isStateFile(name string) bool {
+	if name == "lock" {
+		return true
+	}
+	for _, f := range stateFiles {
+		if name == f || strings.HasPrefix(name, f+".tmp") {
+			return true
+		}
+	}
+	return false
 }
 
 // record is one line of the run log, in the order jobwatch run writes it.

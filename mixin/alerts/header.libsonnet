@@ -77,6 +77,7 @@ function(c)
     #   JobwatchStateSaveFailing       failed saves in every 5m window, for: 10m
     #                                  (a single transient failure does not page)
     #
-    # runbook_url values are the mixin's runbookURLPrefix (default relative to
-    # the repository root, alerts/runbook.md#) and the alert's name in lower case.
+    # runbook_url values are the mixin's runbookURLPrefix and the alert's name
+    # in lower case. The default prefix is the published runbook:
+    #   https://github.com/jobwatch/jobwatch/blob/main/alerts/runbook.md#
   ||| % { cluster: cluster, selector: selector }

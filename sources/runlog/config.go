@@ -104,6 +104,8 @@ func (c *Config) validateFormat() []error {
 		if c.TimeFormat != "" {
 			errs = append(errs, fmt.Errorf("time_format is not for format cron: it reads syslog's timestamps"))
 		}
+	case "":
+		errs = append(errs, errors.New("format is required (json, logfmt, regex, cron)"))
 	default:
 		errs = append(errs, fmt.Errorf("format must be json, logfmt, regex or cron, got %q", c.Format))
 	}
