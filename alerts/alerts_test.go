@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/internal/promcheck"
 )
 
 type ruleFile struct {

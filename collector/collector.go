@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 const namespace = "jobwatch"

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
-	"jobwatch/model"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

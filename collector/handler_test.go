@@ -25,9 +25,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"jobwatch/model"
-	"jobwatch/observation"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/observation"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 const (

@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"jobwatch/model"
-	"jobwatch/observation"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/observation"
 )
 
 // observationDescs are the descriptors of every registered kind of

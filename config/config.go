@@ -16,8 +16,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"jobwatch/internal/jobname"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/internal/jobname"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // DefaultStaleMultiple is how many periods without success make a job stale.

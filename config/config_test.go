@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/config"
-	_ "jobwatch/sources/all"
-	"jobwatch/sources/runlog"
+	"github.com/jobwatch/jobwatch/config"
+	_ "github.com/jobwatch/jobwatch/sources/all"
+	"github.com/jobwatch/jobwatch/sources/runlog"
 )
 
 func TestParseValid(t *testing.T) {

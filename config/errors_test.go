@@ -9,7 +9,7 @@ import (
 
 	promodel "github.com/prometheus/common/model"
 
-	"jobwatch/config"
+	"github.com/jobwatch/jobwatch/config"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

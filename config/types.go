@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"jobwatch/internal/duration"
+	"github.com/jobwatch/jobwatch/internal/duration"
 )
 
 // Duration is a duration in YAML, in Go's syntax ("90s", "1h30m", "500ms")

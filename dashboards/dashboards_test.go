@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/internal/promcheck"
 )
 
 // checkVars fills the dashboard's own variables for checking.

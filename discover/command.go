@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/internal/runcmd"
+	"github.com/jobwatch/jobwatch/internal/runcmd"
 )
 
 // Command is what discover reads from a job's command line: the wrappers

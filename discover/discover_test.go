@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/config"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // transition is a change of a zone's UTC offset.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // Severity of a finding: warnings make jobwatch discover exit 1.

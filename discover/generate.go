@@ -14,8 +14,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"jobwatch/config"
-	"jobwatch/internal/runcmd"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/internal/runcmd"
 )
 
 // GenerateOptions shape the generated config.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // The OnCalendar expressions of the fixture trees are checked against

@@ -3,7 +3,7 @@ package discover
 import (
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // P99 returns the 99th percentile of the run durations h counts, rounded

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 func TestP99(t *testing.T) {

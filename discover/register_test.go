@@ -1,4 +1,4 @@
 package discover
 
 // The config the tests generate names source types: register them.
-import _ "jobwatch/sources/all"
+import _ "github.com/jobwatch/jobwatch/sources/all"

@@ -3,7 +3,7 @@ package discover
 import (
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // cronSchedule reads a crontab line's time fields (or @-shortcut) in loc,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/internal/promcheck"
 )
 
 // tableMetricRE is a row of the metrics table: | `name` | type | ...

@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/alerts"
-	"jobwatch/dashboards"
-	"jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/alerts"
+	"github.com/jobwatch/jobwatch/dashboards"
+	"github.com/jobwatch/jobwatch/internal/promcheck"
 
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // The hosts in the run-log records are not this machine, so jobwatch's

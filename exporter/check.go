@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"jobwatch/config"
-	"jobwatch/discover"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/discover"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Check validates a config file the way serve would load it, and asks every

@@ -15,11 +15,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"jobwatch/collector"
-	"jobwatch/config"
-	"jobwatch/model"
-	"jobwatch/sources"
-	"jobwatch/state"
+	"github.com/jobwatch/jobwatch/collector"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
+	"github.com/jobwatch/jobwatch/state"
 )
 
 // Options configure an Exporter.

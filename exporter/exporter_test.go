@@ -11,9 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"jobwatch/internal/mariadbtest"
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 const testConfig = `

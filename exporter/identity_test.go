@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"jobwatch/config"
+	"github.com/jobwatch/jobwatch/config"
 )
 
 // Every type of source names what it reads exactly as jobwatch always has,

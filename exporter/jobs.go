@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"jobwatch/config"
-	"jobwatch/model"
-	"jobwatch/schedule"
-	_ "jobwatch/sources/all" // every type of source, for the config
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
+	_ "github.com/jobwatch/jobwatch/sources/all" // every type of source, for the config
 )
 
 // DefaultCalendarGrace is how late a run of a cron or OnCalendar job may

@@ -12,10 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"jobwatch/config"
-	"jobwatch/discover"
-	"jobwatch/model"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/discover"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // service is a registered service (the check-in receiver) as the exporter

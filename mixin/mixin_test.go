@@ -16,8 +16,8 @@ import (
 	"github.com/google/go-jsonnet"
 	"go.yaml.in/yaml/v3"
 
-	"jobwatch/dashboards"
-	"jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/dashboards"
+	"github.com/jobwatch/jobwatch/internal/promcheck"
 )
 
 // generated caches Generate's output by config: evaluating the mixin

@@ -3,7 +3,7 @@ package model
 import (
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // A run jobwatch cannot check (recorded on another host, or without a PID:

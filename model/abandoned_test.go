@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // TestAbandonedRuns: a run jobwatch cannot check, of a job without

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // BenchmarkApply is the model's share of ingest: batches of 100 start and

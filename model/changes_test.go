@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 func jobNames(c *Changes) []string {

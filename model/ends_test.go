@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // History read on first start counts: a job whose only run, 49 hours ago,

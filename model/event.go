@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"jobwatch/observation"
+	"github.com/jobwatch/jobwatch/observation"
 )
 
 // Kind says what happened to a run.

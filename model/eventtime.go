@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/internal/ratelog"
+	"github.com/jobwatch/jobwatch/internal/ratelog"
 )
 
 // Event time. A job's verdicts (which slot ran, was skipped or missed,

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // The oracle of event time: the same records, handed over by one to four

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // Duplicate kinds: the kind label of jobwatch_job_duplicate_runs_total.

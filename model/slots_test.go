@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // grid is a test calendar: a run expected at every multiple of step.

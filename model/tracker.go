@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"jobwatch/internal/ratelog"
-	"jobwatch/observation"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/internal/ratelog"
+	"github.com/jobwatch/jobwatch/observation"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // JobSpec is what the configuration says about one job.

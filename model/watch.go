@@ -3,7 +3,7 @@ package model
 import (
 	"time"
 
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // Watch is what the watchdog derives from a job's state at one instant.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // The oracle for cron is the real Debian cron (package cron) and its

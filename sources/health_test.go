@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 type healthCall struct {

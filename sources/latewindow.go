@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"jobwatch/config"
+	"github.com/jobwatch/jobwatch/config"
 )
 
 // LateWindowOf is a source's late_window key (docs/schedules.md, "Late

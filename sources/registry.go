@@ -3,7 +3,7 @@ package sources
 import (
 	"fmt"
 
-	"jobwatch/config"
+	"github.com/jobwatch/jobwatch/config"
 )
 
 // Config is a source's decoded and validated config block: what it reads,

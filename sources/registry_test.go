@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/config"
-	"jobwatch/sources"
-	_ "jobwatch/sources/all"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/sources"
+	_ "github.com/jobwatch/jobwatch/sources/all"
 )
 
 func TestEveryTypeIsRegistered(t *testing.T) {

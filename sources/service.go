@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/config"
+	"github.com/jobwatch/jobwatch/config"
 )
 
 // Service is a source that receives rather than reads (the check-in

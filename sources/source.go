@@ -24,7 +24,7 @@ import (
 	"log/slog"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // Sink receives what a source reads. *model.Tracker implements it.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 func fuzzSeeds(f *testing.F) (snapshot, log []byte) {

@@ -13,11 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"jobwatch/collector"
-	"jobwatch/config"
-	"jobwatch/exporter"
-	"jobwatch/model"
-	"jobwatch/state"
+	"github.com/jobwatch/jobwatch/collector"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/exporter"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/state"
 )
 
 // nowDependent are the series whose value depends on the clock at scrape

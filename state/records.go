@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // The records below are the state file's own types: their JSON is the

@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // Files of the state directory.

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // v1File is format 1: one JSON document, state.json, written by jobwatch

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // Advice thresholds. The right timeout is the P99 of real durations with a

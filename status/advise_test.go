@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 func TestAdvise(t *testing.T) {

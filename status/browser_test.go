@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/chromiumtest"
-	"jobwatch/model"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/internal/chromiumtest"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // exampleModel is the example config (jobwatch.yml) as `go run

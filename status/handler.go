@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // Viewer gives the state to show: the same views the collector renders.

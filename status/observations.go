@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/observation"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/observation"
 )
 
 // Observations are what sources observe of a job besides runs (a lock's

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 //go:embed page.html.tmpl

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // everyState is a model with a job in each state, named so that the

@@ -10,8 +10,8 @@ import (
 
 	prommodel "github.com/prometheus/common/model"
 
-	"jobwatch/model"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // Job states, from the most to the least urgent.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // The run chart of a job's page: its runs on a time axis over the last

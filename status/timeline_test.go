@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 var rectRE = regexp.MustCompile(`<rect class="([^"]+)" x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)"`)

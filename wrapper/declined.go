@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // A run that declined to run: the command started, found that it should

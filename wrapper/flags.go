@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"jobwatch/internal/runcmd"
+	"github.com/jobwatch/jobwatch/internal/runcmd"
 )
 
 // Flags are jobwatch run's command-line values as typed. RunFlags parses

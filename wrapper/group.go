@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jobwatch/internal/procfs"
+	"github.com/jobwatch/jobwatch/internal/procfs"
 )
 
 // signalGroup sends sig to every process of the job's process group.

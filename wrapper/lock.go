@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jobwatch/internal/procfs"
+	"github.com/jobwatch/jobwatch/internal/procfs"
 )
 
 // openLock opens (creating if missing, mode 0644 less the umask, and its

@@ -8,7 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"jobwatch/internal/redact"
+	"github.com/jobwatch/jobwatch/internal/redact"
 )
 
 // Layers of a lock, as records name them.

@@ -18,9 +18,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jobwatch/internal/jobname"
-	"jobwatch/internal/redact"
-	"jobwatch/internal/runcmd"
+	"github.com/jobwatch/jobwatch/internal/jobname"
+	"github.com/jobwatch/jobwatch/internal/redact"
+	"github.com/jobwatch/jobwatch/internal/runcmd"
 )
 
 // Defaults of the flags.

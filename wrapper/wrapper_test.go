@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 func TestExitCodes(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/redistest"
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/redistest"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 const adviseConfig = `

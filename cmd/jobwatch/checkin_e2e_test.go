@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
-	"jobwatch/status"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/status"
 )
 
 // newRID returns a random UUID (version 4), as `cat

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/mariadbtest"
 )
 
 // TestCheckConfigWarnsOfMissingIndexes: check-config on a mysql source

@@ -10,7 +10,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"jobwatch/discover"
+	"github.com/jobwatch/jobwatch/discover"
 )
 
 // addDiscoverCommand defines `jobwatch discover`, which reads a host's

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // instance is one running jobwatch process.
@@ -75,7 +75,7 @@ func buildBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		bin := filepath.Join(binDir, "jobwatch")
-		out, err := exec.Command("go", "build", "-o", bin, "jobwatch/cmd/jobwatch").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/jobwatch/jobwatch/cmd/jobwatch").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 			return

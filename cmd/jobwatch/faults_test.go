@@ -29,10 +29,10 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/state"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/state"
 
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // waitUntil polls /metrics until ok accepts the samples (bounded by minWait

@@ -29,12 +29,12 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
-	"jobwatch/collector"
-	"jobwatch/exporter"
-	"jobwatch/internal/ratelog"
-	"jobwatch/model"
-	"jobwatch/status"
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/collector"
+	"github.com/jobwatch/jobwatch/exporter"
+	"github.com/jobwatch/jobwatch/internal/ratelog"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/status"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 // defaultPort lies outside 9100-9999, which Prometheus' default port

@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/alecthomas/kingpin/v2"
 
-	_ "jobwatch/cmd/jobwatch/internal/runremote" // runs with a shared lock or a table, from its init
-	"jobwatch/wrapper"
-	"jobwatch/wrapper/remote"
+	_ "github.com/jobwatch/jobwatch/cmd/jobwatch/internal/runremote" // runs with a shared lock or a table, from its init
+	"github.com/jobwatch/jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/wrapper/remote"
 )
 
 // addRunCommand adds `jobwatch run`; the returned function gives the

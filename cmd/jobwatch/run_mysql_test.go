@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/mariadbtest"
-	"jobwatch/internal/testproc"
-	"jobwatch/wrapper"
-	"jobwatch/wrapper/remote"
+	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/wrapper/remote"
 )
 
 // TestRunRecordMySQLExported: jobwatch run --record-mysql on two hosts

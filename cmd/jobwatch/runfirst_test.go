@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/promslog/flag"
 
-	"jobwatch/cmd/jobwatch/internal/runfirst"
+	"github.com/jobwatch/jobwatch/cmd/jobwatch/internal/runfirst"
 )
 
 // TestRunFirstParsesAsKingpin checks that a command line runfirst runs

@@ -7,8 +7,8 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"jobwatch/config"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // addScheduleCommand defines `jobwatch schedule`, which prints a job's next

@@ -18,8 +18,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"jobwatch/exporter"
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/exporter"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // syncBuffer is a log sink safe for the server's goroutines.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"jobwatch/status"
+	"github.com/jobwatch/jobwatch/status"
 )
 
 // clientTimeout bounds a terminal command's wait for a running jobwatch.

@@ -18,7 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 const statusConfig = `

@@ -30,8 +30,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"golang.org/x/crypto/bcrypt"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // startWith starts the binary on a one-job config in a new temp dir with
@@ -433,7 +433,7 @@ func TestHelpShowsServeFlags(t *testing.T) {
 func TestVersionFromBuildInfo(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "jobwatch")
-	if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, "jobwatch/cmd/jobwatch").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, "github.com/jobwatch/jobwatch/cmd/jobwatch").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	bi, err := buildinfo.ReadFile(bin)
@@ -544,7 +544,7 @@ func TestQuickStart(t *testing.T) {
 	}
 	testproc.WriteFile(t, filepath.Join(dir, "jobwatch.yml"), string(cfg))
 	must(t, os.Mkdir(filepath.Join(dir, "examples"), 0o755))
-	gen := exec.Command("go", "run", "jobwatch/examples/genlog", "-o", filepath.Join(dir, "examples", "runs.log"))
+	gen := exec.Command("go", "run", "github.com/jobwatch/jobwatch/examples/genlog", "-o", filepath.Join(dir, "examples", "runs.log"))
 	if out, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("go run ./examples/genlog: %v\n%s", err, out)
 	}

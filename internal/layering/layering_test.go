@@ -33,7 +33,7 @@ func goList(t *testing.T, args ...string) []string {
 }
 
 func TestSourcesImportNoPrometheus(t *testing.T) {
-	pkgs := goList(t, "jobwatch/sources/...")
+	pkgs := goList(t, "github.com/jobwatch/jobwatch/sources/...")
 	if len(pkgs) < 4 {
 		t.Fatalf("found only the source packages %v", pkgs)
 	}
@@ -50,7 +50,7 @@ func TestSourcesImportNoPrometheus(t *testing.T) {
 }
 
 func TestCollectorImportsNoDatabase(t *testing.T) {
-	for _, d := range goList(t, "-deps", "jobwatch/collector") {
+	for _, d := range goList(t, "-deps", "github.com/jobwatch/jobwatch/collector") {
 		if d == "database/sql" || strings.HasPrefix(d, "database/sql/") || strings.HasPrefix(d, "github.com/go-sql-driver/") {
 			t.Errorf("collector imports %s", d)
 		}
@@ -69,8 +69,8 @@ var fileFuncs = map[string]bool{
 // The collector's own code (tests aside) calls no file function of os and
 // imports no package whose business is files.
 func TestCollectorTouchesNoFiles(t *testing.T) {
-	dir := goList(t, "-f", "{{.Dir}}", "jobwatch/collector")[0]
-	files := goList(t, "-f", `{{join .GoFiles " "}}`, "jobwatch/collector")
+	dir := goList(t, "-f", "{{.Dir}}", "github.com/jobwatch/jobwatch/collector")[0]
+	files := goList(t, "-f", `{{join .GoFiles " "}}`, "github.com/jobwatch/jobwatch/collector")
 	if len(files) == 0 {
 		t.Fatal("no files in collector")
 	}
@@ -114,7 +114,7 @@ func importsOf(t *testing.T, pkg string) []string {
 	t.Helper()
 	var out []string
 	for _, d := range goList(t, "-deps", pkg) {
-		if d != pkg && (d == "jobwatch" || strings.HasPrefix(d, "jobwatch/")) {
+		if d != pkg && (d == "github.com/jobwatch/jobwatch" || strings.HasPrefix(d, "github.com/jobwatch/jobwatch/")) {
 			out = append(out, d)
 		}
 	}
@@ -124,7 +124,7 @@ func importsOf(t *testing.T, pkg string) []string {
 // schedule is a leaf: config validates schedules by calling it, so it
 // cannot know config, nor anything else of jobwatch.
 func TestScheduleIsALeaf(t *testing.T) {
-	if deps := importsOf(t, "jobwatch/schedule"); len(deps) > 0 {
+	if deps := importsOf(t, "github.com/jobwatch/jobwatch/schedule"); len(deps) > 0 {
 		t.Errorf("schedule imports %v (see go list -deps jobwatch/schedule)", deps)
 	}
 }
@@ -132,8 +132,8 @@ func TestScheduleIsALeaf(t *testing.T) {
 // discover reads jobwatch run's command lines; what it shares with the
 // wrapper that runs them is in internal/runcmd, not in wrapper.
 func TestDiscoverImportsNoWrapper(t *testing.T) {
-	for _, d := range importsOf(t, "jobwatch/discover") {
-		if d == "jobwatch/wrapper" || strings.HasPrefix(d, "jobwatch/wrapper/") {
+	for _, d := range importsOf(t, "github.com/jobwatch/jobwatch/discover") {
+		if d == "github.com/jobwatch/jobwatch/wrapper" || strings.HasPrefix(d, "github.com/jobwatch/jobwatch/wrapper/") {
 			t.Errorf("discover imports %s (see go list -deps jobwatch/discover)", d)
 		}
 	}
@@ -144,7 +144,7 @@ func TestDiscoverImportsNoWrapper(t *testing.T) {
 // (sources.Register, sources.RegisterService, observation.Register), and
 // only sources/all imports the source packages, for their registrations.
 func TestNoLayerNamesASource(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "jobwatch/...").Output()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "github.com/jobwatch/jobwatch/...").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,12 +152,12 @@ func TestNoLayerNamesASource(t *testing.T) {
 		fields := strings.Fields(line)
 		pkg := fields[0]
 		for _, imp := range fields[1:] {
-			kind, ok := strings.CutPrefix(imp, "jobwatch/sources/")
+			kind, ok := strings.CutPrefix(imp, "github.com/jobwatch/jobwatch/sources/")
 			if !ok || kind == "all" {
 				continue
 			}
-			own := "jobwatch/sources/" + strings.SplitN(kind, "/", 2)[0]
-			if pkg != "jobwatch/sources/all" && pkg != own && !strings.HasPrefix(pkg, own+"/") {
+			own := "github.com/jobwatch/jobwatch/sources/" + strings.SplitN(kind, "/", 2)[0]
+			if pkg != "github.com/jobwatch/jobwatch/sources/all" && pkg != own && !strings.HasPrefix(pkg, own+"/") {
 				t.Errorf("%s imports the source package %s", pkg, imp)
 			}
 		}

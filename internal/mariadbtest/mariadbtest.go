@@ -27,7 +27,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // EnvDSN names the environment variable that points the tests at an

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
-	"jobwatch/exporter"
+	"github.com/jobwatch/jobwatch/exporter"
 )
 
 // Contract lists the jobwatch metrics of issue 7's metric contract,

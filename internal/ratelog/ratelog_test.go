@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 type fakeClock struct {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/internal/redistest"
+	"github.com/jobwatch/jobwatch/internal/redistest"
 )
 
 func TestRead(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"jobwatch/internal/duration"
+	"github.com/jobwatch/jobwatch/internal/duration"
 )
 
 // DefaultLog is the run log `jobwatch run` appends to when --log is not

@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"jobwatch/internal/redact"
+	"github.com/jobwatch/jobwatch/internal/redact"
 )
 
 // envRefRE is a ${NAME} reference in a dsn. Only the braced form is expanded,

@@ -22,7 +22,7 @@ import (
 func BuildJobwatch(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "jobwatch")
-	out, err := exec.Command("go", "build", "-o", bin, "jobwatch/cmd/jobwatch").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/jobwatch/jobwatch/cmd/jobwatch").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/procfs"
+	"github.com/jobwatch/jobwatch/internal/procfs"
 )
 
 // maxPoll is the longest pause between two looks of Eventually: it starts

@@ -4,9 +4,9 @@
 package all
 
 import (
-	_ "jobwatch/sources/checkin"
-	_ "jobwatch/sources/journal"
-	_ "jobwatch/sources/locks"
-	_ "jobwatch/sources/mysql"
-	_ "jobwatch/sources/runlog"
+	_ "github.com/jobwatch/jobwatch/sources/checkin"
+	_ "github.com/jobwatch/jobwatch/sources/journal"
+	_ "github.com/jobwatch/jobwatch/sources/locks"
+	_ "github.com/jobwatch/jobwatch/sources/mysql"
+	_ "github.com/jobwatch/jobwatch/sources/runlog"
 )

@@ -23,8 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Type is the source's type and name in the jobwatch_source_* metrics.

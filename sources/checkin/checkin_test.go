@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)

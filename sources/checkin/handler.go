@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // Reasons a check-in is refused, the values of the reason label of

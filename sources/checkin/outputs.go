@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // A check-in's output is written once, where it arrives: in its spool

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // TestOutputsKeptWhileReferenced: a spool segment holding the output of one

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"path/filepath"
 
-	"jobwatch/config"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // rejected is the service's counter of refused check-ins.

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/journaltest"
-	"jobwatch/model"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/internal/journaltest"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Benchmarks of catch-up, against journalctl --output=json printing the same

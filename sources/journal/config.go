@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"jobwatch/config"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Type is the type of source this package reads.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/config"
-	"jobwatch/sources/sourcetest"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/sources/sourcetest"
 )
 
 func TestJournalUnitNames(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Lines in the shapes journalctl --output=json prints: plain strings, null for

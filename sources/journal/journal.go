@@ -24,8 +24,8 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Source reads scheduled runs from the systemd journal: the service

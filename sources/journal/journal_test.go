@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/journaltest"
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
-	"jobwatch/schedule"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/internal/journaltest"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // jSink records what a source hands it, and tells notes of each batch

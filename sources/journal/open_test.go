@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"jobwatch/model"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Runs whose end never comes are followed up to model.MaxOpenRuns; beyond

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/journaltest"
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/internal/journaltest"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // TestPersistentTimerCatchUp: the journal a Persistent=true timer leaves

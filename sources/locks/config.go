@@ -10,10 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"jobwatch/config"
-	"jobwatch/internal/procfs"
-	"jobwatch/internal/secret"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/internal/procfs"
+	"github.com/jobwatch/jobwatch/internal/secret"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 func init() { sources.Register(Type, decode) }

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jobwatch/internal/procfs"
+	"github.com/jobwatch/jobwatch/internal/procfs"
 )
 
 // flockProbe looks at a flock(2) lock file: whether the kernel lists a lock

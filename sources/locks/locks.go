@@ -20,9 +20,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
-	"jobwatch/internal/procfs"
-	"jobwatch/model"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/internal/procfs"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Type is the source type in jobwatch.yml.

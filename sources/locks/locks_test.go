@@ -15,9 +15,9 @@ import (
 	"go.yaml.in/yaml/v3"
 	"log/slog"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // sink records what the source hands over.

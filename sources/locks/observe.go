@@ -3,7 +3,7 @@ package locks
 import (
 	"time"
 
-	"jobwatch/observation"
+	"github.com/jobwatch/jobwatch/observation"
 )
 
 // Liveness says whether a lock's holder is known to be alive.

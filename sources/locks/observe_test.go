@@ -9,9 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"jobwatch/collector"
-	"jobwatch/model"
-	"jobwatch/status"
+	"github.com/jobwatch/jobwatch/collector"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/status"
 )
 
 // TestLockObservationsRendered: the lock states a round reports are shown

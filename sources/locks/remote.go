@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"jobwatch/internal/redisvalue"
+	"github.com/jobwatch/jobwatch/internal/redisvalue"
 )
 
 // maxHolder bounds the holder text taken from a lock's value: it becomes a

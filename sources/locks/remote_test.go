@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/mariadbtest"
-	"jobwatch/internal/redistest"
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/redistest"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // redisServer is a throwaway redis-server (redistest's), which the tests

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // runSource runs src with its rounds stepped by the returned stepper.

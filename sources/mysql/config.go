@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/config"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Type is the type of source this package reads.

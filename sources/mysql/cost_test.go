@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"jobwatch/internal/mariadbtest"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // handlerReads is SHOW SESSION STATUS LIKE 'Handler_read%' on one connection.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"jobwatch/internal/mariadbtest"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // indexShape is a set of secondary indexes of job_runs.

@@ -25,10 +25,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"jobwatch/config"
-	"jobwatch/internal/secret"
-	"jobwatch/model"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/internal/secret"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // Bounds of a mysql source's work and state.

@@ -16,14 +16,14 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/config"
-	"jobwatch/internal/mariadbtest"
-	"jobwatch/internal/secret"
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
-	"jobwatch/schedule"
-	"jobwatch/sources"
-	"jobwatch/sources/sourcetest"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/secret"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/sources"
+	"github.com/jobwatch/jobwatch/sources/sourcetest"
 )
 
 // recordingSink collects what a source hands the tracker.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // The runs in progress re-read every poll are bounded by model.MaxOpenRuns

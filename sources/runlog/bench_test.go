@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 const benchRecords = 1_000_000

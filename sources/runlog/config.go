@@ -6,10 +6,10 @@ import (
 	"regexp"
 	"time"
 
-	"jobwatch/config"
-	"jobwatch/model"
-	"jobwatch/sources"
-	"jobwatch/sources/runlog/record"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
+	"github.com/jobwatch/jobwatch/sources/runlog/record"
 )
 
 // Type is the type of source this package reads.

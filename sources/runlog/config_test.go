@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/sources/runlog/record"
-	"jobwatch/sources/sourcetest"
+	"github.com/jobwatch/jobwatch/sources/runlog/record"
+	"github.com/jobwatch/jobwatch/sources/sourcetest"
 )
 
 func TestValidateCron(t *testing.T) {

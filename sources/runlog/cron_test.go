@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/schedule"
-	"jobwatch/sources"
-	"jobwatch/sources/runlog/record"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/sources"
+	"github.com/jobwatch/jobwatch/sources/runlog/record"
 )
 
 // TestRunLogCronFormat follows the lines the real Debian cron -L 15 wrote

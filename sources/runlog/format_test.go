@@ -3,7 +3,7 @@ package runlog
 import (
 	"testing"
 
-	"jobwatch/sources/runlog/record"
+	"github.com/jobwatch/jobwatch/sources/runlog/record"
 )
 
 // A runlog source without format: names the four formats.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/sources/runlog/tail"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/sources/runlog/tail"
 )
 
 // errSink remembers the last health report and its reason.

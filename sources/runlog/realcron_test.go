@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
-	"jobwatch/schedule"
-	"jobwatch/sources"
-	"jobwatch/sources/runlog/record"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/sources"
+	"github.com/jobwatch/jobwatch/sources/runlog/record"
 )
 
 // needRealCron skips, saying why, unless the real Debian cron can run here

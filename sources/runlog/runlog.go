@@ -16,10 +16,10 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/model"
-	"jobwatch/sources"
-	"jobwatch/sources/runlog/record"
-	"jobwatch/sources/runlog/tail"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/sources"
+	"github.com/jobwatch/jobwatch/sources/runlog/record"
+	"github.com/jobwatch/jobwatch/sources/runlog/tail"
 )
 
 // Source follows a run log.

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/testproc"
-	"jobwatch/model"
-	"jobwatch/schedule"
-	"jobwatch/sources"
-	"jobwatch/sources/runlog/record"
-	"jobwatch/sources/runlog/tail"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
+	"github.com/jobwatch/jobwatch/sources"
+	"github.com/jobwatch/jobwatch/sources/runlog/record"
+	"github.com/jobwatch/jobwatch/sources/runlog/tail"
 )
 
 // healthSink is a real tracker that also remembers the health reports and

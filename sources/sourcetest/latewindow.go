@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/config"
-	"jobwatch/sources"
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // LateWindow describes a source type's block for LateWindowKey.

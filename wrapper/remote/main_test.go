@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/wrapper"
-	"jobwatch/wrapper/internal/wraptest"
+	"github.com/jobwatch/jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/wrapper/internal/wraptest"
 )
 
 // The tests run the wrapper as a real process, as package wrapper's do

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/mariadbtest"
 
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 // The MySQL layer and the job_runs table, against one throwaway MariaDB.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/mariadbtest"
-	"jobwatch/internal/testproc"
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 // A run lasting a whole number of check intervals (5 s by default) ends as

@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"jobwatch/internal/secret"
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/internal/secret"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 // mysqlLock is GET_LOCK(name, 0) on one dedicated connection (a sql.Conn,

@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"jobwatch/internal/secret"
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/internal/secret"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 // tableRE is a table name, optionally database.table: plain identifiers,

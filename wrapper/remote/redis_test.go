@@ -15,12 +15,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jobwatch/internal/procfs"
-	"jobwatch/internal/redistest"
-	"jobwatch/internal/redisvalue"
-	"jobwatch/internal/secret"
-	"jobwatch/internal/testproc"
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/internal/procfs"
+	"github.com/jobwatch/jobwatch/internal/redistest"
+	"github.com/jobwatch/jobwatch/internal/redisvalue"
+	"github.com/jobwatch/jobwatch/internal/secret"
+	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 // waitJob is a job that runs until the file $1 exists, then exits 0.

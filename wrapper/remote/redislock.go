@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"jobwatch/internal/redisvalue"
-	"jobwatch/internal/secret"
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/internal/redisvalue"
+	"github.com/jobwatch/jobwatch/internal/secret"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 // go-redis logs some events (a failed dial, a pool message) through its own

@@ -14,9 +14,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"jobwatch/internal/redact"
-	"jobwatch/internal/secret"
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/internal/redact"
+	"github.com/jobwatch/jobwatch/internal/secret"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 // Remote implements wrapper.Remote.

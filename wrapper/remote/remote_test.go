@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 func TestSharedLockName(t *testing.T) {

@@ -31,7 +31,7 @@ import (
 	"sync"
 	"time"
 
-	"jobwatch/internal/scale"
+	"github.com/jobwatch/jobwatch/internal/scale"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"jobwatch/mixin"
+	"github.com/jobwatch/jobwatch/mixin"
 )
 
 func main() {

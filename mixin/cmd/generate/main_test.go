@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"jobwatch/mixin"
+	"github.com/jobwatch/jobwatch/mixin"
 )
 
 // TestRun: the command writes every file of the mixin under root, with

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // The benchmark lines are the records of the spec, every field present.

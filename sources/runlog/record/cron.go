@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // Command maps the commands cron runs to a job: the first whose Match (a

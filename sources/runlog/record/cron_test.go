@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // cronCommands map the commands of testdata/cron's crontab.

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // checkEvent fails unless ev is an event a parser may return.

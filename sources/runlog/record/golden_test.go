@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

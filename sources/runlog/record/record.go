@@ -16,8 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"jobwatch/internal/jobname"
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/internal/jobname"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // Options are the settings every format shares.

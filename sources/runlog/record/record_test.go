@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // formatEvent renders an event deterministically for golden files and test

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"jobwatch/internal/jobname"
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/internal/jobname"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // regexParser finds job records in application logs: the first pattern that

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/model"
+	"github.com/jobwatch/jobwatch/model"
 )
 
 func intp(n int) *int { return &n }

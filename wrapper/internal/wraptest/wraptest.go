@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"jobwatch/internal/procfs"
-	"jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/procfs"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // Env, set to 1, makes the test binary a wrapper.

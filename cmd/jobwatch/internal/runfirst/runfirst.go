@@ -17,7 +17,7 @@ import (
 	"os"
 	"strings"
 
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 func init() {

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"jobwatch/wrapper"
+	"github.com/jobwatch/jobwatch/wrapper"
 )
 
 // defaults are the flags' values when none is given.

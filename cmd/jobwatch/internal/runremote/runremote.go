@@ -9,8 +9,8 @@ package runremote
 import (
 	"os"
 
-	"jobwatch/cmd/jobwatch/internal/runfirst"
-	"jobwatch/wrapper/remote"
+	"github.com/jobwatch/jobwatch/cmd/jobwatch/internal/runfirst"
+	"github.com/jobwatch/jobwatch/wrapper/remote"
 )
 
 func init() {
