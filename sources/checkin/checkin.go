@@ -173,19 +173,9 @@ const batchLines = 1000
 // last of the replay at start; when the spool has nothing (more) to read
 // after a batch that did not say it, or at start, a batch says it alone.
 func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
-	var pos Position
-	if from != nil {
-		if err := json.Unmarshal(from, &pos); err != nil {
-			return fmt.Errorf("check-in position %s: %w", from, err)
-		}
-	}
-	// Segments before the saved position have been applied and saved;
-	// those holding the outputs of the jobs' latest runs are kept.
-	if err := s.r.kept.remember(s.r.opts.Dir, pos); err != nil {
-		s.r.opts.Logger.Warn("reading the outputs kept in the check-in spool", "err", err)
-	}
-	if err := removeBefore(s.r.opts.Dir, s.r.kept.from(pos.Segment)); err != nil {
-		s.r.opts.Logger.Warn("removing applied check-in spool segments", "err", err)
+	pos, err := s.resume(from)
+	if err != nil {
+		return err
 	}
 	up := false
 	atEnd := false // the last batch handed over said AtEnd
@@ -214,9 +204,7 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			if next.Segment != pos.Segment {
 				// The segment just finished stays until the next one is
 				// finished too: the saved position may still name it.
-				if err := removeBefore(s.r.opts.Dir, s.r.kept.from(pos.Segment)); err != nil {
-					s.r.opts.Logger.Warn("removing applied check-in spool segments", "err", err)
-				}
+				s.removeApplied(pos.Segment)
 			}
 			pos = next
 			if len(lines) == batchLines {
@@ -232,6 +220,30 @@ func (s *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			return nil
 		case <-changed:
 		}
+	}
+}
+
+// resume is the position to read from, the saved one: the segments
+// before it have been applied and saved, and are removed but for those
+// holding the outputs of the jobs' latest runs.
+func (s *Source) resume(from json.RawMessage) (Position, error) {
+	var pos Position
+	if from != nil {
+		if err := json.Unmarshal(from, &pos); err != nil {
+			return pos, fmt.Errorf("check-in position %s: %w", from, err)
+		}
+	}
+	if err := s.r.kept.remember(s.r.opts.Dir, pos); err != nil {
+		s.r.opts.Logger.Warn("reading the outputs kept in the check-in spool", "err", err)
+	}
+	s.removeApplied(pos.Segment)
+	return pos, nil
+}
+
+// removeApplied removes the segments before seg that hold no kept output.
+func (s *Source) removeApplied(seg int) {
+	if err := removeBefore(s.r.opts.Dir, s.r.kept.from(seg)); err != nil {
+		s.r.opts.Logger.Warn("removing applied check-in spool segments", "err", err)
 	}
 }
 
