@@ -40,22 +40,27 @@ func TestRunRecordMySQLExported(t *testing.T) {
 	cfg := filepath.Join(dir, "jobwatch.yml")
 	os.WriteFile(cfg, fmt.Appendf(nil, `jobs:
   - name: nightly
-    schedule: "0 * * * *"
-    grace: 30m
+    schedule: "* * * * *"
+    grace: 50s
     scope: cluster
 sources:
   - name: db
     type: mysql
     dsn: %q
     poll_interval: 100ms
+    late_window: 2s
 `, dsn), 0o600)
 	// The source reads rows as they come (its first start reads only each
 	// job's latest runs): it is running before the wrappers write.
 	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
 	release := filepath.Join(dir, "release")
-	// Every run of the test lies in the previous hour's slot of an hourly
-	// job, however long the test takes: the wrappers' clock starts there.
-	base := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour + time.Minute)
+	// Every run of the test lies in one slot of a minutely job: the
+	// wrappers' clock starts now, in the first 40 s of a minute, a second a
+	// record, so rows are read within the source's late window of their
+	// time (a row dated an hour ago, read once the source was at its end,
+	// would be late, and not judged against the runs around it).
+	testproc.WaitUntil(t, minWait, "the first 40 s of a minute", func() bool { return time.Now().Second() < 40 })
+	base := time.Now().UTC()
 	var clockMu sync.Mutex
 	tick := 0
 	now := func() time.Time {
