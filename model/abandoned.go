@@ -79,6 +79,19 @@ func (j *job) abandonAfter(start time.Time) time.Duration {
 	return time.Duration(max(j.spec.StaleMultiple, 1)) * period
 }
 
+// abandonDue reports whether abandon has a run to close at to.
+func (t *Tracker) abandonDue(j *job, to time.Time) bool {
+	for _, r := range j.open {
+		if !t.unchecked(r) {
+			continue
+		}
+		if after := j.abandonAfter(r.Start); after > 0 && r.Start.Add(after).Before(to) {
+			return true
+		}
+	}
+	return false
+}
+
 // abandon closes as lost the unchecked runs of a job without timeout that
 // are older than abandonAfter at at (what the job has decided).
 func (t *Tracker) abandon(j *job, at time.Time) {
@@ -87,7 +100,7 @@ func (t *Tracker) abandon(j *job, at time.Time) {
 	}
 	for i := 0; i < len(j.open); i++ {
 		o := j.open[i]
-		if !t.unchecked(o) || at.Before(o.readLate) {
+		if !t.unchecked(o) || at.UnixNano() < o.readLate {
 			continue
 		}
 		after := j.abandonAfter(o.Start)

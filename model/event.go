@@ -147,9 +147,9 @@ type Event struct {
 	// saved in its place, so an output is written once, where it arrived.
 	OutputRef string
 
-	// late: it came after its job had decided past its time, at readAt.
-	late   bool
-	readAt time.Time
+	// late: it came after its job had decided past its time (and is
+	// applied as it is read).
+	late bool
 }
 
 // Held is a record the model holds for its job's watermark, with the source

@@ -261,13 +261,7 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	sched := j.calendar()
 	due := len(j.pending) > 0 && !j.pending[0].Time.After(to) ||
 		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) }) ||
-		j.spec.Timeout == 0 && slices.ContainsFunc(j.open, func(r *Run) bool {
-			if !t.unchecked(r) {
-				return false
-			}
-			after := j.abandonAfter(r.Start)
-			return after > 0 && r.Start.Add(after).Before(to)
-		})
+		j.spec.Timeout == 0 && t.abandonDue(j, to)
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
 			due = true
@@ -350,7 +344,7 @@ func (t *Tracker) timeOut(j *job, at time.Time) {
 	}
 	for len(j.open) > 0 {
 		i := slices.IndexFunc(j.open, func(r *Run) bool {
-			return r.Start.Add(j.spec.Timeout).Before(at) && !at.Before(r.readLate)
+			return r.Start.Add(j.spec.Timeout).Before(at) && at.UnixNano() >= r.readLate
 		})
 		if i < 0 {
 			return

@@ -157,7 +157,7 @@ type Run struct {
 	goneSince time.Time // when its process was first seen gone
 	// readLate: when it was read, for a start read after its job had
 	// decided past its time, or restored from the state; not saved.
-	readLate time.Time
+	readLate int64 // Unix nanoseconds: a Run a start, kept small
 }
 
 // SourceState is what jobwatch knows of one source; it is saved with the
@@ -298,7 +298,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 			// Its end may be among the records read again, dated before
 			// what the state had decided: it is closed for its age only
 			// once decisions have passed the restart (timeOut, abandon).
-			r.readLate = restored
+			r.readLate = restored.UnixNano()
 			if j.openAt(r.Key()) < 0 {
 				j.open = append(j.open, &r)
 			}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"hash/maphash"
@@ -418,10 +419,13 @@ func (t *Tracker) take(src *source, name string, ev *Event, horizon time.Time) *
 	}
 	if !j.decided.IsZero() && ev.Time.Before(j.decided) {
 		src.LateRecords++
-		t.opts.Logger.Debug("late record: its job has decided past its time", "source", name, "job", ev.Job, "time", ev.Time, "decided_until", j.decided)
-		late := *ev
-		late.late, late.readAt = true, t.clock.now()
-		if !t.apply(j, &late, name) {
+		if t.opts.Logger.Enabled(context.Background(), slog.LevelDebug) { // its arguments cost, logged or not
+			t.opts.Logger.Debug("late record: its job has decided past its time", "source", name, "job", ev.Job, "time", ev.Time, "decided_until", j.decided)
+		}
+		ev.late = true // the batch's copy: a source hands a batch over once
+		ok := t.apply(j, ev, name)
+		ev.late = false
+		if !ok {
 			src.ParseErrors++
 		}
 	} else {
@@ -475,7 +479,7 @@ func (t *Tracker) applyStart(j *job, ev *Event, src string) {
 		j.Overlaps++
 	}
 	if ev.late {
-		r.readLate = ev.readAt
+		r.readLate = t.clock.now().UnixNano() // a late record is applied as it is read
 	}
 	r.Lease = ev.LockTTL
 	if oldest, full := j.addOpen(r); full {
