@@ -116,7 +116,7 @@ func Register(k Kind) {
 			panic(fmt.Sprintf("observation kind %q registered twice", k.Name))
 		}
 		for _, m := range k.Metrics {
-			if o.metric(m.Name) != nil {
+			if o.Metric(m.Name) != nil {
 				panic(fmt.Sprintf("metric %q of observation kind %q is also one of %q", m.Name, k.Name, o.Name))
 			}
 		}
@@ -145,9 +145,7 @@ func Lookup(name string) *Kind {
 }
 
 // Metric is the kind's metric of that name, or nil.
-func (k *Kind) Metric(name string) *Metric { return k.metric(name) }
-
-func (k *Kind) metric(name string) *Metric {
+func (k *Kind) Metric(name string) *Metric {
 	for i := range k.Metrics {
 		if k.Metrics[i].Name == name {
 			return &k.Metrics[i]
