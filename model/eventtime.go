@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jobwatch/jobwatch/internal/ratelog"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // Event time. A job's verdicts (which slot ran, was skipped or missed,
@@ -213,6 +214,12 @@ func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Dur
 // reading or had firstReadGrace to. ok is false while nothing may be
 // decided.
 func (t *Tracker) decidable(j *job, now time.Time) (time.Time, bool) {
+	return t.decidableBy(j, now, true)
+}
+
+// decidableBy is decidable; force says whether a job holding more than
+// maxPending records has the oldest decided anyway.
+func (t *Tracker) decidableBy(j *job, now time.Time, force bool) (time.Time, bool) {
 	startingUp := now.Sub(t.started) < t.opts.StartupHold
 	var mark, readMark time.Time
 	some, reported, someRead := false, true, false
@@ -235,7 +242,7 @@ func (t *Tracker) decidable(j *job, now time.Time) (time.Time, bool) {
 	}
 	// Not while a source has not even started reading, in its first
 	// seconds: it may hold older records than any.
-	if len(j.pending) > maxPending && someRead && (reported || !t.firstReading(now)) {
+	if force && len(j.pending) > maxPending && someRead && (reported || !t.firstReading(now)) {
 		forced := j.pending[len(j.pending)-maxPending].Time
 		if readMark.Before(forced) {
 			forced = readMark
@@ -273,36 +280,94 @@ func (t *Tracker) decide(j *job, to time.Time) {
 		return
 	}
 	j.own()
-	if sched != nil && j.SlotsCheckedUntil.IsZero() {
-		// Slots count from when the job was first watched (or its earliest
-		// record), whatever record comes first.
-		j.SlotsCheckedUntil = j.FirstWatched
-	}
+	j.startSlots(sched)
 	n := 0
 	for n < len(j.pending) && !j.pending[n].Time.After(to) {
-		h := &j.pending[n]
-		t.timeOut(j, h.Time)
-		t.abandon(j, h.Time)
-		if !t.apply(j, &h.Event, h.Source) {
-			t.countRepeat(h.Source)
-		}
 		n++
 	}
-	if n > 0 {
-		for i := range j.pending[:n] {
-			if declines(&j.pending[i].Event) {
-				j.declining--
-			}
-		}
-		clear(j.pending[:n]) // drop the strings they hold
-		j.pending = slices.Delete(j.pending, 0, n)
-	}
+	t.applyPending(j, n)
 	t.timeOut(j, to)
 	t.abandon(j, to)
 	if sched != nil {
 		j.accountMissed(sched, j.missedCutoff(sched, to))
 	}
 	t.markJob(j)
+}
+
+// startSlots: slots count from when the job was first watched (or its
+// earliest record), whatever record comes first.
+func (j *job) startSlots(sched schedule.Schedule) {
+	if sched != nil && j.SlotsCheckedUntil.IsZero() {
+		j.SlotsCheckedUntil = j.FirstWatched
+	}
+}
+
+// applyPending applies the job's first n pending records, in their order,
+// and lets them go.
+func (t *Tracker) applyPending(j *job, n int) {
+	if n == 0 {
+		return
+	}
+	for i := range j.pending[:n] {
+		h := &j.pending[i]
+		t.decideRecord(j, &h.Event, h.Source)
+		if declines(&h.Event) {
+			j.declining--
+		}
+	}
+	clear(j.pending[:n]) // drop the strings they hold
+	j.pending = slices.Delete(j.pending, 0, n)
+}
+
+// decideRecord applies a record its job's watermark has passed: the runs
+// that outlived the job's timeout or were abandoned by its time are
+// closed first.
+func (t *Tracker) decideRecord(j *job, ev *Event, source string) {
+	t.timeOut(j, ev.Time)
+	t.abandon(j, ev.Time)
+	if !t.apply(j, ev, source) {
+		t.countRepeat(source)
+	}
+}
+
+// decidedAlready reports whether a record Apply takes may be decided in
+// place: its job's records in the batch allow it (batchJob.inPlace) and
+// the job's watermark after the batch, without the forcing of a job that
+// holds too many, has passed it. Deciding it then is what holding it
+// would do at the batch's end: the records before it are applied (the
+// batch's are, being in order; those held before, which go before it, are
+// applied now), and the decision up to the watermark follows at the end.
+func (t *Tracker) decidedAlready(bj *batchJob, ev *Event, now time.Time) bool {
+	if !bj.inPlace || t.holdAll {
+		return false
+	}
+	if !bj.toKnown {
+		to, ok := t.decidableBy(bj.j, now, false)
+		bj.toKnown, bj.inPlace, bj.to = true, ok && !to.Before(bj.j.decided), to
+	}
+	return bj.inPlace && !ev.Time.After(bj.to)
+}
+
+// decideInPlace applies a record decidedAlready allows, after the records
+// the job holds.
+func (t *Tracker) decideInPlace(j *job, ev *Event, source string) {
+	t.applyPending(j, len(j.pending))
+	j.startSlots(j.calendar())
+	t.decideRecord(j, ev, source)
+}
+
+// heldBefore reports whether every record the job holds goes before ev of
+// source, as applied.
+func (j *job) heldBefore(ev *Event, source string) bool {
+	n := len(j.pending)
+	if n == 0 {
+		return true
+	}
+	last := &j.pending[n-1]
+	if j.unsorted {
+		return false
+	}
+	return cmp.Or(compareEvents(&last.Event, ev), cmp.Compare(last.Source, source)) <= 0
 }
 
 // DecideHeld decides what the watermarks allow now for the jobs that hold

@@ -102,6 +102,11 @@ type Tracker struct {
 	retired map[string]SourceState // of sources no longer configured
 	holding map[*job]struct{}      // jobs that may hold records (DecideHeld)
 	batches uint64                 // batches applied, to find a batch's jobs once each
+	// scanned and scanOf are Apply's scratch (see scan), kept from one
+	// batch to the next.
+	scanned []batchJob
+	scanOf  []int
+	holdAll bool // tests: decide nothing in place, to compare with holding
 	// unended are the sources of runs that have not read to their end
 	// since Configure; nil: to be found again (see reporting).
 	unended []*source
@@ -130,9 +135,11 @@ type job struct {
 	ended ring[endedRun] // the latest runs that ended, for repeated ends
 	// pending are the records held for the job's watermark, in the order
 	// they are applied (compareEvents); see eventtime.go.
-	pending  []Held
-	batch    uint64 // Tracker.batches when a batch last touched it
-	unsorted bool   // pending is out of order from sortedLen (see hold)
+	pending []Held
+	batch   uint64 // Tracker.batches when a batch last touched it
+	// scanIndex is its index in Tracker.scanned for that batch.
+	scanIndex int
+	unsorted  bool // pending is out of order from sortedLen (see hold)
 	// declining counts the pending records that may say a run declined
 	// to run (declines), so that a start looks through pending only when
 	// one is held.
@@ -330,7 +337,9 @@ func newJob(now time.Time) *job {
 // are held until the watermark of every source that reports their job has
 // passed them, then applied in time order (eventtime.go); a record dated
 // before what its job has decided already is late, and applied at once
-// where it can be.
+// where it can be. A job's records that its watermark after the batch has
+// passed already are decided as they are taken, when that gives the order
+// holding them would (decideInPlace): a catch-up holds almost nothing.
 func (t *Tracker) Apply(b Batch) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -341,15 +350,111 @@ func (t *Tracker) Apply(b Batch) {
 		return
 	}
 	now := t.clock.now()
-	horizon := now.Add(t.opts.MaxClockSkew)
 	t.batches++
-	var touched []*job // each job once, in the order first seen
+	of := t.scan(src, b.Source, b.Events, now.Add(t.opts.MaxClockSkew))
+	touched := t.advance(src, &b)
 	for i := range b.Events {
-		if j := t.take(src, b.Source, &b.Events[i], horizon); j != nil && j.batch != t.batches {
-			j.batch = t.batches
-			touched = append(touched, j)
-			t.holding[j] = struct{}{}
+		if k := of[i]; k >= 0 {
+			t.take(&t.scanned[k], b.Source, &b.Events[i], now)
 		}
+	}
+	for _, j := range touched {
+		j.sorted()
+		t.decideJob(j, now)
+	}
+}
+
+// batchJob is what Apply's scan found of one job's records in a batch.
+type batchJob struct {
+	j *job
+	// onTime is the batch's index of the job's latest record that is not
+	// late so far (-1: none yet).
+	onTime int
+	// inPlace: the job's records that are not late are in the order they
+	// are applied in, go after those it holds, come after its late ones
+	// (applied at once, as they are taken), and none says a run declined;
+	// so those its watermark has passed may be decided as they are taken.
+	// to is that watermark once known.
+	inPlace, toKnown bool
+	to               time.Time
+}
+
+// scan counts a batch's records, moves its source's latest record time on,
+// and finds each record's job (of: its index in t.scanned, -1 for a record
+// rejected or of no job), each job once, and whether its records may be
+// decided in place.
+func (t *Tracker) scan(src *source, name string, events []Event, horizon time.Time) (of []int) {
+	t.scanned = t.scanned[:0]
+	of = slices.Grow(t.scanOf[:0], len(events))[:len(events)]
+	t.scanOf = of
+	for i := range events {
+		ev, k := &events[i], -1
+		if j := t.recordOf(src, name, ev, horizon); j != nil {
+			if j.batch != t.batches {
+				j.batch, j.scanIndex = t.batches, len(t.scanned)
+				t.scanned = append(t.scanned, batchJob{j: j, onTime: -1, inPlace: true})
+				t.holding[j] = struct{}{}
+			}
+			k = j.scanIndex
+			t.scanned[k].scan(events, i, name)
+		}
+		of[i] = k
+	}
+	return of
+}
+
+// scan looks at the job's record events[i] for inPlace.
+func (bj *batchJob) scan(events []Event, i int, source string) {
+	ev, j := &events[i], bj.j
+	switch {
+	case !j.decided.IsZero() && ev.Time.Before(j.decided): // late
+		bj.inPlace = bj.inPlace && bj.onTime < 0
+		return
+	case bj.onTime < 0:
+		bj.inPlace = bj.inPlace && j.heldBefore(ev, source)
+	default:
+		bj.inPlace = bj.inPlace && compareEvents(&events[bj.onTime], ev) <= 0
+	}
+	// A start held looks ahead through the records held with it for one
+	// saying that it declined to run (declinedHeld): a job with such a
+	// record in the batch holds them all.
+	bj.inPlace = bj.inPlace && !declines(ev)
+	bj.onTime = i
+}
+
+// recordOf counts a record a source handed over and returns its job, the
+// source then among those reporting it (nil: none, or the record dated
+// beyond the horizon).
+func (t *Tracker) recordOf(src *source, name string, ev *Event, horizon time.Time) *job {
+	if ev.Time.After(horizon) {
+		src.ParseErrors++
+		t.opts.Logger.Debug("record dated in the future", "source", name, "job", ev.Job, "time", ev.Time)
+		return nil
+	}
+	src.Records++
+	if ev.Time.After(src.clock.seen) {
+		src.clock.seen = ev.Time
+	}
+	j := t.jobs[ev.Job]
+	if j == nil {
+		src.UnknownJob++
+		return nil
+	}
+	if !slices.Contains(j.Sources, name) {
+		j.own()
+		j.Sources = append(j.Sources, name)
+	}
+	return j
+}
+
+// advance stores what the batch says of its source: its clock (so that
+// the watermarks its records are decided against are those after the
+// batch), counts and position. It returns the jobs the batch touched, and
+// when it says the source is at its end every job holding records.
+func (t *Tracker) advance(src *source, b *Batch) []*job {
+	touched := make([]*job, 0, len(t.scanned))
+	for i := range t.scanned {
+		touched = append(touched, t.scanned[i].j)
 	}
 	if !src.clock.reported || src.clock.atEnd != b.AtEnd {
 		t.markSource(b.Source) // its watermark follows the clock, or stops following it
@@ -383,41 +488,24 @@ func (t *Tracker) Apply(b Batch) {
 	if len(b.Events) > 0 || b.ParseErrors > 0 || b.PositionResets > 0 || b.Position != nil || observed {
 		t.markSource(b.Source) // an empty poll leaves nothing new to save
 	}
-	for _, j := range touched {
-		j.sorted()
-		t.decideJob(j, now)
-	}
+	return touched
 }
 
-// take counts a record a source handed over and holds it for its job's
-// watermark, or applies it at once when it is late; it returns the job
-// (nil: none, or a record rejected).
-func (t *Tracker) take(src *source, name string, ev *Event, horizon time.Time) *job {
-	if ev.Time.After(horizon) {
-		src.ParseErrors++
-		t.opts.Logger.Debug("record dated in the future", "source", name, "job", ev.Job, "time", ev.Time)
-		return nil
-	}
-	src.Records++
-	if ev.Time.After(src.clock.seen) {
-		src.clock.seen = ev.Time
-	}
-	j := t.jobs[ev.Job]
-	if j == nil {
-		src.UnknownJob++
-		return nil
-	}
+// take applies a record at once when it is late, decides it in place when
+// its job's watermark has passed it already, or holds it for the
+// watermark.
+func (t *Tracker) take(bj *batchJob, name string, ev *Event, now time.Time) {
+	j := bj.j
 	j.own()
-	if !slices.Contains(j.Sources, name) {
-		j.Sources = append(j.Sources, name)
-	}
 	// History read on first start counts: a job whose only runs failed
 	// has gone without success since its earliest record, not since
 	// jobwatch first watched it.
 	if ev.Time.Before(j.FirstWatched) {
 		j.FirstWatched = ev.Time
 	}
-	if !j.decided.IsZero() && ev.Time.Before(j.decided) {
+	switch {
+	case !j.decided.IsZero() && ev.Time.Before(j.decided):
+		src := t.sources[name]
 		src.LateRecords++
 		if t.opts.Logger.Enabled(context.Background(), slog.LevelDebug) { // its arguments cost, logged or not
 			t.opts.Logger.Debug("late record: its job has decided past its time", "source", name, "job", ev.Job, "time", ev.Time, "decided_until", j.decided)
@@ -428,11 +516,12 @@ func (t *Tracker) take(src *source, name string, ev *Event, horizon time.Time) *
 		if !ok {
 			src.ParseErrors++
 		}
-	} else {
+	case t.decidedAlready(bj, ev, now):
+		t.decideInPlace(j, ev, name)
+	default:
 		j.hold(ev, name)
 	}
 	t.markJob(j)
-	return j
 }
 
 // apply applies one event to its job; false: the record repeats one already
