@@ -76,18 +76,18 @@ func (p *jsonParser) scan(s []byte) error {
 // scanMembers scans the key-value pairs of a non-empty object from s[i]
 // and its closing brace; it returns the index after the brace.
 func (p *jsonParser) scanMembers(s []byte, i int) (int, error) {
+	var unread value // the value of a key jobwatch does not read
 	for {
 		f, known, next, err := p.scanKey(s, i)
 		if err != nil {
 			return next, err
 		}
-		v, next, err := scanValue(s, next)
-		if err != nil {
-			return next, err
-		}
-		i = next
+		dst := &unread
 		if known {
-			p.vals[f] = v
+			dst = &p.vals[f]
+		}
+		if i, err = scanValue(s, next, dst); err != nil {
+			return i, err
 		}
 		i = skipWS(s, i)
 		if i >= len(s) {
@@ -124,49 +124,68 @@ func (p *jsonParser) scanKey(s []byte, i int) (f field, known bool, next int, er
 		key = p.scratch
 	}
 	f, known = lookupField(key)
-	i = skipWS(s, end+1)
+	i = end + 1
+	if i < len(s) && s[i] != ':' { // not the usual "key":value
+		i = skipWS(s, i)
+	}
 	if i >= len(s) {
 		return 0, false, i, jsonErr(i, "truncated")
 	}
 	if s[i] != ':' {
 		return 0, false, i, jsonErr(i, "expected ':'")
 	}
-	i = skipWS(s, i+1)
-	if i >= len(s) {
+	i++
+	if i < len(s) && s[i] > ' ' {
+		return f, known, i, nil
+	}
+	if i = skipWS(s, i); i >= len(s) {
 		return 0, false, i, jsonErr(i, "truncated")
 	}
 	return f, known, i, nil
 }
 
-// scanValue scans the value at s[i], which is not past the end; it returns
-// the value and the index after it.
-func scanValue(s []byte, i int) (value, int, error) {
+// scanValue scans the value at s[i], which is not past the end, into dst;
+// it returns the index after it.
+func scanValue(s []byte, i int, dst *value) (int, error) {
 	switch c := s[i]; {
 	case c == '"':
 		end, esc, err := scanString(s, i+1)
 		if err != nil {
-			return value{}, i, err
+			return i, err
 		}
-		return value{b: s[i+1 : end], kind: vString, esc: esc}, end + 1, nil
+		*dst = value{b: s[i+1 : end], kind: vString, esc: esc}
+		return end + 1, nil
 	case c == '-' || c >= '0' && c <= '9':
 		end, err := scanNumber(s, i)
 		if err != nil {
-			return value{}, i, err
+			return i, err
 		}
-		return value{b: s[i:end], kind: vNumber}, end, nil
-	case c == 't':
-		end, err := literal(s, i, "true")
-		return value{b: s[i:end], kind: vBool}, end, err
-	case c == 'f':
-		end, err := literal(s, i, "false")
-		return value{b: s[i:end], kind: vBool}, end, err
-	case c == 'n':
-		end, err := literal(s, i, "null")
-		return value{kind: vNull}, end, err
-	case c == '{' || c == '[':
-		return value{}, i, jsonErr(i, "nested object or array as a value")
+		*dst = value{b: s[i:end], kind: vNumber}
+		return end, nil
 	}
-	return value{}, i, jsonErr(i, "expected a value")
+	return scanLiteral(s, i, dst)
+}
+
+// scanLiteral scans true, false or null at s[i] into dst.
+func scanLiteral(s []byte, i int, dst *value) (int, error) {
+	var end int
+	var err error
+	switch s[i] {
+	case 't':
+		end, err = literal(s, i, "true")
+		*dst = value{b: s[i:end], kind: vBool}
+	case 'f':
+		end, err = literal(s, i, "false")
+		*dst = value{b: s[i:end], kind: vBool}
+	case 'n':
+		end, err = literal(s, i, "null")
+		*dst = value{kind: vNull}
+	case '{', '[':
+		return i, jsonErr(i, "nested object or array as a value")
+	default:
+		return i, jsonErr(i, "expected a value")
+	}
+	return end, err
 }
 
 func literal(s []byte, i int, lit string) (int, error) {
