@@ -246,8 +246,8 @@ func chromium(t *testing.T, browser, url string, extra ...string) []byte {
 }
 
 // TestStatusPageInBrowser loads the status page and a job's page in
-// headless Chromium and checks the DOM it rendered. With
-// JOBWATCH_UPDATE_SCREENSHOTS=1 it saves the screenshots of docs/status.md.
+// headless Chromium and checks the DOM it rendered (status/browser_test.go
+// takes the screenshots of docs/status.md).
 func TestStatusPageInBrowser(t *testing.T) {
 	t.Parallel()
 	browser := findChromium()
@@ -310,16 +310,4 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Errorf("the failure's output became elements of the page")
 	}
 
-	if os.Getenv("JOBWATCH_UPDATE_SCREENSHOTS") == "1" {
-		for page, file := range map[string]string{"/status": "status.png", "/status/job/backup": "status-job.png"} {
-			path, err := filepath.Abs(filepath.Join("..", "..", "docs", "img", file))
-			must(t, err)
-			chromium(t, browser, base+page, "--window-size=1000,560", "--hide-scrollbars", "--screenshot="+path)
-			if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
-				t.Errorf("no screenshot at %s: %v", path, err)
-			} else {
-				t.Logf("saved %s (%d bytes)", path, fi.Size())
-			}
-		}
-	}
 }
