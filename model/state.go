@@ -179,6 +179,7 @@ type SourceState struct {
 	// Retired is when the source was removed from the config.
 	Retired time.Time
 	up      bool
+	reason  string // why it is down (SetHealth's error); not saved
 }
 
 func (s SourceState) clone() SourceState {

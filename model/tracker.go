@@ -317,10 +317,10 @@ func (t *Tracker) adoptRetired() {
 			}
 		}
 		if from != "" {
-			up := src.up
+			up, reason := src.up, src.reason
 			src.SourceState = t.retired[from]
 			src.Retired = time.Time{}
-			src.up = up
+			src.up, src.reason = up, reason
 			delete(t.retired, from)
 			t.retiredChanged = true
 			t.markSource(name)
@@ -949,8 +949,12 @@ func (t *Tracker) SetHealth(name string, up bool, err error) {
 		src.clock.atEnd = false
 	}
 	src.clock.down = !up
-	if src.up != up {
-		src.up = up
+	reason := ""
+	if !up && err != nil {
+		reason = err.Error()
+	}
+	if src.up != up || src.reason != reason {
+		src.up, src.reason = up, reason
 		t.markSource(name)
 	}
 }
@@ -990,6 +994,8 @@ type JobView struct {
 type SourceView struct {
 	Name, Type string
 	Up         bool
+	// Reason is why the source is down, as it said (empty while up).
+	Reason string
 	SourceState
 	Observations []observation.Observation // its latest, of kinds besides runs
 	clock        sourceClock               // for JobView.DecisionsBehind

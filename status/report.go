@@ -134,9 +134,11 @@ type Run struct {
 
 // SourceStatus is one source's health.
 type SourceStatus struct {
-	Name        string `json:"name"`
-	Type        string `json:"type"`
-	Up          bool   `json:"up"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Up   bool   `json:"up"`
+	// Reason is why it is down, as the source said.
+	Reason      string `json:"reason,omitempty"`
 	Records     uint64 `json:"records_total"`
 	ParseErrors uint64 `json:"parse_errors_total"`
 	LateRecords uint64 `json:"late_records_total"`
@@ -149,7 +151,7 @@ func Build(jobs []model.JobView, sources []model.SourceView, now time.Time) Repo
 	srcs := make([]*model.SourceView, len(sources))
 	for i, s := range sources {
 		srcs[i] = &sources[i]
-		rep.Sources = append(rep.Sources, SourceStatus{Name: s.Name, Type: s.Type, Up: s.Up, Records: s.Records, ParseErrors: s.ParseErrors, LateRecords: s.LateRecords})
+		rep.Sources = append(rep.Sources, SourceStatus{Name: s.Name, Type: s.Type, Up: s.Up, Reason: s.Reason, Records: s.Records, ParseErrors: s.ParseErrors, LateRecords: s.LateRecords})
 	}
 	for i := range jobs {
 		j := buildJob(&jobs[i], now)
