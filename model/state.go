@@ -66,6 +66,16 @@ type JobState struct {
 	// LockTTL is the shared lock's lease named by the latest start record
 	// that named one (jobwatch run --lock-redis); 0 when none has.
 	LockTTL time.Duration
+	// Discovered: the job is one host mode found (JobSpec.Discovered), so
+	// it is retired, not dropped, when it disappears, even while jobwatch
+	// was stopped.
+	Discovered bool
+	// Retired is when the discovered job disappeared from the host: it is
+	// expected no more, its history kept (zero while it is watched).
+	Retired time.Time
+	// Resumed is when a retired job came back: its staleness counts from
+	// then at the earliest, not from a success before it was retired.
+	Resumed time.Time
 }
 
 // History is a job's latest runs and durations: Recent are the latest
@@ -276,20 +286,32 @@ func (t *Tracker) Snapshot() *Snapshot {
 
 // Restore loads a saved state. Call it after Configure and before any source
 // runs: saved jobs and sources that are configured take their saved state;
-// other jobs are dropped; other sources are kept as retired, for a source
-// configured again (or renamed) to take over. Everything counts as changed
-// afterwards (see Changes).
+// saved discovered jobs that are not are retired (see Configure), other
+// jobs dropped; other sources are kept as retired, for a source configured
+// again (or renamed) to take over. Everything counts as changed afterwards
+// (see Changes).
 func (t *Tracker) Restore(s *Snapshot) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.clock.now()
 	for name, sj := range s.Jobs {
 		j := t.jobs[name]
-		if j == nil {
+		configured := j != nil
+		if !configured && !sj.Discovered {
 			continue
+		}
+		if !configured {
+			j = &job{spec: retiredSpec(name)}
+			t.jobs[name] = j
 		}
 		st := sj.JobState
 		j.JobState = &st
 		j.shared.Store(true) // the snapshot's maps and slices may be its caller's
+		if configured {
+			j.configure(j.spec, now) // a retired job back takes up its history
+		} else {
+			j.retire(now) // gone from the host, maybe while jobwatch was stopped
+		}
 		j.recent.load(sj.Recent, MaxRecentRuns)
 		j.durations.load(sj.DurationHistory, MaxDurationHistory)
 		j.open = make([]*Run, 0, len(sj.Open))

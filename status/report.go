@@ -25,6 +25,9 @@ const (
 	StateRunning     = "running"    // a run is in progress
 	StateNeverSeen   = "never_seen" // no record of the job has been read yet
 	StateOK          = "ok"
+	// StateRetired: host mode found the job, and it has gone from the
+	// host; nothing is expected of it, its history is kept.
+	StateRetired = "retired"
 )
 
 // Report is the document of /api/v1/jobs. Field names are a contract
@@ -43,6 +46,10 @@ type Job struct {
 	State    string `json:"state"`
 	Scope    string `json:"scope"`
 	Schedule string `json:"schedule"`
+
+	// RetiredSince is when a job host mode found disappeared from the host
+	// (state retired); nil while it is watched.
+	RetiredSince *time.Time `json:"retired_since"`
 
 	SecondsSinceLastSuccess float64    `json:"seconds_since_last_success"`
 	LastSuccess             *time.Time `json:"last_success"`
@@ -179,6 +186,7 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		Scope:                   v.Spec.Scope,
 		Schedule:                describe(v.Spec.Schedule),
 		SecondsSinceLastSuccess: w.SinceSuccess.Seconds(),
+		RetiredSince:            timePtr(v.Retired),
 		HeldRecords:             len(v.Pending),
 		LastSuccess:             timePtr(v.LastSuccess),
 		LastFailure:             timePtr(v.LastFailure),
@@ -251,6 +259,8 @@ func (j *Job) setDurations(v *model.JobView) {
 // must look at comes before what is merely in progress.
 func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) string {
 	switch {
+	case !v.Retired.IsZero():
+		return StateRetired // expected no more: whatever it last did alarms no one
 	case w.Stale:
 		return StateStale
 	case v.ConsecutiveFailures > 0:
