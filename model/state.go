@@ -304,38 +304,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 			j = &job{spec: retiredSpec(name)}
 			t.jobs[name] = j
 		}
-		st := sj.JobState
-		j.JobState = &st
-		j.shared.Store(true) // the snapshot's maps and slices may be its caller's
-		if configured {
-			j.configure(j.spec, now) // a retired job back takes up its history
-		} else {
-			j.retire(now) // gone from the host, maybe while jobwatch was stopped
-		}
-		j.recent.load(sj.Recent, MaxRecentRuns)
-		j.durations.load(sj.DurationHistory, MaxDurationHistory)
-		j.open = make([]*Run, 0, len(sj.Open))
-		restored := t.clock.now()
-		for i := range sj.Open {
-			r := sj.Open[i]
-			// Its end may be among the records read again, dated before
-			// what the state had decided: it is closed for its age only
-			// once decisions have passed the restart (timeOut, abandon).
-			r.readLate = restored.UnixNano()
-			if j.openAt(r.Key()) < 0 {
-				j.open = append(j.open, &r)
-			}
-		}
-		slices.SortFunc(j.open, compareRuns)
-		j.decided = sj.DecidedUntil
-		j.pending, j.declining = j.pending[:0], 0
-		for i := range sj.Pending {
-			ev := sj.Pending[i].Event
-			ev.Job = name // the state holds a job's records without their job's name
-			j.hold(&ev, sj.Pending[i].Source)
-			t.holding[j] = struct{}{}
-		}
-		j.sorted()
+		t.restoreJob(name, j, &sj, configured, now)
 	}
 	t.clock.atLeast(s.Written)
 	for name, r := range s.Retired {
@@ -353,11 +322,47 @@ func (t *Tracker) Restore(s *Snapshot) error {
 			t.retire(name, *ss)
 			continue
 		}
-		up := src.up
+		up, reason := src.up, src.reason
 		src.SourceState = *ss
-		src.up = up
+		src.up, src.reason = up, reason
 	}
 	t.adoptRetired()
 	t.changedAll()
 	return nil
+}
+
+// restoreJob gives j the saved state sj; configured: the config names the
+// job (else it is a discovered job gone from the host, retired).
+func (t *Tracker) restoreJob(name string, j *job, sj *SavedJob, configured bool, now time.Time) {
+	st := sj.JobState
+	j.JobState = &st
+	j.shared.Store(true) // the snapshot's maps and slices may be its caller's
+	if configured {
+		j.configure(j.spec, now) // a retired job back takes up its history
+	} else {
+		j.retire(now) // gone from the host, maybe while jobwatch was stopped
+	}
+	j.recent.load(sj.Recent, MaxRecentRuns)
+	j.durations.load(sj.DurationHistory, MaxDurationHistory)
+	j.open = make([]*Run, 0, len(sj.Open))
+	for i := range sj.Open {
+		r := sj.Open[i]
+		// Its end may be among the records read again, dated before
+		// what the state had decided: it is closed for its age only
+		// once decisions have passed the restart (timeOut, abandon).
+		r.readLate = now.UnixNano()
+		if j.openAt(r.Key()) < 0 {
+			j.open = append(j.open, &r)
+		}
+	}
+	slices.SortFunc(j.open, compareRuns)
+	j.decided = sj.DecidedUntil
+	j.pending, j.declining = j.pending[:0], 0
+	for i := range sj.Pending {
+		ev := sj.Pending[i].Event
+		ev.Job = name // the state holds a job's records without their job's name
+		j.hold(&ev, sj.Pending[i].Source)
+		t.holding[j] = struct{}{}
+	}
+	j.sorted()
 }
