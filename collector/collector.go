@@ -67,6 +67,7 @@ var (
 	sourceUnknownJobDesc = desc("source_unknown_job_records_total", "Records of the source about jobs that are not configured, and so ignored.", "source")
 	sourceResetsDesc     = desc("source_position_resets_total", "Times the source's saved position no longer existed and reading went on from the nearest point.", "source")
 	sourceLateDesc       = desc("source_late_records_total", "Records of the source that came after their job had decided past their time (later than the source's late window): applied where they could be, without reopening a decided slot.", "source")
+	retiredDesc          = desc("job_retired_timestamp_seconds", "When the discovered job disappeared from the host (host mode): it is expected no more, and only its history is exported, until discovery.retired_retention has passed.", jobLabels...)
 	behindDesc           = desc("job_decisions_behind_seconds", "How far behind now the job's verdicts (missed, overlapping and duplicate runs, runs closed at their timeout) are: they wait until every source that reports the job has read past a time.", jobLabels...)
 )
 
@@ -137,6 +138,7 @@ var jobDescs = []*prometheus.Desc{
 	lastSuccessDesc, sinceSuccessDesc, behindDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
 	timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
 	runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, consecMissedDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
+	retiredDesc,
 }
 
 // Collect implements prometheus.Collector.
@@ -247,7 +249,10 @@ func (e *jobSeries) counterBy(d *prometheus.Desc, v uint64, label string) {
 	e.s.counter(d, float64(v), e.created, e.lv[:2]...)
 }
 
-// schedule: what the job is, and where it stands against its schedule.
+// schedule: what the job is, and where it stands against its schedule. A
+// retired job has no schedule to stand against: it has none of the series
+// the alerts judge a job by (staleness, period, deadline, next run,
+// timeout, decisions behind), only when it was retired.
 func (e *jobSeries) schedule(j *model.JobView, w model.Watch, behind time.Duration) {
 	scope := j.Spec.Scope
 	if scope == "" {
@@ -257,6 +262,10 @@ func (e *jobSeries) schedule(j *model.JobView, w model.Watch, behind time.Durati
 	e.s.gauge(infoDesc, 1, e.lv[:2]...)
 	if !j.LastSuccess.IsZero() {
 		e.gauge(lastSuccessDesc, unix(j.LastSuccess))
+	}
+	if !j.Retired.IsZero() {
+		e.gauge(retiredDesc, unix(j.Retired))
+		return
 	}
 	e.gauge(sinceSuccessDesc, w.SinceSuccess.Seconds())
 	e.gauge(behindDesc, behind.Seconds())
@@ -289,7 +298,9 @@ func (e *jobSeries) lastRuns(j *model.JobView) {
 	if j.HasLastExitCode {
 		e.gauge(lastExitCodeDesc, float64(j.LastExitCode))
 	}
-	e.gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
+	if j.Retired.IsZero() { // the runs in a row the alerts count: of a job still expected
+		e.gauge(consecFailuresDesc, float64(j.ConsecutiveFailures))
+	}
 }
 
 // counts: the job's counters, every label value of each.
@@ -307,8 +318,10 @@ func (e *jobSeries) counts(j *model.JobView) {
 	for _, i := range o.lockLayers {
 		e.counterBy(lockLostDesc, j.LockLostCounts[i], model.LockLayers[i])
 	}
-	e.gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
-	e.gauge(consecMissedDesc, float64(j.ConsecutiveMissed))
+	if j.Retired.IsZero() {
+		e.gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
+		e.gauge(consecMissedDesc, float64(j.ConsecutiveMissed))
+	}
 	e.gauge(runningDesc, float64(len(j.Open)))
 	e.counter(overlapsDesc, j.Overlaps)
 	e.counter(missedDesc, j.Missed)

@@ -27,6 +27,7 @@ func populated(now time.Time) *model.Tracker {
 	tr.Configure([]model.JobSpec{
 		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: 30 * time.Minute, Scope: "cluster", StaleMultiple: 2},
 		{Name: "stats", Schedule: schedule.Every(time.Hour), Scope: "host", StaleMultiple: 2},
+		{Name: "cleanup", Schedule: schedule.Every(time.Hour), Timeout: time.Minute, StaleMultiple: 1, Discovered: true},
 	}, []model.SourceSpec{{Name: "app-runs", Type: "runlog"}})
 	tr.SetHealth("app-runs", true, nil)
 	ev := func(kind model.Kind, job, host string, pid int, t time.Time) model.Event {
@@ -61,7 +62,16 @@ func populated(now time.Time) *model.Tracker {
 		ev(model.Start, "backup", "db1", 9, t0.Add(-26*time.Hour)),
 		endEv("backup", "db1", 9, t0.Add(-25*time.Hour), model.Failure, 2),
 		ev(model.Start, "ghost", "web1", 1, t0),
+		endEv("cleanup", "web1", 20, t0.Add(-3*time.Hour), model.Success, 0),
+		endEv("cleanup", "web1", 21, t0.Add(-2*time.Hour), model.Failure, 1),
+		endEv("cleanup", "web1", 22, t0.Add(-time.Hour), model.Failure, 1),
 	}})
+	// cleanup, found by host mode, disappears from the host: retired, its
+	// history kept, none of the series an alert fires on.
+	tr.Configure([]model.JobSpec{
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: 30 * time.Minute, Scope: "cluster", StaleMultiple: 2},
+		{Name: "stats", Schedule: schedule.Every(time.Hour), Scope: "host", StaleMultiple: 2},
+	}, []model.SourceSpec{{Name: "app-runs", Type: "runlog"}})
 	return tr
 }
 

@@ -138,7 +138,7 @@ var (
 	famBehind int
 	famPeriod int
 	famNext   int
-	famLabel  int // always present, with job_name only: where a job's label is read
+	famLabel  int // always present (retired jobs too), with job_name only: where a job's label is read
 	layouts   [2]layout
 )
 
@@ -165,7 +165,7 @@ var tables = sync.OnceFunc(func() {
 	}
 	famSince, famStale, famBehind = familyOf[sinceSuccessDesc], familyOf[staleDesc], familyOf[behindDesc]
 	famPeriod, famNext = familyOf[periodDesc], familyOf[nextRunDesc]
-	famLabel = familyOf[consecFailuresDesc]
+	famLabel = familyOf[runningDesc]
 	for f := range layouts {
 		layouts[f] = newLayout(f)
 	}
@@ -186,9 +186,17 @@ func newLayout(format int) layout {
 		Open:    []model.Run{{Host: "h", PID: 1, Start: t}},
 	}
 	l := layout{header: make([][]byte, len(families)), prefix: make([]string, len(families)), names: make([]*lineSet, len(families))}
-	var r renderer
+	var r, retired renderer
 	r.collect(v, t)
+	// The families only a retired job has come from a retired copy of it.
+	retiredJob := *v
+	retiredJob.JobState = &model.JobState{FirstWatched: t, Retired: t}
+	retired.collect(&retiredJob, t)
 	for i := range families {
+		r := &r
+		if len(r.metrics[i]) == 0 {
+			r = &retired
+		}
 		if len(r.metrics[i]) == 0 {
 			panic(fmt.Sprintf("collector: no %s in the layout job", families[i].name))
 		}
@@ -599,6 +607,7 @@ func (h *Handler) segments(format int, now time.Time) ([]*segment, []*model.Sour
 type watch struct {
 	since, period, next, behind float64
 	stale, hasNext              bool
+	retired                     bool // none of the families computed at scrape time
 }
 
 // scrapeMem is one scrape's reusable memory, and its pipeline: the scrape
@@ -797,6 +806,7 @@ func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs
 			s.watches = append(s.watches, watch{
 				since: w.SinceSuccess.Seconds(), stale: w.Stale, behind: v.DecisionsBehind(srcs, now).Seconds(),
 				period: w.Period.Seconds(), next: unix(w.NextRun), hasNext: !w.NextRun.IsZero(),
+				retired: !v.Retired.IsZero(),
 			})
 		}
 	}
@@ -851,6 +861,9 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 			label := seg.label(k)
 			if always || cal && seg.calendar[k] {
 				w := &s.watches[n*segmentJobs+k]
+				if w.retired {
+					continue
+				}
 				var v float64
 				switch i {
 				case famSince:

@@ -159,6 +159,39 @@ func checkFamilies(t *testing.T, b []byte) {
 	}
 }
 
+// A retired job's history is on /metrics, and none of the series the
+// bundled alerts fire on (alerts/jobwatch.rules.yml): no staleness,
+// period, deadline, next run, timeout or runs in a row counted.
+func TestHandlerRetiredJob(t *testing.T) {
+	now := t0.Add(2*time.Hour + 30*time.Minute)
+	saved := savedOf(everyKind(t, now))
+	_, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	_, body := get(t, cur, acceptText, "")
+	var got []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.Contains(l, `job_name="cleanup"`) {
+			got = append(got, l)
+		}
+	}
+	text := strings.Join(got, "\n")
+	for _, want := range []string{
+		`jobwatch_job_runs_total{job_name="cleanup",result="failure"} 2`,
+		`jobwatch_job_runs_total{job_name="cleanup",result="success"} 1`,
+		`jobwatch_job_retired_timestamp_seconds{job_name="cleanup"} `,
+		`jobwatch_job_last_success_timestamp_seconds{job_name="cleanup"} `,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %s among the retired job's series:\n%s", want, text)
+		}
+	}
+	for _, family := range []string{"seconds_since_last_success", "job_stale", "period_seconds", "deadline", "next_run",
+		"timeout_seconds", "consecutive_failures", "consecutive_skips", "consecutive_missed_runs", "decisions_behind"} {
+		if strings.Contains(text, family) {
+			t.Errorf("a retired job has %s:\n%s", family, text)
+		}
+	}
+}
+
 // The Handler writes what client_golang wrote, for text and OpenMetrics,
 // at every step of a changing state: the same lines, the families whole
 // and in the same order.

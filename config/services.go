@@ -37,12 +37,18 @@ type Discovery struct {
 	Watch    bool     `yaml:"watch"`
 	Root     string   `yaml:"root"`
 	Interval Duration `yaml:"interval"`
+	// RetiredRetention is how long host mode keeps the history of a job
+	// that has gone from the host (retired) before forgetting it.
+	RetiredRetention Duration `yaml:"retired_retention"`
 }
 
 // Discovery defaults and bounds.
 const (
 	DefaultDiscoveryInterval = 5 * time.Minute
 	minDiscoveryInterval     = 10 * time.Second
+	// DefaultRetiredRetention: a week, to look back at a job removed on
+	// purpose, or to take it up again when it comes back.
+	DefaultRetiredRetention = 7 * 24 * time.Hour
 )
 
 // ByteSize is a size in bytes, written as a number or with a unit (100KiB,
@@ -105,6 +111,12 @@ func (d *Discovery) validate(resolve func(string) string) []error {
 	}
 	if d.Interval.D() < minDiscoveryInterval {
 		errs = append(errs, fmt.Errorf("interval must be at least %s, got %s", minDiscoveryInterval, d.Interval.D()))
+	}
+	switch {
+	case d.RetiredRetention == 0:
+		d.RetiredRetention = Duration(DefaultRetiredRetention)
+	case d.RetiredRetention < 0:
+		errs = append(errs, fmt.Errorf("retired_retention must be positive, like 7d, got %s", d.RetiredRetention))
 	}
 	if d.Root == "" {
 		d.Root = "/"

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckinsAndDiscovery(t *testing.T) {
@@ -26,8 +27,12 @@ discovery:
 	if !cfg.Checkins.Enabled || cfg.Checkins.MaxBody != 64<<10 || strings.Join(cfg.Checkins.Accepted(cfg.Jobs), ",") != "ci" {
 		t.Errorf("checkins %+v", cfg.Checkins)
 	}
-	if !cfg.Discovery.Enabled || cfg.Discovery.Root != "/" || cfg.Discovery.Interval.D().Minutes() != 10 {
+	if !cfg.Discovery.Enabled || cfg.Discovery.Root != "/" || cfg.Discovery.Interval.D().Minutes() != 10 || cfg.Discovery.RetiredRetention.D() != DefaultRetiredRetention {
 		t.Errorf("discovery %+v", cfg.Discovery)
+	}
+	cfg, err = Parse(strings.NewReader("discovery: {enabled: true, watch: true, retired_retention: 30d}\n"))
+	if err != nil || cfg.Discovery.RetiredRetention.D() != 30*24*time.Hour {
+		t.Errorf("retired_retention: 30d: %v %+v", err, cfg)
 	}
 
 	cfg, err = Parse(strings.NewReader("jobs:\n  - name: a\n    every: 1h\ncheckins: {enabled: true, max_body: 2048}\n"))
@@ -49,10 +54,12 @@ checkins:
   colour: blue
 discovery:
   interval: 1s
+  retired_retention: -1h
 `))
 	for _, want := range []string{
 		`checkins: line 9: unknown field "colour"`,
 		`discovery: interval must be at least 10s, got 1s`,
+		`discovery: retired_retention must be positive, like 7d, got -1h`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v\nlacks %q", err, want)

@@ -281,6 +281,7 @@ func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
 }
 
 func (e *Exporter) configure(g *generation) {
+	e.tracker.SetRetiredRetention(g.cfg.Discovery.RetiredRetention.D())
 	e.tracker.Configure(g.jobs, g.specs)
 }
 
@@ -338,7 +339,8 @@ func (e *Exporter) Reload() error {
 
 // swap runs g in place of the running generation. Jobs and sources that
 // stay keep their state (model.Tracker.Configure); a job that is gone is
-// no longer expected, and its state is dropped.
+// no longer expected: a discovered one is retired, its history kept, one
+// of the config file dropped with its state.
 func (e *Exporter) swap(g *generation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

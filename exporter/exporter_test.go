@@ -46,9 +46,13 @@ func runs(t *testing.T, e *Exporter, job string) [5]uint64 {
 	return [5]uint64{}
 }
 
+// waitUntil waits for cond, bounded by 30 s: a bound only stops a broken
+// program. Host mode's journal source is down on the example host (it
+// has no journal), and a source down since the start holds decisions for
+// up to model's firstReadGrace, 10 s, after each Configure.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testproc.WaitUntil(t, 10*time.Second, what, cond)
+	testproc.WaitUntil(t, 30*time.Second, what, cond)
 }
 
 func TestRunReloadAndRestart(t *testing.T) {

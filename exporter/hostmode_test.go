@@ -2,15 +2,22 @@ package exporter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/jobwatch/jobwatch/collector"
 	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/status"
 )
 
 // hostRoot is a copy of discover's example host (docs/discover.md), to add
@@ -101,11 +108,182 @@ func TestHostMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the removed job no longer expected", func() bool {
-		_, ok := schedules(e)["extra"]
-		return !ok && len(schedules(e)) == len(want)
+		j := savedJob(e, "extra")
+		return j != nil && !j.Retired.IsZero() && j.Spec.Schedule == nil
 	})
 	if j := savedJob(e, "sitemap"); j == nil || j.RunCounts[0] != 1 {
 		t.Errorf("sitemap after the job's removal: %+v, want its run kept", j)
+	}
+	if v := testutil.ToFloat64(e.discoveryWatched); v != 6 {
+		t.Errorf("watched jobs %v after the removal, want 6", v)
+	}
+}
+
+// startHost runs an exporter in host mode on root, with the run log and
+// state in dir, until the test ends or the returned stop is called.
+func startHost(t *testing.T, dir, root string) (*Exporter, func()) {
+	t.Helper()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeFile(t, cfg, "discovery:\n  enabled: true\n  watch: true\n  retired_retention: 30d\n  root: "+root+"\n")
+	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"),
+		SaveInterval: 10 * time.Millisecond, DiscoveryInterval: 20 * time.Millisecond, RunLog: filepath.Join(dir, "runs.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return e, stop
+}
+
+// exposition is e's /metrics, as jobwatch serve renders it, the lines of
+// job alone.
+func exposition(t *testing.T, e *Exporter, job string) string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e.ServedCollectors()...)
+	h := collector.NewHandler(collector.HandlerOpts{Registry: reg, Saved: e.Saved, Now: e.Now})
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	var lines []string
+	for _, l := range strings.Split(w.Body.String(), "\n") {
+		if strings.Contains(l, `job_name="`+job+`"`) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// statusOf is job's entry of /api/v1/jobs and whether /status shows it
+// retired.
+func statusOf(t *testing.T, e *Exporter, job string) (status.Job, bool) {
+	t.Helper()
+	h := &status.Handler{View: e, Now: e.Now}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/jobs", nil))
+	var rep status.Report
+	if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil {
+		t.Fatalf("/api/v1/jobs: %v", err)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/status", nil))
+	page := strings.Contains(w.Body.String(), `<tr data-job="`+job+`" data-state="retired">`)
+	for _, j := range rep.Jobs {
+		if j.Name == job {
+			return j, page
+		}
+	}
+	t.Fatalf("no %s in /api/v1/jobs", job)
+	return status.Job{}, false
+}
+
+// The series an alert of alerts/jobwatch.rules.yml fires on, or reads a
+// job's schedule from: none is exported for a retired job.
+var alertSeries = []string{"jobwatch_job_seconds_since_last_success", "jobwatch_job_stale", "jobwatch_job_period_seconds",
+	"jobwatch_job_deadline_timestamp_seconds", "jobwatch_job_next_run_timestamp_seconds", "jobwatch_job_timeout_seconds",
+	"jobwatch_job_consecutive_failures", "jobwatch_job_consecutive_skips", "jobwatch_job_consecutive_missed_runs",
+	"jobwatch_job_decisions_behind_seconds"}
+
+// A cron.d job that disappears from the host is retired: expected no more
+// (none of the series the alerts judge by), its history on /metrics and the
+// status page, marked retired; records that still come for it are
+// counted; it survives a restart; and when its file comes back it is
+// expected again, its history going on. The journal, which the example
+// host has none of, is down with its reason, and the run log's runs count
+// all the same.
+func TestHostModeRetired(t *testing.T) {
+	dir := t.TempDir()
+	root := hostRoot(t)
+	runLog := filepath.Join(dir, "runs.log")
+	extra := filepath.Join(root, "etc/cron.d/extra")
+	line := "0 4 * * * root jobwatch run --job extra --timeout 1h -- /usr/local/bin/extra\n"
+	writeFile(t, extra, line)
+	writeFile(t, runLog, `{"time":"2026-11-30T04:00:05Z","job":"extra","event":"end","host":"a","pid":1,"status":"success","duration_seconds":5}`+"\n"+
+		`{"time":"2026-12-01T04:00:05Z","job":"extra","event":"end","host":"a","pid":2,"status":"failure","exit_code":3}`+"\n"+
+		`{"time":"2026-12-02T04:00:05Z","job":"extra","event":"end","host":"a","pid":3,"status":"failure","exit_code":3}`+"\n")
+	e, stop := startHost(t, dir, root)
+	waitUntil(t, "extra's three runs", func() bool { j := savedJob(e, "extra"); return j != nil && j.RunCounts[0]+j.RunCounts[1] == 3 })
+	if m := exposition(t, e, "extra"); !strings.Contains(m, `jobwatch_job_consecutive_failures{job_name="extra"} 2`) {
+		t.Fatalf("extra, watched, has no consecutive failures to alert on:\n%s", m)
+	}
+
+	// In the example host's empty journal directory there is no journal:
+	// the journal source is down, saying why, and the run log is read.
+	_, srcs := e.View()
+	for _, s := range srcs {
+		if s.Type == "journal" && (s.Up || !strings.Contains(s.Reason, "no journal files in "+filepath.Join(root, "var/log/journal"))) {
+			t.Errorf("journal source %s: up %v, reason %q; want down, no journal files", s.Name, s.Up, s.Reason)
+		}
+	}
+
+	if err := os.Remove(extra); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "extra retired", func() bool { j := savedJob(e, "extra"); return j != nil && !j.Retired.IsZero() })
+	checkRetired := func(e *Exporter, success uint64) {
+		t.Helper()
+		m := exposition(t, e, "extra")
+		for _, want := range []string{
+			fmt.Sprintf(`jobwatch_job_runs_total{job_name="extra",result="success"} %d`, success),
+			`jobwatch_job_runs_total{job_name="extra",result="failure"} 2`,
+			`jobwatch_job_last_exit_code{job_name="extra"} 3`,
+			fmt.Sprintf(`jobwatch_job_duration_seconds_count{job_name="extra"} %d`, success),
+			`jobwatch_job_retired_timestamp_seconds{job_name="extra"} `,
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("no %s on /metrics for the retired job:\n%s", want, m)
+			}
+		}
+		for _, name := range alertSeries {
+			if strings.Contains(m, name+"{") {
+				t.Errorf("a retired job has %s:\n%s", name, m)
+			}
+		}
+		j, page := statusOf(t, e, "extra")
+		if j.State != status.StateRetired || j.RetiredSince == nil || len(j.RecentRuns) != int(success)+2 || !page {
+			t.Errorf("status of the retired job: %+v, on the page as retired: %v", j, page)
+		}
+	}
+	checkRetired(e, 1)
+
+	// A record that still comes for it counts into its history.
+	f, err := os.OpenFile(runLog, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, `{"time":"2026-12-02T05:00:05Z","job":"extra","event":"end","host":"a","pid":4,"status":"success","duration_seconds":2}`)
+	f.Close()
+	waitUntil(t, "the late record counted", func() bool { j := savedJob(e, "extra"); return j != nil && j.RunCounts[0] == 2 })
+
+	// A restart keeps it retired, its history whole.
+	stop()
+	e, _ = startHost(t, dir, root)
+	waitUntil(t, "the host's jobs after the restart", func() bool { return len(schedules(e)) == 7 })
+	if j := savedJob(e, "extra"); j == nil || j.Retired.IsZero() || j.RunCounts[0] != 2 || j.RunCounts[1] != 2 {
+		t.Fatalf("extra after the restart: %+v, want retired with its four runs", j)
+	}
+	checkRetired(e, 2)
+
+	// Back on the host: expected again, with its history.
+	writeFile(t, extra, line)
+	waitUntil(t, "extra expected again", func() bool { return schedules(e)["extra"] == "0 4 * * *" })
+	j := savedJob(e, "extra")
+	if j == nil || !j.Retired.IsZero() || j.Resumed.IsZero() || j.RunCounts[0] != 2 || j.RunCounts[1] != 2 || j.ConsecutiveMissed != 0 {
+		t.Fatalf("extra back: %+v, want watched again with its four runs and nothing missed", j)
+	}
+	if m := exposition(t, e, "extra"); !strings.Contains(m, `jobwatch_job_runs_total{job_name="extra",result="success"} 2`) ||
+		!strings.Contains(m, `jobwatch_job_period_seconds{job_name="extra"} 86400`) || strings.Contains(m, "retired") {
+		t.Errorf("extra back on /metrics:\n%s", m)
 	}
 }
 

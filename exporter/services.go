@@ -274,8 +274,22 @@ func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*
 	g.base, g.text = base, text
 	if s != nil && s.host != nil {
 		g.host, g.hostJobs = s.host, len(s.report.Unwatched)
+		markDiscovered(g.jobs, base)
 	}
 	return g, nil
+}
+
+// markDiscovered marks the jobs host mode added to base, the config file
+// as loaded: when one disappears from the host it is retired, its history
+// kept, where a job of the file removed from it is dropped.
+func markDiscovered(jobs []model.JobSpec, base *config.Config) {
+	configured := make(map[string]bool, len(base.Jobs))
+	for _, j := range base.Jobs {
+		configured[j.Name] = true
+	}
+	for i := range jobs {
+		jobs[i].Discovered = !configured[jobs[i].Name]
+	}
 }
 
 func (e *Exporter) discoveryFailed(err error) {

@@ -295,5 +295,5 @@ func (j *job) sortedOpen() []Run {
 
 func (t *Tracker) sourceView(name string) *SourceView {
 	s := t.sources[name]
-	return &SourceView{Name: name, Type: s.typ, Up: s.up, SourceState: s.SourceState.clone(), Observations: s.observations, clock: s.clock}
+	return &SourceView{Name: name, Type: s.typ, Up: s.up, Reason: s.reason, SourceState: s.SourceState.clone(), Observations: s.observations, clock: s.clock}
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -68,6 +69,17 @@ func TestChangesHoldWhatChanged(t *testing.T) {
 	tr.SetHealth("runs", false, nil)
 	if c := tr.Changes(); !slices.Equal(jobNames(c), []string{"backup"}) || c.Jobs["backup"].RunCounts[3] != 1 || c.Sources["runs"] == nil || c.Sources["runs"].Up {
 		t.Fatalf("after a reap and a health change: %v %+v", jobNames(c), c)
+	}
+
+	// Why a source is down is shown, and a new reason is a change too;
+	// back up, it has none.
+	tr.SetHealth("runs", false, errors.New("no journal files in /var/log/journal"))
+	if c := tr.Changes(); c.Sources["runs"] == nil || c.Sources["runs"].Reason != "no journal files in /var/log/journal" {
+		t.Fatalf("after a reason: %+v", c.Sources["runs"])
+	}
+	tr.SetHealth("runs", true, nil)
+	if c := tr.Changes(); c.Sources["runs"] == nil || !c.Sources["runs"].Up || c.Sources["runs"].Reason != "" {
+		t.Fatalf("back up: %+v", c.Sources["runs"])
 	}
 }
 

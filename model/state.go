@@ -66,6 +66,16 @@ type JobState struct {
 	// LockTTL is the shared lock's lease named by the latest start record
 	// that named one (jobwatch run --lock-redis); 0 when none has.
 	LockTTL time.Duration
+	// Discovered: the job is one host mode found (JobSpec.Discovered), so
+	// it is retired, not dropped, when it disappears, even while jobwatch
+	// was stopped.
+	Discovered bool
+	// Retired is when the discovered job disappeared from the host: it is
+	// expected no more, its history kept (zero while it is watched).
+	Retired time.Time
+	// Resumed is when a retired job came back: its staleness counts from
+	// then at the earliest, not from a success before it was retired.
+	Resumed time.Time
 }
 
 // History is a job's latest runs and durations: Recent are the latest
@@ -179,6 +189,7 @@ type SourceState struct {
 	// Retired is when the source was removed from the config.
 	Retired time.Time
 	up      bool
+	reason  string // why it is down (SetHealth's error); not saved
 }
 
 func (s SourceState) clone() SourceState {
@@ -275,44 +286,25 @@ func (t *Tracker) Snapshot() *Snapshot {
 
 // Restore loads a saved state. Call it after Configure and before any source
 // runs: saved jobs and sources that are configured take their saved state;
-// other jobs are dropped; other sources are kept as retired, for a source
-// configured again (or renamed) to take over. Everything counts as changed
-// afterwards (see Changes).
+// saved discovered jobs that are not are retired (see Configure), other
+// jobs dropped; other sources are kept as retired, for a source configured
+// again (or renamed) to take over. Everything counts as changed afterwards
+// (see Changes).
 func (t *Tracker) Restore(s *Snapshot) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.clock.now()
 	for name, sj := range s.Jobs {
 		j := t.jobs[name]
-		if j == nil {
+		configured := j != nil
+		if !configured && !sj.Discovered {
 			continue
 		}
-		st := sj.JobState
-		j.JobState = &st
-		j.shared.Store(true) // the snapshot's maps and slices may be its caller's
-		j.recent.load(sj.Recent, MaxRecentRuns)
-		j.durations.load(sj.DurationHistory, MaxDurationHistory)
-		j.open = make([]*Run, 0, len(sj.Open))
-		restored := t.clock.now()
-		for i := range sj.Open {
-			r := sj.Open[i]
-			// Its end may be among the records read again, dated before
-			// what the state had decided: it is closed for its age only
-			// once decisions have passed the restart (timeOut, abandon).
-			r.readLate = restored.UnixNano()
-			if j.openAt(r.Key()) < 0 {
-				j.open = append(j.open, &r)
-			}
+		if !configured {
+			j = &job{spec: retiredSpec(name)}
+			t.jobs[name] = j
 		}
-		slices.SortFunc(j.open, compareRuns)
-		j.decided = sj.DecidedUntil
-		j.pending, j.declining = j.pending[:0], 0
-		for i := range sj.Pending {
-			ev := sj.Pending[i].Event
-			ev.Job = name // the state holds a job's records without their job's name
-			j.hold(&ev, sj.Pending[i].Source)
-			t.holding[j] = struct{}{}
-		}
-		j.sorted()
+		t.restoreJob(name, j, &sj, configured, now)
 	}
 	t.clock.atLeast(s.Written)
 	for name, r := range s.Retired {
@@ -330,11 +322,47 @@ func (t *Tracker) Restore(s *Snapshot) error {
 			t.retire(name, *ss)
 			continue
 		}
-		up := src.up
+		up, reason := src.up, src.reason
 		src.SourceState = *ss
-		src.up = up
+		src.up, src.reason = up, reason
 	}
 	t.adoptRetired()
 	t.changedAll()
 	return nil
+}
+
+// restoreJob gives j the saved state sj; configured: the config names the
+// job (else it is a discovered job gone from the host, retired).
+func (t *Tracker) restoreJob(name string, j *job, sj *SavedJob, configured bool, now time.Time) {
+	st := sj.JobState
+	j.JobState = &st
+	j.shared.Store(true) // the snapshot's maps and slices may be its caller's
+	if configured {
+		j.configure(j.spec, now) // a retired job back takes up its history
+	} else {
+		j.retire(now) // gone from the host, maybe while jobwatch was stopped
+	}
+	j.recent.load(sj.Recent, MaxRecentRuns)
+	j.durations.load(sj.DurationHistory, MaxDurationHistory)
+	j.open = make([]*Run, 0, len(sj.Open))
+	for i := range sj.Open {
+		r := sj.Open[i]
+		// Its end may be among the records read again, dated before
+		// what the state had decided: it is closed for its age only
+		// once decisions have passed the restart (timeOut, abandon).
+		r.readLate = now.UnixNano()
+		if j.openAt(r.Key()) < 0 {
+			j.open = append(j.open, &r)
+		}
+	}
+	slices.SortFunc(j.open, compareRuns)
+	j.decided = sj.DecidedUntil
+	j.pending, j.declining = j.pending[:0], 0
+	for i := range sj.Pending {
+		ev := sj.Pending[i].Event
+		ev.Job = name // the state holds a job's records without their job's name
+		j.hold(&ev, sj.Pending[i].Source)
+		t.holding[j] = struct{}{}
+	}
+	j.sorted()
 }

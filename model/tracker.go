@@ -32,6 +32,10 @@ type JobSpec struct {
 	MinDuration   time.Duration
 	Scope         string // "host" or "cluster"
 	StaleMultiple int
+	// Discovered: host mode (discovery.watch) found the job on the host,
+	// and no job of the config names it. One that disappears is retired,
+	// not dropped (see Configure).
+	Discovered bool
 }
 
 // SourceSpec names a configured source.
@@ -100,8 +104,11 @@ type Tracker struct {
 	jobs    map[string]*job
 	sources map[string]*source
 	retired map[string]SourceState // of sources no longer configured
-	holding map[*job]struct{}      // jobs that may hold records (DecideHeld)
-	batches uint64                 // batches applied, to find a batch's jobs once each
+	// retention is how long a retired job is kept (SetRetiredRetention;
+	// 0: until it comes back).
+	retention time.Duration
+	holding   map[*job]struct{} // jobs that may hold records (DecideHeld)
+	batches   uint64            // batches applied, to find a batch's jobs once each
 	// scanned and scanOf are Apply's scratch (see scan), kept from one
 	// batch to the next.
 	scanned []batchJob
@@ -214,7 +221,9 @@ func processAlive(pid int) bool {
 
 // Configure sets the watched jobs and sources. Jobs and sources that stay
 // keep their state; new jobs start being watched now; removed ones are
-// dropped.
+// dropped, but for discovered jobs (JobSpec.Discovered), which are retired:
+// no longer expected, their history kept until the retention
+// (SetRetiredRetention) has passed, and taken up again if they come back.
 func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -225,11 +234,16 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		if j == nil {
 			j = newJob(now)
 		}
-		j.spec = s
+		j.configure(s, now)
 		next[s.Name] = j
 	}
-	for name := range t.jobs {
-		if next[name] == nil {
+	for name, j := range t.jobs {
+		switch {
+		case next[name] != nil:
+		case j.Discovered:
+			j.retire(now)
+			next[name] = j
+		default:
 			t.removed(&t.removedJobs, name)
 		}
 	}
@@ -317,10 +331,10 @@ func (t *Tracker) adoptRetired() {
 			}
 		}
 		if from != "" {
-			up := src.up
+			up, reason := src.up, src.reason
 			src.SourceState = t.retired[from]
 			src.Retired = time.Time{}
-			src.up = up
+			src.up, src.reason = up, reason
 			delete(t.retired, from)
 			t.retiredChanged = true
 			t.markSource(name)
@@ -331,6 +345,70 @@ func (t *Tracker) adoptRetired() {
 
 func newJob(now time.Time) *job {
 	return &job{JobState: &JobState{FirstWatched: now}}
+}
+
+// configure gives j the spec s, taking a retired job up again: it is
+// expected from now on, as if first watched now, with its history kept.
+func (j *job) configure(s JobSpec, now time.Time) {
+	j.spec = s
+	if j.Discovered != s.Discovered {
+		j.own()
+		j.Discovered = s.Discovered
+	}
+	if j.Retired.IsZero() {
+		return
+	}
+	j.own()
+	j.Retired, j.Resumed = time.Time{}, now
+	// No run was due while it was gone: slots and staleness count from
+	// now, not from before it was retired.
+	j.ConsecutiveMissed = 0
+	if j.SlotsCheckedUntil.Before(now) {
+		j.SlotsCheckedUntil = now
+	}
+}
+
+// retire makes j a retired job, if it is not one yet: its spec has no
+// schedule, timeout or threshold left, so nothing is expected of it, and
+// its state stays as it is. A retired job's spec is the same before and
+// after a restart (retiredSpec), when nothing else of it is known.
+func (j *job) retire(now time.Time) {
+	j.spec = retiredSpec(j.spec.Name)
+	if !j.Retired.IsZero() {
+		return
+	}
+	j.own()
+	j.Retired = now
+}
+
+func retiredSpec(name string) JobSpec {
+	return JobSpec{Name: name, Scope: "host", Discovered: true}
+}
+
+// SetRetiredRetention sets how long a retired job is kept after it was
+// retired (discovery.retired_retention; 0, as a Tracker starts: until it
+// comes back); Reap forgets it then.
+func (t *Tracker) SetRetiredRetention(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.retention = max(d, 0)
+}
+
+// forgetRetired drops the retired jobs retired longer than the retention.
+func (t *Tracker) forgetRetired(now time.Time) {
+	if t.retention == 0 {
+		return
+	}
+	for name, j := range t.jobs {
+		if j.Retired.IsZero() || now.Sub(j.Retired) <= t.retention {
+			continue
+		}
+		t.opts.Logger.Info("forgetting a retired job", "job", name, "retired", j.Retired)
+		delete(t.jobs, name)
+		delete(t.holding, j)
+		t.removed(&t.removedJobs, name)
+		t.signal()
+	}
 }
 
 // Apply takes a batch read by a source and stores its position. Its records
@@ -901,6 +979,7 @@ func (t *Tracker) Reap() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.now()
+	t.forgetRetired(now)
 	for name, j := range t.jobs {
 		t.decideJob(j, now)
 		for _, r := range slices.Clone(j.open) { // oldest first, so logs come in one order
@@ -949,8 +1028,12 @@ func (t *Tracker) SetHealth(name string, up bool, err error) {
 		src.clock.atEnd = false
 	}
 	src.clock.down = !up
-	if src.up != up {
-		src.up = up
+	reason := ""
+	if !up && err != nil {
+		reason = err.Error()
+	}
+	if src.up != up || src.reason != reason {
+		src.up, src.reason = up, reason
 		t.markSource(name)
 	}
 }
@@ -990,6 +1073,8 @@ type JobView struct {
 type SourceView struct {
 	Name, Type string
 	Up         bool
+	// Reason is why the source is down, as it said (empty while up).
+	Reason string
 	SourceState
 	Observations []observation.Observation // its latest, of kinds besides runs
 	clock        sourceClock               // for JobView.DecisionsBehind

@@ -30,6 +30,9 @@ func (j *JobView) Watch(now time.Time) Watch {
 		ref = j.FirstWatched
 	}
 	w.SinceSuccess = max(now.Sub(ref), 0)
+	if j.Resumed.After(ref) {
+		ref = j.Resumed // a retired job back: nothing was due while it was gone
+	}
 	multiple := max(j.Spec.StaleMultiple, 1)
 	switch s := j.Spec.Schedule.(type) {
 	case nil:
@@ -50,6 +53,9 @@ func (j *JobView) Watch(now time.Time) Watch {
 		t := j.LastSuccessStart
 		if t.IsZero() {
 			t = j.FirstWatched
+		}
+		if j.Resumed.After(t) {
+			t = j.Resumed
 		}
 		for range multiple {
 			if t = s.Next(t); t.IsZero() {

@@ -51,6 +51,13 @@ type jobRecord struct {
 	// event time, and the records held for its watermark (format 3).
 	DecidedUntil time.Time    `json:"decided_until,omitzero"`
 	Pending      []heldRecord `json:"pending,omitempty"`
+	// Discovered, Retired and Resumed: a job host mode found, when it
+	// disappeared from the host, when it came back. Optional, as
+	// lock_ttl_seconds: absent (a state written before them) is a job of
+	// the config, watched; a reader before them ignores them.
+	Discovered bool      `json:"discovered,omitempty"`
+	Retired    time.Time `json:"retired,omitzero"`
+	Resumed    time.Time `json:"resumed,omitzero"`
 }
 
 // heldRecord is a record held for its job's watermark: what a source read,
@@ -191,7 +198,7 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
 		Sources: j.Sources, SkipsByReason: j.SkipsByReason(), LockLost: j.LockLost(),
 		DurationHistory: v.LastDurations(), LockTTL: j.LockTTL.Seconds(),
-		DecidedUntil: v.DecidedUntil,
+		DecidedUntil: v.DecidedUntil, Discovered: j.Discovered, Retired: j.Retired, Resumed: j.Resumed,
 	}
 	for i := range v.Pending {
 		r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
@@ -249,7 +256,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		Durations: model.Histogram{Counts: r.Durations.Counts, Sum: r.Durations.Sum, Count: r.Durations.Count},
 		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
-		LockTTL: lockTTL(r.LockTTL),
+		LockTTL: lockTTL(r.LockTTL), Discovered: r.Discovered, Retired: r.Retired, Resumed: r.Resumed,
 	}, History: model.History{DurationHistory: r.DurationHistory}, DecidedUntil: r.DecidedUntil}
 	for i := range r.Pending {
 		if h, ok := r.Pending[i].toModel(); ok {

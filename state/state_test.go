@@ -186,6 +186,50 @@ func TestLockTTLIsOptional(t *testing.T) {
 	}
 }
 
+// discovered, retired and resumed are optional, as lock_ttl_seconds: a
+// record without them (every state written before them) is a watched job
+// of the config; with them they load back; a watched job of the config is
+// saved without the keys, as before.
+func TestRetiredIsOptional(t *testing.T) {
+	retired := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, record string
+		want         model.JobState
+	}{
+		{"absent", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0}}`, model.JobState{}},
+		{"retired", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0},"discovered":true,"retired":"2026-12-01T09:00:00Z"}`,
+			model.JobState{Discovered: true, Retired: retired}},
+		{"resumed", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0},"discovered":true,"resumed":"2026-12-01T09:00:00Z"}`,
+			model.JobState{Discovered: true, Resumed: retired}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r jobRecord
+			if err := json.Unmarshal([]byte(tc.record), &r); err != nil {
+				t.Fatal(err)
+			}
+			got := r.toModel()
+			if got.Discovered != tc.want.Discovered || !got.Retired.Equal(tc.want.Retired) || !got.Resumed.Equal(tc.want.Resumed) {
+				t.Errorf("discovered %v, retired %v, resumed %v; want %v, %v, %v", got.Discovered, got.Retired, got.Resumed, tc.want.Discovered, tc.want.Retired, tc.want.Resumed)
+			}
+			b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &got.JobState}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back jobRecord
+			if err := json.Unmarshal(b, &back); err != nil || back.Discovered != r.Discovered || !back.Retired.Equal(r.Retired) || !back.Resumed.Equal(r.Resumed) {
+				t.Errorf("saved again as %s (%v)", b, err)
+			}
+		})
+	}
+	b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &model.JobState{}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "discovered") || strings.Contains(string(b), "retired") || strings.Contains(string(b), "resumed") {
+		t.Errorf("a job of the config saved as %s", b)
+	}
+}
+
 // A kill during an append leaves a torn entry at the log's end: it is
 // ignored (that save did not happen), and the next save starts a new
 // snapshot, so nothing is ever appended after it.

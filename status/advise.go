@@ -249,6 +249,9 @@ func WriteAdvice(w io.Writer, rep Report) error {
 		return msSeconds(*p)
 	}
 	for _, j := range rep.Jobs {
+		if j.RetiredSince != nil {
+			continue // gone from the host: no timeout or lock to set
+		}
 		a := Advise(j)
 		runs, p50, p99, maxD, sugT, sugL := "0", "-", "-", "-", "-", "-"
 		if d := a.Durations; d != nil {

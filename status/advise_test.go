@@ -192,3 +192,15 @@ func TestWriteAdviceResults(t *testing.T) {
 	}
 	golden(t, "advise-results.txt", b.Bytes())
 }
+
+// A retired job has nothing to advise: it is not in the table.
+func TestAdviceLeavesOutRetired(t *testing.T) {
+	jobs, srcs := everyState(t).View()
+	var b strings.Builder
+	if err := WriteAdvice(&b, Build(jobs, srcs, t0)); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "i-retired") || !strings.Contains(out, "a-ok") {
+		t.Errorf("advice:\n%s\nwant every job but the retired one", out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,8 +25,11 @@ func everyState(t *testing.T) *model.Tracker {
 	spec := func(name string) model.JobSpec {
 		return model.JobSpec{Name: name, Schedule: schedule.Every(time.Hour), StaleMultiple: 2, Scope: "host"}
 	}
-	tr.Configure([]model.JobSpec{spec("a-ok"), spec("b-never"), spec("c-running"), spec("d-late"), spec("e-overlap"), spec("f-failing"), spec("g-stale"), spec("h-stale")},
-		[]model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/x"}})
+	specs := []model.JobSpec{spec("a-ok"), spec("b-never"), spec("c-running"), spec("d-late"), spec("e-overlap"), spec("f-failing"), spec("g-stale"), spec("h-stale")}
+	gone := spec("i-retired")
+	gone.Discovered = true
+	srcs := []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/x"}}
+	tr.Configure(append(specs, gone), srcs)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	ev := func(job string, kind model.Kind, d time.Duration, res model.Result, host string, pid int) model.Event {
 		return model.Event{Time: at(d), Job: job, Kind: kind, Host: host, PID: pid, Result: res}
@@ -43,6 +47,13 @@ func everyState(t *testing.T) *model.Tracker {
 	now = t0.Add(-time.Minute)
 	tr.Apply(model.Batch{Source: "runs", Events: evs, ParseErrors: 1})
 	tr.SetHealth("runs", true, nil)
+	// i-retired, found by host mode, failed twice and has gone from the
+	// host: retired, neither failing nor stale.
+	tr.Apply(model.Batch{Source: "runs", Events: []model.Event{
+		ev("i-retired", model.End, -8*time.Hour, model.Failure, "web1", 10), ev("i-retired", model.End, -7*time.Hour, model.Failure, "web1", 11),
+	}})
+	now = t0.Add(-30 * time.Second)
+	tr.Configure(specs, srcs)
 	now = t0
 	return tr
 }
@@ -73,7 +84,7 @@ func TestIndexOrderAndFilter(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("/status: %d", code)
 	}
-	want := "g-stale=stale h-stale=stale f-failing=failing e-overlap=overlapping d-late=late c-running=running a-ok=ok b-never=never_seen"
+	want := "g-stale=stale h-stale=stale f-failing=failing e-overlap=overlapping d-late=late c-running=running a-ok=ok b-never=never_seen i-retired=retired"
 	if got := strings.Join(rows(body), " "); got != want {
 		t.Errorf("rows in the order\n%s\nwant\n%s", got, want)
 	}
@@ -91,7 +102,7 @@ func TestIndexOrderAndFilter(t *testing.T) {
 	if got := strings.Join(rows(body), " "); code != 200 || got != "g-stale=stale h-stale=stale" {
 		t.Errorf("?state=stale: %d, rows %s", code, got)
 	}
-	if !strings.Contains(body, `<a href="/status?state=stale" aria-current="page">`) || !strings.Contains(body, `<a href="/status">all 8</a>`) {
+	if !strings.Contains(body, `<a href="/status?state=stale" aria-current="page">`) || !strings.Contains(body, `<a href="/status">all 9</a>`) {
 		t.Errorf("?state=stale does not mark its count current or link back to all jobs")
 	}
 	// A state with no job: its count is shown, at 0, and says so.
@@ -251,4 +262,26 @@ func TestStateColours(t *testing.T) {
 // colourDistance is the Euclidean distance of two sRGB colours, 0 to √3.
 func colourDistance(a, b [3]float64) float64 {
 	return math.Sqrt((a[0]-b[0])*(a[0]-b[0]) + (a[1]-b[1])*(a[1]-b[1]) + (a[2]-b[2])*(a[2]-b[2]))
+}
+
+// A retired job is in the report with when it was retired, and jobwatch
+// check finds nothing wrong with it, though its last runs failed.
+func TestRetiredJob(t *testing.T) {
+	jobs, srcs := everyState(t).View()
+	rep := Build(jobs, srcs, t0)
+	i := slices.IndexFunc(rep.Jobs, func(j Job) bool { return j.Name == "i-retired" })
+	if i < 0 {
+		t.Fatal("no i-retired in the report")
+	}
+	j := rep.Jobs[i]
+	if j.State != StateRetired || j.RetiredSince == nil || j.RetiredSince.Sub(t0).Abs() > time.Second || j.ConsecutiveFailures != 2 || j.Runs["failure"] != 2 {
+		t.Errorf("retired job %+v, want state retired since %v with its two failures kept", j, t0)
+	}
+	if code, out := Check(j, CheckOptions{}); code != CheckOK || !strings.Contains(out, "retired since 2026-12-01T12:00:00Z") {
+		t.Errorf("check of a retired job: %d %q, want OK, retired", code, out)
+	}
+	h := &Handler{View: everyState(t), Now: func() time.Time { return t0 }}
+	if code, body := get(t, h, "/status/job/i-retired"); code != 200 || !strings.Contains(body, `<p id="retired">Retired`) {
+		t.Errorf("/status/job/i-retired: %d, no word of its retirement:\n%s", code, body)
+	}
 }

@@ -25,6 +25,9 @@ const (
 	StateRunning     = "running"    // a run is in progress
 	StateNeverSeen   = "never_seen" // no record of the job has been read yet
 	StateOK          = "ok"
+	// StateRetired: host mode found the job, and it has gone from the
+	// host; nothing is expected of it, its history is kept.
+	StateRetired = "retired"
 )
 
 // Report is the document of /api/v1/jobs. Field names are a contract
@@ -43,6 +46,10 @@ type Job struct {
 	State    string `json:"state"`
 	Scope    string `json:"scope"`
 	Schedule string `json:"schedule"`
+
+	// RetiredSince is when a job host mode found disappeared from the host
+	// (state retired); nil while it is watched.
+	RetiredSince *time.Time `json:"retired_since"`
 
 	SecondsSinceLastSuccess float64    `json:"seconds_since_last_success"`
 	LastSuccess             *time.Time `json:"last_success"`
@@ -134,9 +141,11 @@ type Run struct {
 
 // SourceStatus is one source's health.
 type SourceStatus struct {
-	Name        string `json:"name"`
-	Type        string `json:"type"`
-	Up          bool   `json:"up"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Up   bool   `json:"up"`
+	// Reason is why it is down, as the source said.
+	Reason      string `json:"reason,omitempty"`
 	Records     uint64 `json:"records_total"`
 	ParseErrors uint64 `json:"parse_errors_total"`
 	LateRecords uint64 `json:"late_records_total"`
@@ -149,7 +158,7 @@ func Build(jobs []model.JobView, sources []model.SourceView, now time.Time) Repo
 	srcs := make([]*model.SourceView, len(sources))
 	for i, s := range sources {
 		srcs[i] = &sources[i]
-		rep.Sources = append(rep.Sources, SourceStatus{Name: s.Name, Type: s.Type, Up: s.Up, Records: s.Records, ParseErrors: s.ParseErrors, LateRecords: s.LateRecords})
+		rep.Sources = append(rep.Sources, SourceStatus{Name: s.Name, Type: s.Type, Up: s.Up, Reason: s.Reason, Records: s.Records, ParseErrors: s.ParseErrors, LateRecords: s.LateRecords})
 	}
 	for i := range jobs {
 		j := buildJob(&jobs[i], now)
@@ -177,6 +186,7 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		Scope:                   v.Spec.Scope,
 		Schedule:                describe(v.Spec.Schedule),
 		SecondsSinceLastSuccess: w.SinceSuccess.Seconds(),
+		RetiredSince:            timePtr(v.Retired),
 		HeldRecords:             len(v.Pending),
 		LastSuccess:             timePtr(v.LastSuccess),
 		LastFailure:             timePtr(v.LastFailure),
@@ -249,6 +259,8 @@ func (j *Job) setDurations(v *model.JobView) {
 // must look at comes before what is merely in progress.
 func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) string {
 	switch {
+	case !v.Retired.IsZero():
+		return StateRetired // expected no more: whatever it last did alarms no one
 	case w.Stale:
 		return StateStale
 	case v.ConsecutiveFailures > 0:

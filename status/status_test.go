@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"net/http/httptest"
 	"os"
@@ -172,7 +173,7 @@ func TestPageSaysDecisionsWait(t *testing.T) {
 	tr.Configure([]model.JobSpec{{Name: "j", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}},
 		[]model.SourceSpec{{Name: "db", Type: "mysql", Runs: true, LateWindow: time.Minute}})
 	tr.Apply(model.Batch{Source: "db", AtEnd: true, Events: []model.Event{{Kind: model.End, Job: "j", Host: "h", Time: now.Add(-time.Hour), Result: model.Success}}})
-	tr.SetHealth("db", false, nil)
+	tr.SetHealth("db", false, errors.New("no journal files in /var/log/journal"))
 	now = now.Add(2 * time.Hour)
 	h := &Handler{View: tr, Now: func() time.Time { return now }}
 	w := httptest.NewRecorder()
@@ -183,5 +184,13 @@ func TestPageSaysDecisionsWait(t *testing.T) {
 	jobs, srcs := tr.View()
 	if rep := Build(jobs, srcs, now); rep.Jobs[0].DecisionsBehindSeconds != 7260 {
 		t.Errorf("decisions behind %v s, want 7260", rep.Jobs[0].DecisionsBehindSeconds)
+	} else if s := rep.Sources[0]; s.Up || s.Reason != "no journal files in /var/log/journal" {
+		t.Errorf("source %+v, want down with its reason", s)
+	}
+	// The status page says why the source is down.
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/status", nil))
+	if body := w.Body.String(); !strings.Contains(body, `<span class="down">down</span>: no journal files in /var/log/journal`) {
+		t.Errorf("the status page does not say why the source is down:\n%s", body)
 	}
 }

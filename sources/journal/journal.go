@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,8 +42,11 @@ type Source struct {
 	selector  []string // --directory= / --file= (absolute)
 	matches   []string // journalctl match arguments
 	dir       string   // directory to check before reading, if any
-	log       *slog.Logger
-	now       func() time.Time
+	// systemDirs are where journald keeps the system journal: a source
+	// reading it finds a journal file there before it reads.
+	systemDirs []string
+	log        *slog.Logger
+	now        func() time.Time
 
 	// Tunables; tests shorten them.
 	journalctl string
@@ -84,6 +88,7 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		maxLine:    4 << 20,
 		maxEnded:   512,
 		sleep:      sources.Sleep,
+		systemDirs: SystemJournalDirs,
 	}
 	if err := j.selectJournal(jc.Directory, jc.Files); err != nil {
 		return nil, fmt.Errorf("journal source %q: %w", name, err)
@@ -310,9 +315,19 @@ type journalReader struct {
 	endedIdx map[string]int    // run id -> its last index in pos.Ended; nil: to be built
 }
 
-// check fails when the configured directory or files are gone.
+// SystemJournalDirs are where journald keeps the system journal:
+// persistent, then volatile.
+var SystemJournalDirs = []string{"/var/log/journal", "/run/log/journal"}
+
+// check fails when there is no journal to read: the configured directory
+// gone, or no journal file where journalctl would look (a container
+// without journald). journalctl itself reads nothing there and exits 0,
+// and its follower then fails for want of a boot: the source would show
+// up and empty instead of down. Run checks again at each retry, so the
+// source comes up once a journal appears.
 func (r *journalReader) check() error {
-	if r.j.dir != "" {
+	switch {
+	case r.j.dir != "":
 		st, err := os.Stat(r.j.dir)
 		if err != nil {
 			return fmt.Errorf("journal directory: %w", err)
@@ -320,8 +335,29 @@ func (r *journalReader) check() error {
 		if !st.IsDir() {
 			return fmt.Errorf("journal directory %s is not a directory", r.j.dir)
 		}
+		if !hasJournalFiles(r.j.dir) {
+			return fmt.Errorf("no journal files in %s: nothing writes a journal there", r.j.dir)
+		}
+	case len(r.j.selector) > 0:
+		// Files (or globs of them): journalctl fails on one it cannot open.
+	default:
+		if !slices.ContainsFunc(r.j.systemDirs, hasJournalFiles) {
+			return fmt.Errorf("no journal files in %s: journald does not run here (a container?); cron jobs wrapped in jobwatch run are read from the run log", strings.Join(r.j.systemDirs, " or "))
+		}
 	}
 	return nil
+}
+
+// hasJournalFiles reports whether dir, or a directory in it (journald's
+// per-machine ones), holds a journal file, as journalctl --directory
+// reads them: active (.journal) or archived by journald (.journal~).
+func hasJournalFiles(dir string) bool {
+	for _, pattern := range []string{"*.journal", "*.journal~", "*/*.journal", "*/*.journal~"} {
+		if m, _ := filepath.Glob(filepath.Join(filepath.Clean(dir), pattern)); len(m) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *journalReader) args(follow bool) []string {
@@ -472,6 +508,10 @@ func exitError(follow bool, readErr, waitErr error, stderr *tailBuffer) error {
 	}
 	if follow {
 		return fmt.Errorf("journalctl --follow exited: %s", stderr.last())
+	}
+	if s := stderr.String(); strings.Contains(s, "No journal files were found") {
+		// Some versions exit 0 on finding none (check looks first).
+		return fmt.Errorf("journalctl found no journal files: %s", stderr.last())
 	}
 	if s := stderr.String(); strings.Contains(s, "insufficient permissions") || strings.Contains(s, "not seeing messages from other users") {
 		// journalctl exits 0 when it may read only some journal files.

@@ -623,6 +623,53 @@ func TestJournalHealth(t *testing.T) {
 		})
 	})
 
+	// A container without journald: a journal directory with no journal
+	// file in it. journalctl reads nothing there and exits 0, and its
+	// follower fails ("No such boot ID"): the source is down, saying why,
+	// until a journal file appears.
+	t.Run("no journal files, then a journal", func(t *testing.T) {
+		dir := t.TempDir()
+		sink := &jSink{}
+		jRun(t, newJTestJournal(t, dir, nil), nil, sink)
+		testproc.WaitUntil(t, 5*time.Second, "down", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		if hc, _ := sink.lastHealth(); hc.err == nil || !strings.Contains(hc.err.Error(), "no journal files in "+dir) {
+			t.Errorf("health error %v, want it to say there are no journal files in %s", hc.err, dir)
+		}
+		sink.mu.Lock()
+		for _, hc := range sink.health {
+			if hc.up {
+				t.Error("the source was reported up with no journal to read")
+			}
+		}
+		sink.mu.Unlock()
+		if err := journaltest.Append(filepath.Join(dir, "system.journal"), jSuccessRun(h, "stats.service", inv("n1"), 0, 10)); err != nil {
+			t.Fatal(err)
+		}
+		testproc.WaitUntil(t, 5*time.Second, "up with the journal's run", func() bool {
+			hc, ok := sink.lastHealth()
+			return ok && hc.up && len(sink.events()) == 2
+		})
+	})
+
+	// The system journal where journald keeps none: down, naming where it
+	// looked.
+	t.Run("no system journal", func(t *testing.T) {
+		src := Config{Units: jUnits}
+		j, err := New("systemd", src, sources.Deps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.backoffMin, j.backoffMax = 50*time.Millisecond, 200*time.Millisecond
+		empty := []string{t.TempDir(), filepath.Join(t.TempDir(), "missing")}
+		j.systemDirs = empty
+		sink := &jSink{}
+		jRun(t, j, nil, sink)
+		testproc.WaitUntil(t, 5*time.Second, "down", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+		if hc, _ := sink.lastHealth(); hc.err == nil || !strings.Contains(hc.err.Error(), "no journal files in "+empty[0]+" or "+empty[1]) {
+			t.Errorf("health error %v, want it to name the journal directories", hc.err)
+		}
+	})
+
 	t.Run("unreadable journal file", func(t *testing.T) {
 		if os.Getuid() == 0 {
 			// root reads every file; run as nobody through setpriv if possible.
@@ -916,16 +963,22 @@ func TestJournalAtEnd(t *testing.T) {
 		caughtUp(t, next)
 	})
 
-	t.Run("no journal files", func(t *testing.T) {
-		// Its followers exit at once, as journalctl --follow (systemd 252)
-		// does on a journal without a boot: each is restarted and catches
-		// up again, which, with nothing read, says AtEnd no more.
+	t.Run("nothing to read", func(t *testing.T) {
+		// A journal holding none of the source's entries, whose followers
+		// exit at once, as journalctl --follow (systemd 252) does on a
+		// journal without the current boot: each is restarted and catches
+		// up again, which, with nothing read, says AtEnd no more. (With no
+		// journal file at all the source is down: TestJournalHealth.)
 		wrapper := filepath.Join(t.TempDir(), "journalctl")
 		script := "#!/bin/sh\ncase \"$*\" in *--follow*) exit 1;; esac\nexec journalctl \"$@\"\n"
 		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		_, next := follow(t, t.TempDir(), nil, wrapper)
+		dir := t.TempDir()
+		if err := journaltest.Append(filepath.Join(dir, "system.journal"), []journaltest.Entry{h.Other(jAt(0), "sshd", 5, "unrelated")}); err != nil {
+			t.Fatal(err)
+		}
+		_, next := follow(t, dir, nil, wrapper)
 		if events, batches := catchUp(t, next); events != 0 || batches != 1 {
 			t.Errorf("empty journal: %d events in %d batches, want one AtEnd batch", events, batches)
 		}
