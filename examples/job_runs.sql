@@ -24,7 +24,16 @@ CREATE TABLE IF NOT EXISTS job_runs (
   status      VARCHAR(32)     NULL,           -- success | failure | failed | error | timeout | skipped
   host        VARCHAR(255)    NOT NULL DEFAULT '',
   pid         INT UNSIGNED    NULL,
+  -- Optional: the exit code, the run id of a check-in (?rid=) and the end
+  -- of its output, written by jobwatch run --record-mysql and by check-ins
+  -- with store: mysql (docs/checkins.md#high-availability).
+  exit_code   SMALLINT        NULL,
+  run_id      VARCHAR(64)     NULL,
+  output      TEXT            NULL,
   PRIMARY KEY (id),
+  -- A check-in retried, on any replica, is one row: run_id NULL (a run
+  -- without one) never collides.
+  UNIQUE KEY job_run (job_name, run_id),
   -- First start: each job's last success / failure / timeout,
   -- ORDER BY finished_at DESC LIMIT 1 per (job, status).
   KEY job_status_finished (job_name, status, finished_at),
@@ -32,6 +41,7 @@ CREATE TABLE IF NOT EXISTS job_runs (
   KEY job_open (job_name, finished_at, started_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
--- jobwatch only reads:
+-- jobwatch serve only reads, unless it stores check-ins (store: mysql),
+-- which needs INSERT and UPDATE too:
 --   CREATE USER 'jobwatch'@'%' IDENTIFIED BY '...';
 --   GRANT SELECT ON app.job_runs TO 'jobwatch'@'%';

@@ -87,7 +87,26 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, ref)
 		return
 	}
+	if s.storeErr.Load() != nil {
+		acknowledge(w, false)
+		return
+	}
+	if t := s.table.Load(); t != nil {
+		s.saveRow(w, r, t, rec)
+		return
+	}
 	s.save(w, rec)
+}
+
+// saveRow stores rec as a row of the shared table and acknowledges it once
+// committed. A retry needs no local memory: the table's unique key on
+// (job_name, run_id) makes it a no-op on any replica.
+func (s *Receiver) saveRow(w http.ResponseWriter, r *http.Request, t *tableStore, rec spoolRecord) {
+	err := t.Save(r.Context(), rec)
+	if err != nil {
+		s.opts.Logger.Error("check-in not saved", "job", rec.Job, "err", err)
+	}
+	acknowledge(w, err == nil)
 }
 
 // A refusal is the answer to a check-in that is not saved, counted under

@@ -51,6 +51,43 @@ func (r *Receiver) Configure(cfg *config.Config) sources.Source {
 		return nil
 	}
 	r.SetMaxBody(int64(c.MaxBody))
+	r.useStore(c)
 	r.SetJobs(c.Accepted(cfg.Jobs))
+	// With store: mysql the spool takes no more check-ins, and its source
+	// only applies what it acknowledged before: the table's rows are
+	// applied by the mysql source that reads them back.
 	return r.Source()
+}
+
+// useStore opens the table store: mysql names, or closes the one a
+// previous config named. A store that cannot be opened (a DSN file
+// unreadable) is logged, and check-ins are answered 503 until a reload
+// fixes it: they are never put in the spool instead, which the other
+// replicas do not read.
+func (r *Receiver) useStore(c config.Checkins) {
+	r.tableMu.Lock()
+	defer r.tableMu.Unlock()
+	old := r.table.Load()
+	if c.Store != config.StoreMySQL {
+		r.storeErr.Store(nil)
+		if old != nil {
+			r.table.Store(nil)
+			_ = old.Close()
+		}
+		return
+	}
+	if old != nil && old.key == storeKey(c.MySQLDSN, c.MySQLDSNFile, c.Table) {
+		return
+	}
+	t, err := openTableStore(c.MySQLDSN, c.MySQLDSNFile, c.Table, r.opts.Logger)
+	if err != nil {
+		r.opts.Logger.Error("check-in store not opened: check-ins are refused", "err", err)
+		r.storeErr.Store(&err)
+	} else {
+		r.storeErr.Store(nil)
+	}
+	r.table.Store(t)
+	if old != nil {
+		_ = old.Close()
+	}
 }
