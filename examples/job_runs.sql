@@ -24,10 +24,9 @@ CREATE TABLE IF NOT EXISTS job_runs (
   status      VARCHAR(32)     NULL,           -- success | failure | failed | error | timeout | skipped
   host        VARCHAR(255)    NOT NULL DEFAULT '',
   pid         INT UNSIGNED    NULL,
-  -- Optional: the exit code, the run id of a check-in (?rid=) and the end
-  -- of its output, written by jobwatch run --record-mysql and by check-ins
-  -- with store: mysql (docs/checkins.md#high-availability).
-  exit_code   SMALLINT        NULL,
+  -- The run id of a check-in (?rid=) and the end of its output, written by
+  -- check-ins with store: mysql (docs/checkins.md#high-availability). An
+  -- exit_code INT column, if added, is written too.
   run_id      VARCHAR(64)     NULL,
   output      TEXT            NULL,
   PRIMARY KEY (id),

@@ -31,12 +31,17 @@ type tableStore struct {
 	// changes it.
 	key string
 
+	probeMu sync.Mutex
+	probed  bool // the table has what the store needs
+
 	mu      sync.Mutex
 	pending []*pendingCheckin
-	probed  bool
 	closed  bool
-	kick    chan struct{}
-	done    chan struct{}
+	// single makes each check-in its own transaction, on its own
+	// connection, with no group commit: the benchmark's baseline.
+	single bool
+	kick   chan struct{}
+	done   chan struct{}
 }
 
 // pendingCheckin is a check-in waiting for its transaction.
@@ -91,6 +96,10 @@ func (s *tableStore) Save(ctx context.Context, rec spoolRecord) error {
 	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
 	defer cancel()
 	p := &pendingCheckin{rec: rec, done: make(chan struct{})}
+	if s.single {
+		s.commitGroup([]*pendingCheckin{p})
+		return p.err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -185,6 +194,8 @@ func (s *tableStore) commit(group []*pendingCheckin) error {
 // probe finds out once that the table has the run_id column and its
 // unique key, and whether it has exit_code and output.
 func (s *tableStore) probe(ctx context.Context) error {
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
 	if s.probed {
 		return nil
 	}

@@ -19,19 +19,26 @@ import (
 func tableReceiver(t *testing.T, srv *mariadbtest.Server, db string) *Receiver {
 	t.Helper()
 	r := newReceiver(t, t.TempDir(), nil)
-	r.useStore(config.Checkins{Store: config.StoreMySQL, MySQLDSN: srv.RootDSN(db), Table: "job_runs"})
+	r.useStore(tableConfig(srv, db))
 	t.Cleanup(func() { r.Close() })
 	return r
 }
 
-func jobRunsDB(t *testing.T, srv *mariadbtest.Server) string {
+// tableConfig is store: mysql on db's job_runs.
+func tableConfig(srv *mariadbtest.Server, db string) config.Checkins {
+	return config.Checkins{Store: config.StoreMySQL, MySQLDSN: srv.RootDSN(db), Table: "job_runs"}
+}
+
+// jobRunsDB is a fresh database with examples/job_runs.sql's table, and an
+// exit_code column.
+func jobRunsDB(t testing.TB, srv *mariadbtest.Server) string {
 	t.Helper()
 	ddl, err := os.ReadFile(filepath.Join("..", "..", "examples", "job_runs.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := srv.NewDatabase(t)
-	srv.Exec(t, db, string(ddl))
+	srv.Exec(t, db, string(ddl), "ALTER TABLE job_runs ADD exit_code INT NULL")
 	return db
 }
 
