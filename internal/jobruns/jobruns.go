@@ -224,3 +224,62 @@ func (t *Table) update(ctx context.Context, ex Execer, r Run, where string, wher
 	}
 	return res.RowsAffected()
 }
+
+// Upsert writes runs that each have a run id in one statement: a run not
+// in the table yet is inserted as it is (in progress, or finished); one
+// whose row is in progress takes the run's end, if it has one; one whose
+// row is finished is left as it is (a retry). The table must have run_id
+// and its unique key on (job_name, run_id).
+func (t *Table) Upsert(ctx context.Context, ex Execer, runs []Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	if !t.RunID {
+		return fmt.Errorf("table %s has no run_id column", t.Name)
+	}
+	cols := []string{"job_name", "run_id", "started_at", "host", "pid", "status", "finished_at"}
+	if t.ExitCode {
+		cols = append(cols, "exit_code")
+	}
+	if t.Output {
+		cols = append(cols, "output")
+	}
+	row := "(?" + strings.Repeat(", ?", len(cols)-1) + ")"
+	args := make([]any, 0, len(runs)*len(cols))
+	for _, r := range runs {
+		args = append(args, t.upsertValues(r)...)
+	}
+	// Assignments run left to right: finished_at, which each of them
+	// tests, is set last.
+	var set []string
+	for _, c := range append(cols[7:], "status", "finished_at") {
+		set = append(set, fmt.Sprintf("%s = IF(finished_at IS NULL, VALUES(%s), %s)", c, c, c))
+	}
+	q := "INSERT INTO " + t.quoted + " (" + strings.Join(cols, ", ") + ") VALUES " + row + strings.Repeat(", "+row, len(runs)-1) +
+		" ON DUPLICATE KEY UPDATE " + strings.Join(set, ", ")
+	_, err := ex.ExecContext(ctx, q, args...)
+	return err
+}
+
+// upsertValues are r's values in Upsert's columns; NULL for what r has not.
+func (t *Table) upsertValues(r Run) []any {
+	v := []any{r.Job, r.RunID, r.Started.UTC(), r.Host, r.PID, nil, nil}
+	if r.Status != "" {
+		v[5], v[6] = r.Status, r.Finished.UTC()
+	}
+	if t.ExitCode {
+		var code any
+		if r.ExitCode != nil && r.Status != StatusSkipped {
+			code = *r.ExitCode
+		}
+		v = append(v, code)
+	}
+	if t.Output {
+		var out any
+		if r.Output != "" {
+			out = r.Output
+		}
+		v = append(v, out)
+	}
+	return v
+}

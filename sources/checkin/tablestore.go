@@ -42,6 +42,9 @@ type tableStore struct {
 	single bool
 	kick   chan struct{}
 	done   chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // pendingCheckin is a check-in waiting for its transaction.
@@ -182,13 +185,38 @@ func (s *tableStore) commit(group []*pendingCheckin) error {
 	if err != nil {
 		return err
 	}
+	if err := s.writeAll(ctx, tx, group); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// writeAll writes a group's rows: those with a run id in one statement
+// (jobruns.Upsert), the others one at a time, in order.
+func (s *tableStore) writeAll(ctx context.Context, tx *sql.Tx, group []*pendingCheckin) error {
+	var keyed []jobruns.Run
 	for _, p := range group {
-		if err := s.write(ctx, tx, p.rec); err != nil {
-			_ = tx.Rollback()
+		r := runOf(p.rec)
+		if r.RunID != "" {
+			keyed = append(keyed, r)
+			continue
+		}
+		if err := s.write(ctx, tx, p.rec.Event, r); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return s.t.Upsert(ctx, tx, keyed)
+}
+
+// runOf is what a check-in says of its run: a start has no status yet.
+func runOf(rec spoolRecord) jobruns.Run {
+	r := jobruns.Run{Job: rec.Job, Host: rec.Host, PID: rec.PID, RunID: rec.RunID,
+		Started: rec.Time, Finished: rec.Time, Status: rec.Status, ExitCode: rec.ExitCode, Output: rec.Output}
+	if rec.Event == "skip" {
+		r.Status = jobruns.StatusSkipped
+	}
+	return r
 }
 
 // probe finds out once that the table has the run_id column and its
@@ -216,35 +244,33 @@ func (s *tableStore) probe(ctx context.Context) error {
 // write is a check-in's statement: a start inserts a row in progress, an
 // end finishes its run's row (or inserts a finished one), a skip inserts a
 // skipped row.
-func (s *tableStore) write(ctx context.Context, tx *sql.Tx, rec spoolRecord) error {
-	r := jobruns.Run{Job: rec.Job, Host: rec.Host, PID: rec.PID, RunID: rec.RunID,
-		Started: rec.Time, Finished: rec.Time, Status: rec.Status, ExitCode: rec.ExitCode, Output: rec.Output}
-	switch rec.Event {
+func (s *tableStore) write(ctx context.Context, tx *sql.Tx, event string, r jobruns.Run) error {
+	switch event {
 	case "start":
 		_, err := s.t.InsertStart(ctx, tx, r)
 		return err
 	case "end":
 		return s.t.Finish(ctx, tx, r)
 	case "skip":
-		r.Status = jobruns.StatusSkipped
 		return s.t.InsertFinished(ctx, tx, r)
 	}
-	return fmt.Errorf("check-in event %q", rec.Event)
+	return fmt.Errorf("check-in event %q", event)
 }
 
 // Close fails what is still pending, waits for the transaction under way
-// (bounded by txTimeout) and closes the connections.
+// (bounded by txTimeout) and closes the connections; once.
 func (s *tableStore) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *tableStore) close() error {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
 	s.closed = true
 	s.mu.Unlock()
 	select {
 	case s.kick <- struct{}{}:
-	default:
+	default: // the committer has a kick to read already
 	}
 	<-s.done
 	s.mu.Lock()
