@@ -185,6 +185,9 @@ func TestCheckinReplicaDatabaseHung(t *testing.T) {
 	if took := time.Since(began); code != http.StatusServiceUnavailable || took > 5*time.Second {
 		t.Fatalf("database hung: %d %q after %s, want 503 within 5s", code, msg, took)
 	}
+	if got, _ := in.scrape(); got[`jobwatch_checkins_not_saved_total{store="mysql"}`] != 1 {
+		t.Errorf("jobwatch_checkins_not_saved_total{store=\"mysql\"} = %v, want 1", got[`jobwatch_checkins_not_saved_total{store="mysql"}`])
+	}
 	resume()
 	rid := newRID(t)
 	testproc.Eventually(t, minWait, "a check-in accepted once the database continues", func() error {

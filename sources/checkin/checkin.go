@@ -54,6 +54,9 @@ type Options struct {
 	Logger     *slog.Logger
 	// OnReject is called with the reason of every refused check-in.
 	OnReject func(reason string)
+	// OnNotSaved is called with the store (config.StoreSpool or
+	// config.StoreMySQL) of every check-in answered 503, not stored.
+	OnNotSaved func(store string)
 }
 
 // Receiver answers check-ins. It lives as long as jobwatch does; reloads
@@ -89,6 +92,9 @@ func OpenReceiver(o Options) (*Receiver, error) {
 	}
 	if o.OnReject == nil {
 		o.OnReject = func(string) {}
+	}
+	if o.OnNotSaved == nil {
+		o.OnNotSaved = func(string) {}
 	}
 	sp, err := openSpool(o.Dir, o.MaxSegment)
 	if err != nil {

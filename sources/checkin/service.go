@@ -8,8 +8,11 @@ import (
 	"github.com/jobwatch/jobwatch/sources"
 )
 
-// rejected is the service's counter of refused check-ins.
-const rejected = "checkins_rejected_total"
+// The service's counters: check-ins refused, and check-ins not stored.
+const (
+	rejected = "checkins_rejected_total"
+	notSaved = "checkins_not_saved_total"
+)
 
 func init() {
 	sources.RegisterService(sources.ServiceType{
@@ -22,17 +25,22 @@ func init() {
 			count(rejected, RejectUnknownJob)
 			http.Error(w, "check-ins are not enabled (checkins: in jobwatch.yml)", http.StatusNotFound)
 		},
-		Counters: []sources.Counter{{Name: rejected, Help: "Check-ins refused, by reason (docs/checkins.md).", Label: "reason", Values: RejectReasons}},
+		Counters: []sources.Counter{
+			{Name: rejected, Help: "Check-ins refused, by reason (docs/checkins.md).", Label: "reason", Values: RejectReasons},
+			{Name: notSaved, Help: "Check-ins answered 503 because their store (the spool's disk, store: mysql's database) could not keep them, by store (docs/checkins.md).",
+				Label: "store", Values: []string{config.StoreSpool, config.StoreMySQL}},
+		},
 	})
 }
 
 // open opens the receiver, its spool in the state directory.
 func open(d sources.ServiceDeps) (sources.Service, error) {
 	r, err := OpenReceiver(Options{
-		Dir:      filepath.Join(d.StateDir, "checkins"),
-		Now:      d.Now,
-		Logger:   d.Logger.With("source", Type),
-		OnReject: func(reason string) { d.Count(rejected, reason) },
+		Dir:        filepath.Join(d.StateDir, "checkins"),
+		Now:        d.Now,
+		Logger:     d.Logger.With("source", Type),
+		OnReject:   func(reason string) { d.Count(rejected, reason) },
+		OnNotSaved: func(store string) { d.Count(notSaved, store) },
 	})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,6 +155,12 @@ func TestTableStoreHung(t *testing.T) {
 	srv := mariadbtest.Start(t)
 	db := jobRunsDB(t, srv)
 	r := tableReceiver(t, srv, db)
+	var notSaved atomic.Int64
+	r.opts.OnNotSaved = func(store string) {
+		if store == config.StoreMySQL {
+			notSaved.Add(1)
+		}
+	}
 	if w := do(r, http.MethodGet, "/ping/backup?rid="+rid1, ""); w.Code != http.StatusOK {
 		t.Fatalf("before: %d %s", w.Code, w.Body)
 	}
@@ -162,6 +169,9 @@ func TestTableStoreHung(t *testing.T) {
 	w := do(r, http.MethodGet, "/ping/sync", "")
 	if took := time.Since(began); w.Code != http.StatusServiceUnavailable || took > 5*time.Second {
 		t.Fatalf("hung database: %d after %s, want 503 within 5s", w.Code, took)
+	}
+	if notSaved.Load() != 1 {
+		t.Errorf("%d check-ins counted as not saved, want 1", notSaved.Load())
 	}
 	resume()
 	deadline := time.Now().Add(time.Minute)
