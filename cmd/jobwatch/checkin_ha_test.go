@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -51,11 +50,7 @@ sources:
 func haDatabase(t *testing.T) (*mariadbtest.Server, string) {
 	t.Helper()
 	srv := mariadbtest.Start(t)
-	db := srv.NewDatabase(t)
-	ddl, err := os.ReadFile("../../examples/job_runs.sql")
-	must(t, err)
-	srv.Exec(t, db, string(ddl))
-	return srv, db
+	return srv, srv.JobRunsDatabase(t)
 }
 
 // failover sends a check-in to the replica a client uses and, while it is

@@ -4,8 +4,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,12 +32,8 @@ func tableConfig(srv *mariadbtest.Server, db string) config.Checkins {
 // exit_code column.
 func jobRunsDB(t testing.TB, srv *mariadbtest.Server) string {
 	t.Helper()
-	ddl, err := os.ReadFile(filepath.Join("..", "..", "examples", "job_runs.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := srv.NewDatabase(t)
-	srv.Exec(t, db, string(ddl), "ALTER TABLE job_runs ADD exit_code INT NULL")
+	db := srv.JobRunsDatabase(t)
+	srv.Exec(t, db, "ALTER TABLE job_runs ADD exit_code INT NULL")
 	return db
 }
 

@@ -140,12 +140,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, srv *mariadbtest.Server) *fixture {
 	t.Helper()
-	ddl, err := os.ReadFile(filepath.Join("..", "..", "examples", "job_runs.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := srv.NewDatabase(t)
-	srv.Exec(t, name, string(ddl))
+	name := srv.JobRunsDatabase(t)
 	return &fixture{t: t, srv: srv, db: name, admin: srv.DB(t, name),
 		t0: time.Date(2026, 3, 1, 2, 0, 0, 123456000, time.UTC)}
 }
