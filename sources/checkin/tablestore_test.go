@@ -83,6 +83,8 @@ func TestTableStoreRows(t *testing.T) {
 		{b, "/ping/backup/3?rid=" + rid1 + "&host=h1", "disk full"},
 		{a, "/ping/sync?host=h2", ""}, // an end without a start: one finished row
 		{b, "/ping/sync/skip?host=h2&reason=locked", ""},
+		{a, "/ping/sync/start?host=h3", ""}, // no rid: the end finishes the host's run
+		{b, "/ping/sync/fail?host=h3", ""},
 	} {
 		if w := do(c.r, http.MethodPost, c.target, c.body); w.Code != http.StatusOK {
 			t.Fatalf("%s: %d %s", c.target, w.Code, w.Body)
@@ -93,12 +95,41 @@ func TestTableStoreRows(t *testing.T) {
 		{job: "backup", host: "h1", status: "failure", rid: rid1, output: "disk full", finished: true, code: sql.NullInt64{Int64: 3, Valid: true}},
 		{job: "sync", host: "h2", status: "success", finished: true},
 		{job: "sync", host: "h2", status: "skipped", finished: true},
+		{job: "sync", host: "h3", status: "failure", finished: true},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("rows:\n got %v\nwant %v", got, want)
 	}
 	if len(spooled(t, a.opts.Dir))+len(spooled(t, b.opts.Dir)) > 0 {
 		t.Fatal("check-ins stored in the table were spooled too")
+	}
+}
+
+// TestTableStoreReload: a reload to store: mysql sends check-ins to the
+// table, not the spool, and one back to the spool sends them there again.
+func TestTableStoreReload(t *testing.T) {
+	t.Parallel()
+	srv := mariadbtest.Start(t)
+	db := jobRunsDB(t, srv)
+	dir := t.TempDir()
+	r := newReceiver(t, dir, nil)
+	defer r.Close()
+	ping := func(what string) {
+		t.Helper()
+		if w := do(r, http.MethodGet, "/ping/backup", ""); w.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", what, w.Code, w.Body)
+		}
+	}
+	ping("spool")
+	r.useStore(tableConfig(srv, db))
+	ping("table")
+	r.useStore(config.Checkins{Store: config.StoreSpool})
+	ping("spool again")
+	if n := len(spooled(t, dir)); n != 2 {
+		t.Errorf("%d check-ins spooled, want 2", n)
+	}
+	if n := len(tableRows(t, srv.DB(t, db))); n != 1 {
+		t.Errorf("%d rows, want 1", n)
 	}
 }
 
