@@ -161,6 +161,9 @@ func parse(r io.Reader, dir string) (*Config, error) {
 		if len(e) == 0 {
 			e = cfg.Checkins.validate(cfg.JobNames(), cfg.Path)
 		}
+		if len(e) == 0 {
+			e = cfg.Checkins.checkReader(cfg.Sources)
+		}
 		errs = append(errs, Prefix("checkins", e)...)
 	}
 	if cfg.Checkins.MaxBody == 0 {

@@ -132,6 +132,21 @@ func (c *Checkins) validateStore(resolve func(string) string) []error {
 	return errs
 }
 
+// checkReader checks that store: mysql's table is read back: the check-ins
+// it stores are applied only by a source of type mysql (none is applied
+// locally), which the config must have.
+func (c *Checkins) checkReader(srcs []Source) []error {
+	if !c.Enabled || c.Store != StoreMySQL {
+		return nil
+	}
+	for _, s := range srcs {
+		if s.Type == StoreMySQL {
+			return nil
+		}
+	}
+	return []error{fmt.Errorf("store: mysql needs a source of type: mysql reading table %s (docs/checkins.md#high-availability): check-ins stored in the table are applied only through it", c.Table)}
+}
+
 // Accepted are the jobs whose check-ins are accepted.
 func (c *Checkins) Accepted(all []Job) []string {
 	if len(c.Jobs) > 0 {

@@ -78,7 +78,8 @@ func TestCheckinsStore(t *testing.T) {
 	if err != nil || cfg.Checkins.Store != StoreSpool {
 		t.Fatalf("default store %q, %v", cfg.Checkins.Store, err)
 	}
-	cfg, err = Parse(strings.NewReader(jobs + "checkins: {enabled: true, store: mysql, mysql_dsn_file: dsn}\n"))
+	const reader = "sources:\n  - {name: shared, type: mysql, dsn: x}\n"
+	cfg, err = Parse(strings.NewReader(jobs + reader + "checkins: {enabled: true, store: mysql, mysql_dsn_file: dsn}\n"))
 	if err != nil || cfg.Checkins.Store != StoreMySQL || cfg.Checkins.Table != DefaultCheckTable || cfg.Checkins.MySQLDSNFile != cfg.Path("dsn") {
 		t.Fatalf("store: mysql: %+v, %v", cfg.Checkins, err)
 	}
@@ -88,6 +89,7 @@ func TestCheckinsStore(t *testing.T) {
 		{"two dsns", "{store: mysql, mysql_dsn: a, mysql_dsn_file: b}", "exactly one of mysql_dsn and mysql_dsn_file"},
 		{"dsn for the spool", "{mysql_dsn: a}", "checkins: mysql_dsn and mysql_dsn_file are for store: mysql"},
 		{"bad table", "{store: mysql, mysql_dsn: a, table: 'x; DROP TABLE y'}", `checkins: table "x; DROP TABLE y": must be a plain identifier`},
+		{"no mysql source", "{enabled: true, store: mysql, mysql_dsn: a}", "checkins: store: mysql needs a source of type: mysql reading table job_runs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(strings.NewReader(jobs + "checkins: " + tc.block + "\n"))
