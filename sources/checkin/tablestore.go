@@ -49,7 +49,10 @@ type tableStore struct {
 
 // pendingCheckin is a check-in waiting for its transaction.
 type pendingCheckin struct {
-	rec  spoolRecord
+	rec spoolRecord
+	// ctx is done once its request has been answered 503 for want of a
+	// commit: a check-in still waiting then is not written at all.
+	ctx  context.Context
 	done chan struct{}
 	err  error
 }
@@ -98,7 +101,7 @@ func storeKey(dsn, dsnFile, table string) string { return dsn + "\x00" + dsnFile
 func (s *tableStore) Save(ctx context.Context, rec spoolRecord) error {
 	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
 	defer cancel()
-	p := &pendingCheckin{rec: rec, done: make(chan struct{})}
+	p := &pendingCheckin{rec: rec, ctx: ctx, done: make(chan struct{})}
 	if s.single {
 		s.commitGroup([]*pendingCheckin{p})
 		return p.err
@@ -138,7 +141,9 @@ func (s *tableStore) committer() {
 			if n == 0 {
 				break
 			}
-			s.commitGroup(group)
+			if group = s.live(group); len(group) > 0 {
+				s.commitGroup(group)
+			}
 		}
 		s.mu.Lock()
 		closed := s.closed
@@ -147,6 +152,22 @@ func (s *tableStore) committer() {
 			return
 		}
 	}
+}
+
+// live drops the check-ins already answered 503 (they waited out a
+// database that hung): written now, a client's retry of one without a run
+// id would count it twice.
+func (s *tableStore) live(group []*pendingCheckin) []*pendingCheckin {
+	out := group[:0]
+	for _, p := range group {
+		if err := p.ctx.Err(); err != nil {
+			p.err = err
+			close(p.done)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // commitGroup writes a group in one transaction. When the server refuses

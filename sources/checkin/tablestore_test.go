@@ -205,6 +205,12 @@ func TestTableStoreHung(t *testing.T) {
 			t.Fatalf("after SIGCONT: %d %s", w.Code, w.Body)
 		}
 	}
+	// Only the check-in answered 200 is in the table: those answered 503
+	// were not written (nor a retry without a run id would count twice).
+	var synced int
+	if err := srv.DB(t, db).QueryRow("SELECT COUNT(*) FROM job_runs WHERE job_name = 'sync'").Scan(&synced); err != nil || synced != 1 {
+		t.Fatalf("%d rows of sync, %v; want the 1 acknowledged", synced, err)
+	}
 	srv.Hang()
 	done := make(chan struct{})
 	go func() { do(r, http.MethodGet, "/ping/sync", ""); close(done) }()
