@@ -159,7 +159,10 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	if f.Checkins.Kind != 0 {
 		e := Decode(&f.Checkins, &cfg.Checkins, "")
 		if len(e) == 0 {
-			e = cfg.Checkins.validate(cfg.JobNames())
+			e = cfg.Checkins.validate(cfg.JobNames(), cfg.Path)
+		}
+		if len(e) == 0 {
+			e = cfg.Checkins.checkReader(cfg.Sources)
 		}
 		errs = append(errs, Prefix("checkins", e)...)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/alecthomas/units"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/jobwatch/jobwatch/internal/jobruns"
 )
 
 // Checkins turns on HTTP check-ins (docs/checkins.md).
@@ -19,7 +21,23 @@ type Checkins struct {
 	// Jobs, when set, are the only jobs whose check-ins are accepted;
 	// default: every configured job.
 	Jobs []string `yaml:"jobs"`
+	// Store is where an acknowledged check-in is kept: StoreSpool (the
+	// default, the state directory's spool) or StoreMySQL (a row of a
+	// shared job_runs table, for replicas; docs/checkins.md).
+	Store string `yaml:"store"`
+	// MySQLDSN or MySQLDSNFile is the DSN of store: mysql.
+	MySQLDSN     string `yaml:"mysql_dsn"`
+	MySQLDSNFile string `yaml:"mysql_dsn_file"`
+	// Table is store: mysql's table; default "job_runs".
+	Table string `yaml:"table"`
 }
+
+// Where check-ins are stored.
+const (
+	StoreSpool        = "spool"
+	StoreMySQL        = "mysql"
+	DefaultCheckTable = "job_runs"
+)
 
 // Check-in limits.
 const (
@@ -73,8 +91,8 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-func (c *Checkins) validate(jobs map[string]bool) []error {
-	var errs []error
+func (c *Checkins) validate(jobs map[string]bool, resolve func(string) string) []error {
+	errs := c.validateStore(resolve)
 	if c.MaxBody < 0 || c.MaxBody > maxMaxBody {
 		errs = append(errs, fmt.Errorf("max_body must be between 0 and %d bytes (10MiB), got %d", maxMaxBody, c.MaxBody))
 	}
@@ -87,6 +105,52 @@ func (c *Checkins) validate(jobs map[string]bool) []error {
 		}
 	}
 	return errs
+}
+
+// validateStore checks store and the keys of store: mysql.
+func (c *Checkins) validateStore(resolve func(string) string) []error {
+	if c.Store == "" {
+		c.Store = StoreSpool
+	}
+	if c.Table == "" {
+		c.Table = DefaultCheckTable
+	}
+	switch c.Store {
+	case StoreSpool:
+		if c.MySQLDSN != "" || c.MySQLDSNFile != "" {
+			return []error{errors.New("mysql_dsn and mysql_dsn_file are for store: mysql")}
+		}
+		return nil
+	case StoreMySQL:
+	default:
+		return []error{fmt.Errorf("store must be %s or %s, got %q", StoreSpool, StoreMySQL, c.Store)}
+	}
+	var errs []error
+	if (c.MySQLDSN == "") == (c.MySQLDSNFile == "") {
+		errs = append(errs, errors.New("store: mysql needs exactly one of mysql_dsn and mysql_dsn_file"))
+	}
+	if c.MySQLDSNFile != "" {
+		c.MySQLDSNFile = resolve(c.MySQLDSNFile)
+	}
+	if _, err := jobruns.ParseTable(c.Table); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// checkReader checks that store: mysql's table is read back: the check-ins
+// it stores are applied only by a source of type mysql (none is applied
+// locally), which the config must have.
+func (c *Checkins) checkReader(srcs []Source) []error {
+	if !c.Enabled || c.Store != StoreMySQL {
+		return nil
+	}
+	for _, s := range srcs {
+		if s.Type == StoreMySQL {
+			return nil
+		}
+	}
+	return []error{fmt.Errorf("store: mysql needs a source of type: mysql reading table %s (docs/checkins.md#high-availability): check-ins stored in the table are applied only through it", c.Table)}
 }
 
 // Accepted are the jobs whose check-ins are accepted.

@@ -77,6 +77,36 @@ discovery:
 	}
 }
 
+// store: mysql needs one DSN and a plain table; spool, the default, takes
+// neither.
+func TestCheckinsStore(t *testing.T) {
+	const jobs = "jobs:\n  - name: a\n    every: 1h\n"
+	cfg, err := Parse(strings.NewReader(jobs + "checkins: {enabled: true}\n"))
+	if err != nil || cfg.Checkins.Store != StoreSpool {
+		t.Fatalf("default store %q, %v", cfg.Checkins.Store, err)
+	}
+	const reader = "sources:\n  - {name: shared, type: mysql, dsn: x}\n"
+	cfg, err = Parse(strings.NewReader(jobs + reader + "checkins: {enabled: true, store: mysql, mysql_dsn_file: dsn}\n"))
+	if err != nil || cfg.Checkins.Store != StoreMySQL || cfg.Checkins.Table != DefaultCheckTable || cfg.Checkins.MySQLDSNFile != cfg.Path("dsn") {
+		t.Fatalf("store: mysql: %+v, %v", cfg.Checkins, err)
+	}
+	for _, tc := range []struct{ name, block, want string }{
+		{"unknown store", "{store: redis}", `checkins: store must be spool or mysql, got "redis"`},
+		{"no dsn", "{store: mysql}", "checkins: store: mysql needs exactly one of mysql_dsn and mysql_dsn_file"},
+		{"two dsns", "{store: mysql, mysql_dsn: a, mysql_dsn_file: b}", "exactly one of mysql_dsn and mysql_dsn_file"},
+		{"dsn for the spool", "{mysql_dsn: a}", "checkins: mysql_dsn and mysql_dsn_file are for store: mysql"},
+		{"bad table", "{store: mysql, mysql_dsn: a, table: 'x; DROP TABLE y'}", `checkins: table "x; DROP TABLE y": must be a plain identifier`},
+		{"no mysql source", "{enabled: true, store: mysql, mysql_dsn: a}", "checkins: store: mysql needs a source of type: mysql reading table job_runs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(jobs + "checkins: " + tc.block + "\n"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nlacks %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // Host mode (discovery.watch): jobs: may be empty, and only with it.
 func TestDiscoveryWatch(t *testing.T) {
 	cfg, err := Parse(strings.NewReader("discovery: {enabled: true, watch: true}\n"))

@@ -24,7 +24,15 @@ CREATE TABLE IF NOT EXISTS job_runs (
   status      VARCHAR(32)     NULL,           -- success | failure | failed | error | timeout | skipped
   host        VARCHAR(255)    NOT NULL DEFAULT '',
   pid         INT UNSIGNED    NULL,
+  -- The run id of a check-in (?rid=) and the end of its output, written by
+  -- check-ins with store: mysql (docs/checkins.md#high-availability). An
+  -- exit_code INT column, if added, is written too.
+  run_id      VARCHAR(64)     NULL,
+  output      TEXT            NULL,
   PRIMARY KEY (id),
+  -- A check-in retried, on any replica, is one row: run_id NULL (a run
+  -- without one) never collides.
+  UNIQUE KEY job_run (job_name, run_id),
   -- First start: each job's last success / failure / timeout,
   -- ORDER BY finished_at DESC LIMIT 1 per (job, status).
   KEY job_status_finished (job_name, status, finished_at),
@@ -32,6 +40,7 @@ CREATE TABLE IF NOT EXISTS job_runs (
   KEY job_open (job_name, finished_at, started_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
--- jobwatch only reads:
+-- jobwatch serve only reads, unless it stores check-ins (store: mysql),
+-- which needs INSERT and UPDATE too:
 --   CREATE USER 'jobwatch'@'%' IDENTIFIED BY '...';
 --   GRANT SELECT ON app.job_runs TO 'jobwatch'@'%';

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -247,6 +248,23 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		})
 	}
 	return name
+}
+
+// JobRunsDatabase creates a database as NewDatabase does, with
+// examples/job_runs.sql's table in it, and returns its name.
+func (s *Server) JobRunsDatabase(t testing.TB) string {
+	t.Helper()
+	_, here, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("mariadbtest: where is examples/job_runs.sql?")
+	}
+	ddl, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "examples", "job_runs.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := s.NewDatabase(t)
+	s.Exec(t, db, string(ddl))
+	return db
 }
 
 // NewUser creates a user with a fresh name and the given password, allowed

@@ -75,7 +75,7 @@ local promql = import '../lib/promql.libsonnet';
       },
       {
         alert: 'JobwatchJobOverlapping',
-        comment:: 'Value: runs in progress now on one host (a host-scope job runs on\nevery host, at the same time), or across hosts (a cluster-scope job);\nor overlaps counted in the last 10m (increased, or first seen with a\nvalue: increase() cannot see what a series held when it appeared, as\nafter history read on first start); or, held for the period, seconds\nsince the last one.',
+        comment:: 'Value: runs in progress now on one host (a host-scope job runs on\nevery host, at the same time), or across hosts (a cluster-scope job: each\nrun, by host and PID, counted once however many replicas report it);\nor overlaps counted in the last 10m (increased, or first seen with a\nvalue: increase() cannot see what a series held when it appeared, as\nafter history read on first start); or, held for the period, seconds\nsince the last one.',
         expr: |||
           (
               max without (host) (count without (pid) (%(jobwatch_job_run_start_timestamp_seconds)s)) > 1
@@ -84,7 +84,7 @@ local promql = import '../lib/promql.libsonnet';
           )
           or
           (
-            sum by (%(job)s) (%(jobwatch_job_running)s and ignoring(scope) %(cluster_info)s) > 1
+            count by (%(job)s) (group by (%(job)s, host, pid) (%(jobwatch_job_run_start_timestamp_seconds)s and ignoring(host, pid, scope) %(cluster_info)s)) > 1
           )
           or
           (

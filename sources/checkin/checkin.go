@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,9 @@ type Options struct {
 	Logger     *slog.Logger
 	// OnReject is called with the reason of every refused check-in.
 	OnReject func(reason string)
+	// OnNotSaved is called with the store (config.StoreSpool or
+	// config.StoreMySQL) of every check-in answered 503, not stored.
+	OnNotSaved func(store string)
 }
 
 // Receiver answers check-ins. It lives as long as jobwatch does; reloads
@@ -64,6 +68,12 @@ type Receiver struct {
 	jobs    atomic.Pointer[map[string]bool]
 	maxBody atomic.Int64
 	kept    kept // where the outputs of the jobs' latest runs are
+	// table, when the config says store: mysql, is where check-ins go
+	// instead of the spool (tablestore.go).
+	table   atomic.Pointer[tableStore]
+	tableMu sync.Mutex // opening and closing table
+	// storeErr is why store: mysql could not be opened, or nil.
+	storeErr atomic.Pointer[error]
 }
 
 // OpenReceiver opens the spool. It accepts no job until SetJobs.
@@ -82,6 +92,9 @@ func OpenReceiver(o Options) (*Receiver, error) {
 	}
 	if o.OnReject == nil {
 		o.OnReject = func(string) {}
+	}
+	if o.OnNotSaved == nil {
+		o.OnNotSaved = func(string) {}
 	}
 	sp, err := openSpool(o.Dir, o.MaxSegment)
 	if err != nil {
@@ -149,7 +162,15 @@ func (r *Receiver) accepts(job string) bool { return (*r.jobs.Load())[job] }
 
 // Close stops accepting check-ins (they are answered 503) and closes the
 // spool, once what was acknowledged is on disk.
-func (r *Receiver) Close() error { return r.spool.Close() }
+func (r *Receiver) Close() error {
+	r.tableMu.Lock()
+	defer r.tableMu.Unlock()
+	var err error
+	if t := r.table.Swap(nil); t != nil {
+		err = t.Close()
+	}
+	return errors.Join(err, r.spool.Close())
+}
 
 // Source returns the source that reads the receiver's spool.
 func (r *Receiver) Source() *Source { return &Source{r: r} }

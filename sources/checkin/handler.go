@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/internal/ratelog"
 	"github.com/jobwatch/jobwatch/model"
 )
 
@@ -87,7 +89,25 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, ref)
 		return
 	}
+	if s.storeErr.Load() != nil {
+		s.opts.OnNotSaved(config.StoreMySQL)
+		acknowledge(w, false)
+		return
+	}
+	if t := s.table.Load(); t != nil {
+		s.saveRow(w, r, t, rec)
+		return
+	}
 	s.save(w, rec)
+}
+
+// saveRow stores rec as a row of the shared table and acknowledges it once
+// committed. A retry needs no local memory: the table's unique key on
+// (job_name, run_id) makes it a no-op on any replica.
+func (s *Receiver) saveRow(w http.ResponseWriter, r *http.Request, t *tableStore, rec spoolRecord) {
+	err := t.Save(r.Context(), rec)
+	s.notSaved(config.StoreMySQL, rec.Job, err)
+	acknowledge(w, err == nil)
 }
 
 // A refusal is the answer to a check-in that is not saved, counted under
@@ -246,10 +266,18 @@ func (s *Receiver) save(w http.ResponseWriter, rec spoolRecord) {
 	if rec.RunID != "" {
 		s.dedup.settle(key, err == nil)
 	}
-	if err != nil {
-		s.opts.Logger.Error("check-in not saved", "job", rec.Job, "err", err)
-	}
+	s.notSaved(config.StoreSpool, rec.Job, err)
 	acknowledge(w, err == nil)
+}
+
+// notSaved counts and logs a check-in that store could not keep (err
+// not nil), summarised per job while the disk or the database is down.
+func (s *Receiver) notSaved(store, job string, err error) {
+	if err == nil {
+		return
+	}
+	s.opts.OnNotSaved(store)
+	s.opts.Logger.Error("check-in not saved", ratelog.Per("job"), "job", job, "store", store, "err", err)
 }
 
 // acknowledge answers a check-in saved, or not saved and to be retried.

@@ -8,8 +8,11 @@ import (
 	"github.com/jobwatch/jobwatch/sources"
 )
 
-// rejected is the service's counter of refused check-ins.
-const rejected = "checkins_rejected_total"
+// The service's counters: check-ins refused, and check-ins not stored.
+const (
+	rejected = "checkins_rejected_total"
+	notSaved = "checkins_not_saved_total"
+)
 
 func init() {
 	sources.RegisterService(sources.ServiceType{
@@ -22,17 +25,22 @@ func init() {
 			count(rejected, RejectUnknownJob)
 			http.Error(w, "check-ins are not enabled (checkins: in jobwatch.yml)", http.StatusNotFound)
 		},
-		Counters: []sources.Counter{{Name: rejected, Help: "Check-ins refused, by reason (docs/checkins.md).", Label: "reason", Values: RejectReasons}},
+		Counters: []sources.Counter{
+			{Name: rejected, Help: "Check-ins refused, by reason (docs/checkins.md).", Label: "reason", Values: RejectReasons},
+			{Name: notSaved, Help: "Check-ins answered 503 because their store (the spool's disk, store: mysql's database) could not keep them, by store (docs/checkins.md).",
+				Label: "store", Values: []string{config.StoreSpool, config.StoreMySQL}},
+		},
 	})
 }
 
 // open opens the receiver, its spool in the state directory.
 func open(d sources.ServiceDeps) (sources.Service, error) {
 	r, err := OpenReceiver(Options{
-		Dir:      filepath.Join(d.StateDir, "checkins"),
-		Now:      d.Now,
-		Logger:   d.Logger.With("source", Type),
-		OnReject: func(reason string) { d.Count(rejected, reason) },
+		Dir:        filepath.Join(d.StateDir, "checkins"),
+		Now:        d.Now,
+		Logger:     d.Logger.With("source", Type),
+		OnReject:   func(reason string) { d.Count(rejected, reason) },
+		OnNotSaved: func(store string) { d.Count(notSaved, store) },
 	})
 	if err != nil {
 		return nil, err
@@ -51,6 +59,43 @@ func (r *Receiver) Configure(cfg *config.Config) sources.Source {
 		return nil
 	}
 	r.SetMaxBody(int64(c.MaxBody))
+	r.useStore(c)
 	r.SetJobs(c.Accepted(cfg.Jobs))
+	// With store: mysql the spool takes no more check-ins, and its source
+	// only applies what it acknowledged before: the table's rows are
+	// applied by the mysql source that reads them back.
 	return r.Source()
+}
+
+// useStore opens the table store: mysql names, or closes the one a
+// previous config named. A store that cannot be opened (a DSN file
+// unreadable) is logged, and check-ins are answered 503 until a reload
+// fixes it: they are never put in the spool instead, which the other
+// replicas do not read.
+func (r *Receiver) useStore(c config.Checkins) {
+	r.tableMu.Lock()
+	defer r.tableMu.Unlock()
+	old := r.table.Load()
+	if c.Store != config.StoreMySQL {
+		r.storeErr.Store(nil)
+		if old != nil {
+			r.table.Store(nil)
+			_ = old.Close()
+		}
+		return
+	}
+	if old != nil && old.key == storeKey(c.MySQLDSN, c.MySQLDSNFile, c.Table) {
+		return
+	}
+	t, err := openTableStore(c.MySQLDSN, c.MySQLDSNFile, c.Table, r.opts.Logger)
+	if err != nil {
+		r.opts.Logger.Error("check-in store not opened: check-ins are refused", "err", err)
+		r.storeErr.Store(&err)
+	} else {
+		r.storeErr.Store(nil)
+	}
+	r.table.Store(t)
+	if old != nil {
+		_ = old.Close()
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -83,6 +84,9 @@ type Source struct {
 	statusVals map[statusClass][]string
 
 	poll, late time.Duration
+	// hasRunID says the table has a run_id column (a check-in's ?rid=,
+	// docs/checkins.md): checkSchema finds out, query reads it.
+	hasRunID atomic.Bool
 	// wait sleeps d or until ctx is done (false). Tests replace it.
 	wait func(ctx context.Context, d time.Duration) bool
 }
@@ -415,10 +419,15 @@ type runRow struct {
 	status   sql.NullString
 	host     sql.NullString
 	pid      sql.NullInt64
+	runID    sql.NullString // when the table has run_id
 }
 
 func (m *Source) query(ctx context.Context, db *sql.DB, where string, args ...any) ([]runRow, error) {
-	rows, err := db.QueryContext(ctx, "SELECT "+m.selectList+" FROM "+m.table+" "+where, args...)
+	list, runID := m.selectList, m.hasRunID.Load()
+	if runID {
+		list += ", " + quoteIdent(runIDColumn)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT "+list+" FROM "+m.table+" "+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +435,11 @@ func (m *Source) query(ctx context.Context, db *sql.DB, where string, args ...an
 	var out []runRow
 	for rows.Next() {
 		var r runRow
-		if err := rows.Scan(&r.id, &r.job, &r.started, &r.finished, &r.status, &r.host, &r.pid); err != nil {
+		dst := []any{&r.id, &r.job, &r.started, &r.finished, &r.status, &r.host, &r.pid}
+		if runID {
+			dst = append(dst, &r.runID)
+		}
+		if err := rows.Scan(dst...); err != nil {
 			return nil, &scanError{err}
 		}
 		out = append(out, r)
@@ -888,6 +901,11 @@ func (m *Source) rowEvents(r runRow, started bool) (evs []keyedEvent, open bool,
 		return nil, false, errors.New("empty job name")
 	}
 	base := model.Event{Job: job, Host: r.host.String, RunID: fmt.Sprintf("%s:%d", m.name, r.id)}
+	if id := strings.TrimSpace(r.runID.String); id != "" {
+		// The run's own id (a check-in's ?rid=): the same run whichever
+		// replica, or source, reports it.
+		base.RunID = id
+	}
 	if r.pid.Valid && r.pid.Int64 > 0 && r.pid.Int64 <= math.MaxInt32 {
 		base.PID = int(r.pid.Int64)
 	}

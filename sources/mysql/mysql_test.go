@@ -140,12 +140,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, srv *mariadbtest.Server) *fixture {
 	t.Helper()
-	ddl, err := os.ReadFile(filepath.Join("..", "..", "examples", "job_runs.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := srv.NewDatabase(t)
-	srv.Exec(t, name, string(ddl))
+	name := srv.JobRunsDatabase(t)
 	return &fixture{t: t, srv: srv, db: name, admin: srv.DB(t, name),
 		t0: time.Date(2026, 3, 1, 2, 0, 0, 123456000, time.UTC)}
 }
@@ -290,6 +285,7 @@ func TestMySQL(t *testing.T) {
 	t.Run("Redaction", func(t *testing.T) { testMySQLRedaction(t, newFixture(t, srv)) })
 	t.Run("Truncated", func(t *testing.T) { testMySQLTruncated(t, newFixture(t, srv)) })
 	t.Run("Tracker", func(t *testing.T) { testMySQLTracker(t, newFixture(t, srv)) })
+	t.Run("RunID", func(t *testing.T) { testMySQLRunID(t, newFixture(t, srv)) })
 	t.Run("IndexAdvice", func(t *testing.T) {
 		f := newFixture(t, srv)
 		f.exec("ALTER TABLE job_runs DROP KEY job_open")
@@ -375,6 +371,25 @@ func testMySQLTracker(t *testing.T, f *fixture) {
 	if _, srcs := tr.View(); srcs[0].UnknownJob != 2 || !srcs[0].Up || srcs[0].LateRecords != 0 {
 		t.Errorf("source view %+v, want 2 unknown-job records (start and end), up, none late", srcs[0])
 	}
+}
+
+// testMySQLRunID: a row's run_id (a check-in's rid) is its run's id; a
+// row without one is the source's name and the row's id; a table without
+// the column is read as before.
+func testMySQLRunID(t *testing.T, f *fixture) {
+	st := newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{}), nil)
+	wantEvents(t, "empty table", st.step())
+	f.exec("INSERT INTO job_runs (job_name, started_at, host, pid, run_id) VALUES ('backup', ?, 'h1', 5, '0b6e3c1e-6f0a-4c47-9d3f-1a2b3c4d5e6f')", f.at(0))
+	f.start("backup", "h2", 6, time.Second)
+	wantEvents(t, "with and without run_id", st.step(),
+		"start backup h1/5 0b6e3c1e-6f0a-4c47-9d3f-1a2b3c4d5e6f 02:00:00.123456",
+		"start backup h2/6 db:2 02:00:01.123456")
+
+	f.exec("ALTER TABLE job_runs DROP KEY job_run, DROP COLUMN run_id")
+	st = newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{}), nil)
+	st.step()
+	f.start("backup", "h3", 7, 2*time.Second)
+	wantEvents(t, "no run_id column", st.step(), "start backup h3/7 db:3 02:00:02.123456")
 }
 
 func testMySQLStartThenUpdate(t *testing.T, f *fixture) {

@@ -61,6 +61,8 @@ func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (plan indexPlan, e
 	if err := m.checkColumns(have, schema); err != nil {
 		return plan, err
 	}
+	_, runID := have[runIDColumn]
+	m.hasRunID.Store(runID && !m.configured(runIDColumn))
 	// The columns exist and have usable types: make sure the user may
 	// SELECT them (information_schema may show columns it may not read).
 	rows, err := db.QueryContext(ctx, "SELECT "+m.selectList+" FROM "+m.table+" LIMIT 0")
@@ -69,6 +71,20 @@ func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (plan indexPlan, e
 	}
 	rows.Close()
 	return m.indexes(ctx, db, schema)
+}
+
+// runIDColumn is the optional column of a run's own id, read when the
+// table has it (examples/job_runs.sql).
+const runIDColumn = "run_id"
+
+// configured says a configured column has that name (lower-cased).
+func (m *Source) configured(name string) bool {
+	for _, kv := range m.cols.NamedColumns() {
+		if strings.EqualFold(kv[1], name) {
+			return true
+		}
+	}
+	return false
 }
 
 // schemaName is the table's database: the configured one, else the DSN's.

@@ -4,22 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"regexp"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/jobwatch/jobwatch/internal/jobruns"
 	"github.com/jobwatch/jobwatch/internal/secret"
-	"github.com/jobwatch/jobwatch/wrapper"
 )
-
-// tableRE is a table name, optionally database.table: plain identifiers,
-// quoted in the statements, so a flag cannot inject SQL.
-var tableRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]{0,63}(\.[A-Za-z_$][A-Za-z0-9_$]{0,63})?$`)
-})
 
 // runTable writes a run into a job_runs table (the mysql source's default
 // columns): one row inserted at start with finished_at NULL, updated at the
@@ -27,15 +18,12 @@ var tableRE = sync.OnceValue(func() *regexp.Regexp {
 // that cannot be reached never stops the job: the caller says on stderr
 // that the table missed the record.
 type runTable struct {
-	cfg      *mysql.Config
-	schema   string // "" for the DSN's database
-	table    string
-	quoted   string
-	red      *secret.Redactor
-	db       *sql.DB
-	exitCode bool  // the table has an exit_code column
-	probed   bool  // exitCode is known
-	id       int64 // the run's row, once inserted
+	cfg    *mysql.Config
+	t      *jobruns.Table
+	red    *secret.Redactor
+	db     *sql.DB
+	probed bool  // the table's optional columns are known
+	id     int64 // the run's row, once inserted
 }
 
 // recordTimeout bounds each write to the table, so that a server that does
@@ -43,18 +31,11 @@ type runTable struct {
 const recordTimeout = 5 * time.Second
 
 func newRunTable(cfg *mysql.Config, table string, red *secret.Redactor) (*runTable, error) {
-	if !tableRE().MatchString(table) {
-		return nil, fmt.Errorf("--record-table %q: must be a plain identifier (letters, digits, _ and $, at most 64), or database.table", table)
+	jt, err := jobruns.ParseTable(table)
+	if err != nil {
+		return nil, fmt.Errorf("--record-%w", err)
 	}
-	t := &runTable{cfg: cfg, table: table, red: red}
-	var parts []string
-	for _, p := range strings.Split(table, ".") {
-		parts = append(parts, "`"+p+"`")
-	}
-	t.quoted = strings.Join(parts, ".")
-	if s, name, ok := strings.Cut(table, "."); ok {
-		t.schema, t.table = s, name
-	}
+	t := &runTable{cfg: cfg, t: jt, red: red}
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, red.Err(fmt.Errorf("--record-mysql: %w", err))
@@ -64,19 +45,15 @@ func newRunTable(cfg *mysql.Config, table string, red *secret.Redactor) (*runTab
 	return t, nil
 }
 
-// probe finds out once whether the table has an exit_code column.
+// probe finds out once which optional columns the table has.
 func (t *runTable) probe(ctx context.Context) error {
 	if t.probed {
 		return nil
 	}
-	var n int
-	err := t.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME = 'exit_code'`,
-		t.schema, t.table).Scan(&n)
-	if err != nil {
+	if err := t.t.Probe(ctx, t.db); err != nil {
 		return err
 	}
-	t.exitCode, t.probed = n > 0, true
+	t.probed = true
 	return nil
 }
 
@@ -88,7 +65,7 @@ func (t *runTable) exec(what string, f func(ctx context.Context) error) error {
 		err = f(ctx)
 	}
 	if err != nil {
-		return t.red.Err(fmt.Errorf("table %s on %s missed the %s record: %w", t.table, t.cfg.Addr, what, err))
+		return t.red.Err(fmt.Errorf("table %s on %s missed the %s record: %w", t.t.Name, t.cfg.Addr, what, err))
 	}
 	return nil
 }
@@ -96,12 +73,8 @@ func (t *runTable) exec(what string, f func(ctx context.Context) error) error {
 // start inserts the run's row, in progress.
 func (t *runTable) Start(job, host string, pid int, at time.Time) error {
 	return t.exec("start", func(ctx context.Context) error {
-		res, err := t.db.ExecContext(ctx, "INSERT INTO "+t.quoted+" (job_name, started_at, host, pid) VALUES (?, ?, ?, ?)",
-			job, at.UTC(), host, pid)
-		if err != nil {
-			return err
-		}
-		t.id, err = res.LastInsertId()
+		id, err := t.t.InsertStart(ctx, t.db, jobruns.Run{Job: job, Host: host, PID: pid, Started: at})
+		t.id = id
 		return err
 	})
 }
@@ -110,17 +83,11 @@ func (t *runTable) Start(job, host string, pid int, at time.Time) error {
 // whole run as one finished row.
 func (t *runTable) End(job, host string, pid int, started, finished time.Time, status string, code int) error {
 	return t.exec("end", func(ctx context.Context) error {
+		r := jobruns.Run{Job: job, Host: host, PID: pid, Started: started, Finished: finished, Status: status, ExitCode: &code}
 		if t.id == 0 {
-			return t.insertFinished(ctx, job, host, pid, started, finished, status, code)
+			return t.t.InsertFinished(ctx, t.db, r)
 		}
-		q := "UPDATE " + t.quoted + " SET finished_at = ?, status = ?"
-		args := []any{finished.UTC(), status}
-		if t.exitCode {
-			q += ", exit_code = ?"
-			args = append(args, code)
-		}
-		_, err := t.db.ExecContext(ctx, q+" WHERE id = ?", append(args, t.id)...)
-		return err
+		return t.t.FinishID(ctx, t.db, t.id, r)
 	})
 }
 
@@ -128,21 +95,8 @@ func (t *runTable) End(job, host string, pid int, started, finished time.Time, s
 // run that could not start.
 func (t *runTable) Finished(what, job, host string, pid int, at time.Time, status string, code int) error {
 	return t.exec(what, func(ctx context.Context) error {
-		return t.insertFinished(ctx, job, host, pid, at, at, status, code)
+		return t.t.InsertFinished(ctx, t.db, jobruns.Run{Job: job, Host: host, PID: pid, Started: at, Finished: at, Status: status, ExitCode: &code})
 	})
-}
-
-func (t *runTable) insertFinished(ctx context.Context, job, host string, pid int, started, finished time.Time, status string, code int) error {
-	cols := "job_name, started_at, finished_at, status, host, pid"
-	marks := "?, ?, ?, ?, ?, ?"
-	args := []any{job, started.UTC(), finished.UTC(), status, host, pid}
-	if t.exitCode && status != wrapper.StatusSkipped {
-		cols += ", exit_code"
-		marks += ", ?"
-		args = append(args, code)
-	}
-	_, err := t.db.ExecContext(ctx, "INSERT INTO "+t.quoted+" ("+cols+") VALUES ("+marks+")", args...)
-	return err
 }
 
 func (t *runTable) Close() { t.db.Close() }
