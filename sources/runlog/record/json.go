@@ -86,8 +86,26 @@ func (p *jsonParser) scanMembers(s []byte, i int) (int, error) {
 		if known {
 			dst = &p.vals[f]
 		}
-		if i, err = scanValue(s, next, dst); err != nil {
-			return i, err
+		// A string or a number, mostly: scanned here, without a call.
+		switch c := s[next]; {
+		case c == '"':
+			end, esc, err := scanString(s, next+1)
+			if err != nil {
+				return next, err
+			}
+			*dst = value{b: s[next+1 : end], kind: vString, esc: esc}
+			i = end + 1
+		case c == '-' || c >= '0' && c <= '9':
+			end, err := scanNumber(s, next)
+			if err != nil {
+				return next, err
+			}
+			*dst = value{b: s[next:end], kind: vNumber}
+			i = end
+		default:
+			if i, err = scanLiteral(s, next, dst); err != nil {
+				return i, err
+			}
 		}
 		i = skipWS(s, i)
 		if i >= len(s) {
@@ -142,28 +160,6 @@ func (p *jsonParser) scanKey(s []byte, i int) (f field, known bool, next int, er
 		return 0, false, i, jsonErr(i, "truncated")
 	}
 	return f, known, i, nil
-}
-
-// scanValue scans the value at s[i], which is not past the end, into dst;
-// it returns the index after it.
-func scanValue(s []byte, i int, dst *value) (int, error) {
-	switch c := s[i]; {
-	case c == '"':
-		end, esc, err := scanString(s, i+1)
-		if err != nil {
-			return i, err
-		}
-		*dst = value{b: s[i+1 : end], kind: vString, esc: esc}
-		return end + 1, nil
-	case c == '-' || c >= '0' && c <= '9':
-		end, err := scanNumber(s, i)
-		if err != nil {
-			return i, err
-		}
-		*dst = value{b: s[i:end], kind: vNumber}
-		return end, nil
-	}
-	return scanLiteral(s, i, dst)
 }
 
 // scanLiteral scans true, false or null at s[i] into dst.
