@@ -8,7 +8,8 @@
 set -eu
 scratch=$1 old=$2 new=$3 port=$4
 
-say() { printf '=== %s\n' "$*"; }
+# say WHAT: a step, with the time, so that the log shows which step was slow.
+say() { printf '=== %s %s\n' "$(date +%s.%N)" "$*"; }
 fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
 # want WHAT GOT EXPECTED
 want() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
@@ -28,6 +29,9 @@ for d in /bin /sbin /lib /lib64; do
 done
 mount -t tmpfs -o mode=0755 tmpfs /run
 mkdir -p -m 1777 /run/lock
+# man-db's trigger rebuilds the whole manual index at each dpkg run (seconds
+# each, three times): not the package's doing, and only in this copy of /var.
+rm -f /var/lib/man-db/auto-update
 export DEBIAN_FRONTEND=noninteractive
 
 jw_pid=
