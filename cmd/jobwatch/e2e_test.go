@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,12 +49,7 @@ const parallel = 4
 // tests, which run it side by side (each test still has its own temp
 // directory, state and port), and sets -parallel.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(max(parallel, runtime.GOMAXPROCS(0))))
-	}
+	testproc.DefaultParallel(parallel)
 	dir, err := os.MkdirTemp("", "jobwatch-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

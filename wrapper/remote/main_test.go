@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobwatch/jobwatch/internal/testproc"
 	"github.com/jobwatch/jobwatch/wrapper"
 	"github.com/jobwatch/jobwatch/wrapper/internal/wraptest"
 )
@@ -27,8 +28,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testEnv) == "1" {
 		os.Exit(runFromArgs(os.Args[1:]))
 	}
+	// Each test has its own redis-server or MariaDB, and most wait on
+	// leases, check intervals and sleeping jobs rather than on the CPU.
+	testproc.DefaultParallel(parallel)
 	os.Exit(m.Run())
 }
+
+// parallel is how many tests run at once when -parallel is not given. The
+// tests that bound how soon something happens (a hung server noticed, a
+// killed wrapper's key expired, a deleted key noticed) do not call
+// t.Parallel, and so run alone, first.
+const parallel = 4
 
 // runFromArgs parses jobwatch run's flags as the kingpin command does.
 func runFromArgs(args []string) int {

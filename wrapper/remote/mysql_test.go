@@ -17,6 +17,7 @@ import (
 
 // The MySQL layer and the job_runs table, against one throwaway MariaDB.
 func TestMySQL(t *testing.T) {
+	t.Parallel()
 	srv := mariadbtest.Start(t)
 	db := srv.NewDatabase(t)
 	dsn := srv.RootDSN(db)

@@ -17,8 +17,10 @@ import (
 // A run lasting a whole number of check intervals (5 s by default) ends as
 // a keep-alive check starts: the lock is released all the same, on its own
 // connection, with nothing on stderr (cron mails it) and no connection
-// aborted on the server. Each length runs three times, all at once (before the fix, about one run in two failed).
+// aborted on the server. Each length runs three times, all nine at once (before the fix, about one
+// run in two failed).
 func TestMySQLReleaseAtCheckTime(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs of 5, 10 and 15 s")
 	}
@@ -35,25 +37,32 @@ func TestMySQLReleaseAtCheckTime(t *testing.T) {
 		return n
 	}
 	before := aborted()
-	t.Run("runs", func(t *testing.T) {
-		for _, secs := range []int{5, 10, 15} {
-			for i := range 3 {
-				t.Run(fmt.Sprintf("%ds-%d", secs, i), func(t *testing.T) {
-					t.Parallel()
-					job := fmt.Sprintf("whole_%d_%d", secs, i)
-					log := filepath.Join(t.TempDir(), "runs.log")
-					code, stderr := wrap(t, "--job", job, "--log", log, "--lock-mysql", dsn, "--", "sleep", fmt.Sprint(secs))
-					if code != 0 || stderr != "" {
-						t.Errorf("exit %d, stderr %q; want 0 and nothing", code, stderr)
-					}
-					var free sql.NullInt64
-					if err := admin.QueryRow("SELECT IS_FREE_LOCK(?)", "jobwatch."+job).Scan(&free); err != nil || free.Int64 != 1 {
-						t.Errorf("the lock is still held after the run (%v)", err)
-					}
-				})
-			}
+	// All nine are started before any is waited for: as subtests calling
+	// t.Parallel they would run -parallel at a time, 45 s of sleeping.
+	type run struct {
+		job  string
+		wait func() (int, string)
+	}
+	var runs []run
+	for _, secs := range []int{5, 10, 15} {
+		for i := range 3 {
+			job := fmt.Sprintf("whole_%d_%d", secs, i)
+			log := filepath.Join(t.TempDir(), "runs.log")
+			runs = append(runs, run{job, startWrapper(t, "h", nil, "--job", job, "--log", log, "--lock-mysql", dsn, "--", "sleep", fmt.Sprint(secs))})
 		}
-	})
+	}
+	for _, r := range runs {
+		t.Run(r.job, func(t *testing.T) {
+			code, stderr := r.wait()
+			if code != 0 || stderr != "" {
+				t.Errorf("exit %d, stderr %q; want 0 and nothing", code, stderr)
+			}
+			var free sql.NullInt64
+			if err := admin.QueryRow("SELECT IS_FREE_LOCK(?)", "jobwatch."+r.job).Scan(&free); err != nil || free.Int64 != 1 {
+				t.Errorf("the lock is still held after the run (%v)", err)
+			}
+		})
+	}
 	if n := aborted() - before; n != 0 {
 		t.Errorf("%d connections aborted by the wrappers, want none", n)
 	}

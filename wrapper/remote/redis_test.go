@@ -80,6 +80,7 @@ func killGroupAtEnd(t *testing.T, pgid int) {
 // runs, the other skips naming the Redis layer and the holder's token; the
 // key is gone once the run has ended.
 func TestRedisTwoHosts(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "")
 	rc := srv.Client(t)
 	dir := t.TempDir()
@@ -125,6 +126,7 @@ func TestRedisTwoHosts(t *testing.T) {
 // A job running for 3 x the TTL keeps its key: it is renewed every third
 // of the TTL and never left to expire.
 func TestRedisRenewal(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "")
 	rc := srv.Client(t)
 	ctx := context.Background()
@@ -280,6 +282,7 @@ func TestRedisLockLost(t *testing.T) {
 // With --on-lock-lost=warn the job finishes; the end record keeps the
 // reason, and the release leaves another holder's key alone.
 func TestRedisLockLostWarn(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "")
 	rc := srv.Client(t)
 	ctx := context.Background()
@@ -310,6 +313,7 @@ func TestRedisLockLostWarn(t *testing.T) {
 // The start record carries the lease the run holds: --lock-ttl, else 2 x
 // --timeout.
 func TestRedisStartRecordTTL(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "")
 	for _, tc := range []struct {
 		name string
@@ -338,6 +342,7 @@ func TestRedisStartRecordTTL(t *testing.T) {
 
 // Redis down at start, in each --lock-unavailable mode.
 func TestRedisUnavailable(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "")
 	url := srv.URL()
 	srv.Stop()
@@ -392,6 +397,7 @@ func TestRedisUnavailable(t *testing.T) {
 // gone, and the next renewal finds the lock lost. Redis stopped for good:
 // after a whole TTL without a renewal the lock counts as lost.
 func TestRedisRestartLosesLock(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		restart bool
@@ -430,6 +436,7 @@ func TestRedisRestartLosesLock(t *testing.T) {
 // Eight wrappers at once on four hosts (two per local lock file) and one
 // Redis: one run, seven skips, refused by the local or the shared layer.
 func TestLockEightWrappersTwoLayers(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "")
 	dir := t.TempDir()
 	log := filepath.Join(dir, "runs.log")
@@ -476,6 +483,7 @@ func TestLockEightWrappersTwoLayers(t *testing.T) {
 
 // Flag values that cannot work are errors, recorded as failed runs.
 func TestSharedLockFlagErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -520,6 +528,7 @@ func TestSharedLockFlagErrors(t *testing.T) {
 // A password (in the URL or its file) never appears in stderr or records:
 // not on a skip, not when the server refuses it, not when it is down.
 func TestRedisPasswordNeverShown(t *testing.T) {
+	t.Parallel()
 	const pw = "Sup3r-S3cret-pw"
 	srv := redistest.Start(t, pw)
 	dir := t.TempDir()
@@ -564,6 +573,7 @@ func TestRedisPasswordNeverShown(t *testing.T) {
 // readable whatever the password (none, one letter, one that also occurs
 // in the address).
 func TestRedisUnreachableNamesServer(t *testing.T) {
+	t.Parallel()
 	log := filepath.Join(t.TempDir(), "runs.log")
 	for _, url := range []string{"redis://127.0.0.1:1/0", "redis://:p@127.0.0.1:1/0", "redis://:1@127.0.0.1:1/0"} {
 		code, stderr := wrap(t, "--job", "j", "--log", log, "--lock-redis", url, "--lock-ttl", "5s", "--lock-unavailable", "fail", "--", "true")
@@ -576,6 +586,7 @@ func TestRedisUnreachableNamesServer(t *testing.T) {
 // A key holding anyone's value makes a skip record the runlog source
 // accepts: control characters replaced, the holder cut to 255 bytes.
 func TestRedisHostileHolder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "")
 	rc := srv.Client(t)
 	rc.Set(context.Background(), "jobwatch:j", "evil\nline\x00"+strings.Repeat("x", 400), time.Minute)
@@ -597,6 +608,7 @@ const largeValue = 64 << 20
 // when a run skips on it and when a lease finds it taken: each allocates a
 // small fraction of it (GET read it whole).
 func TestRedisLargeHolder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "")
 	ctx := context.Background()
 	lock := func(t *testing.T, token string) *redisLock {
@@ -651,6 +663,7 @@ func TestRedisLargeHolder(t *testing.T) {
 // A lease whose token is longer than what the scripts read of a value for a
 // holder is still renewed and released: they read one byte more than it.
 func TestRedisLongToken(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, "")
 	ctx := context.Background()
 	token := strings.Repeat("h", 300) + ":1:run"

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSharedLockName(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, job, layer, want, err string
 	}{
