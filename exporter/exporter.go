@@ -422,6 +422,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 				if err := e.save(); err != nil {
 					sched.failed(now) // logged and counted; retried
 				}
+				sched.done(now, time.Now())
 			}
 			rearm()
 		case <-reap.C:

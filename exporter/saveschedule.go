@@ -17,11 +17,15 @@ import "time"
 //     it. Lone changes, even a few close together, find the budget full and
 //     are committed at once; a stream that lasts is committed once per every,
 //     each commit holding all that came since the one before.
+//   - A commit that took long (a catch-up changes every job, and a commit
+//     takes the model's lock to copy them) is followed by idleCost times its
+//     length without one: the saver then takes at most 1/(idleCost+1) of
+//     the time, and a catch-up is not slowed by commits of it.
 //
 // So a lone record is durable and shown one commit after it is read; under
 // any stream no change waits more than every after the commit before it
-// began (beyond a commit still in flight), commits begin at least gap
-// apart, and over any span of time there are at most burst commits more
+// began (beyond a commit still in flight and its idle time after), commits
+// begin at least gap apart, and over any span of time there are at most burst commits more
 // than one per every. A failed commit is retried retry after it began.
 //
 // It is told the times (the saver's clock) and never reads a clock itself,
@@ -47,6 +51,9 @@ const (
 	// closer, down to the gap.
 	streamCommitEvery = 200 * time.Millisecond
 	commitBurst       = 10
+	// idleCost is how many times its own length the saver waits after a
+	// commit before the next.
+	idleCost = 20
 )
 
 func newCommitSchedule(gap time.Duration) *commitSchedule {
@@ -78,6 +85,11 @@ func (s *commitSchedule) begin(now time.Time) {
 	s.at = now
 	s.dirty = false
 	s.next = now.Add(s.gap)
+}
+
+// done records that the commit begun at began ended at now.
+func (s *commitSchedule) done(began, now time.Time) {
+	s.next = later(s.next, now.Add(idleCost*now.Sub(began)))
 }
 
 // failed records that the commit begun at now failed: its changes are

@@ -10,7 +10,8 @@ import (
 // simulate runs a commitSchedule as Run does, on a stepped clock: the state
 // loaded at 0, then a change at each of changes (ascending), a commit
 // whenever one is due (before a change due at the same instant), each commit
-// in flight for took, during which changes arrive and wait. It returns when
+// in flight for took, during which changes arrive and wait, and idleCost
+// times took idle after it. It returns when
 // the commits began and how many of changes each one holds; failAt lists
 // commits (by number) that fail.
 func simulate(gap, took time.Duration, changes []time.Duration, failAt ...int) (commits []time.Duration, held []int) {
@@ -31,7 +32,9 @@ func simulate(gap, took time.Duration, changes []time.Duration, failAt ...int) (
 				held = append(held, i)
 			}
 			commits = append(commits, now.Sub(base))
+			began := now
 			now = now.Add(took) // what arrives meanwhile waits for the loop
+			s.done(began, now)
 		case i < len(changes):
 			now = later(now, base.Add(changes[i]))
 			s.change(now)
@@ -72,7 +75,7 @@ func TestCommitSchedule(t *testing.T) {
 			want:    []time.Duration{0, 500 * ms, 530 * ms, 900 * ms},
 		},
 		{
-			// A change during the commit (in flight 1 ms) or less than
+			// A change during the commit (in flight 0.5 ms) or less than
 			// a gap after it began waits for the gap, with the others.
 			name:    "changes batched behind a commit",
 			changes: []time.Duration{500 * ms, 500*ms + 500*time.Microsecond, 505 * ms, 519 * ms},
@@ -109,7 +112,7 @@ func TestCommitSchedule(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := simulate(20*ms, 1*ms, tc.changes, tc.failAt...)
+			got, _ := simulate(20*ms, 500*time.Microsecond, tc.changes, tc.failAt...)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("commits at %v, want %v", got[:min(len(got), 20)], tc.want)
 			}
@@ -119,8 +122,9 @@ func TestCommitSchedule(t *testing.T) {
 
 // Under any stream and any commit time: a change is committed by the first
 // commit that begins after it, and that begins at once, or at most the
-// budget's rate (every) after the commit before it began, or when that one
-// ended if it took longer; no two commits begin less than a gap apart; and
+// budget's rate (every) after the commit before it began, or idleCost times
+// its length after that one ended if that is later; no two commits begin
+// less than a gap, or idleCost+1 times the first one's length, apart; and
 // over any span there are at most commitBurst commits more than one per
 // every.
 func TestCommitScheduleBounds(t *testing.T) {
@@ -142,13 +146,13 @@ func TestCommitScheduleBounds(t *testing.T) {
 				t.Fatalf("seed %d: the change at %v is never committed", seed, c)
 			}
 			prev := commits[i-1]
-			if bound := max(prev+every, prev+took, c); commits[i] > bound {
+			if bound := max(prev+every, prev+(idleCost+1)*took, c); commits[i] > bound {
 				t.Fatalf("seed %d: the change at %v is committed at %v, want by %v", seed, c, commits[i], bound)
 			}
 		}
 		for i := 1; i < len(commits); i++ {
-			if commits[i]-commits[i-1] < gap {
-				t.Fatalf("seed %d: commits at %v and %v, less than %v apart", seed, commits[i-1], commits[i], gap)
+			if least := max(gap, (idleCost+1)*took); commits[i]-commits[i-1] < least {
+				t.Fatalf("seed %d: commits at %v and %v, less than %v apart", seed, commits[i-1], commits[i], least)
 			}
 			for j := i + 1; j < len(commits); j++ {
 				if n := j - i + 1; n > commitBurst+1+int((commits[j]-commits[i])/every) {
@@ -156,5 +160,15 @@ func TestCommitScheduleBounds(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A commit that takes 10 ms (a catch-up's, copying every job) is followed
+// by 200 ms without one, so the saver takes a twenty-first of the time.
+func TestCommitScheduleIdleAfterSlowCommit(t *testing.T) {
+	got, _ := simulate(20*ms, 10*ms, every(1*ms, 1000*ms, 1*ms))
+	want := []time.Duration{0, 210 * ms, 420 * ms, 630 * ms, 840 * ms, 1050 * ms}
+	if !slices.Equal(got, want) {
+		t.Errorf("commits at %v, want %v", got, want)
 	}
 }
