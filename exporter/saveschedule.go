@@ -19,8 +19,9 @@ import "time"
 //     each commit holding all that came since the one before.
 //   - A commit that took long (a catch-up changes every job, and a commit
 //     takes the model's lock to copy them) is followed by idleCost times its
-//     length without one: the saver then takes at most 1/(idleCost+1) of
-//     the time, and a catch-up is not slowed by commits of it.
+//     length without one, at most every (a slow disk must not hold back a
+//     lone record for seconds): a catch-up is then not slowed much by
+//     commits of it.
 //
 // So a lone record is durable and shown one commit after it is read; under
 // any stream no change waits more than every after the commit before it
@@ -51,8 +52,8 @@ const (
 	// closer, down to the gap.
 	streamCommitEvery = 200 * time.Millisecond
 	commitBurst       = 10
-	// idleCost is how many times its own length the saver waits after a
-	// commit before the next.
+	// idleCost is how many times its own length (at most
+	// streamCommitEvery) the saver waits after a commit before the next.
 	idleCost = 20
 )
 
@@ -89,7 +90,12 @@ func (s *commitSchedule) begin(now time.Time) {
 
 // done records that the commit begun at began ended at now.
 func (s *commitSchedule) done(began, now time.Time) {
-	s.next = later(s.next, now.Add(idleCost*now.Sub(began)))
+	s.next = later(s.next, now.Add(idleAfter(now.Sub(began), s.every)))
+}
+
+// idleAfter is how long no commit begins after one that took took.
+func idleAfter(took, every time.Duration) time.Duration {
+	return min(idleCost*took, every)
 }
 
 // failed records that the commit begun at now failed: its changes are

@@ -122,9 +122,9 @@ func TestCommitSchedule(t *testing.T) {
 
 // Under any stream and any commit time: a change is committed by the first
 // commit that begins after it, and that begins at once, or at most the
-// budget's rate (every) after the commit before it began, or idleCost times
-// its length after that one ended if that is later; no two commits begin
-// less than a gap, or idleCost+1 times the first one's length, apart; and
+// budget's rate (every) after the commit before it began, or its idle time
+// (idleAfter) after that one ended if that is later; no two commits begin
+// less than a gap, or the first one's length and idle time, apart; and
 // over any span there are at most commitBurst commits more than one per
 // every.
 func TestCommitScheduleBounds(t *testing.T) {
@@ -146,12 +146,12 @@ func TestCommitScheduleBounds(t *testing.T) {
 				t.Fatalf("seed %d: the change at %v is never committed", seed, c)
 			}
 			prev := commits[i-1]
-			if bound := max(prev+every, prev+(idleCost+1)*took, c); commits[i] > bound {
+			if bound := max(prev+every, prev+took+idleAfter(took, every), c); commits[i] > bound {
 				t.Fatalf("seed %d: the change at %v is committed at %v, want by %v", seed, c, commits[i], bound)
 			}
 		}
 		for i := 1; i < len(commits); i++ {
-			if least := max(gap, (idleCost+1)*took); commits[i]-commits[i-1] < least {
+			if least := max(gap, took+idleAfter(took, every)); commits[i]-commits[i-1] < least {
 				t.Fatalf("seed %d: commits at %v and %v, less than %v apart", seed, commits[i-1], commits[i], least)
 			}
 			for j := i + 1; j < len(commits); j++ {
@@ -163,12 +163,20 @@ func TestCommitScheduleBounds(t *testing.T) {
 	}
 }
 
-// A commit that takes 10 ms (a catch-up's, copying every job) is followed
-// by 200 ms without one, so the saver takes a twenty-first of the time.
+// A commit that takes 5 ms (a catch-up's, copying every job) is followed by
+// 100 ms without one, so the saver takes a twenty-first of the time; one
+// that takes 50 ms (a slow disk) by 200 ms, no more.
 func TestCommitScheduleIdleAfterSlowCommit(t *testing.T) {
-	got, _ := simulate(20*ms, 10*ms, every(1*ms, 1000*ms, 1*ms))
-	want := []time.Duration{0, 210 * ms, 420 * ms, 630 * ms, 840 * ms, 1050 * ms}
-	if !slices.Equal(got, want) {
-		t.Errorf("commits at %v, want %v", got, want)
+	for _, tc := range []struct {
+		took time.Duration
+		want []time.Duration
+	}{
+		{5 * ms, []time.Duration{0, 105 * ms, 210 * ms, 315 * ms, 420 * ms, 525 * ms}},
+		{50 * ms, []time.Duration{0, 250 * ms, 500 * ms, 750 * ms}},
+	} {
+		got, _ := simulate(20*ms, tc.took, every(1*ms, 500*ms, 1*ms))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("commits taking %v at %v, want %v", tc.took, got, tc.want)
+		}
 	}
 }
