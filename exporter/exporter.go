@@ -65,7 +65,7 @@ type Options struct {
 const decideInterval = 100 * time.Millisecond
 
 // DefaultSaveInterval is the least time between the starts of two commits
-// of the state: at most 50 commits a second under a stream of records.
+// of the state: at most 50 commits a second (a burst; commitSchedule).
 const DefaultSaveInterval = 20 * time.Millisecond
 
 // Exporter is a running jobwatch.

@@ -95,12 +95,13 @@ func TestCommitSchedule(t *testing.T) {
 			want:    []time.Duration{0, 20 * ms, 40 * ms, 60 * ms, 80 * ms, 100 * ms, 120 * ms},
 		},
 		{
-			// A stream that lasts drains the budget (the loaded state and 10
-			// commits) and is then committed once per 200 ms.
-			name:    "stream that lasts: 5 commits a second",
+			// A stream that lasts drains the budget (10 commits, less the
+			// time it refilled meanwhile) and is then committed once per
+			// 300 ms.
+			name:    "stream that lasts: 3 commits a second",
 			changes: every(5*ms, 1000*ms, 5*ms),
-			want: []time.Duration{0, 20 * ms, 40 * ms, 60 * ms, 80 * ms, 100 * ms, 120 * ms, 140 * ms, 160 * ms, 180 * ms, 200 * ms,
-				400 * ms, 600 * ms, 800 * ms, 1000 * ms, 1200 * ms},
+			want: []time.Duration{0, 20 * ms, 40 * ms, 60 * ms, 80 * ms, 100 * ms, 120 * ms, 140 * ms, 160 * ms, 180 * ms,
+				300 * ms, 600 * ms, 900 * ms, 1200 * ms},
 		},
 		{
 			// A failed commit is retried a second later, not sooner,
@@ -165,14 +166,14 @@ func TestCommitScheduleBounds(t *testing.T) {
 
 // A commit that takes 5 ms (a catch-up's, copying every job) is followed by
 // 100 ms without one, so the saver takes a twenty-first of the time; one
-// that takes 50 ms (a slow disk) by 200 ms, no more.
+// that takes 50 ms (a slow disk) by 300 ms, no more.
 func TestCommitScheduleIdleAfterSlowCommit(t *testing.T) {
 	for _, tc := range []struct {
 		took time.Duration
 		want []time.Duration
 	}{
 		{5 * ms, []time.Duration{0, 105 * ms, 210 * ms, 315 * ms, 420 * ms, 525 * ms}},
-		{50 * ms, []time.Duration{0, 250 * ms, 500 * ms, 750 * ms}},
+		{50 * ms, []time.Duration{0, 350 * ms, 700 * ms}},
 	} {
 		got, _ := simulate(20*ms, tc.took, every(1*ms, 500*ms, 1*ms))
 		if !slices.Equal(got, tc.want) {
