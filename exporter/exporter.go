@@ -31,11 +31,12 @@ type Options struct {
 	// Host is this machine's name (runs reported from it are checked for a
 	// live process); default os.Hostname.
 	Host string
-	// SaveInterval: changed state is written about this often at most
-	// (default 1s): at once when it changes after a quiet spell, and once
-	// changes stop arriving (a catch-up ends) without waiting for the
-	// interval to be up (saveSchedule). Scrapes show the state as last
-	// written, so this bounds how long a record takes to show.
+	// SaveInterval: the least time between the starts of two commits of
+	// the changed state (default DefaultSaveInterval, so at most 50 a
+	// second): a change is committed at once when the last commit began
+	// that long ago, else with everything else that arrived by then when
+	// it is up (commitSchedule). Scrapes show the state as last committed,
+	// so this bounds how long a record takes to show under a stream.
 	SaveInterval time.Duration
 	// ReapInterval: how often runs whose process is gone are looked for
 	// (default 2s, so a killed run is closed within 10s).
@@ -62,6 +63,10 @@ type Options struct {
 
 // decideInterval is how often the jobs holding records are decided.
 const decideInterval = 100 * time.Millisecond
+
+// DefaultSaveInterval is the least time between the starts of two commits
+// of the state: at most 50 commits a second (a burst; commitSchedule).
+const DefaultSaveInterval = 20 * time.Millisecond
 
 // Exporter is a running jobwatch.
 type Exporter struct {
@@ -178,7 +183,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Host = h
 	}
 	if o.SaveInterval == 0 {
-		o.SaveInterval = time.Second
+		o.SaveInterval = DefaultSaveInterval
 	}
 	if o.ReapInterval == 0 {
 		o.ReapInterval = 2 * time.Second
@@ -391,8 +396,8 @@ func (e *Exporter) Run(ctx context.Context) error {
 	decide := time.NewTicker(decideInterval)
 	defer decide.Stop()
 	// The saver: the state loaded is written once in this format, then
-	// sched says when changes are saved (saveSchedule).
-	sched := newSaveSchedule(e.opts.SaveInterval)
+	// sched says when changes are committed (commitSchedule).
+	sched := newCommitSchedule(e.opts.SaveInterval)
 	sched.change(time.Now())
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -419,6 +424,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 				if err := e.save(); err != nil {
 					sched.failed(now) // logged and counted; retried
 				}
+				sched.done(now, time.Now())
 			}
 			rearm()
 		case <-reap.C:

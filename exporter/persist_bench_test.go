@@ -30,6 +30,24 @@ func benchWindow() time.Duration {
 	return 20 * time.Second
 }
 
+// benchRate is how many records a second the persistence benchmark's
+// writer appends (default 200); JOBWATCH_BENCH_RATE overrides it.
+func benchRate() int {
+	if n, err := strconv.Atoi(os.Getenv("JOBWATCH_BENCH_RATE")); err == nil && n > 0 {
+		return n
+	}
+	return 200
+}
+
+// benchWrites is how many writes a second the writer spreads them over
+// (default 20; JOBWATCH_BENCH_WRITES): more writes, more commits.
+func benchWrites() int {
+	if n, err := strconv.Atoi(os.Getenv("JOBWATCH_BENCH_WRITES")); err == nil && n > 0 {
+		return n
+	}
+	return 20
+}
+
 // streamBench is a running jobwatch watching n jobs in one run log, every
 // job with a finished run already, and a writer that appends records at a
 // steady rate.
@@ -109,20 +127,22 @@ func (s *streamBench) waitRecords(b *testing.B, n uint64) {
 	testproc.WaitUntil(b, 2*time.Minute, fmt.Sprintf("%d records", n), func() bool { return s.records() >= n })
 }
 
-// stream writes rate records a second, in 20 writes a second, for d.
+// stream writes rate records a second, in benchWrites writes a second, for
+// d.
 func (s *streamBench) stream(b *testing.B, rate int, d time.Duration, during func()) {
 	stop := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(50 * time.Millisecond)
+		writes := benchWrites()
+		tick := time.NewTicker(time.Second / time.Duration(writes))
 		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-tick.C:
-				s.write(b, rate/20)
+				s.write(b, max(rate/writes, 2))
 			}
 		}
 	}()
@@ -169,8 +189,8 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 // BenchmarkPersistence is the cost of keeping the state on disk with 10,000
-// jobs while a writer appends 200 records a second (start and end pairs, so
-// 100 jobs change a second) and nothing scrapes: bytes the process sends to
+// jobs while a writer appends 200 records a second (JOBWATCH_BENCH_RATE;
+// start and end pairs, so 100 jobs change a second) and nothing scrapes: bytes the process sends to
 // storage a minute (/proc/self/io write_bytes, less the run log the writer
 // appends) and the share of one core the whole process uses (reading and
 // applying the records as well, which is small: see the ingest figures).
@@ -183,7 +203,7 @@ func BenchmarkPersistence(b *testing.B) {
 	for b.Loop() {
 		logBefore, _ := s.log.Seek(0, io.SeekCurrent)
 		w0, c0, t0 := procIO(b), cpuTime(b), time.Now()
-		s.stream(b, 200, d, nil)
+		s.stream(b, benchRate(), d, nil)
 		logAfter, _ := s.log.Seek(0, io.SeekCurrent)
 		w1, c1, el := procIO(b), cpuTime(b), time.Since(t0)
 		written := float64(w1-w0) - float64(logAfter-logBefore)

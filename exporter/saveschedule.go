@@ -2,91 +2,114 @@ package exporter
 
 import "time"
 
-// saveSchedule decides when the saver writes the changed state. Scrapes show
-// only saved state, so a save that waits is a record shown late; a save
-// writes and fsyncs, so saves must stay rare under a steady stream.
+// commitSchedule decides when the saver commits the changed state (group
+// commit). Scrapes show only committed state, so a commit that waits is a
+// record shown late; a commit appends to the log and fdatasyncs it, about a
+// millisecond, so a lone change need not wait at all. But every commit also
+// writes the log's last 4 KiB page to disk again, so under a steady stream
+// commits must stay few (at 20 a second that page alone is 4.9 MB a minute).
 //
-//   - A change after a quiet spell (the last save began a SaveInterval or
-//     more ago) is saved at once.
-//   - Otherwise changes are saved when the slot comes: SaveInterval after
-//     the last save began.
-//   - Or earlier, once changes have stopped arriving for a settle time (a
-//     catch-up of a backlog has ended), unless the last save was itself
-//     such an early one. The next slot is then SaveInterval after the
-//     early save. A source hands over a backlog in batches, with gaps
-//     between them that grow with the machine's load (20-110 ms measured
-//     at a load of 11 on 2 cores), so the settle time is settleGaps times
-//     the longest gap before a change since the last save, at least
-//     minSettle and at most a quarter of SaveInterval. A catch-up that
-//     pauses longer than that is saved early in part, and the rest at the
-//     slot a SaveInterval after that.
+//   - A change is committed at once, unless a commit began less than gap
+//     ago or is in flight: then it waits for the next commit, gap after the
+//     last one began, which holds everything that arrived meanwhile.
+//   - Commits draw on a budget (a token bucket): it fills at one commit per
+//     every, holds at most burst, and a commit waits until there is one in
+//     it. Lone changes, even a few close together, find the budget full and
+//     are committed at once; a stream that lasts is committed once per every,
+//     each commit holding all that came since the one before.
+//   - A commit that took long (a catch-up changes every job, and a commit
+//     takes the model's lock to copy them) is followed by idleCost times its
+//     length without one, at most every (a slow disk must not hold back a
+//     lone record for seconds): a catch-up is then not slowed much by
+//     commits of it.
 //
-// So no change waits more than SaveInterval to be saved; under a stream
-// whose changes come closer than minSettle, or than a quarter of
-// SaveInterval once they have for a while, saves come once per SaveInterval;
-// and under any stream there is at most one early save between two regular
-// ones, so at most two saves per SaveInterval.
+// So a lone record is durable and shown one commit after it is read; under
+// any stream no change waits more than every after the commit before it
+// began (beyond a commit still in flight and its idle time after), commits
+// begin at least gap apart, and over any span of time there are at most burst commits more
+// than one per every. A failed commit is retried retry after it began.
 //
 // It is told the times (the saver's clock) and never reads a clock itself,
 // so tests step it.
-type saveSchedule struct {
-	interval   time.Duration
-	dirty      bool          // a change not saved yet
-	lastChange time.Time     // when the latest change arrived
-	maxGap     time.Duration // the longest gap before a change since the last save
-	slot       time.Time     // the earliest regular save; zero: at once
-	earlyTaken bool          // the last save was an early one
+type commitSchedule struct {
+	gap   time.Duration // the least time between the starts of two commits
+	every time.Duration // the budget's rate: one commit per every
+	retry time.Duration // the least time from a failed commit to the next
+	dirty bool          // a change not committed yet
+	next  time.Time     // the earliest the next commit may begin; zero: at once
+	// The budget as of at, in time: every is one commit, at most
+	// burst*every. A zero at: full.
+	credit time.Duration
+	at     time.Time
 }
 
-// The settle time: settleGaps times the longest gap between changes, at
-// least minSettle.
 const (
-	settleGaps = 4
-	minSettle  = 50 * time.Millisecond
+	// saveRetry is the least time from a failed commit to its retry: a
+	// disk full is not fixed in milliseconds, and every failure is logged.
+	saveRetry = time.Second
+	// streamCommitEvery and commitBurst are the commit budget: a stream
+	// that lasts is committed 3 times a second (each commit writes a 4 KiB
+	// page again: 0.8 MB a minute at that rate); 10 commits may come
+	// closer, down to the gap.
+	streamCommitEvery = 300 * time.Millisecond
+	commitBurst       = 10
+	// idleCost is how many times its own length (at most
+	// streamCommitEvery) the saver waits after a commit before the next.
+	idleCost = 20
 )
 
-func newSaveSchedule(interval time.Duration) *saveSchedule {
-	return &saveSchedule{interval: interval}
+func newCommitSchedule(gap time.Duration) *commitSchedule {
+	return &commitSchedule{gap: gap, every: max(gap, streamCommitEvery), retry: max(gap, saveRetry)}
 }
 
 // change records that the state changed at now.
-func (s *saveSchedule) change(now time.Time) {
-	if !s.lastChange.IsZero() { // the gap before the first change after a save counts too
-		s.maxGap = max(s.maxGap, now.Sub(s.lastChange))
+func (s *commitSchedule) change(time.Time) { s.dirty = true }
+
+// due returns when the next commit is due, and false when nothing is to be
+// committed.
+func (s *commitSchedule) due() (time.Time, bool) {
+	if s.at.IsZero() || s.credit >= s.every {
+		return s.next, s.dirty
 	}
-	s.dirty, s.lastChange = true, now
+	return later(s.next, s.at.Add(s.every-s.credit)), s.dirty
 }
 
-// settle is how long changes must have stopped for an early save.
-func (s *saveSchedule) settle() time.Duration {
-	return min(max(settleGaps*s.maxGap, minSettle), s.interval/4)
-}
-
-// due returns when the next save is due, and false when nothing is to be
-// saved.
-func (s *saveSchedule) due() (time.Time, bool) {
-	if !s.dirty {
-		return time.Time{}, false
+// begin records that a commit due at or before now begins; the changes so
+// far are in it.
+func (s *commitSchedule) begin(now time.Time) {
+	full := commitBurst * s.every
+	if s.at.IsZero() {
+		s.credit = full
+	} else {
+		s.credit = min(s.credit+now.Sub(s.at), full)
 	}
-	at := s.slot
-	if quiet := s.lastChange.Add(s.settle()); !s.earlyTaken && quiet.Before(at) {
-		at = quiet
-	}
-	return at, true
+	s.credit -= s.every
+	s.at = now
+	s.dirty = false
+	s.next = now.Add(s.gap)
 }
 
-// begin records that a save due at or before now begins; the changes so far
-// are in it.
-func (s *saveSchedule) begin(now time.Time) {
-	s.dirty, s.maxGap = false, 0
-	s.earlyTaken = now.Before(s.slot)
-	s.slot = now.Add(s.interval)
+// done records that the commit begun at began ended at now.
+func (s *commitSchedule) done(began, now time.Time) {
+	s.next = later(s.next, now.Add(idleAfter(now.Sub(began), s.every)))
 }
 
-// failed records that the save begun at now failed: its changes are retried
-// one SaveInterval later, not earlier.
-func (s *saveSchedule) failed(now time.Time) {
+// idleAfter is how long no commit begins after one that took took.
+func idleAfter(took, every time.Duration) time.Duration {
+	return min(idleCost*took, every)
+}
+
+// failed records that the commit begun at now failed: its changes are
+// retried a retry later.
+func (s *commitSchedule) failed(now time.Time) {
 	s.dirty = true
-	s.slot = now.Add(s.interval)
-	s.earlyTaken = true
+	s.next = now.Add(s.retry)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -7,37 +7,40 @@ import (
 	"time"
 )
 
-// simulate runs a saveSchedule as Run does, on a stepped clock: the state
-// loaded at 0, then a change at each of changes (ascending), a save whenever
-// one is due (before a change due at the same instant). It returns when the
-// saves began and how many of changes each one holds; failAt lists saves (by
-// number) that fail.
-func simulate(interval time.Duration, changes []time.Duration, failAt ...int) (saves []time.Duration, held []int) {
+// simulate runs a commitSchedule as Run does, on a stepped clock: the state
+// loaded at 0, then a change at each of changes (ascending), a commit
+// whenever one is due (before a change due at the same instant), each commit
+// in flight for took, during which changes arrive and wait, and idleCost
+// times took idle after it. It returns when
+// the commits began and how many of changes each one holds; failAt lists
+// commits (by number) that fail.
+func simulate(gap, took time.Duration, changes []time.Duration, failAt ...int) (commits []time.Duration, held []int) {
 	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	s := newSaveSchedule(interval)
+	s := newCommitSchedule(gap)
 	now := base
 	s.change(now)
 	for i := 0; ; {
 		at, ok := s.due()
 		switch {
 		case ok && (i == len(changes) || !at.After(base.Add(changes[i]))):
-			if at.After(now) { // else a deadline passed (the zero time: at once)
-				now = at
-			}
+			now = later(now, at) // else a deadline passed (the zero time: at once)
 			s.begin(now)
-			if slices.Contains(failAt, len(saves)) {
+			if slices.Contains(failAt, len(commits)) {
 				s.failed(now)
 				held = append(held, 0)
 			} else {
 				held = append(held, i)
 			}
-			saves = append(saves, now.Sub(base))
+			commits = append(commits, now.Sub(base))
+			began := now
+			now = now.Add(took) // what arrives meanwhile waits for the loop
+			s.done(began, now)
 		case i < len(changes):
-			now = base.Add(changes[i])
+			now = later(now, base.Add(changes[i]))
 			s.change(now)
 			i++
 		default:
-			return saves, held
+			return commits, held
 		}
 	}
 }
@@ -53,106 +56,128 @@ func every(first, last, step time.Duration) []time.Duration {
 
 const ms = time.Millisecond
 
-func TestSaveSchedule(t *testing.T) {
+func TestCommitSchedule(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		changes []time.Duration
 		failAt  []int
 		want    []time.Duration
 	}{
-		{name: "the state loaded, saved at once", want: []time.Duration{0}},
+		{name: "the state loaded, committed at once", want: []time.Duration{0}},
 		{
-			// The end of a catch-up shows settle (50 ms) after its last
-			// record, not one SaveInterval after the save before.
-			name:    "catch-up started by the first change",
-			changes: every(1*ms, 440*ms, 1*ms),
-			want:    []time.Duration{0, 490 * ms},
+			name:    "a lone record, committed at once",
+			changes: []time.Duration{500 * ms},
+			want:    []time.Duration{0, 500 * ms},
 		},
 		{
-			name:    "catch-up after a quiet spell",
-			changes: every(3000*ms, 3440*ms, 1*ms),
-			want:    []time.Duration{0, 3000 * ms, 3490 * ms},
+			name:    "lone records apart, each committed at once",
+			changes: []time.Duration{500 * ms, 530 * ms, 900 * ms},
+			want:    []time.Duration{0, 500 * ms, 530 * ms, 900 * ms},
 		},
 		{
-			// Under load a source's batches come 60 ms apart: the settle
-			// time grows to 4 gaps, and the catch-up is saved once, at its
-			// end, not in part 50 ms into it.
-			name:    "catch-up in spaced batches",
-			changes: every(3000*ms, 3480*ms, 60*ms),
-			want:    []time.Duration{0, 3000 * ms, 3720 * ms},
+			// A change during the commit (in flight 0.5 ms) or less than
+			// a gap after it began waits for the gap, with the others.
+			name:    "changes batched behind a commit",
+			changes: []time.Duration{500 * ms, 500*ms + 500*time.Microsecond, 505 * ms, 519 * ms},
+			want:    []time.Duration{0, 500 * ms, 520 * ms},
 		},
 		{
-			// Changes closer than settle: once per SaveInterval, and the
-			// last ones settle after the stream ends.
-			name:    "steady stream",
-			changes: every(10*ms, 4500*ms, 10*ms),
-			want:    []time.Duration{0, 1000 * ms, 2000 * ms, 3000 * ms, 4000 * ms, 4550 * ms},
+			// A catch-up: a commit per gap while it lasts, the last one
+			// at most a gap after its last change (the change at 1100
+			// comes just after the commit then).
+			name:    "catch-up",
+			changes: every(1000*ms, 1100*ms, 1*ms),
+			want:    []time.Duration{0, 1000 * ms, 1020 * ms, 1040 * ms, 1060 * ms, 1080 * ms, 1100 * ms, 1120 * ms},
 		},
 		{
-			// Gaps of 200 ms never last the settle time (a quarter
-			// SaveInterval at most): once per SaveInterval.
-			name:    "stream of a record every 200 ms",
-			changes: every(200*ms, 2800*ms, 200*ms),
-			want:    []time.Duration{0, 1000 * ms, 2000 * ms, 3000 * ms},
+			name:    "stream of a record every 5 ms: one commit per gap",
+			changes: every(5*ms, 100*ms, 5*ms),
+			want:    []time.Duration{0, 20 * ms, 40 * ms, 60 * ms, 80 * ms, 100 * ms, 120 * ms},
 		},
 		{
-			// Gaps of 400 ms do: one early save between two regular ones,
-			// the slot after an early save a whole SaveInterval later.
-			name:    "stream of a record every 400 ms",
-			changes: every(400*ms, 4000*ms, 400*ms),
-			want:    []time.Duration{0, 650 * ms, 1650 * ms, 2250 * ms, 3250 * ms, 3850 * ms, 4850 * ms},
+			// A stream that lasts drains the budget (10 commits, less the
+			// time it refilled meanwhile) and is then committed once per
+			// 300 ms.
+			name:    "stream that lasts: 3 commits a second",
+			changes: every(5*ms, 1000*ms, 5*ms),
+			want: []time.Duration{0, 20 * ms, 40 * ms, 60 * ms, 80 * ms, 100 * ms, 120 * ms, 140 * ms, 160 * ms, 180 * ms,
+				300 * ms, 600 * ms, 900 * ms, 1200 * ms},
 		},
 		{
-			// A failed save is retried a SaveInterval later, not sooner,
-			// even when changes settle meanwhile.
-			name:    "failed save retried a SaveInterval later",
-			changes: []time.Duration{2000 * ms},
+			// A failed commit is retried a second later, not sooner,
+			// even when changes keep coming meanwhile.
+			name:    "failed commit retried a second later",
+			changes: []time.Duration{2000 * ms, 2100 * ms},
 			failAt:  []int{1},
 			want:    []time.Duration{0, 2000 * ms, 3000 * ms},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := simulate(time.Second, tc.changes, tc.failAt...)
+			got, _ := simulate(20*ms, 500*time.Microsecond, tc.changes, tc.failAt...)
 			if !slices.Equal(got, tc.want) {
-				t.Errorf("saves at %v, want %v", got[:min(len(got), 20)], tc.want)
+				t.Errorf("commits at %v, want %v", got[:min(len(got), 20)], tc.want)
 			}
 		})
 	}
 }
 
-// Under any stream: every change is saved within a SaveInterval, there are
-// never more than two saves in a SaveInterval, and a save comes sooner than
-// a SaveInterval after the one before only once changes have settled.
-func TestSaveScheduleBounds(t *testing.T) {
-	const interval = time.Second
+// Under any stream and any commit time: a change is committed by the first
+// commit that begins after it, and that begins at once, or at most the
+// budget's rate (every) after the commit before it began, or its idle time
+// (idleAfter) after that one ended if that is later; no two commits begin
+// less than a gap, or the first one's length and idle time, apart; and
+// over any span there are at most commitBurst commits more than one per
+// every.
+func TestCommitScheduleBounds(t *testing.T) {
+	const gap = 20 * ms
+	every := newCommitSchedule(gap).every
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		maxGap := []time.Duration{5 * ms, 40 * ms, 120 * ms, 700 * ms, 3000 * ms}[seed%5]
+		maxGap := []time.Duration{1 * ms, 5 * ms, 30 * ms, 200 * ms, 3000 * ms}[seed%5]
+		took := []time.Duration{100 * time.Microsecond, 1 * ms, 15 * ms, 60 * ms, 300 * ms}[seed%5]
 		var changes []time.Duration
 		for at := time.Duration(0); at < 20*time.Second; {
 			at += time.Duration(rng.Int64N(int64(maxGap))) + 1
 			changes = append(changes, at)
 		}
-		saves, held := simulate(interval, changes)
+		commits, held := simulate(gap, took, changes)
 		for k, c := range changes {
 			i := slices.IndexFunc(held, func(n int) bool { return n > k })
-			if i < 0 || saves[i]-c > interval {
-				t.Fatalf("seed %d: the change at %v is not saved within %v (saves %v)", seed, c, interval, saves)
+			if i < 0 {
+				t.Fatalf("seed %d: the change at %v is never committed", seed, c)
+			}
+			prev := commits[i-1]
+			if bound := max(prev+every, prev+took+idleAfter(took, every), c); commits[i] > bound {
+				t.Fatalf("seed %d: the change at %v is committed at %v, want by %v", seed, c, commits[i], bound)
 			}
 		}
-		for i := 2; i < len(saves); i++ {
-			if saves[i]-saves[i-2] < interval {
-				t.Fatalf("seed %d: 3 saves within %v: %v", seed, interval, saves[i-2:i+1])
+		for i := 1; i < len(commits); i++ {
+			if least := max(gap, took+idleAfter(took, every)); commits[i]-commits[i-1] < least {
+				t.Fatalf("seed %d: commits at %v and %v, less than %v apart", seed, commits[i-1], commits[i], least)
+			}
+			for j := i + 1; j < len(commits); j++ {
+				if n := j - i + 1; n > commitBurst+1+int((commits[j]-commits[i])/every) {
+					t.Fatalf("seed %d: %d commits from %v to %v", seed, n, commits[i], commits[j])
+				}
 			}
 		}
-		for i := 1; i < len(saves); i++ {
-			if saves[i]-saves[i-1] >= interval {
-				continue
-			}
-			j, _ := slices.BinarySearch(changes, saves[i])
-			if j == 0 || saves[i]-changes[j-1] < minSettle {
-				t.Fatalf("seed %d: save at %v, %v after the one before, without changes settled for %v", seed, saves[i], saves[i]-saves[i-1], minSettle)
-			}
+	}
+}
+
+// A commit that takes 5 ms (a catch-up's, copying every job) is followed by
+// 100 ms without one, so the saver takes a twenty-first of the time; one
+// that takes 50 ms (a slow disk) by 300 ms, no more.
+func TestCommitScheduleIdleAfterSlowCommit(t *testing.T) {
+	for _, tc := range []struct {
+		took time.Duration
+		want []time.Duration
+	}{
+		{5 * ms, []time.Duration{0, 105 * ms, 210 * ms, 315 * ms, 420 * ms, 525 * ms}},
+		{50 * ms, []time.Duration{0, 350 * ms, 700 * ms}},
+	} {
+		got, _ := simulate(20*ms, tc.took, every(1*ms, 500*ms, 1*ms))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("commits taking %v at %v, want %v", tc.took, got, tc.want)
 		}
 	}
 }

@@ -13,15 +13,22 @@
 # jobwatch's per round.
 # With BEFORE=path/to/an/older/jobwatch, that binary's catch-up is timed in
 # the same rounds, for a before/after comparison.
-# Usage: [BEFORE=old-jobwatch] scripts/bench-mtail.sh [records=1000000] [rounds=3]
+# Then, with FRESH=K (default 40; 0: none), freshness: jobwatch and mtail
+# (as a daemon, its default 250 ms poll) watch one more run log, and
+# internal/cmd/freshbench appends K records to it one at a time, 300 ms
+# apart, and times each until both servers' /metrics show it (BEFORE's
+# binary too, in a round of its own beside mtail).
+# Usage: [BEFORE=old-jobwatch] [FRESH=40] scripts/bench-mtail.sh [records=1000000] [rounds=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000000} rounds=${2:-3}
 command -v mtail >/dev/null || { echo "mtail missing: apt-get install mtail" >&2; exit 1; }
 tmp=$(mktemp -d)
 pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+mpid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; [ -n "$mpid" ] && kill "$mpid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 CGO_ENABLED=0 go build -o "$tmp/jobwatch" ./cmd/jobwatch  # as README builds it
+go build -o "$tmp/freshbench" ./internal/cmd/freshbench
 # 2026-11-01T00:00:00Z; start at t+i s, end 40.5 s later.
 gawk -v n="$n" -v t0=1793491200 'BEGIN {
   for (i = 0; i < n / 2; i++) {
@@ -85,3 +92,27 @@ for r in $(seq "$rounds"); do
     printf "  mtail / jobwatch: %.1fx wall, %.1fx CPU\n", mtw / jww, mtc / jwc
   }'
 done
+[ "${FRESH:-40}" -gt 0 ] || exit 0
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# fresh_round BINARY: jobwatch BINARY and mtail on a new run log, and
+# freshbench's K records appended to it.
+fresh_round() {
+  mkdir -p "$tmp/fresh" && rm -rf "$tmp/fresh/state" && : >"$tmp/fresh/runs.log"
+  sed "s|$tmp/runs.log|$tmp/fresh/runs.log|" "$tmp/jobwatch.yml" >"$tmp/fresh/jobwatch.yml"
+  local jp mp
+  jp=$(freeport) mp=$(freeport)
+  "$1" --config.file="$tmp/fresh/jobwatch.yml" --state.path="$tmp/fresh/state" --web.listen-address="127.0.0.1:$jp" --sources.startup-hold=0s >"$tmp/jw.log" 2>&1 &
+  pid=$!
+  mtail --progs scripts/runlog.mtail --logs "$tmp/fresh/runs.log" --address 127.0.0.1 --port "$mp" >"$tmp/mtail.log" 2>&1 &
+  mpid=$!
+  until curl -fs "http://127.0.0.1:$jp/metrics" >/dev/null && curl -fs "http://127.0.0.1:$mp/metrics" >/dev/null; do
+    kill -0 "$pid" && kill -0 "$mpid" || { echo "jobwatch or mtail exited:" >&2; cat "$tmp/jw.log" "$tmp/mtail.log" >&2; exit 1; }
+    sleep 0.05
+  done
+  echo "freshness of $1 (load $(cut -d' ' -f1-3 /proc/loadavg)):"
+  "$tmp/freshbench" -log "$tmp/fresh/runs.log" -jobwatch "http://127.0.0.1:$jp/metrics" -mtail "http://127.0.0.1:$mp/metrics" -records "${FRESH:-40}"
+  kill "$pid" "$mpid"; wait "$pid" "$mpid" || true; pid="" mpid=""
+}
+fresh_round "$tmp/jobwatch"
+[ -n "${BEFORE:-}" ] && fresh_round "$BEFORE"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
