@@ -128,10 +128,6 @@ func singleStream(records []Event) string {
 func interleaved(rng *rand.Rand, records []Event, k int) string {
 	clock := &fakeClock{now: oracleStart}
 	tr := oracleTracker(clock, k)
-	type arrival struct {
-		at time.Time
-		ev Event
-	}
 	queues := make([][]arrival, k)
 	for _, ev := range records {
 		s := rng.IntN(k)
@@ -162,22 +158,8 @@ func interleaved(rng *rand.Rand, records []Event, k int) string {
 			}
 			tr.SetHealth(name, true, nil)
 			// Caught up in batches of random size, at its end after the last.
-			q := queues[s]
-			n := 0
-			for n < len(q) && !q[n].at.After(clock.now) {
-				n++
-			}
-			for n > 0 {
-				m := min(n, 1+rng.IntN(50))
-				evs := make([]Event, m)
-				for i := range m {
-					evs[i] = q[i].ev
-				}
-				q, n = q[m:], n-m
-				tr.Apply(Batch{Source: name, Events: evs, AtEnd: n == 0})
-			}
+			queues[s] = handOver(tr, name, queues[s], clock.now, rng, 50, func(last bool) bool { return last })
 			tr.Apply(Batch{Source: name, AtEnd: true})
-			queues[s] = q
 			if isDown {
 				tr.SetHealth(name, false, nil)
 				downSeen = true
@@ -202,6 +184,32 @@ func interleaved(rng *rand.Rand, records []Event, k int) string {
 	clock.now = oracleEnd.Add(time.Hour)
 	tr.Reap()
 	return verdicts(tr)
+}
+
+// arrival is a record and when its source can read it.
+type arrival struct {
+	at time.Time
+	ev Event
+}
+
+// handOver applies the records of q readable by now, in batches of random
+// size up to maxBatch, each saying AtEnd as atEnd says (last: nothing
+// readable is left); it returns what is left of q.
+func handOver(tr *Tracker, name string, q []arrival, now time.Time, rng *rand.Rand, maxBatch int, atEnd func(last bool) bool) []arrival {
+	n := 0
+	for n < len(q) && !q[n].at.After(now) {
+		n++
+	}
+	for n > 0 {
+		m := min(n, 1+rng.IntN(maxBatch))
+		evs := make([]Event, m)
+		for i := range m {
+			evs[i] = q[i].ev
+		}
+		q, n = q[m:], n-m
+		tr.Apply(Batch{Source: name, Events: evs, AtEnd: atEnd(n == 0)})
+	}
+	return q
 }
 
 // verdicts are every job's counters, times, runs in progress and recent

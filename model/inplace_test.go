@@ -37,10 +37,6 @@ func inPlaceRecords(rng *rand.Rand) []Event {
 // on between them. Two trackers given the same rng seed see the same
 // calls.
 func replay(tr *Tracker, clock *fakeClock, rng *rand.Rand, records []Event, k int) string {
-	type arrival struct {
-		at time.Time
-		ev Event
-	}
 	queues := make([][]arrival, k)
 	for _, ev := range records {
 		delay := time.Duration(rng.Int64N(int64(oracleWindow / 2)))
@@ -56,22 +52,7 @@ func replay(tr *Tracker, clock *fakeClock, rng *rand.Rand, records []Event, k in
 	for clock.now.Before(oracleEnd) {
 		clock.Advance(time.Duration(1 + rng.Int64N(int64(3*oracleWindow))))
 		for _, s := range rng.Perm(k) {
-			name := fmt.Sprintf("s%d", s)
-			q := queues[s]
-			n := 0
-			for n < len(q) && !q[n].at.After(clock.now) {
-				n++
-			}
-			for n > 0 {
-				m := min(n, 1+rng.IntN(200))
-				evs := make([]Event, m)
-				for i := range m {
-					evs[i] = q[i].ev
-				}
-				q, n = q[m:], n-m
-				tr.Apply(Batch{Source: name, Events: evs, AtEnd: n == 0 && rng.IntN(2) == 0})
-			}
-			queues[s] = q
+			queues[s] = handOver(tr, fmt.Sprintf("s%d", s), queues[s], clock.now, rng, 200, func(last bool) bool { return last && rng.IntN(2) == 0 })
 		}
 		switch rng.IntN(4) {
 		case 0:
