@@ -349,11 +349,14 @@ func (t *Tracker) decidedAlready(bj *batchJob, ev *Event, now time.Time) bool {
 }
 
 // decideInPlace applies a record decidedAlready allows, after the records
-// the job holds.
-func (t *Tracker) decideInPlace(j *job, ev *Event, source string) {
-	t.applyPending(j, len(j.pending))
-	j.startSlots(j.calendar())
-	t.decideRecord(j, ev, source)
+// the job holds (applied with the batch's first such record).
+func (t *Tracker) decideInPlace(bj *batchJob, ev *Event, source string) {
+	if !bj.deciding {
+		bj.deciding = true
+		t.applyPending(bj.j, len(bj.j.pending))
+		bj.j.startSlots(bj.j.calendar())
+	}
+	t.decideRecord(bj.j, ev, source)
 }
 
 // heldBefore reports whether every record the job holds goes before ev of
@@ -363,11 +366,7 @@ func (j *job) heldBefore(ev *Event, source string) bool {
 	if n == 0 {
 		return true
 	}
-	last := &j.pending[n-1]
-	if j.unsorted {
-		return false
-	}
-	return cmp.Or(compareEvents(&last.Event, ev), cmp.Compare(last.Source, source)) <= 0
+	return !j.unsorted && compareHeldTo(&j.pending[n-1], ev, source) <= 0
 }
 
 // DecideHeld decides what the watermarks allow now for the jobs that hold
@@ -559,6 +558,10 @@ var processStart = time.Now()
 func sinceProcessStart() time.Duration { return time.Since(processStart) }
 
 // compareHeld is compareEvents, then by source.
-func compareHeld(a, b *Held) int {
-	return cmp.Or(compareEvents(&a.Event, &b.Event), cmp.Compare(a.Source, b.Source))
+func compareHeld(a, b *Held) int { return compareHeldTo(a, &b.Event, b.Source) }
+
+// compareHeldTo is compareHeld of a and the record ev of source, which is
+// not held (yet).
+func compareHeldTo(a *Held, ev *Event, source string) int {
+	return cmp.Or(compareEvents(&a.Event, ev), cmp.Compare(a.Source, source))
 }

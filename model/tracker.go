@@ -452,9 +452,9 @@ type batchJob struct {
 	// are applied in, go after those it holds, come after its late ones
 	// (applied at once, as they are taken), and none says a run declined;
 	// so those its watermark has passed may be decided as they are taken.
-	// to is that watermark once known.
-	inPlace, toKnown bool
-	to               time.Time
+	// to is that watermark once known; deciding, that one of them was.
+	inPlace, toKnown, deciding bool
+	to                         time.Time
 }
 
 // scan counts a batch's records, moves its source's latest record time on,
@@ -595,7 +595,7 @@ func (t *Tracker) take(bj *batchJob, name string, ev *Event, now time.Time) {
 			src.ParseErrors++
 		}
 	case t.decidedAlready(bj, ev, now):
-		t.decideInPlace(j, ev, name)
+		t.decideInPlace(bj, ev, name)
 	default:
 		j.hold(ev, name)
 	}
