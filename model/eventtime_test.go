@@ -117,9 +117,7 @@ func singleStream(records []Event) string {
 		sorted = sorted[n:]
 	}
 	tr.Apply(Batch{Source: "s0", AtEnd: true})
-	clock.now = oracleEnd.Add(time.Hour)
-	tr.Reap()
-	return verdicts(tr)
+	return finalVerdicts(tr, clock)
 }
 
 // interleaved hands the records over live: each to one of k sources, read
@@ -165,12 +163,7 @@ func interleaved(rng *rand.Rand, records []Event, k int) string {
 				downSeen = true
 			}
 		}
-		switch rng.IntN(4) {
-		case 0:
-			tr.Reap()
-		case 1:
-			tr.DecideHeld()
-		}
+		decideSometimes(tr, rng)
 	}
 	for s := range k {
 		name := fmt.Sprintf("s%d", s)
@@ -181,6 +174,21 @@ func interleaved(rng *rand.Rand, records []Event, k int) string {
 		}
 		tr.Apply(Batch{Source: name, Events: evs, AtEnd: true})
 	}
+	return finalVerdicts(tr, clock)
+}
+
+// decideSometimes reaps, decides what is held, or neither, as rng says.
+func decideSometimes(tr *Tracker, rng *rand.Rand) {
+	switch rng.IntN(4) {
+	case 0:
+		tr.Reap()
+	case 1:
+		tr.DecideHeld()
+	}
+}
+
+// finalVerdicts are the verdicts an hour after the last record, reaped.
+func finalVerdicts(tr *Tracker, clock *fakeClock) string {
 	clock.now = oracleEnd.Add(time.Hour)
 	tr.Reap()
 	return verdicts(tr)

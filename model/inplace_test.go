@@ -54,19 +54,12 @@ func replay(tr *Tracker, clock *fakeClock, rng *rand.Rand, records []Event, k in
 		for _, s := range rng.Perm(k) {
 			queues[s] = handOver(tr, fmt.Sprintf("s%d", s), queues[s], clock.now, rng, 200, func(last bool) bool { return last && rng.IntN(2) == 0 })
 		}
-		switch rng.IntN(4) {
-		case 0:
-			tr.Reap()
-		case 1:
-			tr.DecideHeld()
-		}
+		decideSometimes(tr, rng)
 	}
 	for s := range k {
 		tr.Apply(Batch{Source: fmt.Sprintf("s%d", s), AtEnd: true})
 	}
-	clock.now = oracleEnd.Add(time.Hour)
-	tr.Reap()
-	return verdicts(tr)
+	return finalVerdicts(tr, clock)
 }
 
 // TestDecideInPlaceAsHeld: deciding a batch's records as they are taken,
