@@ -95,7 +95,6 @@ type parts int
 const (
 	allParts    parts = iota
 	sourceParts       // sources and their observations: Handler renders the jobs
-	jobParts          // jobs only: Handler's fallback for protobuf
 )
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -123,9 +122,6 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		for _, d := range jobDescs {
 			ch <- d
 		}
-	}
-	if c.parts == jobParts {
-		return
 	}
 	for _, d := range []*prometheus.Desc{sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc, sourceLateDesc} {
 		ch <- d
@@ -160,9 +156,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for i := range jobs {
 			collectJob(emit, &jobs[i], now, jobs[i].DecisionsBehind(srcs, now))
 		}
-	}
-	if c.parts == jobParts {
-		return
 	}
 	for i := range sources {
 		collectSource(ch, &sources[i], now)

@@ -26,9 +26,9 @@ import (
 )
 
 // Handler serves /metrics: the registry's families (Go, process, build
-// info, sources, locks, the exporter's own) and the jobs' families,
-// merged into one exposition sorted by family name, as promhttp would
-// write them.
+// info, the exporter's own), and the sources' (their observations
+// included) and the jobs' families of one saved state, merged into one
+// exposition sorted by family name, as promhttp would write them.
 //
 // A job's lines are rendered (by collectJob into a lineSink, which writes
 // the bytes expfmt would write for client_golang's const metrics, in the
@@ -63,7 +63,8 @@ const cacheIdle = 10 * time.Minute
 
 // HandlerOpts configure a Handler.
 type HandlerOpts struct {
-	// Registry holds every metric but the jobs' (see NewSources). The
+	// Registry holds every metric but the jobs' and the sources', which
+	// the handler renders from Saved. The
 	// handler counts its errors in promhttp_metric_handler_errors_total
 	// registered there.
 	Registry *prometheus.Registry
@@ -82,9 +83,8 @@ func NewHandler(o HandlerOpts) *Handler {
 	}
 	h := &Handler{gatherer: o.Registry, saved: o.Saved, now: o.Now, errorLog: o.ErrorLog}
 	jobs := prometheus.NewRegistry()
-	jc := New(savedFunc(o.Saved), o.Now)
-	jc.parts = jobParts
-	jobs.MustRegister(jc)
+	jobs.MustRegister(New(savedFunc(o.Saved), o.Now)) // jobs and sources, from one View
+
 	h.fallback = promhttp.HandlerFor(prometheus.Gatherers{o.Registry, jobs}, promhttp.HandlerOpts{
 		ErrorLog:                            o.ErrorLog,
 		Registry:                            o.Registry,
@@ -579,9 +579,16 @@ func (s *segment) appendJob(k int, e *entry, w where) {
 	}
 }
 
-// segments are the jobs' segments in format for the current saved state,
-// and its sources.
-func (h *Handler) segments(format int, now time.Time) ([]*segment, []*model.SourceView) {
+// gather is the registry's families and those of saved's sources, merged
+// in name order.
+func (h *Handler) gather(saved *model.Saved, now time.Time) ([]*dto.MetricFamily, error) {
+	sources := prometheus.NewRegistry()
+	sources.MustRegister(NewSources(savedFunc(func() *model.Saved { return saved }), func() time.Time { return now }))
+	return prometheus.Gatherers{h.gatherer, sources}.Gather()
+}
+
+// segments are the jobs' segments in format for saved.
+func (h *Handler) segments(saved *model.Saved, format int, now time.Time) []*segment {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.caches[format]
@@ -593,14 +600,7 @@ func (h *Handler) segments(format int, now time.Time) ([]*segment, []*model.Sour
 	if o := h.caches[1-format]; o != nil && now.Sub(o.used) > cacheIdle {
 		h.caches[1-format] = nil
 	}
-	var saved *model.Saved
-	if h.saved != nil {
-		saved = h.saved()
-	}
-	if saved == nil {
-		return nil, nil
-	}
-	return c.update(saved, now), saved.Sources()
+	return c.update(saved, now)
 }
 
 // watch is what a scrape computes for one job.
@@ -758,7 +758,15 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
-	mfs, err := h.gatherer.Gather()
+	// One saved state for the whole scrape: the sources' families and the
+	// jobs' are rendered from it, so that a scrape never shows a job's
+	// record without its source having counted it.
+	var saved *model.Saved
+	if h.saved != nil {
+		saved = h.saved()
+	}
+	now := h.now()
+	mfs, err := h.gather(saved, now)
 	if err != nil {
 		if h.errorLog != nil {
 			h.errorLog.Println("error gathering metrics:", err)
@@ -767,11 +775,10 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 		http.Error(rsp, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	now := h.now()
 	var segs []*segment
 	var srcs []*model.SourceView
-	if only == nil || slices.ContainsFunc(families, func(f family) bool { return only[f.name] }) {
-		segs, srcs = h.segments(format, now)
+	if saved != nil && (only == nil || slices.ContainsFunc(families, func(f family) bool { return only[f.name] })) {
+		segs, srcs = h.segments(saved, format, now), saved.Sources()
 	}
 
 	hdr := rsp.Header()

@@ -84,7 +84,7 @@ func servers(saved func() *model.Saved, now func() time.Time) (old, cur http.Han
 		Registry: full, EnableOpenMetrics: true, EnableOpenMetricsTextCreatedSamples: true,
 	}))
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewSources(savedFunc(saved), now), collectors.NewBuildInfoCollector())
+	reg.MustRegister(collectors.NewBuildInfoCollector())
 	cur = promhttp.InstrumentMetricHandler(reg, NewHandler(HandlerOpts{Registry: reg, Saved: saved, Now: now}))
 	return old, cur
 }
@@ -801,6 +801,44 @@ jobwatch_widget_up{job_name="stats",widget="/run/stats.widget"} 1
 	for _, mf := range mfs {
 		if mf.GetName() == "jobwatch_x" {
 			t.Error("an observation of a kind not registered is rendered")
+		}
+	}
+}
+
+// A scrape renders one saved state: a save published while it is written
+// (here, after the handler first asks) shows in the next scrape only,
+// never as a job's record its source has not counted yet.
+func TestHandlerScrapeIsOneSavedState(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	tr := populated(now)
+	before := savedOf(tr)
+	tr.Apply(model.Batch{Source: "app-runs", Events: []model.Event{{Kind: model.Skip, Job: "stats", Host: "web1", PID: 5, Time: now.Add(-time.Hour), SkipLabel: "locked"}}})
+	after := before.With(tr.Changes())
+	for _, accept := range []string{acceptText, acceptOM} {
+		calls := 0
+		h := NewHandler(HandlerOpts{Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }, Saved: func() *model.Saved {
+			calls++
+			if calls == 1 {
+				return before
+			}
+			return after
+		}})
+		for i, want := range []*model.Saved{before, after} {
+			_, body := get(t, h, accept, "")
+			got := map[string]string{}
+			for line := range strings.Lines(string(body)) {
+				if f := strings.Fields(line); len(f) == 2 {
+					got[f[0]] = strings.TrimSuffix(f[1], ".0") // OpenMetrics writes 13.0
+				}
+			}
+			records, skips := got[`jobwatch_source_records_total{source="app-runs"}`], got[`jobwatch_job_skips_total{job_name="stats",reason="locked"}`]
+			wantRecords, wantSkips := fmt.Sprint(want.Sources()[0].Records), fmt.Sprint(want.Job("stats").SkipCounts[0])
+			if records != wantRecords || skips != wantSkips {
+				t.Errorf("%s, scrape %d: records %s, locked skips %s; want %s and %s", mediaType(accept), i+1, records, skips, wantRecords, wantSkips)
+			}
+		}
+		if calls != 2 {
+			t.Errorf("%s: two scrapes asked for the saved state %d times, want once each", mediaType(accept), calls)
 		}
 	}
 }

@@ -214,7 +214,7 @@ func newExporter(o Options) *Exporter {
 	// Scrapes judge "seconds since" by the model's clock, which a
 	// backward step of the host's clock does not move back.
 	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, e.tracker.Now)}, own...)
-	e.served = append([]prometheus.Collector{collector.NewSources(savedView{e}, e.tracker.Now)}, own...)
+	e.served = own
 	return e
 }
 
@@ -243,7 +243,7 @@ func (e *Exporter) restore() (*state.Store, error) {
 func (e *Exporter) Collectors() []prometheus.Collector { return e.registerables }
 
 // ServedCollectors are the metrics to register in the registry of a
-// collector.Handler, which renders the jobs' own from Saved.
+// collector.Handler, which renders the jobs' and the sources' from Saved.
 func (e *Exporter) ServedCollectors() []prometheus.Collector { return e.served }
 
 // Saved is the state as last saved: what scrapes show (see savedView).
@@ -490,14 +490,6 @@ type savedView struct{ e *Exporter }
 
 func (v savedView) View() ([]model.JobView, []model.SourceView) {
 	return v.e.saved.Load().View()
-}
-
-// Sources are the saved sources alone, for collector.NewSources.
-func (v savedView) Sources() []*model.SourceView {
-	if s := v.e.saved.Load(); s != nil {
-		return s.Sources()
-	}
-	return nil
 }
 
 // sourceDeps is what every source of cfg is built with.

@@ -341,6 +341,7 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 	metrics := collector.NewHandler(collector.HandlerOpts{
 		Registry: reg,
 		Saved:    exp.Saved,
+		Now:      exp.Now,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	})
 	mux.Handle(o.metricsPath, promhttp.InstrumentMetricHandler(reg, metrics))

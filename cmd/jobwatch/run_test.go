@@ -52,7 +52,8 @@ func TestRunRecordsExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { long.Process.Kill(); long.Wait() })
-	testproc.WaitUntil(t, minWait, "the start record of the long run", func() bool { return len(readLog(t, logPath)) >= 3 })
+	// Two runs of two records each before it: its start is the fifth.
+	testproc.WaitUntil(t, minWait, "the start record of the long run", func() bool { return len(readLog(t, logPath)) >= 5 })
 	if c := jobwatchRun(t, bin, append(common, "--skip-exit-code", "75", "--", "true")...); c != 75 {
 		t.Fatalf("exit %d, want 75 (skipped)", c)
 	}
