@@ -225,9 +225,7 @@ func (s *Server) Hang() (resume func()) {
 	if s.external != nil {
 		s.t.Skip("cannot hang an external server (" + EnvDSN + ")")
 	}
-	if err := s.proc.Signal(syscall.SIGSTOP); err != nil {
-		s.t.Fatalf("stopping mariadbd: %v", err)
-	}
+	s.proc.Pause(s.t)
 	resume = func() { _ = s.proc.Signal(syscall.SIGCONT) }
 	s.t.Cleanup(resume)
 	return resume

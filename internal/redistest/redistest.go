@@ -104,9 +104,7 @@ func (s *Server) Stop() { s.proc.Stop(syscall.SIGTERM, 30*time.Second) }
 // end of the test.
 func (s *Server) Pause() {
 	s.t.Helper()
-	if err := s.proc.Signal(syscall.SIGSTOP); err != nil {
-		s.t.Fatalf("SIGSTOP to redis-server: %v", err)
-	}
+	s.proc.Pause(s.t)
 	s.t.Cleanup(s.Resume)
 }
 

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jobwatch/jobwatch/internal/procfs"
 )
 
 // BuildJobwatch builds cmd/jobwatch into dir and returns the binary's path.
@@ -138,6 +140,42 @@ func (s *Server) Signal(sig syscall.Signal) error {
 		return errors.New("server not running")
 	}
 	return s.cmd.Process.Signal(sig)
+}
+
+// Pause stops the running server (SIGSTOP) and returns once every one of
+// its threads is stopped: the signal is delivered after kill returns, and
+// a thread still running could answer a request sent meanwhile.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		t.Fatal("pausing a server that is not running")
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP to %s: %v", cmd.Path, err)
+	}
+	WaitUntil(t, time.Minute, "every thread of "+cmd.Path+" stopped", func() bool { return allStopped(cmd.Process.Pid) })
+}
+
+// allStopped reports whether every thread of process pid is stopped.
+func allStopped(pid int) bool {
+	dir := procfs.Root + "/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + task.Name() + "/stat")
+		if err != nil {
+			return false
+		}
+		if st, ok := procfs.ParseStat(b); !ok || st.State != 'T' && st.State != 't' {
+			return false
+		}
+	}
+	return true
 }
 
 // Kill kills the server and waits until it has exited.
