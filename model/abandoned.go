@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"time"
 
 	"github.com/jobwatch/jobwatch/schedule"
@@ -81,21 +82,13 @@ func (j *job) abandonAfter(start time.Time) time.Duration {
 
 // abandonDue reports whether abandon has a run to close at to.
 func (t *Tracker) abandonDue(j *job, to time.Time) bool {
-	for _, r := range j.open {
-		if !t.unchecked(r) {
-			continue
-		}
-		if after := j.abandonAfter(r.Start); after > 0 && r.Start.Add(after).Before(to) {
-			return true
-		}
-	}
-	return false
+	return j.spec.Timeout <= 0 && to.UnixNano() > t.abandonQuiet(j)
 }
 
 // abandon closes as lost the unchecked runs of a job without timeout that
 // are older than abandonAfter at at (what the job has decided).
 func (t *Tracker) abandon(j *job, at time.Time) {
-	if j.spec.Timeout > 0 {
+	if j.spec.Timeout > 0 || at.UnixNano() <= t.abandonQuiet(j) {
 		return
 	}
 	for i := 0; i < len(j.open); i++ {
@@ -111,4 +104,27 @@ func (t *Tracker) abandon(j *job, at time.Time) {
 		t.lose(j, o, o.Start.Add(after))
 		i--
 	}
+}
+
+// abandonQuiet is the time up to which abandon closes no run of j (Unix
+// nanoseconds), worked out again only when a run started or the spec
+// changed since (a run that ends only moves it later): abandon is asked at
+// every record decided, and looking at each open run each time was a
+// tenth of a catch-up's model time.
+func (t *Tracker) abandonQuiet(j *job) int64 {
+	if j.abandonQuiet != 0 {
+		return j.abandonQuiet
+	}
+	quiet := int64(math.MaxInt64)
+	for _, o := range j.open {
+		after := j.abandonAfter(o.Start)
+		if !t.unchecked(o) || after <= 0 {
+			continue
+		}
+		// Closed at an at after its start plus after, and not before it
+		// was read.
+		quiet = min(quiet, max(o.Start.Add(after).UnixNano(), o.readLate-1))
+	}
+	j.abandonQuiet = quiet
+	return quiet
 }

@@ -132,6 +132,7 @@ func NewRecentRun(f RecentRunFields) RecentRun {
 	if f.Reason != "" || f.Lock != "" || f.Holder != "" || f.Output != "" || f.OutputRef != "" || wide {
 		r.more = &recentMore{reason: f.Reason, lock: f.Lock, holder: f.Holder, output: f.Output, outputRef: f.OutputRef}
 		if wide {
+			w := w // a copy on the heap only for a wide run: most are not
 			r.more.wide = &w
 		}
 	}

@@ -356,6 +356,7 @@ func (t *Tracker) restoreJob(name string, j *job, sj *SavedJob, configured bool,
 		}
 	}
 	slices.SortFunc(j.open, compareRuns)
+	j.abandonQuiet = 0
 	j.decided = sj.DecidedUntil
 	j.pending, j.declining = j.pending[:0], 0
 	for i := range sj.Pending {

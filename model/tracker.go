@@ -153,6 +153,9 @@ type job struct {
 	declining int
 	sortedLen int
 	decided   time.Time // JobView.DecidedUntil
+	// abandonQuiet: no run of the job is abandoned (abandon) at a time up
+	// to it, Unix nanoseconds (0: not known); a new run or spec clears it.
+	abandonQuiet int64
 	// recent and durations hold the job's History, which only views of
 	// the job carry (see ring).
 	recent    ring[RecentRun]
@@ -350,7 +353,7 @@ func newJob(now time.Time) *job {
 // configure gives j the spec s, taking a retired job up again: it is
 // expected from now on, as if first watched now, with its history kept.
 func (j *job) configure(s JobSpec, now time.Time) {
-	j.spec = s
+	j.spec, j.abandonQuiet = s, 0
 	if j.Discovered != s.Discovered {
 		j.own()
 		j.Discovered = s.Discovered
@@ -373,7 +376,7 @@ func (j *job) configure(s JobSpec, now time.Time) {
 // its state stays as it is. A retired job's spec is the same before and
 // after a restart (retiredSpec), when nothing else of it is known.
 func (j *job) retire(now time.Time) {
-	j.spec = retiredSpec(j.spec.Name)
+	j.spec, j.abandonQuiet = retiredSpec(j.spec.Name), 0
 	if !j.Retired.IsZero() {
 		return
 	}
@@ -840,6 +843,7 @@ func (j *job) addOpen(r *Run) (evicted *Run, ok bool) {
 	}
 	i, _ := slices.BinarySearchFunc(j.open, r, compareRuns)
 	j.open = slices.Insert(j.open, i, r)
+	j.abandonQuiet = 0
 	return evicted, ok
 }
 
