@@ -415,6 +415,9 @@ func (e *Exporter) Run(ctx context.Context) error {
 		case <-e.tracker.Changed():
 			sched.change(time.Now())
 			rearm()
+		case <-e.tracker.CaughtUp():
+			sched.caughtUp()
+			rearm()
 		case <-timer.C:
 			// A timer set for an earlier deadline may fire after a change
 			// moved it: save only when a save is due now.

@@ -74,6 +74,19 @@ func (s *commitSchedule) due() (time.Time, bool) {
 	return later(s.next, s.at.Add(s.every-s.credit)), s.dirty
 }
 
+// caughtUp makes a commit due at once, at least gap after the last
+// began, whatever the budget and the idle time after a slow commit: a
+// source has read to its end after a catch-up (model.Tracker.CaughtUp,
+// once per catch-up), and its last records would otherwise wait up to
+// every to be shown.
+func (s *commitSchedule) caughtUp() {
+	s.dirty = true
+	if !s.at.IsZero() {
+		s.next = s.at.Add(s.gap)
+		s.credit = max(s.credit, s.every)
+	}
+}
+
 // begin records that a commit due at or before now begins; the changes so
 // far are in it.
 func (s *commitSchedule) begin(now time.Time) {

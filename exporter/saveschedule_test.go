@@ -181,3 +181,30 @@ func TestCommitScheduleIdleAfterSlowCommit(t *testing.T) {
 		}
 	}
 }
+
+// The end of a catch-up is committed at once, a gap after the last commit
+// began, though a slow commit's idle time runs and the budget is low.
+func TestCommitScheduleCaughtUp(t *testing.T) {
+	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	const gap = 20 * ms
+	s := newCommitSchedule(gap)
+	now := base
+	for range commitBurst + 2 { // a stream of slow commits
+		s.change(now)
+		at, _ := s.due()
+		now = later(now, at)
+		s.begin(now)
+		began := now
+		now = now.Add(10 * ms) // a slow commit: 200 ms idle after it
+		s.done(began, now)
+	}
+	s.change(now)
+	if at, _ := s.due(); at.Sub(now) < 100*ms {
+		t.Fatalf("a change is due %s after a spent budget and a slow commit, want most of %s", at.Sub(now), streamCommitEvery)
+	}
+	began := now.Add(-10 * ms)
+	s.caughtUp()
+	if at, ok := s.due(); !ok || !at.Equal(began.Add(gap)) {
+		t.Fatalf("caught up: due %s after the last commit began (%v), want the gap %s", at.Sub(began), ok, gap)
+	}
+}

@@ -47,6 +47,7 @@ type sourceClock struct {
 	down                bool      // SetHealth said so: the watermark stays
 	seen                time.Time // the latest record time handed over
 	mark                time.Time // the watermark as last computed
+	sinceEnd            int       // records handed over since the last batch at its end
 }
 
 // watermark is the time before which the source will hand over no more

@@ -126,6 +126,7 @@ type Tracker struct {
 	full           bool // everything changed
 	retiredChanged bool
 	notify         chan struct{}
+	caughtUp       chan struct{} // see CaughtUp
 }
 
 type job struct {
@@ -214,7 +215,7 @@ func New(o Options) *Tracker {
 	if o.Mono == nil {
 		o.Mono = sinceProcessStart
 	}
-	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1)}
+	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
 }
 
 func processAlive(pid int) bool {
@@ -527,6 +528,18 @@ func (t *Tracker) recordOf(src *source, name string, ev *Event, horizon time.Tim
 	return j
 }
 
+// caughtUpRecords is how many records a source reads between two ends of
+// what it has to read for its end to be a catch-up's (CaughtUp): more than
+// a stream hands over between two ends, so that CaughtUp comes once per
+// catch-up.
+const caughtUpRecords = 10000
+
+// CaughtUp is signalled (at most one pending signal) when a source reaches
+// the end of what it has to read after a catch-up: the records read are
+// decided then, and the saver commits them at once rather than within its
+// budget for streams.
+func (t *Tracker) CaughtUp() <-chan struct{} { return t.caughtUp }
+
 // advance stores what the batch says of its source: its clock (so that
 // the watermarks its records are decided against are those after the
 // batch), counts and position. It returns the jobs the batch touched, and
@@ -552,6 +565,16 @@ func (t *Tracker) advance(src *source, b *Batch) []*job {
 	}
 	if b.AtEnd && !src.clock.endedOnce {
 		t.unended = nil
+	}
+	src.clock.sinceEnd += len(b.Events)
+	if b.AtEnd {
+		if src.clock.sinceEnd >= caughtUpRecords {
+			select {
+			case t.caughtUp <- struct{}{}:
+			default:
+			}
+		}
+		src.clock.sinceEnd = 0
 	}
 	src.clock.reported = true
 	src.clock.atEnd = b.AtEnd
