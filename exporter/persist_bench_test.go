@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,6 +195,24 @@ func procIO(b *testing.B) (writeBytes uint64) {
 	return writeBytes
 }
 
+// profileWindow writes a CPU profile of the measured window alone to the
+// file JOBWATCH_BENCH_CPUPROFILE names, if set (-test.cpuprofile would hold
+// the set-up's 10,000-job config and catch-up too); it returns its stop.
+func profileWindow(b *testing.B) (stop func()) {
+	path := os.Getenv("JOBWATCH_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
 func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -216,8 +235,10 @@ func BenchmarkPersistence(b *testing.B) {
 	d := benchWindow()
 	for b.Loop() {
 		logBefore, _ := s.log.Seek(0, io.SeekCurrent)
+		stopProfile := profileWindow(b)
 		w0, c0, t0 := procIO(b), cpuTime(b), time.Now()
 		s.stream(b, benchRate(), d, nil)
+		stopProfile()
 		logAfter, _ := s.log.Seek(0, io.SeekCurrent)
 		w1, c1, el := procIO(b), cpuTime(b), time.Since(t0)
 		written := float64(w1-w0) - float64(logAfter-logBefore)
