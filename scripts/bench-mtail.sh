@@ -18,6 +18,7 @@
 # internal/cmd/freshbench appends K records to it one at a time, 300 ms
 # apart, and times each until both servers' /metrics show it (BEFORE's
 # binary too, in a round of its own beside mtail).
+# FRESH_ARGS=-v prints each record's times.
 # Usage: [BEFORE=old-jobwatch] [FRESH=40] scripts/bench-mtail.sh [records=1000000] [rounds=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -97,6 +98,10 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 
 # fresh_round BINARY: jobwatch BINARY and mtail on a new run log, and
 # freshbench's K records appended to it.
 fresh_round() {
+  # The catch-up rounds left about 150 MB for the kernel to write back;
+  # an fdatasync queued behind that takes hundreds of milliseconds, which
+  # is the disk's, not what a lone record costs (mtail never syncs).
+  sync
   mkdir -p "$tmp/fresh" && rm -rf "$tmp/fresh/state" && : >"$tmp/fresh/runs.log"
   sed "s|$tmp/runs.log|$tmp/fresh/runs.log|" "$tmp/jobwatch.yml" >"$tmp/fresh/jobwatch.yml"
   local jp mp
@@ -110,7 +115,7 @@ fresh_round() {
     sleep 0.05
   done
   echo "freshness of $1 (load $(cut -d' ' -f1-3 /proc/loadavg)):"
-  "$tmp/freshbench" -log "$tmp/fresh/runs.log" -jobwatch "http://127.0.0.1:$jp/metrics" -mtail "http://127.0.0.1:$mp/metrics" -records "${FRESH:-40}"
+  "$tmp/freshbench" -log "$tmp/fresh/runs.log" -jobwatch "http://127.0.0.1:$jp/metrics" -mtail "http://127.0.0.1:$mp/metrics" -records "${FRESH:-40}" ${FRESH_ARGS:-}
   kill "$pid" "$mpid"; wait "$pid" "$mpid" || true; pid="" mpid=""
 }
 fresh_round "$tmp/jobwatch"

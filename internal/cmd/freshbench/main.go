@@ -34,12 +34,13 @@ func main() {
 	apart := flag.Duration("apart", 300*time.Millisecond, "time between two records")
 	age := flag.Duration("age", 5*time.Second, "how long before it is written a record is dated")
 	timeout := flag.Duration("timeout", 10*time.Second, "how long a record may take to show")
+	verbose := flag.Bool("v", false, "print how long each record took to show")
 	flag.Parse()
 	if *logPath == "" || *jw == "" || *mt == "" {
 		fmt.Fprintln(os.Stderr, "freshbench: -log, -jobwatch and -mtail are required")
 		os.Exit(2)
 	}
-	if err := run(*logPath, *job, servers{"jobwatch": *jw, "mtail": *mt}, *records, *apart, *age, *timeout); err != nil {
+	if err := run(*logPath, *job, servers{"jobwatch": *jw, "mtail": *mt}, *records, *apart, *age, *timeout, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "freshbench:", err)
 		os.Exit(1)
 	}
@@ -48,7 +49,7 @@ func main() {
 // servers maps a name to its /metrics URL.
 type servers map[string]string
 
-func run(logPath, job string, srv servers, records int, apart, age, timeout time.Duration) error {
+func run(logPath, job string, srv servers, records int, apart, age, timeout time.Duration, verbose bool) error {
 	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
@@ -75,6 +76,9 @@ func run(logPath, job string, srv servers, records int, apart, age, timeout time
 		}
 		for name, d := range got {
 			lat[name] = append(lat[name], d)
+		}
+		if verbose {
+			fmt.Printf("record %d: jobwatch %.1f ms, mtail %.1f ms\n", i+1, ms(got["jobwatch"]), ms(got["mtail"]))
 		}
 	}
 	for _, name := range []string{"jobwatch", "mtail"} {
