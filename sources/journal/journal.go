@@ -465,6 +465,7 @@ func (r *journalReader) applyOutput(ctx context.Context, lines <-chan [][]byte, 
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	var pidWait time.Time // when a start's PID is waited for no longer
 	for {
 		select {
 		case chunk, ok := <-lines:
@@ -490,11 +491,49 @@ func (r *journalReader) applyOutput(ctx context.Context, lines <-chan [][]byte, 
 			// anyway). That pause is where the source knows it is caught
 			// up: the batch says AtEnd. A catch-up pass pausing is only
 			// slow: its end is its exit, below.
+			//
+			// On a loaded machine journalctl may also pause between a
+			// run's start and its process's first output line, which
+			// carries its PID (unitOutput): a start in the batch without
+			// one waits up to startPIDWait for it.
+			if r.startWithoutPID() {
+				if pidWait.IsZero() {
+					pidWait = time.Now().Add(startPIDWait)
+				}
+				if time.Now().Before(pidWait) {
+					timer.Reset(r.j.pause)
+					continue
+				}
+			}
+			pidWait = time.Time{}
 			r.flush(follow)
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// startPIDWait is how long a batch holding a run's start whose PID is not
+// known yet waits for its process's output after journalctl pauses: a
+// start handed over without its PID keeps none (the model cannot then
+// check the process), and a unit that prints nothing delays its start by
+// this much.
+const startPIDWait = 500 * time.Millisecond
+
+// startWithoutPID reports whether the batch holds a run's start whose PID
+// is not known and whose end is not in the batch (after which no output of
+// it comes).
+func (r *journalReader) startWithoutPID() bool {
+	for id, i := range r.startIdx {
+		if r.batch.Events[i].PID != 0 {
+			continue
+		}
+		ended := slices.ContainsFunc(r.batch.Events[i+1:], func(ev model.Event) bool { return ev.Kind == model.End && ev.RunID == id })
+		if !ended {
+			return true
+		}
+	}
+	return false
 }
 
 // exitError is why a run of journalctl did not read the journal through:
