@@ -84,7 +84,6 @@ func NewHandler(o HandlerOpts) *Handler {
 	h := &Handler{gatherer: o.Registry, saved: o.Saved, now: o.Now, errorLog: o.ErrorLog}
 	jobs := prometheus.NewRegistry()
 	jobs.MustRegister(New(savedFunc(o.Saved), o.Now)) // jobs and sources, from one View
-
 	h.fallback = promhttp.HandlerFor(prometheus.Gatherers{o.Registry, jobs}, promhttp.HandlerOpts{
 		ErrorLog:                            o.ErrorLog,
 		Registry:                            o.Registry,

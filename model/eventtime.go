@@ -384,9 +384,7 @@ func (t *Tracker) DecideHeld() {
 			delete(t.holding, j) // removed by a reload
 			continue
 		}
-		if to, ok := t.decidableIn(memo, j, now); ok {
-			t.decide(j, to)
-		}
+		t.decideJob(memo, j, now)
 		if len(j.pending) == 0 {
 			delete(t.holding, j)
 		}
@@ -397,7 +395,9 @@ func (t *Tracker) DecideHeld() {
 // job ("" for none): for such a job it depends on that source alone (the
 // forcing of a job holding too many aside), and a reap that computed it
 // for each of 10,000 jobs of one run log spent most of its time there
-// (and DecideHeld, ten times a second, for each job holding records).
+// (and DecideHeld, ten times a second, for each job holding records). A
+// pass is one call of Reap, DecideHeld or Apply: the same now, and no
+// source's clock moving within it.
 type decidableMemo map[string]struct {
 	to time.Time
 	ok bool
@@ -423,9 +423,10 @@ func (t *Tracker) decidableIn(memo decidableMemo, j *job, now time.Time) (time.T
 	return to, ok
 }
 
-// decideJob decides what the job's watermark allows now.
-func (t *Tracker) decideJob(j *job, now time.Time) {
-	if to, ok := t.decidable(j, now); ok {
+// decideJob decides what the job's watermark allows now (memo: the
+// pass's, see decidableMemo).
+func (t *Tracker) decideJob(memo decidableMemo, j *job, now time.Time) {
+	if to, ok := t.decidableIn(memo, j, now); ok {
 		t.decide(j, to)
 	}
 }

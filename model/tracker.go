@@ -439,9 +439,10 @@ func (t *Tracker) Apply(b Batch) {
 			t.take(&t.scanned[k], b.Source, &b.Events[i], now)
 		}
 	}
+	memo := decidableMemo{}
 	for _, j := range touched {
 		j.sorted()
-		t.decideJob(j, now)
+		t.decideJob(memo, j, now)
 	}
 }
 
@@ -1010,9 +1011,7 @@ func (t *Tracker) Reap() {
 		if t.forgetRetired(name, j, now) {
 			continue
 		}
-		if to, ok := t.decidableIn(memo, j, now); ok {
-			t.decide(j, to)
-		}
+		t.decideJob(memo, j, now)
 		for _, r := range slices.Clone(j.open) { // oldest first, so logs come in one order
 			if r.Host != t.opts.Host || r.PID <= 0 {
 				continue
