@@ -496,7 +496,7 @@ func (r *journalReader) applyOutput(ctx context.Context, lines <-chan [][]byte, 
 			// run's start and its process's first output line, which
 			// carries its PID (unitOutput): a start in the batch without
 			// one waits up to startPIDWait for it.
-			if r.startWithoutPID() {
+			if follow && r.startWithoutPID() {
 				if pidWait.IsZero() {
 					pidWait = time.Now().Add(startPIDWait)
 				}
@@ -521,15 +521,11 @@ func (r *journalReader) applyOutput(ctx context.Context, lines <-chan [][]byte, 
 const startPIDWait = 500 * time.Millisecond
 
 // startWithoutPID reports whether the batch holds a run's start whose PID
-// is not known and whose end is not in the batch (after which no output of
-// it comes).
+// is not known and that has not ended (after its end no output of it
+// comes).
 func (r *journalReader) startWithoutPID() bool {
 	for id, i := range r.startIdx {
-		if r.batch.Events[i].PID != 0 {
-			continue
-		}
-		ended := slices.ContainsFunc(r.batch.Events[i+1:], func(ev model.Event) bool { return ev.Kind == model.End && ev.RunID == id })
-		if !ended {
+		if r.batch.Events[i].PID == 0 && r.open[id] != nil {
 			return true
 		}
 	}
