@@ -163,7 +163,7 @@ func (t *Tracker) Changes() *Changes {
 // Changes): the saver keeps the last state it saved as one, and scrapes
 // render it. With returns a new one; readers of the old one are undisturbed.
 type Saved struct {
-	jobs     map[string]*JobView
+	jobs     *viewTable
 	names    []string // sorted
 	sources  map[string]*SourceView
 	srcNames []string
@@ -177,30 +177,23 @@ func (s *Saved) With(c *Changes) *Saved {
 	}
 	n := &Saved{}
 	if s == nil || c.Full {
-		n.jobs, n.sources, n.retired = maps.Clone(c.Jobs), maps.Clone(c.Sources), c.Retired
+		n.jobs, n.sources, n.retired = newViewTable(c.Jobs), maps.Clone(c.Sources), c.Retired
 	} else {
-		n.jobs, n.sources, n.retired = maps.Clone(s.jobs), maps.Clone(s.sources), s.retired
+		n.jobs, n.sources, n.retired = s.jobs.with(c.RemovedJobs, c.Jobs), maps.Clone(s.sources), s.retired
 		n.names, n.srcNames = s.names, s.srcNames
-		for _, name := range c.RemovedJobs {
-			delete(n.jobs, name)
-		}
 		for _, name := range c.RemovedSources {
 			delete(n.sources, name)
 		}
-		maps.Copy(n.jobs, c.Jobs)
 		maps.Copy(n.sources, c.Sources)
 		if c.Retired != nil {
 			n.retired = c.Retired
 		}
 	}
-	if n.jobs == nil {
-		n.jobs = map[string]*JobView{}
-	}
 	if n.sources == nil {
 		n.sources = map[string]*SourceView{}
 	}
-	if len(n.names) != len(n.jobs) || len(c.RemovedJobs) > 0 || !allIn(c.Jobs, s.jobsOrNil()) {
-		n.names = slices.Sorted(maps.Keys(n.jobs))
+	if len(n.names) != n.jobs.len() || len(c.RemovedJobs) > 0 || !s.hasJobs(c.Jobs) {
+		n.names = slices.Sorted(n.jobs.names)
 	}
 	if len(n.srcNames) != len(n.sources) || len(c.RemovedSources) > 0 || !allIn(c.Sources, s.sourcesOrNil()) {
 		n.srcNames = slices.Sorted(maps.Keys(n.sources))
@@ -208,11 +201,14 @@ func (s *Saved) With(c *Changes) *Saved {
 	return n
 }
 
-func (s *Saved) jobsOrNil() map[string]*JobView {
-	if s == nil {
-		return nil
+// hasJobs reports whether s has every job of m.
+func (s *Saved) hasJobs(m map[string]*JobView) bool {
+	for name := range m {
+		if s == nil || !s.jobs.has(name) {
+			return false
+		}
 	}
-	return s.jobs
+	return true
 }
 
 func (s *Saved) sourcesOrNil() map[string]*SourceView {
@@ -236,7 +232,7 @@ func allIn[V any](m, in map[string]V) bool {
 func (s *Saved) JobNames() []string { return s.names }
 
 // Job is one job's saved state (nil: none).
-func (s *Saved) Job(name string) *JobView { return s.jobs[name] }
+func (s *Saved) Job(name string) *JobView { return s.jobs.get(name) }
 
 // Sources are the sources' saved states, sorted by name.
 func (s *Saved) Sources() []*SourceView {
@@ -258,7 +254,7 @@ func (s *Saved) View() ([]JobView, []SourceView) {
 	}
 	jobs := make([]JobView, len(s.names))
 	for i, n := range s.names {
-		jobs[i] = *s.jobs[n]
+		jobs[i] = *s.jobs.get(n)
 	}
 	srcs := make([]SourceView, len(s.srcNames))
 	for i, n := range s.srcNames {

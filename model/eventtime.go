@@ -379,6 +379,7 @@ func (t *Tracker) DecideHeld() {
 	defer t.mu.Unlock()
 	now := t.clock.now()
 	memo := decidableMemo{}
+	t.holdingPeak = max(t.holdingPeak, len(t.holding))
 	for j := range t.holding {
 		if t.jobs[j.spec.Name] != j {
 			delete(t.holding, j) // removed by a reload
@@ -389,6 +390,23 @@ func (t *Tracker) DecideHeld() {
 			delete(t.holding, j)
 		}
 	}
+	t.shrinkHolding()
+}
+
+// shrinkHolding rebuilds the set of jobs holding records once it holds an
+// eighth of what it held at its peak: a map keeps the table of its largest
+// size, and a walk visits all of it, so after a catch-up that held 10,000
+// jobs every walk over the few jobs a stream holds (here ten times a
+// second, and at every batch at a source's end) cost a walk over 10,000.
+func (t *Tracker) shrinkHolding() {
+	if t.holdingPeak < 64 || len(t.holding)*8 > t.holdingPeak {
+		return
+	}
+	small := make(map[*job]struct{}, len(t.holding))
+	for j := range t.holding {
+		small[j] = struct{}{}
+	}
+	t.holding, t.holdingPeak = small, len(small)
 }
 
 // decidableMemo is one pass's decidable, by the one source that reports a

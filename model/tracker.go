@@ -106,9 +106,10 @@ type Tracker struct {
 	retired map[string]SourceState // of sources no longer configured
 	// retention is how long a retired job is kept (SetRetiredRetention;
 	// 0: until it comes back).
-	retention time.Duration
-	holding   map[*job]struct{} // jobs that may hold records (DecideHeld)
-	batches   uint64            // batches applied, to find a batch's jobs once each
+	retention   time.Duration
+	holding     map[*job]struct{} // jobs that may hold records (DecideHeld)
+	holdingPeak int               // the most jobs holding was seen with (shrinkHolding)
+	batches     uint64            // batches applied, to find a batch's jobs once each
 	// scanned and scanOf are Apply's scratch (see scan), kept from one
 	// batch to the next.
 	scanned []batchJob
