@@ -161,13 +161,20 @@ func Scan(root string, w Watched, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := Report{Host: h, Findings: Check(h, o)}
+	return Report{Host: h, Findings: Check(h, o), Unwatched: w.Unwatched(h)}, nil
+}
+
+// Unwatched are the jobs of h that w does not watch, in h's order: a host
+// read before can be matched again against a config that changed since
+// (jobwatch serve's reload while the host cannot be read).
+func (w Watched) Unwatched(h *Host) []Job {
+	var out []Job
 	for i := range h.Jobs {
 		if !w.Watches(&h.Jobs[i]) {
-			r.Unwatched = append(r.Unwatched, h.Jobs[i])
+			out = append(out, h.Jobs[i])
 		}
 	}
-	return r, nil
+	return out
 }
 
 // HostConfig is the config jobwatch serve runs in host mode

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jobwatch/jobwatch/collector"
 	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/discover"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/sources"
 	"github.com/jobwatch/jobwatch/state"
@@ -124,6 +125,9 @@ type generation struct {
 	text     []byte
 	host     []byte
 	hostJobs int
+	// scanned is the host as the scan that made host read it: a reload
+	// whose scan fails watches its jobs with the config loaded (load).
+	scanned *discover.Host
 	// from is the running generation a rediscovered one was built from.
 	from    *generation
 	jobs    []model.JobSpec
@@ -141,7 +145,7 @@ func New(o Options) (*Exporter, error) {
 		return nil, err
 	}
 	e := newExporter(o)
-	gen, err := e.load()
+	gen, err := e.load(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +328,7 @@ func (e *Exporter) stop(g *generation) {
 func (e *Exporter) Reload() error {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
-	g, err := e.load()
+	g, err := e.load(e.running.scanned)
 	if err != nil {
 		e.reloadOK.Set(0)
 		e.opts.Logger.Error("config reload failed; keeping the running config", "err", err)
@@ -359,26 +363,46 @@ func (e *Exporter) swap(g *generation) {
 	e.running = g
 }
 
-// load reads the config file and, in host mode, the host: a host that
+// load reads the config file and, in host mode, the host. A host that
 // cannot be read, or whose jobs do not make a valid config, is logged and
-// counted, and the configured jobs are watched alone until a discovery
+// counted; the jobs of prev, the host as the running generation last read
+// it under the same root, are then watched with the config loaded, so that
+// a reload during a transient failure retires none of them. Without prev
+// (at start) the configured jobs are watched alone until a discovery
 // succeeds.
-func (e *Exporter) load() (*generation, error) {
+func (e *Exporter) load(prev *discover.Host) (*generation, error) {
 	base, text, err := config.Read(e.opts.ConfigFile)
 	if err != nil {
 		return nil, err
 	}
-	if base.Discovery.Watch {
-		s, err := e.scanHost(base, text)
+	if !base.Discovery.Watch {
+		return e.prepareHost(base, text, nil)
+	}
+	g, err := e.prepareScanned(base, text, func() (*hostScan, error) { return e.scanHost(base, text) })
+	if err == nil {
+		return g, nil
+	}
+	e.discoveryFailed(err)
+	if prev != nil && prev.Root == base.Discovery.Root {
+		g, err := e.prepareScanned(base, text, func() (*hostScan, error) { return rescanned(prev, base, text, e.opts.RunLog) })
 		if err == nil {
-			var g *generation
-			if g, err = e.prepareHost(base, text, s); err == nil {
-				return g, nil
-			}
+			e.opts.Logger.Warn("keeping the host's jobs of the last discovery that succeeded until one succeeds again",
+				"root", prev.Root, "host_jobs", g.hostJobs)
+			return g, nil
 		}
-		e.discoveryFailed(err)
+		e.opts.Logger.Warn("the host's jobs of the last discovery that succeeded do not make a valid config with the one loaded; watching the configured jobs alone", "err", err)
 	}
 	return e.prepareHost(base, text, nil)
+}
+
+// prepareScanned prepares the generation of base, the config file as
+// loaded (its text: text), with the host's jobs of the scan scan makes.
+func (e *Exporter) prepareScanned(base *config.Config, text []byte, scan func() (*hostScan, error)) (*generation, error) {
+	s, err := scan()
+	if err != nil {
+		return nil, err
+	}
+	return e.prepareHost(base, text, s)
 }
 
 // Run runs the sources, the state saver and the reaper until ctx is done,

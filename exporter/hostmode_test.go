@@ -1,9 +1,11 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -307,5 +309,153 @@ func TestCheckHostMode(t *testing.T) {
 	writeFile(t, cfg, "discovery:\n  enabled: true\n  watch: true\n  root: "+filepath.Join(dir, "nosuch")+"\n")
 	if _, _, _, err := Check(context.Background(), cfg); err == nil {
 		t.Error("a root that does not exist passed")
+	}
+}
+
+// lockedBuffer is a log written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// hostJobNames are the jobs of discover's example host.
+var hostJobNames = []string{"backup", "db-dump-postgres", "sitemap", "report", "db-dump", "metrics-push"}
+
+// A reload while the host cannot be read (its root gone, as a container's
+// root unmounted) applies the config file's change and watches the host's
+// jobs as the last discovery that succeeded found them: none is retired,
+// each is still expected, and the failure is counted, as is the failure of
+// the new config's first discovery, which changes nothing either. Once the
+// host is back a reload reads it again; a reload that moves the root does
+// not go back to the old root's jobs.
+func TestHostModeReloadWhileHostUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	root := hostRoot(t)
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	hostMode := func(root string) string {
+		return "discovery:\n  enabled: true\n  watch: true\n  interval: 1h\n  root: " + root + "\n"
+	}
+	writeFile(t, cfg, "jobs:\n  - name: nightly\n    every: 1d\n"+hostMode(root))
+	clock := &testClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	var log lockedBuffer
+	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), Now: clock.Now,
+		SaveInterval: 10 * time.Millisecond, RunLog: filepath.Join(dir, "runs.log"), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	// The discovery of the generation started (its next one is an hour
+	// away) succeeded before the root goes.
+	waitUntil(t, "the first discovery", func() bool { return testutil.ToFloat64(e.discoveryLast) > 0 })
+
+	live := func(name string) *model.JobView {
+		jobs, _ := e.Tracker().View()
+		for i := range jobs {
+			if jobs[i].Spec.Name == name {
+				return &jobs[i]
+			}
+		}
+		return nil
+	}
+	checkWatched := func(when string) {
+		t.Helper()
+		for _, name := range hostJobNames {
+			j := live(name)
+			if j == nil || !j.Retired.IsZero() || j.Spec.Schedule == nil || !j.Spec.Discovered {
+				t.Errorf("%s: host job %s: %+v, want watched (discovered, a schedule, not retired)", when, name, j)
+			}
+		}
+		if v := testutil.ToFloat64(e.discoveryWatched); v != float64(len(hostJobNames)) {
+			t.Errorf("%s: watched host jobs %v, want %d", when, v, len(hostJobNames))
+		}
+	}
+	checkWatched("before")
+
+	gone := root + ".gone"
+	if err := os.Rename(root, gone); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, "jobs:\n  - name: nightly\n    every: 1d\n  - name: weekly\n    every: 7d\n"+hostMode(root))
+	if err := e.Reload(); err != nil {
+		t.Fatalf("reload while the host cannot be read: %v", err)
+	}
+	if v := testutil.ToFloat64(e.discoveryErrors); v < 1 {
+		t.Errorf("discovery errors %v after the reload's failed scan, want it counted", v)
+	}
+	if l := log.String(); !strings.Contains(l, `msg="keeping the host's jobs of the last discovery that succeeded until one succeeds again" root=`+root+" host_jobs=6") {
+		t.Errorf("the log does not say the host's jobs are kept:\n%s", l)
+	}
+	if j := live("weekly"); j == nil || j.Spec.Schedule == nil || j.Spec.Discovered {
+		t.Errorf("weekly, added by the reload: %+v, want watched as configured", j)
+	}
+	checkWatched("after the reload")
+	// The new config's discovery loop fails too at its start: the jobs
+	// stay as the reload made them.
+	waitUntil(t, "the new config's first discovery failed", func() bool { return testutil.ToFloat64(e.discoveryErrors) == 2 })
+	checkWatched("after the failed discovery")
+	// As scraped: the host's jobs are expected (the series alerts judge
+	// them by), not retired.
+	waitUntil(t, "weekly saved", func() bool { return savedJob(e, "weekly") != nil })
+	if m := exposition(t, e, "sitemap"); !strings.Contains(m, `jobwatch_job_period_seconds{job_name="sitemap"} 300`) ||
+		strings.Contains(m, "retired") {
+		t.Errorf("sitemap on /metrics after the reload:\n%s", m)
+	}
+
+	// A second reload while the host is still gone keeps them as well.
+	writeFile(t, cfg, "jobs:\n  - name: nightly\n    every: 12h\n"+hostMode(root))
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	checkWatched("after a second reload")
+	if j := live("weekly"); j != nil {
+		t.Errorf("weekly, removed from the file: %+v, want dropped", j)
+	}
+
+	// The host back, with a job more: the reload reads it.
+	writeFile(t, filepath.Join(gone, "etc/cron.d/extra"), "0 4 * * * root jobwatch run --job extra --timeout 1h -- /usr/local/bin/extra\n")
+	if err := os.Rename(gone, root); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if j := live("extra"); j == nil || j.Spec.Schedule == nil || !j.Spec.Discovered {
+		t.Errorf("extra, added to the host: %+v, want watched", j)
+	}
+	if v := testutil.ToFloat64(e.discoveryWatched); v != float64(len(hostJobNames)+1) {
+		t.Errorf("watched host jobs %v once the host is back, want %d", v, len(hostJobNames)+1)
+	}
+
+	// A reload that moves the root to one that cannot be read: the old
+	// root's jobs are not the new root's, and are retired.
+	writeFile(t, cfg, "jobs:\n  - name: nightly\n    every: 12h\n"+hostMode(filepath.Join(dir, "nosuch")))
+	if err := e.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if j := live("sitemap"); j == nil || j.Retired.IsZero() {
+		t.Errorf("sitemap after the root moved: %+v, want retired", j)
+	}
+	if j := live("nightly"); j == nil || j.Spec.Schedule == nil {
+		t.Errorf("nightly after the root moved: %+v, want watched", j)
 	}
 }

@@ -226,8 +226,26 @@ func scanHost(base *config.Config, text []byte, o discover.Options, runLog strin
 	if err != nil {
 		return nil, fmt.Errorf("root %s: %w", root, err)
 	}
+	return newHostScan(base, text, rep, runLog)
+}
+
+// rescanned is the host h, as a scan that succeeded before read it, matched
+// against text, the config file as loaded now: what a reload watches when
+// the host cannot be read (load). It has no findings: discovery's metrics
+// stay those of the last scan.
+func rescanned(h *discover.Host, base *config.Config, text []byte, runLog string) (*hostScan, error) {
+	watched, err := discover.WatchedFromYAML(text)
+	if err != nil {
+		return nil, fmt.Errorf("reading the config: %w", err)
+	}
+	return newHostScan(base, text, discover.Report{Host: h, Unwatched: watched.Unwatched(h)}, runLog)
+}
+
+// newHostScan is rep with, in host mode, its host's jobs added to text.
+func newHostScan(base *config.Config, text []byte, rep discover.Report, runLog string) (*hostScan, error) {
 	s := &hostScan{report: rep}
 	if base.Discovery.Watch {
+		var err error
 		if s.host, err = discover.HostConfig(rep.Host, text, runLog); err != nil {
 			return nil, fmt.Errorf("host mode: %w", err)
 		}
@@ -273,7 +291,7 @@ func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*
 	}
 	g.base, g.text = base, text
 	if s != nil && s.host != nil {
-		g.host, g.hostJobs = s.host, len(s.report.Unwatched)
+		g.host, g.hostJobs, g.scanned = s.host, len(s.report.Unwatched), s.report.Host
 		markDiscovered(g.jobs, base)
 	}
 	return g, nil
