@@ -71,6 +71,9 @@ const (
 	ColumnOutput   = "output"
 )
 
+// requiredColumns are the columns the statements write (examples/job_runs.sql).
+var requiredColumns = []string{"id", "job_name", "started_at", "finished_at", "status", "host", "pid"}
+
 // Column is a column of the table as information_schema describes it.
 type Column struct {
 	Type string // DATA_TYPE, lower-cased
@@ -160,6 +163,50 @@ func (t *Table) HasRunIDKey(ctx context.Context, q Querier) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// SchemaError is a table that is not as a check-in store needs it.
+type SchemaError struct{ Msg string }
+
+func (e *SchemaError) Error() string { return e.Msg }
+
+// ProbeKeyed is the check-in store's (store: mysql) probe: the table
+// exists, with the columns the statements write and the run_id column
+// with its unique key on (job_name, run_id), which make a retried
+// check-in one row; then which optional columns it has, as Probe. What
+// the table lacks is a *SchemaError.
+func (t *Table) ProbeKeyed(ctx context.Context, q Querier) error {
+	have, err := t.Columns(ctx, q)
+	if err != nil {
+		return err
+	}
+	if len(have) == 0 {
+		return &SchemaError{fmt.Sprintf("table %s does not exist (or the user may not see it): create it from examples/job_runs.sql", t.Name)}
+	}
+	var missing []string
+	for _, c := range requiredColumns {
+		if _, ok := have[c]; !ok {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return &SchemaError{fmt.Sprintf("table %s has no column %s (see examples/job_runs.sql)", t.Name, strings.Join(missing, ", "))}
+	}
+	t.setOptional(have)
+	keyed := false
+	if t.RunID {
+		if keyed, err = t.HasRunIDKey(ctx, q); err != nil {
+			return err
+		}
+	}
+	if !keyed {
+		what := "no run_id column"
+		if t.RunID {
+			what = "a run_id column but no unique key (job_name, run_id)"
+		}
+		return &SchemaError{fmt.Sprintf("table %s has %s: check-ins are refused, as a retried one would not be idempotent (it could count twice); see docs/mysql.md for the ALTER TABLE", t.Name, what)}
+	}
+	return nil
 }
 
 // Run is what a row says of a run.
