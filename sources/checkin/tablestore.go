@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -268,9 +269,13 @@ func (s *tableStore) writeAll(ctx context.Context, tx *sql.Tx, group []*pendingC
 }
 
 // runOf is what a check-in says of its run: a start has no status yet.
+// Its output is made valid UTF-8 (each bad sequence U+FFFD): a utf8mb4
+// column refuses anything else in strict mode, which would refuse a binary
+// body, or one whose last 10 KiB begin inside a character, at every retry.
 func runOf(rec spoolRecord) jobruns.Run {
 	r := jobruns.Run{Job: rec.Job, Host: rec.Host, PID: rec.PID, RunID: rec.RunID,
-		Started: rec.Time, Finished: rec.Time, Status: rec.Status, ExitCode: rec.ExitCode, Output: rec.Output}
+		Started: rec.Time, Finished: rec.Time, Status: rec.Status, ExitCode: rec.ExitCode,
+		Output: strings.ToValidUTF8(rec.Output, "\uFFFD")}
 	if rec.Event == "skip" {
 		r.Status = jobruns.StatusSkipped
 	}

@@ -110,6 +110,32 @@ func TestTableStoreRows(t *testing.T) {
 	}
 }
 
+// TestTableStoreOutputNotUTF8: a body that is not UTF-8 (binary, or cut
+// to its last 10 KiB inside a character) is stored, its bad bytes as
+// U+FFFD, rather than refused by the utf8mb4 column at every retry.
+func TestTableStoreOutputNotUTF8(t *testing.T) {
+	t.Parallel()
+	srv := mariadbtest.Start(t)
+	db := jobRunsDB(t, srv)
+	r := tableReceiver(t, srv, db)
+	r.SetMaxBody(1 << 20)
+	for i, body := range []string{"\xff\xfebinary", strings.Repeat("é", 6000) + "x"} {
+		if w := do(r, http.MethodPost, fmt.Sprintf("/ping/backup/1?rid=%s%d", rid1[:35], i), body); w.Code != http.StatusOK {
+			t.Fatalf("body %.10q...: %d %s", body, w.Code, w.Body)
+		}
+	}
+	got := tableRows(t, srv.DB(t, db))
+	want := []string{"\uFFFDbinary", "\uFFFD" + strings.Repeat("é", 5119) + "x"}
+	if len(got) != len(want) {
+		t.Fatalf("%d rows, want %d", len(got), len(want))
+	}
+	for i, r := range got {
+		if r.output != want[i] {
+			t.Errorf("row %d: output %.20q (%d bytes), want %.20q (%d bytes)", i, r.output, len(r.output), want[i], len(want[i]))
+		}
+	}
+}
+
 // TestTableStoreReload: a reload to store: mysql sends check-ins to the
 // table, not the spool, and one back to the spool sends them there again.
 func TestTableStoreReload(t *testing.T) {
