@@ -14,7 +14,8 @@ import (
 
 // Check validates a config file the way serve would load it, and asks every
 // source that can check more than syntax (a database's table and columns)
-// to do so. A source whose server cannot be reached is a warning, not an
+// to do so, and every service the config turns on (store: mysql's
+// table). A source whose server cannot be reached is a warning, not an
 // error: the config may be right, the network down. In host mode
 // (discovery.watch) cfg has the host's jobs too, hostJobs of them.
 func Check(ctx context.Context, path string) (cfg *config.Config, hostJobs int, warnings []string, err error) {
@@ -43,26 +44,37 @@ func Check(ctx context.Context, path string) (cfg *config.Config, hostJobs int, 
 	deps := sourceDeps(cfg, slog.New(slog.DiscardHandler), time.Now)
 	var errs []error
 	for _, sc := range cfg.Sources {
+		what := fmt.Sprintf("source %q", sc.Name)
 		src, err := sources.New(sc, deps)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("source %q: %w", sc.Name, err))
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 			continue
 		}
-		c, ok := src.(sources.Checker)
-		if !ok {
-			continue
+		if c, ok := src.(sources.Checker); ok {
+			warnings, errs = checkOne(ctx, what, c.Check, warnings, errs)
 		}
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = c.Check(cctx)
-		cancel()
-		switch {
-		case errors.Is(err, sources.ErrUnreachable):
-			warnings = append(warnings, fmt.Sprintf("source %q: not checked against the server: %v", sc.Name, err))
-		case errors.As(err, new(sources.Warning)):
-			warnings = append(warnings, fmt.Sprintf("source %q: %v", sc.Name, err))
-		case err != nil:
-			errs = append(errs, fmt.Errorf("source %q: %w", sc.Name, err))
+	}
+	for _, typ := range sources.Services() {
+		if typ.Check != nil && typ.Enabled(cfg) {
+			warnings, errs = checkOne(ctx, typ.Block, func(ctx context.Context) error { return typ.Check(ctx, cfg) }, warnings, errs)
 		}
 	}
 	return cfg, hostJobs, warnings, config.Join(errs...)
+}
+
+// checkOne runs one source's or service's check, what naming it (`source
+// "db"`, `checkins`), and adds what it says to the warnings or the errors.
+func checkOne(ctx context.Context, what string, check func(context.Context) error, warnings []string, errs []error) ([]string, []error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := check(cctx)
+	cancel()
+	switch {
+	case errors.Is(err, sources.ErrUnreachable):
+		warnings = append(warnings, fmt.Sprintf("%s: not checked against the server: %v", what, err))
+	case errors.As(err, new(sources.Warning)):
+		warnings = append(warnings, fmt.Sprintf("%s: %v", what, err))
+	case err != nil:
+		errs = append(errs, fmt.Errorf("%s: %w", what, err))
+	}
+	return warnings, errs
 }

@@ -6,9 +6,27 @@ package model
 import (
 	"encoding/json"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jobwatch/jobwatch/observation"
 )
+
+// OutputExcerpt bounds an Event's Output: a source keeps the end of what a
+// run printed, where the error usually is, up to this many bytes.
+const OutputExcerpt = 10 << 10
+
+// OutputTail is the end of s, at most max bytes, cut at a character
+// boundary.
+func OutputTail(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[len(s)-max:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s
+}
 
 // Kind says what happened to a run.
 type Kind uint8
@@ -140,7 +158,8 @@ type Event struct {
 	LockTTL time.Duration
 
 	// Output is the end of what the run printed, when the source has it
-	// (a check-in's body).
+	// (a check-in's body, a job_runs row's output column): at most
+	// OutputExcerpt bytes.
 	Output string
 	// OutputRef names an output the source keeps itself (a check-in's, in
 	// its spool), for a reader of the source to fetch (OutputReader): it is

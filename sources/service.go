@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -57,6 +58,14 @@ type ServiceType struct {
 	Enabled func(*config.Config) bool
 	// Open opens it, the first time a configuration turns it on.
 	Open func(ServiceDeps) (Service, error)
+	// Block is the config block that configures it ("checkins"), which
+	// check-config's messages name.
+	Block string
+	// Check, when set, checks what a configuration that turns it on
+	// needs besides its syntax (store: mysql's table), for check-config,
+	// as a Checker does: an error wrapping ErrUnreachable says the server
+	// could not be reached, a Warning is only one.
+	Check func(ctx context.Context, cfg *config.Config) error
 	// Off answers its path until then (with count, its counters').
 	Off func(w http.ResponseWriter, r *http.Request, count func(counter, value string))
 	// Counters are what it counts besides records (check-ins refused, by

@@ -3,7 +3,8 @@ package status
 import (
 	"net/url"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // The job list API carries excerpts of the outputs only, of its jobs'
@@ -36,21 +37,9 @@ func withOutputs(j *Job, read OutputFunc, max int) {
 			r.Output = out
 		}
 		if max > 0 {
-			r.Output = tail(r.Output, max)
+			r.Output = model.OutputTail(r.Output, max)
 		}
 	}
-}
-
-// tail is the end of s, at most max bytes, cut at a rune boundary.
-func tail(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	s = s[len(s)-max:]
-	for len(s) > 0 && !utf8.RuneStart(s[0]) {
-		s = s[1:]
-	}
-	return s
 }
 
 // listPage is the job list of rep as the API serves it: the jobs after

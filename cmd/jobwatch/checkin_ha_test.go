@@ -158,6 +158,23 @@ FROM job_runs WHERE job_name = 'burst'`).Scan(&rows, &distinct, &open, &failures
 			t.Errorf("replica %s applied %v check-ins locally besides the table", in.addr, got[`jobwatch_source_records_total{source="checkin"}`])
 		}
 	}
+
+	// A check-in's output, posted to one replica, is on the other's job
+	// page too: the table's output column, read back by its mysql source.
+	const output = "copying /srv\ndisk full on /var\n"
+	mustPing(t, f.client, "http://"+b.addr+"/ping/other/3?rid="+newRID(t), output)
+	testproc.Eventually(t, minWait, "the output in the other replica's job API", func() error {
+		var job struct {
+			RecentRuns []struct {
+				Output string `json:"output"`
+			} `json:"recent_runs"`
+		}
+		getJSON(t, "http://"+a.addr+"/api/v1/jobs/other", &job)
+		if len(job.RecentRuns) == 0 || job.RecentRuns[0].Output != output {
+			return fmt.Errorf("recent runs %+v, want one with output %q", job.RecentRuns, output)
+		}
+		return nil
+	})
 }
 
 // TestCheckinReplicaDatabaseHung: with the database stopped (SIGSTOP) a

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/jobwatch/jobwatch/internal/mariadbtest"
 )
 
@@ -76,5 +78,61 @@ sources:
 		if warned != tc.warn {
 			t.Errorf("%q: warned %v, want %v:\n%s", tc.level, warned, tc.warn, stderr)
 		}
+	}
+}
+
+// TestCheckConfigChecksCheckinTable: check-config with checkins.store:
+// mysql looks at the table the check-ins are stored in, as the store
+// does before its first write: a table without what they need is an
+// error naming the checkins block, one without run_id says that retries
+// would not be idempotent; a server that cannot be reached is a warning.
+func TestCheckConfigChecksCheckinTable(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	srv := mariadbtest.Start(t)
+	for _, tc := range []struct {
+		name  string
+		alter string // on examples/job_runs.sql's table
+		addr  string // the checkins DSN's server; default srv's
+		code  int
+		want  string // in check-config's stderr; "": nothing of checkins
+	}{
+		{name: "example table"},
+		{name: "column missing", alter: "ALTER TABLE job_runs DROP COLUMN host", code: 1,
+			want: "checkins: table job_runs has no column host"},
+		{name: "no run_id", alter: "ALTER TABLE job_runs DROP KEY job_run, DROP COLUMN run_id", code: 1,
+			want: "checkins: table job_runs has no run_id column: check-ins are refused, as a retried one would not be idempotent"},
+		{name: "unreachable", addr: freePort(t),
+			want: "warning: checkins: not checked against the server: table job_runs: database unreachable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := srv.JobRunsDatabase(t)
+			if tc.alter != "" {
+				srv.Exec(t, db, tc.alter)
+			}
+			store, err := mysql.ParseDSN(srv.RootDSN(db))
+			must(t, err)
+			if tc.addr != "" {
+				store.Addr = tc.addr
+			}
+			cfg := filepath.Join(t.TempDir(), "jobwatch.yml")
+			writeConfig(t, cfg, fmt.Sprintf(`
+jobs:
+  - name: backup
+    every: 1h
+checkins:
+  enabled: true
+  store: mysql
+  mysql_dsn: %q
+sources:
+  - name: shared
+    type: mysql
+    dsn: %q
+`, store.FormatDSN(), srv.RootDSN(db)))
+			code, out := runToExit(t, bin, "check-config", "--config.file="+cfg)
+			if code != tc.code || tc.want != "" && !strings.Contains(out, tc.want) || tc.want == "" && strings.Contains(out, "checkins") {
+				t.Fatalf("check-config exited %d, want %d, saying %q:\n%s", code, tc.code, tc.want, out)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,58 +64,149 @@ type Execer interface {
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
 }
 
+// The optional columns: a run's own id, its exit code and its output.
+const (
+	ColumnRunID    = "run_id"
+	ColumnExitCode = "exit_code"
+	ColumnOutput   = "output"
+)
+
+// requiredColumns are the columns the statements write (examples/job_runs.sql).
+var requiredColumns = []string{"id", "job_name", "started_at", "finished_at", "status", "host", "pid"}
+
+// Column is a column of the table as information_schema describes it.
+type Column struct {
+	Type string // DATA_TYPE, lower-cased
+	Key  string // COLUMN_KEY: PRI, UNI, MUL or ""
+}
+
+// Columns reads the table's columns, by lower-cased name: none when the
+// table does not exist or the user may not see it. It is the one reader
+// of information_schema.COLUMNS for a job_runs table, the writers' and
+// the mysql source's.
+func (t *Table) Columns(ctx context.Context, q Querier) (map[string]Column, error) {
+	rows, err := q.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?`, t.Schema, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	have := map[string]Column{}
+	for rows.Next() {
+		var name, typ, key string
+		if err := rows.Scan(&name, &typ, &key); err != nil {
+			return nil, err
+		}
+		have[strings.ToLower(name)] = Column{strings.ToLower(typ), key}
+	}
+	return have, rows.Err()
+}
+
+// Index is one of the table's indexes.
+type Index struct {
+	Unique  bool
+	Columns []string // lower-cased, in the index's order
+}
+
+// Indexes reads the table's indexes by name, the one reader of
+// information_schema.STATISTICS for a job_runs table.
+func (t *Table) Indexes(ctx context.Context, q Querier) (map[string]Index, error) {
+	rows, err := q.QueryContext(ctx, `SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS
+WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?
+ORDER BY INDEX_NAME, SEQ_IN_INDEX`, t.Schema, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	idx := map[string]Index{}
+	for rows.Next() {
+		var name, col string
+		var nonUnique int
+		if err := rows.Scan(&name, &nonUnique, &col); err != nil {
+			return nil, err
+		}
+		ix := idx[name]
+		ix.Unique = nonUnique == 0
+		ix.Columns = append(ix.Columns, strings.ToLower(col))
+		idx[name] = ix
+	}
+	return idx, rows.Err()
+}
+
 // Probe reads which of the optional columns (exit_code, run_id, output)
 // the table has.
 func (t *Table) Probe(ctx context.Context, q Querier) error {
-	rows, err := q.QueryContext(ctx, `SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
-WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND LOWER(COLUMN_NAME) IN ('exit_code', 'run_id', 'output')`,
-		t.Schema, t.Name)
+	have, err := t.Columns(ctx, q)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	t.ExitCode, t.RunID, t.Output = false, false, false
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			return err
-		}
-		switch c {
-		case "exit_code":
-			t.ExitCode = true
-		case "run_id":
-			t.RunID = true
-		case "output":
-			t.Output = true
-		}
-	}
-	return rows.Err()
+	t.setOptional(have)
+	return nil
+}
+
+func (t *Table) setOptional(have map[string]Column) {
+	_, t.ExitCode = have[ColumnExitCode]
+	_, t.RunID = have[ColumnRunID]
+	_, t.Output = have[ColumnOutput]
 }
 
 // HasRunIDKey reports whether the table has a unique key on (job_name,
 // run_id), which makes a run id's rows idempotent.
 func (t *Table) HasRunIDKey(ctx context.Context, q Querier) (bool, error) {
-	rows, err := q.QueryContext(ctx, `SELECT INDEX_NAME, LOWER(COLUMN_NAME) FROM information_schema.STATISTICS
-WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND NON_UNIQUE = 0
-ORDER BY INDEX_NAME, SEQ_IN_INDEX`, t.Schema, t.Name)
+	idx, err := t.Indexes(ctx, q)
 	if err != nil {
 		return false, err
 	}
-	defer rows.Close()
-	idx := map[string][]string{}
-	for rows.Next() {
-		var name, col string
-		if err := rows.Scan(&name, &col); err != nil {
-			return false, err
-		}
-		idx[name] = append(idx[name], col)
-	}
-	for _, cols := range idx {
-		if len(cols) == 2 && cols[0] == "job_name" && cols[1] == "run_id" {
-			return true, rows.Err()
+	for _, ix := range idx {
+		if ix.Unique && slices.Equal(ix.Columns, []string{"job_name", ColumnRunID}) {
+			return true, nil
 		}
 	}
-	return false, rows.Err()
+	return false, nil
+}
+
+// SchemaError is a table that is not as a check-in store needs it.
+type SchemaError struct{ Msg string }
+
+func (e *SchemaError) Error() string { return e.Msg }
+
+// ProbeKeyed is the check-in store's (store: mysql) probe: the table
+// exists, with the columns the statements write and the run_id column
+// with its unique key on (job_name, run_id), which make a retried
+// check-in one row; then which optional columns it has, as Probe. What
+// the table lacks is a *SchemaError.
+func (t *Table) ProbeKeyed(ctx context.Context, q Querier) error {
+	have, err := t.Columns(ctx, q)
+	if err != nil {
+		return err
+	}
+	if len(have) == 0 {
+		return &SchemaError{fmt.Sprintf("table %s does not exist (or the user may not see it): create it from examples/job_runs.sql", t.Name)}
+	}
+	var missing []string
+	for _, c := range requiredColumns {
+		if _, ok := have[c]; !ok {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return &SchemaError{fmt.Sprintf("table %s has no column %s (see examples/job_runs.sql)", t.Name, strings.Join(missing, ", "))}
+	}
+	t.setOptional(have)
+	keyed := false
+	if t.RunID {
+		if keyed, err = t.HasRunIDKey(ctx, q); err != nil {
+			return err
+		}
+	}
+	if !keyed {
+		what := "no run_id column"
+		if t.RunID {
+			what = "a run_id column but no unique key (job_name, run_id)"
+		}
+		return &SchemaError{fmt.Sprintf("table %s has %s: check-ins are refused, as a retried one would not be idempotent (it could count twice); see docs/mysql.md for the ALTER TABLE", t.Name, what)}
+	}
+	return nil
 }
 
 // Run is what a row says of a run.

@@ -176,7 +176,7 @@ func TestCheckinOutputExcerpt(t *testing.T) {
 		t.Fatal(w.Code)
 	}
 	got := spooled(t, dir)[0].Output
-	if len(got) != OutputExcerpt || !strings.HasSuffix(got, "the error at the end") {
+	if len(got) != model.OutputExcerpt || !strings.HasSuffix(got, "the error at the end") {
 		t.Errorf("excerpt of %d bytes ending %q", len(got), got[len(got)-30:])
 	}
 }

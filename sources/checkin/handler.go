@@ -41,10 +41,6 @@ var RejectReasons = []string{RejectUnknownJob, RejectBadExitCode, RejectBodyTooL
 // become the reason label of jobwatch_job_skips_total, so they are bounded.
 var SkipReasons = model.SkipReasons
 
-// OutputExcerpt is how much of a check-in's body is kept as the run's
-// output: its end, where the error usually is.
-const OutputExcerpt = 10 << 10
-
 // Limits of the query parameters.
 const (
 	maxHost = 255
@@ -231,7 +227,7 @@ func readQuery(rec *spoolRecord, r *http.Request) *refusal {
 	return nil
 }
 
-// readOutput is the end of r's body, up to OutputExcerpt.
+// readOutput is the end of r's body, up to model.OutputExcerpt.
 func (s *Receiver) readOutput(w http.ResponseWriter, r *http.Request) (string, *refusal) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody.Load()))
 	if err != nil {
@@ -241,8 +237,8 @@ func (s *Receiver) readOutput(w http.ResponseWriter, r *http.Request) (string, *
 		}
 		return "", &refusal{http.StatusBadRequest, "", "reading the body: " + err.Error()}
 	}
-	if len(body) > OutputExcerpt {
-		body = body[len(body)-OutputExcerpt:]
+	if len(body) > model.OutputExcerpt {
+		body = body[len(body)-model.OutputExcerpt:]
 	}
 	return string(body), nil
 }

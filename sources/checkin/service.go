@@ -1,6 +1,7 @@
 package checkin
 
 import (
+	"context"
 	"net/http"
 	"path/filepath"
 
@@ -21,6 +22,13 @@ func init() {
 		LateWindow: LateWindow,
 		Enabled:    func(c *config.Config) bool { return c.Checkins.Enabled },
 		Open:       open,
+		Block:      "checkins",
+		Check: func(ctx context.Context, c *config.Config) error {
+			if c.Checkins.Store != config.StoreMySQL {
+				return nil
+			}
+			return checkStore(ctx, c.Checkins)
+		},
 		Off: func(w http.ResponseWriter, _ *http.Request, count func(counter, value string)) {
 			count(rejected, RejectUnknownJob)
 			http.Error(w, "check-ins are not enabled (checkins: in jobwatch.yml)", http.StatusNotFound)

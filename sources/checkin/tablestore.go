@@ -3,16 +3,20 @@ package checkin
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/internal/jobruns"
 	"github.com/jobwatch/jobwatch/internal/secret"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // A tableStore keeps check-ins as rows of a shared job_runs table (store:
@@ -76,22 +80,56 @@ var errStoreClosed = errors.New("check-in store is closed")
 
 // openTableStore reads the DSN and starts the committer; nothing is dialled.
 func openTableStore(dsn, dsnFile, table string, log *slog.Logger) (*tableStore, error) {
-	t, err := jobruns.ParseTable(table)
+	t, c, red, err := loadStore(dsn, dsnFile, table, log)
 	if err != nil {
 		return nil, fmt.Errorf("checkins: %w", err)
-	}
-	cfg, red, err := secret.LoadMySQL(secret.MySQL{DSN: dsn, File: dsnFile, DSNName: "mysql_dsn", FileName: "mysql_dsn_file", Timeout: dialTimeout}, log)
-	if err != nil {
-		return nil, fmt.Errorf("checkins: %w", err)
-	}
-	c, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, red.Err(fmt.Errorf("checkins: mysql_dsn: %w", err))
 	}
 	s := &tableStore{db: sql.OpenDB(c), t: t, red: red, log: log, key: storeKey(dsn, dsnFile, table),
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
 	go s.committer()
 	return s, nil
+}
+
+// loadStore parses the table and reads the DSN of store: mysql; nothing
+// is dialled. Its errors are the checkins block's, without its name.
+func loadStore(dsn, dsnFile, table string, log *slog.Logger) (*jobruns.Table, driver.Connector, *secret.Redactor, error) {
+	t, err := jobruns.ParseTable(table)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, red, err := secret.LoadMySQL(secret.MySQL{DSN: dsn, File: dsnFile, DSNName: "mysql_dsn", FileName: "mysql_dsn_file", Timeout: dialTimeout}, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, nil, nil, red.Err(fmt.Errorf("mysql_dsn: %w", err))
+	}
+	return t, c, red, nil
+}
+
+// checkStore is check-config's look at store: mysql's table: the check
+// the store makes before its first write (jobruns.ProbeKeyed). A server
+// that cannot be reached is an error wrapping sources.ErrUnreachable; one
+// that answers and refuses (a wrong password, an unknown database) is an
+// error.
+func checkStore(ctx context.Context, c config.Checkins) error {
+	t, conn, red, err := loadStore(c.MySQLDSN, c.MySQLDSNFile, c.Table, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		if !errors.As(err, new(*mysql.MySQLError)) {
+			err = fmt.Errorf("database %w: %w", sources.ErrUnreachable, err)
+		}
+		return red.Err(fmt.Errorf("table %s: %w", t.Name, err))
+	}
+	if err := t.ProbeKeyed(ctx, db); err != nil {
+		return red.Err(err)
+	}
+	return nil
 }
 
 func storeKey(dsn, dsnFile, table string) string { return dsn + "\x00" + dsnFile + "\x00" + table }
@@ -231,32 +269,30 @@ func (s *tableStore) writeAll(ctx context.Context, tx *sql.Tx, group []*pendingC
 }
 
 // runOf is what a check-in says of its run: a start has no status yet.
+// Its output is made valid UTF-8 (each bad sequence U+FFFD): a utf8mb4
+// column refuses anything else in strict mode, which would refuse a binary
+// body, or one whose last 10 KiB begin inside a character, at every retry.
 func runOf(rec spoolRecord) jobruns.Run {
 	r := jobruns.Run{Job: rec.Job, Host: rec.Host, PID: rec.PID, RunID: rec.RunID,
-		Started: rec.Time, Finished: rec.Time, Status: rec.Status, ExitCode: rec.ExitCode, Output: rec.Output}
+		Started: rec.Time, Finished: rec.Time, Status: rec.Status, ExitCode: rec.ExitCode,
+		Output: strings.ToValidUTF8(rec.Output, "\uFFFD")}
 	if rec.Event == "skip" {
 		r.Status = jobruns.StatusSkipped
 	}
 	return r
 }
 
-// probe finds out once that the table has the run_id column and its
-// unique key, and whether it has exit_code and output.
+// probe finds out once that the table has what check-ins need (its
+// columns, run_id and its unique key: jobruns.ProbeKeyed, which
+// check-config runs too), and whether it has exit_code and output.
 func (s *tableStore) probe(ctx context.Context) error {
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
 	if s.probed {
 		return nil
 	}
-	if err := s.t.Probe(ctx, s.db); err != nil {
+	if err := s.t.ProbeKeyed(ctx, s.db); err != nil {
 		return err
-	}
-	ok, err := s.t.HasRunIDKey(ctx, s.db)
-	if err != nil {
-		return err
-	}
-	if !s.t.RunID || !ok {
-		return fmt.Errorf("has no run_id column with a unique key (job_name, run_id), which makes retries idempotent: see docs/mysql.md for the ALTER TABLE")
 	}
 	s.probed = true
 	return nil

@@ -1,9 +1,13 @@
 package checkin
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // tableReceiver is a receiver with store: mysql on a fresh database with
@@ -102,6 +107,32 @@ func TestTableStoreRows(t *testing.T) {
 	}
 	if len(spooled(t, a.opts.Dir))+len(spooled(t, b.opts.Dir)) > 0 {
 		t.Fatal("check-ins stored in the table were spooled too")
+	}
+}
+
+// TestTableStoreOutputNotUTF8: a body that is not UTF-8 (binary, or cut
+// to its last 10 KiB inside a character) is stored, its bad bytes as
+// U+FFFD, rather than refused by the utf8mb4 column at every retry.
+func TestTableStoreOutputNotUTF8(t *testing.T) {
+	t.Parallel()
+	srv := mariadbtest.Start(t)
+	db := jobRunsDB(t, srv)
+	r := tableReceiver(t, srv, db)
+	r.SetMaxBody(1 << 20)
+	for i, body := range []string{"\xff\xfebinary", strings.Repeat("é", 6000) + "x"} {
+		if w := do(r, http.MethodPost, fmt.Sprintf("/ping/backup/1?rid=%s%d", rid1[:35], i), body); w.Code != http.StatusOK {
+			t.Fatalf("body %.10q...: %d %s", body, w.Code, w.Body)
+		}
+	}
+	got := tableRows(t, srv.DB(t, db))
+	want := []string{"\uFFFDbinary", "\uFFFD" + strings.Repeat("é", 5119) + "x"}
+	if len(got) != len(want) {
+		t.Fatalf("%d rows, want %d", len(got), len(want))
+	}
+	for i, r := range got {
+		if r.output != want[i] {
+			t.Errorf("row %d: output %.20q (%d bytes), want %.20q (%d bytes)", i, r.output, len(r.output), want[i], len(want[i]))
+		}
 	}
 }
 
@@ -236,5 +267,71 @@ func TestTableStoreNeedsRunIDKey(t *testing.T) {
 	var n int
 	if err := srv.DB(t, db).QueryRow("SELECT COUNT(*) FROM job_runs").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("rows %d, %v", n, err)
+	}
+}
+
+// TestCheckStore: check-config's look at store: mysql's table (checkStore)
+// refuses a table check-ins cannot be stored in, as the store itself
+// would, saying what it lacks; a server that cannot be reached is only
+// unreachable; no error shows the password.
+func TestCheckStore(t *testing.T) {
+	t.Parallel()
+	srv := mariadbtest.Start(t)
+	const password = "s3cret-Password"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	for _, tc := range []struct {
+		name        string
+		alter       string                 // run on examples/job_runs.sql's table; "-" drops it
+		dsn         func(db string) string // default: the administrative user's
+		want        string                 // in the error; "" none
+		unreachable bool
+	}{
+		{name: "example table"},
+		{name: "no output or exit_code", alter: "ALTER TABLE job_runs DROP COLUMN output"},
+		{name: "no table", alter: "-", want: "table job_runs does not exist"},
+		{name: "columns missing", alter: "ALTER TABLE job_runs DROP COLUMN host, DROP COLUMN pid", want: "table job_runs has no column host, pid"},
+		{name: "no run_id", alter: "ALTER TABLE job_runs DROP KEY job_run, DROP COLUMN run_id",
+			want: "table job_runs has no run_id column: check-ins are refused, as a retried one would not be idempotent"},
+		{name: "run_id without its key", alter: "ALTER TABLE job_runs DROP KEY job_run",
+			want: "table job_runs has a run_id column but no unique key (job_name, run_id)"},
+		{name: "wrong password", want: "Access denied", dsn: func(db string) string {
+			return srv.Config(srv.NewUser(t, "other-Password", db), password, db).FormatDSN()
+		}},
+		{name: "unreachable", unreachable: true, want: "database unreachable", dsn: func(db string) string {
+			cfg := srv.Config("jobwatch", password, db)
+			cfg.Addr = closed
+			return cfg.FormatDSN()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := srv.JobRunsDatabase(t)
+			switch tc.alter {
+			case "":
+			case "-":
+				srv.Exec(t, db, "DROP TABLE job_runs")
+			default:
+				srv.Exec(t, db, tc.alter)
+			}
+			c := tableConfig(srv, db)
+			if tc.dsn != nil {
+				c.MySQLDSN = tc.dsn(db)
+			}
+			err := checkStore(context.Background(), c)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("checkStore: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("checkStore: %v, want an error saying %q", err, tc.want)
+			case errors.Is(err, sources.ErrUnreachable) != tc.unreachable:
+				t.Errorf("checkStore: %v: unreachable %v, want %v", err, errors.Is(err, sources.ErrUnreachable), tc.unreachable)
+			case err != nil && strings.Contains(err.Error(), password):
+				t.Errorf("checkStore's error shows the password: %v", err)
+			}
+		})
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/internal/jobruns"
 	"github.com/jobwatch/jobwatch/internal/secret"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/sources"
@@ -76,9 +77,12 @@ type Source struct {
 
 	schema, tableName string // schema may be empty: the DSN's database
 	table             string // quoted, qualified if configured so
-	cols              Columns
-	q                 map[string]string // quoted column names by config key
-	selectList        string
+	// jt reads the table's columns and indexes (information_schema), as
+	// the check-in store and --record-mysql do.
+	jt         *jobruns.Table
+	cols       Columns
+	q          map[string]string // quoted column names by config key
+	selectList string
 
 	status     map[string]statusClass // lower-cased value -> class
 	statusVals map[statusClass][]string
@@ -87,6 +91,9 @@ type Source struct {
 	// hasRunID says the table has a run_id column (a check-in's ?rid=,
 	// docs/checkins.md): checkSchema finds out, query reads it.
 	hasRunID atomic.Bool
+	// hasOutput says the table has an output column (a check-in's body):
+	// query reads its end, at most model.OutputExcerpt bytes.
+	hasOutput atomic.Bool
 	// wait sleeps d or until ctx is done (false). Tests replace it.
 	wait func(ctx context.Context, d time.Duration) bool
 }
@@ -128,11 +135,14 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 	slices.Sort(m.jobs)
 	m.jobs = slices.Compact(m.jobs)
 	table := c.TableName()
-	if i := strings.IndexByte(table, '.'); i >= 0 {
-		m.schema, m.tableName = table[:i], table[i+1:]
+	if m.jt, err = jobruns.ParseTable(table); err != nil {
+		return nil, fmt.Errorf("source %q: %w", name, err)
+	}
+	m.schema, m.tableName = m.jt.Schema, m.jt.Name
+	if m.schema != "" {
 		m.table = quoteIdent(m.schema) + "." + quoteIdent(m.tableName)
 	} else {
-		m.tableName, m.table = table, quoteIdent(table)
+		m.table = quoteIdent(m.tableName)
 	}
 	var list []string
 	for _, kv := range m.cols.NamedColumns() {
@@ -420,12 +430,18 @@ type runRow struct {
 	host     sql.NullString
 	pid      sql.NullInt64
 	runID    sql.NullString // when the table has run_id
+	output   sql.NullString // the end of output, when the table has it
 }
 
 func (m *Source) query(ctx context.Context, db *sql.DB, where string, args ...any) ([]runRow, error) {
-	list, runID := m.selectList, m.hasRunID.Load()
+	list, runID, output := m.selectList, m.hasRunID.Load(), m.hasOutput.Load()
 	if runID {
-		list += ", " + quoteIdent(runIDColumn)
+		list += ", " + quoteIdent(jobruns.ColumnRunID)
+	}
+	if output {
+		// Its end only, however long it is: RIGHT counts characters, so
+		// at most 4 bytes each cross the wire, cut to bytes below.
+		list += fmt.Sprintf(", RIGHT(%s, %d)", quoteIdent(jobruns.ColumnOutput), model.OutputExcerpt)
 	}
 	rows, err := db.QueryContext(ctx, "SELECT "+list+" FROM "+m.table+" "+where, args...)
 	if err != nil {
@@ -438,6 +454,9 @@ func (m *Source) query(ctx context.Context, db *sql.DB, where string, args ...an
 		dst := []any{&r.id, &r.job, &r.started, &r.finished, &r.status, &r.host, &r.pid}
 		if runID {
 			dst = append(dst, &r.runID)
+		}
+		if output {
+			dst = append(dst, &r.output)
 		}
 		if err := rows.Scan(dst...); err != nil {
 			return nil, &scanError{err}
@@ -953,6 +972,7 @@ func (m *Source) rowEvents(r runRow, started bool) (evs []keyedEvent, open bool,
 	}
 	e := base
 	e.Kind, e.Time, e.Result = model.End, r.finished.Time, res
+	e.Output = model.OutputTail(r.output.String, model.OutputExcerpt)
 	if d := r.finished.Time.Sub(r.started.Time); d >= 0 {
 		e.Duration, e.HasDuration = d, true
 	}

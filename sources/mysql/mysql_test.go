@@ -286,6 +286,7 @@ func TestMySQL(t *testing.T) {
 	t.Run("Truncated", func(t *testing.T) { testMySQLTruncated(t, newFixture(t, srv)) })
 	t.Run("Tracker", func(t *testing.T) { testMySQLTracker(t, newFixture(t, srv)) })
 	t.Run("RunID", func(t *testing.T) { testMySQLRunID(t, newFixture(t, srv)) })
+	t.Run("Output", func(t *testing.T) { testMySQLOutput(t, newFixture(t, srv)) })
 	t.Run("IndexAdvice", func(t *testing.T) {
 		f := newFixture(t, srv)
 		f.exec("ALTER TABLE job_runs DROP KEY job_open")
@@ -390,6 +391,77 @@ func testMySQLRunID(t *testing.T, f *fixture) {
 	st.step()
 	f.start("backup", "h3", 7, 2*time.Second)
 	wantEvents(t, "no run_id column", st.step(), "start backup h3/7 db:3 02:00:02.123456")
+}
+
+// takeEnds returns the End events recorded since the last take.
+func (s *recordingSink) takeEnds() []model.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []model.Event
+	for _, b := range s.batches[s.taken:] {
+		for _, e := range b.Events {
+			if e.Kind == model.End {
+				out = append(out, e)
+			}
+		}
+	}
+	s.taken = len(s.batches)
+	return out
+}
+
+// testMySQLOutput: a row's output (a check-in's body) is its End's
+// Output; of a 1 MB output only the end crosses the wire, at most
+// model.OutputExcerpt bytes of it, cut at a character boundary; a table
+// without the column is read as before.
+func testMySQLOutput(t *testing.T, f *fixture) {
+	f.exec("ALTER TABLE job_runs MODIFY output MEDIUMTEXT NULL") // TEXT holds 64 KiB
+	s := f.source(f.sourceConfig("db"), sources.Deps{})
+	st := newStepper(t, s, nil)
+	st.step()
+	ends := func(what string, want ...string) {
+		t.Helper()
+		if _, err := st.r.step(context.Background()); err != nil {
+			t.Fatalf("%s: poll: %v", what, err)
+		}
+		got := st.sink.takeEnds()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d ends, want %d", what, len(got), len(want))
+		}
+		for i, e := range got {
+			if e.Output != want[i] {
+				t.Errorf("%s: end %d output %d bytes %.40q...%q, want %d bytes %.40q...", what, i, len(e.Output), e.Output, e.Output[max(0, len(e.Output)-20):], len(want[i]), want[i])
+			}
+		}
+	}
+
+	// A finished row, and one finished by an update.
+	f.exec("INSERT INTO job_runs (job_name, started_at, finished_at, status, host, output) VALUES ('backup', ?, ?, 'failure', 'h1', 'disk full')", f.at(0), f.at(time.Second))
+	id := f.start("backup", "h2", 5, 2*time.Second)
+	ends("a finished row", "disk full")
+	f.exec("UPDATE job_runs SET finished_at = ?, status = 'success', output = 'done' WHERE id = ?", f.at(3*time.Second), id)
+	f.run("backup", "h3", 6, 4*time.Second, 5*time.Second, "success") // no output
+	ends("an updated row, a row without output", "done", "")
+
+	// 1 MB: the excerpt only, read as the end of the value in SQL.
+	big := "the start\n" + strings.Repeat("x", 1<<20) + "\nthe error at the end"
+	id = f.run("backup", "h1", 7, 6*time.Second, 7*time.Second, "failure")
+	f.exec("UPDATE job_runs SET output = ? WHERE id = ?", big, id)
+	rows, err := s.query(context.Background(), st.r.db, "WHERE "+s.q["id"]+" = ?", id)
+	if err != nil || len(rows) != 1 || len(rows[0].output.String) != model.OutputExcerpt {
+		t.Fatalf("query: %d rows, %v; want the output's last %d bytes read", len(rows), err, model.OutputExcerpt)
+	}
+	ends("a 1 MB output", big[len(big)-model.OutputExcerpt:])
+	// Characters of 2 bytes: RIGHT reads the last 10 Ki of them, the End
+	// keeps the last 10 KiB, whole characters.
+	wide := strings.Repeat("é", 1<<19) + "!"
+	f.exec("INSERT INTO job_runs (job_name, started_at, finished_at, status, host, output) VALUES ('backup', ?, ?, 'failure', 'h1', ?)", f.at(8*time.Second), f.at(9*time.Second), wide)
+	ends("a 1 MB output of 2-byte characters", strings.Repeat("é", model.OutputExcerpt/2-1)+"!")
+
+	f.exec("ALTER TABLE job_runs DROP COLUMN output")
+	st = newStepper(t, f.source(f.sourceConfig("db"), sources.Deps{}), nil)
+	st.step() // the first start
+	f.run("backup", "h4", 8, 10*time.Second, 11*time.Second, "success")
+	ends("no output column", "")
 }
 
 func testMySQLStartThenUpdate(t *testing.T, f *fixture) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/jobwatch/jobwatch/internal/jobruns"
 )
 
 // schemaError is a table or column that is not as the config says. Its
@@ -61,8 +63,10 @@ func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (plan indexPlan, e
 	if err := m.checkColumns(have, schema); err != nil {
 		return plan, err
 	}
-	_, runID := have[runIDColumn]
-	m.hasRunID.Store(runID && !m.configured(runIDColumn))
+	_, runID := have[jobruns.ColumnRunID]
+	m.hasRunID.Store(runID && !m.configured(jobruns.ColumnRunID))
+	_, output := have[jobruns.ColumnOutput]
+	m.hasOutput.Store(output && !m.configured(jobruns.ColumnOutput))
 	// The columns exist and have usable types: make sure the user may
 	// SELECT them (information_schema may show columns it may not read).
 	rows, err := db.QueryContext(ctx, "SELECT "+m.selectList+" FROM "+m.table+" LIMIT 0")
@@ -72,10 +76,6 @@ func (m *Source) checkSchema(ctx context.Context, db *sql.DB) (plan indexPlan, e
 	rows.Close()
 	return m.indexes(ctx, db, schema)
 }
-
-// runIDColumn is the optional column of a run's own id, read when the
-// table has it (examples/job_runs.sql).
-const runIDColumn = "run_id"
 
 // configured says a configured column has that name (lower-cased).
 func (m *Source) configured(name string) bool {
@@ -102,42 +102,26 @@ func (m *Source) schemaName(ctx context.Context, db *sql.DB) (string, error) {
 	return cur.String, nil
 }
 
-// colInfo is a column's DATA_TYPE, lower-cased, and its COLUMN_KEY.
-type colInfo struct{ typ, key string }
-
 // tableColumns are the table's columns by lower-cased name, none if the
 // table does not exist or the user may not see it.
-func (m *Source) tableColumns(ctx context.Context, db *sql.DB, schema string) (map[string]colInfo, error) {
-	rows, err := db.QueryContext(ctx,
-		"SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-		schema, m.tableName)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	have := map[string]colInfo{}
-	for rows.Next() {
-		var name, typ, key string
-		if err := rows.Scan(&name, &typ, &key); err != nil {
-			return nil, err
-		}
-		have[strings.ToLower(name)] = colInfo{strings.ToLower(typ), key}
-	}
-	return have, rows.Err()
+func (m *Source) tableColumns(ctx context.Context, db *sql.DB, schema string) (map[string]jobruns.Column, error) {
+	t := *m.jt
+	t.Schema = schema
+	return t.Columns(ctx, db)
 }
 
 // checkColumns checks that each configured column is in have, of a usable
 // type, and id indexed.
-func (m *Source) checkColumns(have map[string]colInfo, schema string) error {
+func (m *Source) checkColumns(have map[string]jobruns.Column, schema string) error {
 	var missing, wrong []string
 	for _, c := range m.columnTypes() {
 		info, ok := have[strings.ToLower(c.name)]
 		switch {
 		case !ok:
 			missing = append(missing, fmt.Sprintf("columns.%s: column %q not in table %s.%s", c.key, c.name, schema, m.tableName))
-		case !slices.Contains(c.types, info.typ):
-			wrong = append(wrong, fmt.Sprintf("columns.%s: column %q is %s, want one of %s", c.key, c.name, strings.ToUpper(info.typ), strings.ToUpper(strings.Join(c.types, ", "))))
-		case c.key == "id" && info.key == "":
+		case !slices.Contains(c.types, info.Type):
+			wrong = append(wrong, fmt.Sprintf("columns.%s: column %q is %s, want one of %s", c.key, c.name, strings.ToUpper(info.Type), strings.ToUpper(strings.Join(c.types, ", "))))
+		case c.key == "id" && info.Key == "":
 			wrong = append(wrong, fmt.Sprintf("columns.id: column %q has no index (make it the AUTO_INCREMENT primary key)", c.name))
 		}
 	}
@@ -203,27 +187,15 @@ func (m *Source) indexWarning(p indexPlan) string {
 // indexes reads which of the first start's look-ups the table's indexes
 // serve.
 func (m *Source) indexes(ctx context.Context, db *sql.DB, schema string) (indexPlan, error) {
-	rows, err := db.QueryContext(ctx,
-		"SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX",
-		schema, m.tableName)
+	t := *m.jt
+	t.Schema = schema
+	idx, err := t.Indexes(ctx, db)
 	if err != nil {
 		return indexPlan{}, err
 	}
-	defer rows.Close()
-	idx := map[string][]string{}
-	for rows.Next() {
-		var name, col string
-		var seq int
-		if err := rows.Scan(&name, &seq, &col); err != nil {
-			return indexPlan{}, err
-		}
-		idx[name] = append(idx[name], strings.ToLower(col))
-	}
-	if err := rows.Err(); err != nil {
-		return indexPlan{}, err
-	}
 	hasPrefix := func(cols ...string) bool {
-		for _, ic := range idx {
+		for _, ix := range idx {
+			ic := ix.Columns
 			if len(ic) < len(cols) {
 				continue
 			}
