@@ -47,6 +47,10 @@ const formatName = "jobwatch-state"
 // jobsPerFrame is how many jobs one snapshot entry holds.
 const jobsPerFrame = 512
 
+// keptEntryBuffer: a log entry's buffers are kept for the next one up to
+// this size (a stream's commits are a few tens of KiB).
+const keptEntryBuffer = 1 << 20
+
 // compactMin: the log is not compacted before it holds this many bytes.
 const compactMin = 1 << 20
 
@@ -61,6 +65,8 @@ type Store struct {
 	logSize  int64    // bytes of valid entries in the log
 	snapSize int64
 	legacy   bool // LegacyFile is present
+	// payload and frame: the last log entry's, kept for the next one.
+	payload, frame []byte
 }
 
 // Open creates the state directory if needed (mode 0700), locks it, and
@@ -350,11 +356,12 @@ func (s *Store) Save(c *model.Changes, all *model.Saved) error {
 	}
 	ce := changesEntry(c)
 	ce.Written = time.Now().UTC()
-	payload, err := json.Marshal(ce)
-	if err != nil {
-		return fmt.Errorf("encoding state: %w", err)
+	var err error
+	if s.payload, err = appendEntry(s.payload[:0], ce); err != nil {
+		return err
 	}
-	frame := appendFrame(nil, payload)
+	s.frame = appendFrame(s.frame[:0], s.payload)
+	frame := s.frame
 	if _, err := s.log.WriteAt(frame, s.logSize); err != nil {
 		return s.appendFailed(fmt.Errorf("saving state %s: %w", s.log.Name(), err))
 	}
@@ -362,6 +369,9 @@ func (s *Store) Save(c *model.Changes, all *model.Saved) error {
 		return s.appendFailed(fmt.Errorf("saving state %s: %w", s.log.Name(), err))
 	}
 	s.logSize += int64(len(frame))
+	if cap(s.payload) > keptEntryBuffer {
+		s.payload, s.frame = nil, nil // a burst's entry: not kept for a stream's
+	}
 	return nil
 }
 
@@ -508,17 +518,27 @@ type frameWriter struct {
 	size    int64
 	payload bytes.Buffer
 	enc     *json.Encoder
+	entry   []byte
 	frame   []byte
 }
 
 // add writes v as one frame: the same bytes as appendFrame of
-// json.Marshal(v).
+// json.Marshal(v); an entry is encoded by appendEntry.
 func (fw *frameWriter) add(v any) error {
-	fw.payload.Reset()
-	if err := fw.enc.Encode(v); err != nil {
-		return fmt.Errorf("encoding state: %w", err)
+	var payload []byte
+	if e, ok := v.(*entry); ok {
+		var err error
+		if fw.entry, err = appendEntry(fw.entry[:0], e); err != nil {
+			return err
+		}
+		payload = fw.entry
+	} else {
+		fw.payload.Reset()
+		if err := fw.enc.Encode(v); err != nil {
+			return fmt.Errorf("encoding state: %w", err)
+		}
+		payload = bytes.TrimSuffix(fw.payload.Bytes(), []byte("\n")) // Encode ends with a newline; Marshal does not
 	}
-	payload := bytes.TrimSuffix(fw.payload.Bytes(), []byte("\n")) // Encode ends with a newline; Marshal does not
 	fw.frame = appendFrameHeader(fw.frame[:0], payload)
 	if _, err := fw.w.Write(fw.frame); err != nil {
 		return err
