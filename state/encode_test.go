@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -114,4 +115,33 @@ func fill(r *rand.Rand, v reflect.Value, depth int) {
 	default:
 		panic("fill: no case for " + v.Type().String())
 	}
+}
+
+// BenchmarkEncodeEntry: one log entry of 33 jobs as a stream at 200
+// records a second commits them (each with two runs), by appendEntry and
+// by json.Marshal.
+func BenchmarkEncodeEntry(b *testing.B) {
+	at := time.Date(2026, 12, 2, 10, 0, 0, 123456789, time.UTC)
+	d, code := 0.2, 0
+	e := &entry{Jobs: map[string]*jobRecord{}}
+	for i := range 33 {
+		recent := []recentRecord{{Start: at, End: at.Add(time.Second), Duration: &d, Result: "success", Host: "web1", PID: 100 + i, ExitCode: &code}}
+		recent = append(recent, recent[0])
+		e.Jobs[fmt.Sprintf("job_%05d", i)] = &jobRecord{FirstWatched: at, LastStart: at, LastSuccess: at, LastSuccessStart: at,
+			LastDuration: 0.2, HasLastDuration: true, HasLastExitCode: true, Runs: map[string]uint64{"success": 2},
+			Durations: histogramRecord{Counts: []uint64{0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0}, Sum: 0.4, Count: 2},
+			Sources:   []string{"runs"}, Recent: recent, DurationHistory: []float64{0.2, 0.2}, DecidedUntil: at}
+	}
+	e.Sources = map[string]*sourceRecord{"runs": {Records: 20000, Position: json.RawMessage(`{"offset":123456,"inode":42}`)}}
+	b.Run("appendEntry", func(b *testing.B) {
+		var buf []byte
+		for b.Loop() {
+			buf, _ = appendEntry(buf[:0], e)
+		}
+	})
+	b.Run("json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			json.Marshal(e)
+		}
+	})
 }
