@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -146,26 +147,8 @@ func (o *jsonOut) timeMember(name string, t time.Time, omitZero bool) {
 	}
 }
 
-// countsMember is a map[string]uint64 with omitempty: keys sorted.
-func (o *jsonOut) countsMember(name string, m map[string]uint64) {
-	if len(m) == 0 {
-		return
-	}
-	o.key(name)
-	o.open('{')
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		o.elem()
-		o.str(k)
-		o.b = append(o.b, ':')
-		o.uint(m[k])
-	}
-	o.close('}')
-}
+// countsMember is a map[string]uint64 with omitempty.
+func (o *jsonOut) countsMember(name string, m map[string]uint64) { members(o, name, m, o.uint) }
 
 func (o *jsonOut) strings(name string, s []string, omitEmpty bool) {
 	if omitEmpty && len(s) == 0 {
@@ -198,27 +181,30 @@ func list[T any](o *jsonOut, name string, s []T, write func(*T)) {
 	o.close(']')
 }
 
-// records writes a map of records, omitted when empty, keys sorted.
+// records writes a map of records, omitted when empty.
 func records[T any](o *jsonOut, name string, m map[string]*T, write func(*T)) {
+	members(o, name, m, func(v *T) {
+		if v == nil {
+			o.b, o.comma = append(o.b, "null"...), true
+			return
+		}
+		write(v)
+	})
+}
+
+// members writes a map, omitted when empty, its keys sorted as
+// encoding/json sorts them.
+func members[V any](o *jsonOut, name string, m map[string]V, write func(V)) {
 	if len(m) == 0 {
 		return
 	}
 	o.key(name)
 	o.open('{')
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		o.elem()
 		o.str(k)
 		o.b = append(o.b, ':')
-		if v := m[k]; v == nil {
-			o.b, o.comma = append(o.b, "null"...), true
-		} else {
-			write(v)
-		}
+		write(m[k])
 	}
 	o.close('}')
 }
