@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jobwatch/jobwatch/collector"
+	"github.com/jobwatch/jobwatch/internal/testproc"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/status"
 )
@@ -312,24 +312,6 @@ func TestCheckHostMode(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // hostJobNames are the jobs of discover's example host.
 var hostJobNames = []string{"backup", "db-dump-postgres", "sitemap", "report", "db-dump", "metrics-push"}
 
@@ -349,7 +331,7 @@ func TestHostModeReloadWhileHostUnreadable(t *testing.T) {
 	}
 	writeFile(t, cfg, "jobs:\n  - name: nightly\n    every: 1d\n"+hostMode(root))
 	clock := &testClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-	var log lockedBuffer
+	var log testproc.Buffer
 	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), Now: clock.Now,
 		SaveInterval: 10 * time.Millisecond, RunLog: filepath.Join(dir, "runs.log"), Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +19,6 @@ import (
 	"github.com/jobwatch/jobwatch/exporter"
 	"github.com/jobwatch/jobwatch/internal/testproc"
 )
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A request still busy at the deadline does not hold the stop: its
 // connection is closed.
@@ -63,7 +43,7 @@ func TestShutdownServerDeadline(t *testing.T) {
 		clientErr <- err
 	}()
 	<-entered
-	var logs syncBuffer
+	var logs testproc.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	begin := time.Now()
 	shutdownServer(logger, srv, 50*time.Millisecond)
@@ -90,7 +70,7 @@ func TestServeLogsStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "data")
-	var logs syncBuffer
+	var logs testproc.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	exp, err := exporter.New(exporter.Options{ConfigFile: cfg, StateDir: state, Logger: logger, StartupHold: -1})
 	if err != nil {
