@@ -255,7 +255,7 @@ func TestReleaseReproducible(t *testing.T) {
 			t.Errorf("sha256sums.txt has no line %q", sum+"  "+name)
 		}
 		if other := filepath.Join(b, name); arch == "amd64" && sha256File(t, other) != sum {
-			t.Errorf("%s: %s, then %s", name, sum, sha256File(t, other))
+			t.Errorf("%s: %s, then %s\n%s", name, sum, sha256File(t, other), diagnoseArchives(t, filepath.Join(a, name), other, name))
 		}
 		checkArchive(t, filepath.Join(a, name), strings.TrimSuffix(name, ".tar.gz"), arch, epoch)
 	}
@@ -273,6 +273,29 @@ func TestReleaseReproducible(t *testing.T) {
 			t.Errorf("jobwatch --version says\n%s\nwithout %q", out, want)
 		}
 	}
+}
+
+// diagnoseArchives says why two archives of one commit differ: their
+// binaries' versions (a build from a work tree changed between the two shows
+// as -dirty or another revision) and whether the binaries themselves differ.
+func diagnoseArchives(t *testing.T, first, second, name string) string {
+	t.Helper()
+	member := strings.TrimSuffix(name, ".tar.gz") + "/jobwatch"
+	var report strings.Builder
+	var sums []string
+	for i, archive := range []string{first, second} {
+		bin := filepath.Join(t.TempDir(), "jobwatch")
+		extract(t, archive, member, bin)
+		out, _ := exec.Command(bin, "--version").CombinedOutput()
+		sums = append(sums, sha256File(t, bin))
+		fmt.Fprintf(&report, "build %d: binary %s\n%s", i+1, sums[i], out)
+	}
+	if sums[0] == sums[1] {
+		report.WriteString("the binaries are the same: the archives' other members or headers differ\n")
+	}
+	status, _ := exec.Command("git", "status", "--short").CombinedOutput()
+	fmt.Fprintf(&report, "git status now:\n%s", status)
+	return report.String()
 }
 
 // checkArchive checks one release archive: the files it holds, their modes,
