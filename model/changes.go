@@ -3,6 +3,7 @@ package model
 import (
 	"maps"
 	"slices"
+	"time"
 )
 
 // Changes are the jobs and sources whose state changed since the last call
@@ -78,6 +79,7 @@ func mergeRemoved[V any](older, newer []string, present, merged map[string]V, fu
 
 // markJob records that j's saved state changed.
 func (t *Tracker) markJob(j *job) {
+	t.wakeReap(j)
 	if j.dirty {
 		return
 	}
@@ -122,7 +124,7 @@ func (t *Tracker) Changes() *Changes {
 	c := &Changes{Full: t.full, Jobs: map[string]*JobView{}, Sources: map[string]*SourceView{}}
 	if t.full {
 		for _, j := range t.jobs {
-			c.Jobs[j.spec.Name] = j.view()
+			c.Jobs[j.spec.Name] = j.view(t.decidedOf(j))
 		}
 		for name := range t.sources {
 			c.Sources[name] = t.sourceView(name)
@@ -130,7 +132,7 @@ func (t *Tracker) Changes() *Changes {
 	} else {
 		for _, j := range t.dirty {
 			if t.jobs[j.spec.Name] == j {
-				c.Jobs[j.spec.Name] = j.view()
+				c.Jobs[j.spec.Name] = j.view(t.decidedOf(j))
 			}
 		}
 		for name := range t.dirtySources {
@@ -263,9 +265,10 @@ func (s *Saved) View() ([]JobView, []SourceView) {
 	return jobs, srcs
 }
 
-// view is j's state now, for saving and rendering: it shares the state, which
-// j copies before it next changes (own).
-func (j *job) view() *JobView {
+// view is j's state now, for saving and rendering, decided until decided
+// (Tracker.decidedOf): it shares the state, which j copies before it next
+// changes (own).
+func (j *job) view(decided time.Time) *JobView {
 	v := &JobView{Spec: j.spec, JobState: j.JobState}
 	j.shared.Store(true)
 	v.Recent, v.DurationHistory = j.recent.ordered(), j.durations.ordered()
@@ -273,7 +276,7 @@ func (j *job) view() *JobView {
 	if len(j.pending) > 0 {
 		v.Pending = slices.Clone(j.pending)
 	}
-	v.DecidedUntil = j.decided
+	v.DecidedUntil = decided
 	return v
 }
 

@@ -280,6 +280,79 @@ func firstDiff(got, want string) string {
 	return fmt.Sprintf("got  ...%s\nwant ...%s", got[from:min(len(got), i+300)], want[from:min(len(want), i+300)])
 }
 
+// TestReapPassesOverQuietJobs: reaps that pass over the jobs with nothing
+// due give, after every step, what reaps visiting every job give: the same
+// records handed over to both (some after their source's window: late),
+// sources going down and up, the clock in steps of up to a minute.
+func TestReapPassesOverQuietJobs(t *testing.T) {
+	seeds := uint64(6)
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range seeds {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		k := 1 + int(seed%3)
+		clock := &fakeClock{now: oracleStart}
+		lazy, all := oracleTracker(clock, k), oracleTracker(clock, k)
+		all.reapAll = true
+		queues := make([][]arrival, k)
+		// Each job's records from one source (a job two sources report is
+		// visited every reap), a few from any.
+		source := map[string]int{"host": 0, "cluster": 1 % k, "every": 2 % k}
+		for _, ev := range oracleRecords(rand.New(rand.NewPCG(seed, 1))) {
+			s := source[ev.Job]
+			if seed%2 == 1 && rng.IntN(50) == 0 {
+				s = rng.IntN(k)
+			}
+			queues[s] = append(queues[s], arrival{ev.Time.Add(time.Duration(rng.Int64N(int64(3 * oracleWindow)))), ev})
+		}
+		for s := range queues {
+			slices.SortStableFunc(queues[s], func(a, b arrival) int { return a.at.Compare(b.at) })
+		}
+		for step := 0; clock.now.Before(oracleEnd); step++ {
+			clock.Advance(time.Duration(1 + rng.Int64N(int64(time.Minute))))
+			for _, s := range rng.Perm(k) {
+				name := fmt.Sprintf("s%d", s)
+				up := rng.IntN(20) != 0
+				var evs []Event
+				for up && len(queues[s]) > 0 && !queues[s][0].at.After(clock.now) {
+					evs, queues[s] = append(evs, queues[s][0].ev), queues[s][1:]
+				}
+				for _, tr := range []*Tracker{lazy, all} {
+					tr.SetHealth(name, up, nil)
+					if up {
+						tr.Apply(Batch{Source: name, Events: slices.Clone(evs), AtEnd: true})
+					}
+				}
+			}
+			reap := rng.IntN(3) != 0
+			for _, tr := range []*Tracker{lazy, all} {
+				if reap {
+					tr.Reap()
+				} else {
+					tr.DecideHeld()
+				}
+			}
+			if got, want := verdicts(lazy), verdicts(all); got != want {
+				t.Fatalf("seed %d over %d sources, step %d (%s): passing over quiet jobs gives other verdicts than visiting all:\n%s", seed, k, step, clock.now.Format(time.TimeOnly), firstDiff(got, want))
+			}
+		}
+		if lazy.passedOver == 0 {
+			t.Errorf("seed %d: no reap passed over a job: nothing was compared", seed)
+		}
+		if _, srcs := lazy.View(); lateRecords(srcs) == 0 {
+			t.Errorf("seed %d: no record came late: lateness was not compared", seed)
+		}
+	}
+}
+
+func lateRecords(srcs []SourceView) (n uint64) {
+	for _, s := range srcs {
+		n += s.LateRecords
+	}
+	return n
+}
+
 func TestEventTimeOracle(t *testing.T) {
 	rounds := 12
 	if testing.Short() {

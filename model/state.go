@@ -267,7 +267,7 @@ func (t *Tracker) Snapshot() *Snapshot {
 	defer t.mu.RUnlock()
 	s := &Snapshot{Jobs: make(map[string]SavedJob, len(t.jobs)), Sources: make(map[string]*SourceState, len(t.sources))}
 	for name, j := range t.jobs {
-		v := j.view()
+		v := j.view(t.decidedOf(j))
 		s.Jobs[name] = SavedJob{JobState: *v.JobState, History: v.History, Open: v.Open, Pending: v.Pending, DecidedUntil: v.DecidedUntil}
 	}
 	for name, src := range t.sources {
@@ -306,6 +306,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		}
 		t.restoreJob(name, j, &sj, configured, now)
 	}
+	t.reapStale = true
 	t.clock.atLeast(s.Written)
 	for name, r := range s.Retired {
 		if r != nil {

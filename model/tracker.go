@@ -115,6 +115,16 @@ type Tracker struct {
 	scanned []batchJob
 	scanOf  []int
 	holdAll bool // tests: decide nothing in place, to compare with holding
+	// The reap's list of jobs and what it decided each source's jobs to
+	// (reapindex.go).
+	reapList      []reapEntry
+	reapStale     bool // jobs came or went: rebuild it
+	reapForgotten int  // entries of jobs forgotten since it was built
+	reapKeys      []string
+	reapKeyIndex  map[string]int32
+	reapTo        map[string]time.Time
+	reapAll       bool   // tests: visit every job, to compare with passing over
+	passedOver    uint64 // jobs the reaps passed over, for tests
 	// unended are the sources of runs that have not read to their end
 	// since Configure; nil: to be found again (see reporting).
 	unended []*source
@@ -154,7 +164,8 @@ type job struct {
 	// one is held.
 	declining int
 	sortedLen int
-	decided   time.Time // JobView.DecidedUntil
+	decided   time.Time // JobView.DecidedUntil; see decidedOf
+	reapSlot  int       // its index in Tracker.reapList
 	// abandonQuiet: no run of the job is abandoned (abandon) at a time up
 	// to it, Unix nanoseconds (0: not known); a new run or spec clears it.
 	abandonQuiet int64
@@ -233,6 +244,12 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.now()
+	// The watermarks start again: the jobs the reaps passed over keep the
+	// time those reaps decided them to.
+	for _, j := range t.jobs {
+		t.catchUp(j)
+	}
+	t.reapTo, t.reapStale = nil, true
 	next := make(map[string]*job, len(jobs))
 	for _, s := range jobs {
 		j := t.jobs[s.Name]
@@ -522,6 +539,9 @@ func (t *Tracker) recordOf(src *source, name string, ev *Event, horizon time.Tim
 	if j == nil {
 		src.UnknownJob++
 		return nil
+	}
+	if j.batch != t.batches {
+		t.catchUp(j) // before its sources change: the reaps' time is that of those it had
 	}
 	if !slices.Contains(j.Sources, name) {
 		j.own()
@@ -1008,32 +1028,58 @@ func (t *Tracker) Reap() {
 	defer t.mu.Unlock()
 	now := t.clock.now()
 	memo := decidableMemo{}
-	for name, j := range t.jobs {
-		if t.forgetRetired(name, j, now) {
+	if t.reapStale || t.reapForgotten > len(t.reapList)/2 {
+		t.buildReapList()
+	}
+	keyTo := make([]reapKeyTo, len(t.reapKeys))
+	for i := range t.reapList {
+		e := &t.reapList[i]
+		if e.j == nil {
 			continue
 		}
-		t.decideJob(memo, j, now)
-		for _, r := range slices.Clone(j.open) { // oldest first, so logs come in one order
-			if r.Host != t.opts.Host || r.PID <= 0 {
-				continue
-			}
-			if t.opts.Alive(r.PID) {
-				r.goneSince = time.Time{}
-				continue
-			}
-			if r.goneSince.IsZero() {
-				r.goneSince = now
-			}
-			// Its end record, written before the process went, is dated
-			// before it was seen gone: lost only once the job has decided
-			// past that, and the end has not come.
-			if now.Sub(r.goneSince) < t.opts.LostAfter || !j.decided.After(r.goneSince) || j.endHeld(r) {
-				continue
-			}
-			t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", "process is gone")
-			t.lose(j, r, now)
-			t.markJob(j)
+		if t.passOver(e, keyTo, memo, now) {
+			t.passedOver++
+			continue
 		}
+		if t.forgetRetired(e.j.spec.Name, e.j, now) {
+			e.j = nil
+			t.reapForgotten++
+			continue
+		}
+		t.reapJob(memo, e.j, now)
+		t.reapVisited(e)
+		if int(e.key) >= len(keyTo) {
+			keyTo = append(keyTo, make([]reapKeyTo, int(e.key)+1-len(keyTo))...)
+		}
+	}
+	t.keepReapTo(memo)
+}
+
+// reapJob decides what j's watermark allows now, and closes its runs on
+// this host whose process is gone.
+func (t *Tracker) reapJob(memo decidableMemo, j *job, now time.Time) {
+	name := j.spec.Name
+	t.decideJob(memo, j, now)
+	for _, r := range slices.Clone(j.open) { // oldest first, so logs come in one order
+		if r.Host != t.opts.Host || r.PID <= 0 {
+			continue
+		}
+		if t.opts.Alive(r.PID) {
+			r.goneSince = time.Time{}
+			continue
+		}
+		if r.goneSince.IsZero() {
+			r.goneSince = now
+		}
+		// Its end record, written before the process went, is dated
+		// before it was seen gone: lost only once the job has decided
+		// past that, and the end has not come.
+		if now.Sub(r.goneSince) < t.opts.LostAfter || !j.decided.After(r.goneSince) || j.endHeld(r) {
+			continue
+		}
+		t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", "process is gone")
+		t.lose(j, r, now)
+		t.markJob(j)
 	}
 }
 
@@ -1123,7 +1169,7 @@ func (t *Tracker) View() ([]JobView, []SourceView) {
 func (t *Tracker) view() ([]JobView, []SourceView) {
 	jobs := make([]JobView, 0, len(t.jobs))
 	for _, j := range t.jobs {
-		jobs = append(jobs, *j.view())
+		jobs = append(jobs, *j.view(t.decidedOf(j)))
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Spec.Name < jobs[b].Spec.Name })
 	srcs := make([]SourceView, 0, len(t.sources))

@@ -1,0 +1,159 @@
+package model
+
+import (
+	"math"
+	"time"
+)
+
+// The reap's walk. Every few seconds Reap decides what each job's
+// watermark allows; for most jobs most of the time that changes nothing
+// but the time the job has decided to (a job every hour, between its
+// runs), and visiting 10,000 jobs to learn it was the largest part of a
+// stream's CPU after the saver's (a cache miss a job). So Reap walks a
+// compact list instead, one entry a job, holding until when in event time
+// the job is quiet: no record held, no run open, no slot or abandonment
+// due. A quiet job is passed over while its source's watermark is before
+// that time, and visited once it is, or as soon as anything changes it
+// (markJob). The time it would have decided to is the reap's per source
+// (reapTo), which a passed-over job takes when a record of it comes
+// (catchUp) and shows in its views (decidedOf): what was late stays late.
+
+// reapEntry is one job in the reap's list.
+type reapEntry struct {
+	// quietUntil: deciding the job at an event time before it (Unix
+	// nanoseconds) only moves its decided time; 0: visit it every reap.
+	quietUntil int64
+	key        int32 // its one source's (or none's) index in Tracker.reapKeys
+	j          *job  // nil: forgotten since the list was built
+}
+
+// buildReapList lists every job, each to be visited at the next reap.
+func (t *Tracker) buildReapList() {
+	t.reapList = t.reapList[:0]
+	for _, j := range t.jobs {
+		j.reapSlot = len(t.reapList)
+		t.reapList = append(t.reapList, reapEntry{j: j})
+	}
+	t.reapStale, t.reapForgotten = false, 0
+}
+
+// wakeReap has the next reap visit j: it changed.
+func (t *Tracker) wakeReap(j *job) {
+	if s := j.reapSlot; s < len(t.reapList) && t.reapList[s].j == j {
+		t.reapList[s].quietUntil = 0
+	}
+}
+
+// reapKey is the index of the memo key of j's one source (decidableIn),
+// and false when it has more than one: such a job is visited every reap.
+func (t *Tracker) reapKey(j *job) (int32, bool) {
+	key := ""
+	switch len(j.Sources) {
+	case 0:
+	case 1:
+		key = j.Sources[0]
+	default:
+		return 0, false
+	}
+	i, ok := t.reapKeyIndex[key]
+	if !ok {
+		if t.reapKeyIndex == nil {
+			t.reapKeyIndex = map[string]int32{}
+		}
+		i = int32(len(t.reapKeys))
+		t.reapKeys = append(t.reapKeys, key)
+		t.reapKeyIndex[key] = i
+	}
+	return i, true
+}
+
+// quietUntil is the event time before which deciding j only moves its
+// decided time (0: none, visit it every reap): the next slot of its
+// calendar (a bound: the slot counts as missed only after its grace), and
+// when a run of it may next be abandoned.
+func (t *Tracker) quietUntil(j *job) int64 {
+	if len(j.pending) > 0 || len(j.open) > 0 || !j.Retired.IsZero() {
+		return 0
+	}
+	until := int64(math.MaxInt64)
+	if j.spec.Timeout <= 0 {
+		if q := t.abandonQuiet(j); q < math.MaxInt64 {
+			until = q + 1
+		}
+	}
+	if sched := j.calendar(); sched != nil {
+		if j.SlotsCheckedUntil.IsZero() {
+			return 0
+		}
+		if next := sched.Next(j.SlotsCheckedUntil); !next.IsZero() {
+			until = min(until, next.UnixNano())
+		}
+	}
+	return until
+}
+
+// passOver reports whether the reap may pass over e: quiet until after
+// what its source's watermark allows now (keyTo: the pass's, per key).
+func (t *Tracker) passOver(e *reapEntry, keyTo []reapKeyTo, memo decidableMemo, now time.Time) bool {
+	if e.quietUntil == 0 || t.reapAll {
+		return false
+	}
+	k := &keyTo[e.key]
+	if !k.known {
+		to, ok := t.decidableIn(memo, e.j, now)
+		k.to, k.ok, k.known = to.UnixNano(), ok, true
+	}
+	return !k.ok || k.to < e.quietUntil
+}
+
+// reapKeyTo is what one key's watermark allows in a reap.
+type reapKeyTo struct {
+	to        int64
+	ok, known bool
+}
+
+// reapVisited classifies a job the reap has just visited.
+func (t *Tracker) reapVisited(e *reapEntry) {
+	key, single := t.reapKey(e.j)
+	e.key, e.quietUntil = key, 0
+	if single {
+		e.quietUntil = t.quietUntil(e.j)
+	}
+}
+
+// keepReapTo keeps what the pass decided each key's jobs to.
+func (t *Tracker) keepReapTo(memo decidableMemo) {
+	for key, m := range memo {
+		if m.ok {
+			if t.reapTo == nil {
+				t.reapTo = map[string]time.Time{}
+			}
+			t.reapTo[key] = m.to
+		}
+	}
+}
+
+// decidedOf is the time j has decided to, counting the reaps that passed
+// over it.
+func (t *Tracker) decidedOf(j *job) time.Time {
+	d := j.decided
+	if len(j.Sources) > 1 {
+		return d
+	}
+	key := ""
+	if len(j.Sources) == 1 {
+		key = j.Sources[0]
+	}
+	if to, ok := t.reapTo[key]; ok && to.After(d) {
+		return to
+	}
+	return d
+}
+
+// catchUp gives j the decided time of the reaps that passed over it,
+// before a record of it is taken (or a reload starts the watermarks
+// again): a record dated before it is late, as it was when every reap
+// visited every job.
+func (t *Tracker) catchUp(j *job) {
+	j.decided = t.decidedOf(j)
+}
