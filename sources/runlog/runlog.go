@@ -138,10 +138,8 @@ func (r *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 	}()
 	err := t.Run(ctx, func(lines []tail.Line, p tail.Position, resets int) {
 		events, bad := r.parse(lines, <-buffers)
-		position, err := json.Marshal(p)
-		if err != nil {
-			panic(err) // a struct of numbers and a string always marshals
-		}
+		// Each batch gets its own slice: the model keeps the position.
+		position := p.AppendJSON(make([]byte, 0, tail.PositionJSONBytes))
 		end.unsent = true
 		pending.Add(1)
 		batches <- model.Batch{Source: r.name, Events: events, ParseErrors: bad, PositionResets: resets, Position: position}
