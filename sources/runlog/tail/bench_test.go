@@ -14,7 +14,7 @@ import (
 // BenchmarkTail reads a 100 MB file of 150-byte lines with a Tailer and, in
 // the same run, counts its lines with wc -l, for comparison.
 //
-//	go test -run XXX -bench Tail -benchtime 10x ./sources/tail/
+//	go test -run XXX -bench Tail -benchtime 10x ./sources/runlog/tail/
 func BenchmarkTail(b *testing.B) {
 	const lineLen, total = 150, 100 << 20
 	path := filepath.Join(b.TempDir(), "runs.log")
