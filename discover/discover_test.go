@@ -390,7 +390,7 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Scan(filepath.Join("testdata", "debian"), w, Options{Now: now})
+	r, err := Scan(filepath.Join("testdata", "debian"), nil, w, Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ sources:
 	if _, err := WatchedFromYAML([]byte("sources:\n  - name: j\n    type: journal\n    cron:\n      - match: \"(\"\n        job: x\n")); err == nil {
 		t.Error("a bad cron match: no error")
 	}
-	if _, err := Scan(filepath.Join(t.TempDir(), "missing"), w, Options{}); err == nil {
+	if _, err := Scan(filepath.Join(t.TempDir(), "missing"), nil, w, Options{}); err == nil {
 		t.Error("Scan of a missing root: no error")
 	}
 }
@@ -683,7 +683,7 @@ func TestMergeJSON(t *testing.T) {
 func BenchmarkScan(b *testing.B) {
 	w := Watched{Jobs: map[string]bool{"backup": true}}
 	for b.Loop() {
-		if _, err := Scan(filepath.Join("testdata", "debian"), w, Options{Now: now}); err != nil {
+		if _, err := Scan(filepath.Join("testdata", "debian"), nil, w, Options{Now: now}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,6 +2,9 @@ package discover
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,4 +66,77 @@ sources:
 	if strings.Contains(string(out), `"job": "backup"`) {
 		t.Errorf("the configured backup job is matched in the journal as the discovered one:\n%s", out)
 	}
+}
+
+// A directory that cannot be read for a while (here /etc/cron.d replaced by
+// a file, which root cannot list either) keeps the jobs the read before
+// found in it, in their places: the host's config is the same. A job gone
+// from a file that can be read is gone; a read of another root keeps none.
+func TestKeepUnreadable(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := HostConfig(prev, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cronD := filepath.Join(root, "etc/cron.d")
+	if err := os.Rename(cronD, cronD+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cronD, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jobNames(h); slices.Contains(got, "backup") {
+		t.Fatalf("read with /etc/cron.d unreadable found %v: the test reads nothing unreadable", got)
+	}
+	if n := h.KeepUnreadable(prev); n != 2 {
+		t.Errorf("kept %d jobs, want 2 (backup, db-dump-postgres of /etc/cron.d)", n)
+	}
+	if got, want := jobNames(h), jobNames(prev); !slices.Equal(got, want) {
+		t.Errorf("jobs %v, want %v in the same order", got, want)
+	}
+	if got, err := HostConfig(h, nil, ""); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("host config (%v) differs from the read before's:\n%s\nwant\n%s", err, got, want)
+	}
+
+	// The web crontab's report line removed too: it is gone.
+	spool := filepath.Join(root, "var/spool/cron/crontabs/web")
+	if err := os.WriteFile(spool, []byte("*/5 * * * * jobwatch run --job sitemap --lock /run/lock/sitemap.lock --timeout 4m -- /srv/web/bin/sitemap\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err = Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.KeepUnreadable(prev)
+	if got := jobNames(h); slices.Contains(got, "report") || !slices.Contains(got, "backup") {
+		t.Errorf("jobs %v: want backup kept (unreadable), report gone (removed)", got)
+	}
+
+	other, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Root = root + "/"
+	if n := other.KeepUnreadable(prev); n != 0 {
+		t.Errorf("a read of another root kept %d jobs of prev", n)
+	}
+}
+
+func jobNames(h *Host) []string {
+	var names []string
+	for _, j := range h.Jobs {
+		names = append(names, j.Name)
+	}
+	return names
 }

@@ -3,7 +3,9 @@ package discover
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -107,6 +109,9 @@ type Report struct {
 	Findings []Finding
 	// Unwatched are the host's scheduled jobs no configured job watches.
 	Unwatched []Job
+	// Kept are the jobs of the read before kept for files this one could
+	// not read (Host.KeepUnreadable).
+	Kept int
 }
 
 // Count is the number of findings of one kind and severity.
@@ -155,13 +160,77 @@ var kindSeverity = map[string]Severity{
 // Scan reads the host under root, checks it and matches its jobs against
 // what the running config watches: what jobwatch serve exports as
 // jobwatch_discovery_findings{kind,severity} and
-// jobwatch_discovery_unwatched_jobs.
-func Scan(root string, w Watched, o Options) (Report, error) {
+// jobwatch_discovery_unwatched_jobs. prev, the host as the scan before read
+// it (or nil), lends its jobs in files this read cannot read.
+func Scan(root string, prev *Host, w Watched, o Options) (Report, error) {
 	h, err := Read(root)
 	if err != nil {
 		return Report{}, err
 	}
-	return Report{Host: h, Findings: Check(h, o), Unwatched: w.Unwatched(h)}, nil
+	kept := h.KeepUnreadable(prev)
+	return Report{Host: h, Findings: Check(h, o), Unwatched: w.Unwatched(h), Kept: kept}, nil
+}
+
+// KeepUnreadable adds to h the jobs of prev, an earlier read of the same
+// root, whose file h could not read (the file, or a directory above it, is
+// noted unreadable) and that h has no job of the same name for; it returns
+// how many. A crontab or unit directory that cannot be read for a while
+// (its mode changed, a mount gone) then does not make its jobs disappear,
+// which host mode would take for their removal and retire them.
+func (h *Host) KeepUnreadable(prev *Host) int {
+	if prev == nil || prev.Root != h.Root {
+		return 0
+	}
+	var unreadable []string
+	for _, n := range h.Notes {
+		if n.Kind == KindUnreadable {
+			unreadable = append(unreadable, n.File)
+		}
+	}
+	if len(unreadable) == 0 {
+		return 0
+	}
+	names := map[string]bool{}
+	for i := range h.Jobs {
+		names[h.Jobs[i].Name] = true
+	}
+	// Each kept job goes after the job before it in prev, so that a host
+	// read again as it was gives the same config (HostConfig) as before.
+	after := map[string][]Job{}
+	last, kept := "", 0
+	for _, j := range prev.Jobs {
+		if !names[j.Name] && slices.ContainsFunc(unreadable, func(p string) bool { return within(j.File, p) }) {
+			after[last] = append(after[last], j)
+			names[j.Name] = true
+			kept++
+		}
+		if names[j.Name] {
+			last = j.Name
+		}
+	}
+	if kept == 0 {
+		return 0
+	}
+	jobs := make([]Job, 0, len(h.Jobs)+kept)
+	var add func(name string)
+	add = func(name string) {
+		for _, j := range after[name] {
+			jobs = append(jobs, j)
+			add(j.Name)
+		}
+	}
+	add("")
+	for _, j := range h.Jobs {
+		jobs = append(jobs, j)
+		add(j.Name)
+	}
+	h.Jobs = jobs
+	return kept
+}
+
+// within reports whether the host path file is dir or under it.
+func within(file, dir string) bool {
+	return file == dir || strings.HasPrefix(file, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // Unwatched are the jobs of h that w does not watch, in h's order: a host

@@ -24,7 +24,7 @@ func Check(ctx context.Context, path string) (cfg *config.Config, hostJobs int, 
 		return nil, 0, nil, err
 	}
 	if cfg.Discovery.Watch {
-		s, err := scanHost(cfg, text, discover.Options{Now: time.Now()}, "")
+		s, err := scanHost(cfg, text, nil, discover.Options{Now: time.Now()}, "")
 		if err == nil {
 			cfg, err = s.config(path)
 		}

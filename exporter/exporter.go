@@ -378,7 +378,7 @@ func (e *Exporter) load(prev *discover.Host) (*generation, error) {
 	if !base.Discovery.Watch {
 		return e.prepareHost(base, text, nil)
 	}
-	g, err := e.prepareScanned(base, text, func() (*hostScan, error) { return e.scanHost(base, text) })
+	g, err := e.prepareScanned(base, text, func() (*hostScan, error) { return e.scanHost(base, text, prev) })
 	if err == nil {
 		return g, nil
 	}

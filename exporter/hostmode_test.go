@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jobwatch/jobwatch/collector"
+	"github.com/jobwatch/jobwatch/discover"
 	"github.com/jobwatch/jobwatch/internal/testproc"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/status"
@@ -439,5 +440,59 @@ func TestHostModeReloadWhileHostUnreadable(t *testing.T) {
 	}
 	if j := live("nightly"); j == nil || j.Spec.Schedule == nil {
 		t.Errorf("nightly after the root moved: %+v, want watched", j)
+	}
+}
+
+// A crontab directory that cannot be read for a while (/etc/cron.d replaced
+// by a file) retires none of its jobs: discovery reports it unreadable and
+// keeps them as the last discovery found them; once it is back, a job
+// removed from it is retired.
+func TestHostModeKeepsJobsOfUnreadableDirectory(t *testing.T) {
+	dir := t.TempDir()
+	root := hostRoot(t)
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeFile(t, cfg, "discovery:\n  enabled: true\n  watch: true\n  root: "+root+"\n")
+	var log testproc.Buffer
+	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), SaveInterval: 10 * time.Millisecond,
+		DiscoveryInterval: 20 * time.Millisecond, RunLog: filepath.Join(dir, "runs.log"), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitUntil(t, "the host's six jobs saved", func() bool { return len(schedules(e)) == len(hostJobNames) })
+
+	cronD := filepath.Join(root, "etc/cron.d")
+	if err := os.Rename(cronD, cronD+".away"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cronD, "")
+	waitUntil(t, "a discovery that cannot read /etc/cron.d", func() bool {
+		return testutil.ToFloat64(e.discoveryFindings.WithLabelValues(discover.KindUnreadable, string(discover.Warning))) == 1
+	})
+	waitUntil(t, "the next discovery", func() bool { return strings.Contains(log.String(), "kept_jobs=2") })
+	for _, name := range []string{"backup", "db-dump-postgres"} {
+		if j := savedJob(e, name); j == nil || !j.Retired.IsZero() || j.Spec.Schedule == nil {
+			t.Errorf("%s while /etc/cron.d cannot be read: %+v, want watched", name, j)
+		}
+	}
+	if v := testutil.ToFloat64(e.discoveryWatched); v != float64(len(hostJobNames)) {
+		t.Errorf("watched host jobs %v while /etc/cron.d cannot be read, want %d", v, len(hostJobNames))
+	}
+
+	if err := os.Remove(cronD); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(cronD+".away", "backup")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cronD+".away", cronD); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "backup, removed, retired", func() bool { j := savedJob(e, "backup"); return j != nil && !j.Retired.IsZero() })
+	if j := savedJob(e, "db-dump-postgres"); j == nil || !j.Retired.IsZero() {
+		t.Errorf("db-dump-postgres once /etc/cron.d is back: %+v, want watched", j)
 	}
 }

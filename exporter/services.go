@@ -173,7 +173,7 @@ func (e *Exporter) discoverLoop(ctx context.Context, g *generation) {
 // discoverOnce exports what the host holds and, in host mode, offers Run
 // a generation with the host's jobs when they are not g's any more.
 func (e *Exporter) discoverOnce(g *generation) {
-	s, err := e.scanHost(g.base, g.text)
+	s, err := e.scanHost(g.base, g.text, g.scanned)
 	if err != nil {
 		e.discoveryFailed(err)
 		return
@@ -209,20 +209,25 @@ type hostScan struct {
 
 // scanHost reads the host under base's discovery root and matches its
 // jobs against text, the config file as loaded.
-func (e *Exporter) scanHost(base *config.Config, text []byte) (*hostScan, error) {
-	return scanHost(base, text, discover.Options{Now: e.opts.Now(), P99: e.p99()}, e.opts.RunLog)
+func (e *Exporter) scanHost(base *config.Config, text []byte, prev *discover.Host) (*hostScan, error) {
+	s, err := scanHost(base, text, prev, discover.Options{Now: e.opts.Now(), P99: e.p99()}, e.opts.RunLog)
+	if err == nil && s.report.Kept > 0 {
+		e.opts.Logger.Warn("keeping the host's jobs in files discovery cannot read now as the last discovery found them",
+			"root", base.Discovery.Root, "kept_jobs", s.report.Kept)
+	}
+	return s, err
 }
 
 // scanHost reads the host under base's discovery root and matches its
 // jobs against text, the config file as loaded; in host mode it adds
 // them to text, the jobwatch run lines without --log writing to runLog.
-func scanHost(base *config.Config, text []byte, o discover.Options, runLog string) (*hostScan, error) {
+func scanHost(base *config.Config, text []byte, prev *discover.Host, o discover.Options, runLog string) (*hostScan, error) {
 	watched, err := discover.WatchedFromYAML(text)
 	if err != nil {
 		return nil, fmt.Errorf("reading the config: %w", err)
 	}
 	root := base.Discovery.Root
-	rep, err := discover.Scan(root, watched, o)
+	rep, err := discover.Scan(root, prev, watched, o)
 	if err != nil {
 		return nil, fmt.Errorf("root %s: %w", root, err)
 	}
