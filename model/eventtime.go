@@ -421,14 +421,24 @@ type decidableMemo map[string]struct {
 	ok bool
 }
 
+// memoKey is the name of the one source that has reported j ("" for
+// none), under which what its watermark allows is memoised; false when
+// more than one has.
+func (j *job) memoKey() (string, bool) {
+	switch len(j.Sources) {
+	case 0:
+		return "", true
+	case 1:
+		return j.Sources[0], true
+	}
+	return "", false
+}
+
 // decidableIn is decidable(j, now), looked up in memo where it can be.
 func (t *Tracker) decidableIn(memo decidableMemo, j *job, now time.Time) (time.Time, bool) {
-	if len(j.Sources) > 1 || len(j.pending) > maxPending {
+	key, single := j.memoKey()
+	if !single || len(j.pending) > maxPending {
 		return t.decidable(j, now)
-	}
-	key := ""
-	if len(j.Sources) == 1 {
-		key = j.Sources[0]
 	}
 	if m, ok := memo[key]; ok {
 		return m.to, m.ok

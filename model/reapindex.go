@@ -47,12 +47,8 @@ func (t *Tracker) wakeReap(j *job) {
 // reapKey is the index of the memo key of j's one source (decidableIn),
 // and false when it has more than one: such a job is visited every reap.
 func (t *Tracker) reapKey(j *job) (int32, bool) {
-	key := ""
-	switch len(j.Sources) {
-	case 0:
-	case 1:
-		key = j.Sources[0]
-	default:
+	key, single := j.memoKey()
+	if !single {
 		return 0, false
 	}
 	i, ok := t.reapKeyIndex[key]
@@ -137,12 +133,9 @@ func (t *Tracker) keepReapTo(memo decidableMemo) {
 // over it.
 func (t *Tracker) decidedOf(j *job) time.Time {
 	d := j.decided
-	if len(j.Sources) > 1 {
+	key, single := j.memoKey()
+	if !single {
 		return d
-	}
-	key := ""
-	if len(j.Sources) == 1 {
-		key = j.Sources[0]
 	}
 	if to, ok := t.reapTo[key]; ok && to.After(d) {
 		return to
