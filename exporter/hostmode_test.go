@@ -73,10 +73,7 @@ func TestHostMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	runUntilEnd(t, e)
 
 	want := map[string]string{
 		"backup": "30 2 * * *", "db-dump-postgres": "15 3 * * *", "sitemap": "*/5 * * * *",
@@ -458,10 +455,7 @@ func TestHostModeKeepsJobsOfUnreadableDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	runUntilEnd(t, e)
 	waitUntil(t, "the host's six jobs saved", func() bool { return len(schedules(e)) == len(hostJobNames) })
 
 	cronD := filepath.Join(root, "etc/cron.d")

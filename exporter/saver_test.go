@@ -37,6 +37,21 @@ func (s *countingStore) Save(c *model.Changes, all *model.Saved) error {
 }
 
 // startSaverTest runs an exporter on testConfig whose store counts saves.
+// runUntilEnd runs e until the test ends, and checks that it stopped
+// cleanly.
+func runUntilEnd(t *testing.T, e *Exporter) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
 func startSaverTest(t *testing.T, interval time.Duration) (*Exporter, *countingStore, *prometheus.Registry, *os.File) {
 	t.Helper()
 	dir := t.TempDir()

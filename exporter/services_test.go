@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -29,10 +28,7 @@ func TestDiscoveryMetrics(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(e.Collectors()...)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	runUntilEnd(t, e)
 	waitUntil(t, "a discovery", func() bool { return testutil.ToFloat64(e.discoveryLast) > 0 })
 	if got := testutil.ToFloat64(e.discoveryFindings.WithLabelValues("duplicate_command", "warning")); got != 1 {
 		t.Errorf("duplicate_command findings %v, want 1 (the example host's db dump)", got)
@@ -64,10 +60,7 @@ func TestCheckinsThroughTheExporter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	runUntilEnd(t, e)
 	mux := http.NewServeMux()
 	for _, r := range e.Routes() {
 		mux.Handle(r.Pattern, r.Handler)
