@@ -269,7 +269,7 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	sched := j.calendar()
 	due := len(j.pending) > 0 && !j.pending[0].Time.After(to) ||
 		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) }) ||
-		j.spec.Timeout == 0 && t.abandonDue(j, to)
+		t.abandonDue(j, to)
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
 			due = true
