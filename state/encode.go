@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/jobwatch/jobwatch/internal/jsonstr"
 )
 
 // The log's entries are written by hand rather than by encoding/json's
@@ -49,24 +50,7 @@ func (o *jsonOut) elem() {
 }
 
 func (o *jsonOut) str(s string) {
-	if plain(s) {
-		o.b = append(o.b, '"')
-		o.b = append(o.b, s...)
-		o.b = append(o.b, '"')
-	} else {
-		o.marshal(s)
-	}
-	o.comma = true
-}
-
-// plain: s needs no escape, json.Marshal's HTML escapes included.
-func plain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
+	o.b, o.comma = jsonstr.Append(o.b, s), true
 }
 
 func (o *jsonOut) marshal(v any) {

@@ -13,7 +13,6 @@ package tail
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +24,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jobwatch/jobwatch/internal/jsonstr"
 )
 
 const (
@@ -79,7 +80,7 @@ func (p Position) AppendJSON(b []byte) []byte {
 	b = append(b, `,"ino":`...)
 	b = strconv.AppendUint(b, p.Ino, 10)
 	b = append(b, `,"fingerprint":`...)
-	b = appendJSONString(b, p.Fingerprint)
+	b = jsonstr.Append(b, p.Fingerprint)
 	b = append(b, `,"fp_len":`...)
 	b = strconv.AppendInt(b, int64(p.FPLen), 10)
 	b = append(b, `,"offset":`...)
@@ -89,26 +90,6 @@ func (p Position) AppendJSON(b []byte) []byte {
 	b = append(b, `,"mod_time":`...)
 	b = strconv.AppendInt(b, p.ModTime, 10)
 	return append(b, '}')
-}
-
-// appendJSONString appends s as json.Marshal writes it. Lowercase hex, what
-// the Tailer writes as a fingerprint, needs no escaping; anything else (a
-// position from an edited state file) goes through encoding/json, whose
-// escaping (HTML characters, invalid UTF-8, U+2028 and U+2029) is not
-// strconv.Quote's.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			q, err := json.Marshal(s)
-			if err != nil {
-				panic(err) // a string always marshals
-			}
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // Line is one line read.
