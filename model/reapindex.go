@@ -11,8 +11,7 @@ import (
 // runs), and visiting 10,000 jobs to learn it was the largest part of a
 // stream's CPU after the saver's (a cache miss a job). So Reap walks a
 // compact list instead, one entry a job, holding until when in event time
-// the job is quiet: no record held, no run open, no slot or abandonment
-// due. A quiet job is passed over while its source's watermark is before
+// the job is quiet: no record held, no run open, no slot due. A quiet job is passed over while its source's watermark is before
 // that time, and visited once it is, or as soon as anything changes it
 // (markJob). The time it would have decided to is the reap's per source
 // (reapTo), which a passed-over job takes when a record of it comes
@@ -65,18 +64,14 @@ func (t *Tracker) reapKey(j *job) (int32, bool) {
 
 // quietUntil is the event time before which deciding j only moves its
 // decided time (0: none, visit it every reap): the next slot of its
-// calendar (a bound: the slot counts as missed only after its grace), and
-// when a run of it may next be abandoned.
-func (t *Tracker) quietUntil(j *job) int64 {
+// calendar (a bound: the slot counts as missed only after its grace). A
+// job with a run open is visited every reap: its timeout, abandonment and
+// process are looked at.
+func (j *job) quietUntil() int64 {
 	if len(j.pending) > 0 || len(j.open) > 0 || !j.Retired.IsZero() {
 		return 0
 	}
 	until := int64(math.MaxInt64)
-	if j.spec.Timeout <= 0 {
-		if q := t.abandonQuiet(j); q < math.MaxInt64 {
-			until = q + 1
-		}
-	}
 	if sched := j.calendar(); sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
 			return 0
@@ -113,7 +108,7 @@ func (t *Tracker) reapVisited(e *reapEntry) {
 	key, single := t.reapKey(e.j)
 	e.key, e.quietUntil = key, 0
 	if single {
-		e.quietUntil = t.quietUntil(e.j)
+		e.quietUntil = e.j.quietUntil()
 	}
 }
 
