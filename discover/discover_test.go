@@ -394,10 +394,7 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var unwatched []string
-	for _, j := range r.Unwatched {
-		unwatched = append(unwatched, j.Name)
-	}
+	unwatched := jobNames(r.Unwatched)
 	// backup by name, fstrim by unit, rotate-archives by cron match.
 	want := "cron.hourly cron.daily tar db-dump-postgres prune-archives reindex sync cache-clean db-dump metrics-push"
 	if got := strings.Join(unwatched, " "); got != want {

@@ -70,10 +70,7 @@ func TestGuards(t *testing.T) {
 				files["/lib/systemd/systemd"] = ""
 			}
 			h := readBounded(t, writeTree(t, files))
-			var got []string
-			for _, j := range h.Jobs {
-				got = append(got, j.Name)
-			}
+			got := jobNames(h.Jobs)
 			for _, f := range h.Notes {
 				if f.Kind == KindNoOp {
 					got = append(got, "no_op: "+strings.TrimPrefix(f.Message, "left out: "))

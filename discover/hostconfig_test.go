@@ -96,13 +96,13 @@ func TestKeepUnreadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := jobNames(h); slices.Contains(got, "backup") {
+	if got := jobNames(h.Jobs); slices.Contains(got, "backup") {
 		t.Fatalf("read with /etc/cron.d unreadable found %v: the test reads nothing unreadable", got)
 	}
 	if n := h.KeepUnreadable(prev); n != 2 {
 		t.Errorf("kept %d jobs, want 2 (backup, db-dump-postgres of /etc/cron.d)", n)
 	}
-	if got, want := jobNames(h), jobNames(prev); !slices.Equal(got, want) {
+	if got, want := jobNames(h.Jobs), jobNames(prev.Jobs); !slices.Equal(got, want) {
 		t.Errorf("jobs %v, want %v in the same order", got, want)
 	}
 	if got, err := HostConfig(h, nil, ""); err != nil || !bytes.Equal(got, want) {
@@ -119,7 +119,7 @@ func TestKeepUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.KeepUnreadable(prev)
-	if got := jobNames(h); slices.Contains(got, "report") || !slices.Contains(got, "backup") {
+	if got := jobNames(h.Jobs); slices.Contains(got, "report") || !slices.Contains(got, "backup") {
 		t.Errorf("jobs %v: want backup kept (unreadable), report gone (removed)", got)
 	}
 
@@ -133,9 +133,10 @@ func TestKeepUnreadable(t *testing.T) {
 	}
 }
 
-func jobNames(h *Host) []string {
+// jobNames are the jobs' names, in their order.
+func jobNames(jobs []Job) []string {
 	var names []string
-	for _, j := range h.Jobs {
+	for _, j := range jobs {
 		names = append(names, j.Name)
 	}
 	return names
