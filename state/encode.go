@@ -3,7 +3,6 @@ package state
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -184,7 +183,12 @@ func members[V any](o *jsonOut, name string, m map[string]V, write func(V)) {
 	}
 	o.key(name)
 	o.open('{')
-	for _, k := range slices.Sorted(maps.Keys(m)) {
+	keys := make([]string, 0, len(m)) // slices.Sorted(maps.Keys(m)) grew it from nothing
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		o.elem()
 		o.str(k)
 		o.b = append(o.b, ':')
