@@ -416,8 +416,10 @@ func (e *Exporter) Run(ctx context.Context) error {
 	reap := time.NewTicker(e.opts.ReapInterval)
 	defer reap.Stop()
 	// Records held for their watermark are decided soon after it passes
-	// them, not only at the next reap.
+	// them, not only at the next reap; the ticker runs only while some are
+	// held.
 	decide := time.NewTicker(decideInterval)
+	decide.Stop()
 	defer decide.Stop()
 	// The saver: the state loaded is written once in this format, then
 	// sched says when changes are committed (commitSchedule).
@@ -456,8 +458,12 @@ func (e *Exporter) Run(ctx context.Context) error {
 			rearm()
 		case <-reap.C:
 			e.tracker.Reap()
+		case <-e.tracker.Held():
+			decide.Reset(decideInterval)
 		case <-decide.C:
-			e.tracker.DecideHeld()
+			if !e.tracker.DecideHeld() {
+				decide.Stop()
+			}
 		case g := <-e.rediscovered:
 			e.adopt(g)
 		}

@@ -104,15 +104,23 @@ func (t *Tracker) changedAll() {
 	t.signal()
 }
 
+// signal tells the saver that something changed, once between two calls
+// of Changes: a stream of batches changes the state at every one, and
+// waking the saver for each (20 times a second in a stream of small
+// writes) cost more than the commits it schedules.
 func (t *Tracker) signal() {
+	if t.signalled {
+		return
+	}
+	t.signalled = true
 	select {
 	case t.notify <- struct{}{}:
 	default:
 	}
 }
 
-// Changed is signalled (at most one pending signal) when something changes
-// after Changes was called.
+// Changed is signalled when something changes after Changes was called,
+// once until Changes is called again.
 func (t *Tracker) Changed() <-chan struct{} { return t.notify }
 
 // Changes returns what changed since the last call (nil when nothing did),
@@ -154,7 +162,7 @@ func (t *Tracker) Changes() *Changes {
 	}
 	t.dirty = t.dirty[:0]
 	t.dirtySources, t.removedJobs, t.removedSources = nil, nil, nil
-	t.full, t.retiredChanged = false, false
+	t.full, t.retiredChanged, t.signalled = false, false, false
 	if c.Empty() {
 		return nil
 	}

@@ -83,6 +83,37 @@ func TestChangesHoldWhatChanged(t *testing.T) {
 	}
 }
 
+// TestChangedOncePerChanges: a stream of batches signals Changed once until
+// the saver takes the changes, and again after it did.
+func TestChangedOncePerChanges(t *testing.T) {
+	clock := &fakeClock{now: t0.Add(time.Hour)}
+	tr := newTestTracker(clock, map[int]bool{})
+	tr.Changes()
+	signalled := func() bool {
+		select {
+		case <-tr.Changed():
+			return true
+		default:
+			return false
+		}
+	}
+	signalled()
+	for round := range 3 {
+		for i := range 5 {
+			pid := 10*round + i
+			tr.Apply(Batch{Source: "runs", AtEnd: true, Position: json.RawMessage(`{"offset":1}`), Events: []Event{
+				start("stats", "web1", pid, at(time.Duration(pid)*time.Minute)), end("stats", "web1", pid, at(time.Duration(pid)*time.Minute+time.Second), Success),
+			}})
+			if got, want := signalled(), i == 0; got != want {
+				t.Fatalf("round %d, batch %d: Changed signalled %v, want %v (once until Changes)", round, i, got, want)
+			}
+		}
+		if c := tr.Changes(); c == nil || c.Jobs["stats"] == nil || c.Jobs["stats"].RunCounts[0] != uint64(5*(round+1)) {
+			t.Fatalf("round %d: the changes hold %+v, want the five batches' runs", round, c)
+		}
+	}
+}
+
 func TestChangesOfReloads(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	tr := newTestTracker(clock, nil)

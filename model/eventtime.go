@@ -372,9 +372,10 @@ func (j *job) heldBefore(ev *Event, source string) bool {
 
 // DecideHeld decides what the watermarks allow now for the jobs that hold
 // records, so that a record shows about its source's late window after it
-// was read rather than at the next Reap. The exporter calls it often; it
-// looks at no other job.
-func (t *Tracker) DecideHeld() {
+// was read rather than at the next Reap. It looks at no other job, and
+// reports whether records are still held: the exporter calls it often
+// while they are, from a signal of Held until it reports none.
+func (t *Tracker) DecideHeld() (holding bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.now()
@@ -391,6 +392,30 @@ func (t *Tracker) DecideHeld() {
 		}
 	}
 	t.shrinkHolding()
+	if len(t.holding) == 0 {
+		t.heldSignalled = false
+		return false
+	}
+	return true
+}
+
+// Held is signalled when records are held for their watermark while none
+// was, once until DecideHeld reports that none is: DecideHeld is due until
+// then, and not otherwise (a decide tick ten times a second that finds
+// nothing held was a fifth of the wake-ups of a stream).
+func (t *Tracker) Held() <-chan struct{} { return t.held }
+
+// signalHeld signals Held if records are held and it was not signalled
+// since DecideHeld last found none.
+func (t *Tracker) signalHeld() {
+	if len(t.holding) == 0 || t.heldSignalled {
+		return
+	}
+	t.heldSignalled = true
+	select {
+	case t.held <- struct{}{}:
+	default:
+	}
 }
 
 // shrinkHolding rebuilds the set of jobs holding records once it holds an

@@ -178,12 +178,101 @@ func interleaved(rng *rand.Rand, records []Event, k int) string {
 }
 
 // decideSometimes reaps, decides what is held, or neither, as rng says.
+// It decides what is held as the exporter does, only from a signal of Held
+// until DecideHeld reports nothing held, and panics if records are held
+// with no such signal standing: they would wait for the next reap.
 func decideSometimes(tr *Tracker, rng *rand.Rand) {
 	switch rng.IntN(4) {
 	case 0:
 		tr.Reap()
 	case 1:
-		tr.DecideHeld()
+		select {
+		case <-tr.Held():
+		default:
+		}
+		if tr.heldSignalled {
+			tr.DecideHeld()
+		}
+	}
+	if holdsRecords(tr) && !tr.heldSignalled {
+		panic("records are held and Held was not signalled: nothing decides them before the next reap")
+	}
+}
+
+// holdsRecords reports whether a job of tr holds records.
+func holdsRecords(tr *Tracker) bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, j := range tr.jobs {
+		if len(j.pending) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHeldSignalsOnlyWhileRecordsWait: Held is signalled when a batch
+// leaves records waiting for a watermark (their sources' late window),
+// DecideHeld reports them held until every watermark has passed them, and
+// a stream of records older than that, decided as they are read, never
+// signals it.
+func TestHeldSignalsOnlyWhileRecordsWait(t *testing.T) {
+	clock := &fakeClock{now: oracleStart.Add(time.Hour)}
+	pid := 0
+	run := func(age time.Duration) []Event {
+		pid++
+		at := clock.now.Add(-age)
+		return []Event{
+			{Kind: Start, Job: "host", Host: "a", PID: pid, Time: at.Add(-10 * time.Millisecond)},
+			{Kind: End, Job: "host", Host: "a", PID: pid, Time: at, Result: Success, HasExitCode: true},
+		}
+	}
+	signalled := func(tr *Tracker) bool {
+		select {
+		case <-tr.Held():
+			return true
+		default:
+			return false
+		}
+	}
+	for k := 1; k <= 2; k++ {
+		tr := oracleTracker(clock, k)
+		for i := range k {
+			tr.Apply(Batch{Source: fmt.Sprintf("s%d", i), AtEnd: true}) // read to its end once
+		}
+		for i := range 20 {
+			tr.Apply(Batch{Source: fmt.Sprintf("s%d", i%k), AtEnd: true, Events: run(2 * oracleWindow)})
+			clock.Advance(time.Second)
+			if signalled(tr) {
+				t.Fatalf("%d sources, batch %d: records older than the late window are decided as read, yet Held was signalled", k, i)
+			}
+		}
+		if tr.DecideHeld() {
+			t.Fatalf("%d sources: DecideHeld reports records held, and none is", k)
+		}
+
+		tr.Apply(Batch{Source: "s0", AtEnd: true, Events: run(time.Second)})
+		if !signalled(tr) {
+			t.Fatalf("%d sources: a record waits for the watermarks and Held was not signalled", k)
+		}
+		clock.Advance(oracleWindow / 2)
+		if !tr.DecideHeld() {
+			t.Fatalf("%d sources: DecideHeld reports nothing held while a record waits for the watermarks", k)
+		}
+		if signalled(tr) {
+			t.Fatalf("%d sources: Held signalled again while the same records wait", k)
+		}
+		clock.Advance(oracleWindow)
+		if tr.DecideHeld() {
+			t.Fatalf("%d sources: DecideHeld reports records held after every watermark passed them", k)
+		}
+		if jobs, _ := tr.View(); len(jobs[0].Pending) != 0 {
+			t.Fatalf("%d sources: DecideHeld reports nothing held, and %d records are", k, len(jobs[0].Pending))
+		}
+		tr.Apply(Batch{Source: fmt.Sprintf("s%d", k-1), AtEnd: true, Events: run(time.Second)})
+		if !signalled(tr) {
+			t.Fatalf("%d sources: records wait again after DecideHeld reported none, and Held was not signalled", k)
+		}
 	}
 }
 

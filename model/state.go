@@ -293,6 +293,7 @@ func (t *Tracker) Snapshot() *Snapshot {
 func (t *Tracker) Restore(s *Snapshot) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.signalHeld() // the records the state holds wait for their watermarks again
 	now := t.clock.now()
 	for name, sj := range s.Jobs {
 		j := t.jobs[name]

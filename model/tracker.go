@@ -137,6 +137,9 @@ type Tracker struct {
 	full           bool // everything changed
 	retiredChanged bool
 	notify         chan struct{}
+	signalled      bool          // notify was signalled since the last Changes
+	held           chan struct{} // see Held
+	heldSignalled  bool          // held was signalled since DecideHeld last found nothing held
 	caughtUp       chan struct{} // see CaughtUp
 }
 
@@ -227,7 +230,7 @@ func New(o Options) *Tracker {
 	if o.Mono == nil {
 		o.Mono = sinceProcessStart
 	}
-	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
+	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), held: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
 }
 
 func processAlive(pid int) bool {
@@ -461,7 +464,11 @@ func (t *Tracker) Apply(b Batch) {
 	for _, j := range touched {
 		j.sorted()
 		t.decideJob(memo, j, now)
+		if len(j.pending) == 0 {
+			delete(t.holding, j) // decided in place: nothing for DecideHeld
+		}
 	}
+	t.signalHeld()
 }
 
 // batchJob is what Apply's scan found of one job's records in a batch.
