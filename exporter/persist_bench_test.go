@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -222,7 +223,18 @@ func profileWindow(b *testing.B) (stop func()) {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		b.Fatal(err)
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }
+	stopTrace := func() {}
+	if tp := os.Getenv("JOBWATCH_BENCH_TRACE"); tp != "" {
+		tf, err := os.Create(tp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := trace.Start(tf); err != nil {
+			b.Fatal(err)
+		}
+		stopTrace = func() { trace.Stop(); tf.Close() }
+	}
+	return func() { pprof.StopCPUProfile(); f.Close(); stopTrace() }
 }
 
 // threadCPU is the CPU time of the calling goroutine's thread (locked to
