@@ -110,7 +110,7 @@ type Exporter struct {
 
 // store is where the state is written; *state.Store is one.
 type store interface {
-	Save(c *model.Changes, all *model.Saved) error
+	Save(c *model.Changes, prev, all *model.Saved) error
 	Close() error
 }
 
@@ -501,8 +501,9 @@ func (e *Exporter) save() error {
 	if c.Empty() {
 		return nil
 	}
-	all := e.saved.Load().With(c)
-	if err := e.store.Save(c, all); err != nil {
+	prev := e.saved.Load()
+	all := prev.With(c)
+	if err := e.store.Save(c, prev, all); err != nil {
 		e.pending = c
 		e.saveFailures.Inc()
 		e.opts.Logger.Error("saving state; scrapes show the state saved before until a save succeeds", "err", err)

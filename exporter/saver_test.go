@@ -28,12 +28,12 @@ type countingStore struct {
 	fail  atomic.Bool
 }
 
-func (s *countingStore) Save(c *model.Changes, all *model.Saved) error {
+func (s *countingStore) Save(c *model.Changes, prev, all *model.Saved) error {
 	if s.fail.Load() {
 		return syscall.ENOSPC
 	}
 	defer s.saves.Add(1) // once written
-	return s.store.Save(c, all)
+	return s.store.Save(c, prev, all)
 }
 
 // startSaverTest runs an exporter on testConfig whose store counts saves.

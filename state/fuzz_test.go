@@ -30,7 +30,7 @@ func FuzzSnapshot(f *testing.F) {
 			return
 		}
 		for n, j := range st.Jobs {
-			if _, err := json.Marshal(jobToRecord(&model.JobView{JobState: &j.JobState, History: j.History, Open: j.Open})); err != nil {
+			if _, err := json.Marshal(jobToRecord(&model.JobView{JobState: &j.JobState, History: j.History, Open: j.Open}, nil)); err != nil {
 				t.Fatalf("job %q read from a snapshot cannot be written: %v", n, err)
 			}
 		}

@@ -168,7 +168,7 @@ func TestFormat1Migrates(t *testing.T) {
 	}
 
 	// The first save writes format 2 and removes state.json.
-	if err := st.Save(c, saved); err != nil {
+	if err := st.Save(c, nil, saved); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -45,6 +45,15 @@ type jobRecord struct {
 	Open                []runRecord       `json:"open,omitempty"`
 	Recent              []recentRecord    `json:"recent,omitempty"`
 	DurationHistory     []float64         `json:"duration_history,omitempty"`
+	// RecentAdded and RecentCount (format 4, in log entries): the job's
+	// recent runs are the last RecentCount of those it had before the
+	// entry followed by RecentAdded, and Recent is left out; the same for
+	// DurationHistory. A stream's entry then holds the run it added, not a
+	// job's last 50 runs again (10 KB a job, rewritten at every change).
+	RecentAdded          []recentRecord `json:"recent_added,omitempty"`
+	RecentCount          *int           `json:"recent_count,omitempty"`
+	DurationHistoryAdded []float64      `json:"duration_history_added,omitempty"`
+	DurationHistoryCount *int           `json:"duration_history_count,omitempty"`
 	// LockTTL in seconds; absent (as in states written before it) is none.
 	LockTTL float64 `json:"lock_ttl_seconds,omitempty"`
 	// DecidedUntil and Pending: how far the job's decisions have gone in
@@ -185,7 +194,10 @@ type sourceRecord struct {
 	Retired        time.Time       `json:"retired,omitzero"`
 }
 
-func jobToRecord(v *model.JobView) *jobRecord {
+// jobToRecord converts a job's view; given prev, the view the state on
+// disk holds of it, its recent runs and durations are written as what was
+// added since (RecentAdded), else whole.
+func jobToRecord(v, prev *model.JobView) *jobRecord {
 	j := v.JobState
 	r := &jobRecord{
 		FirstWatched: j.FirstWatched, LastStart: j.LastStart, LastSuccess: j.LastSuccess,
@@ -197,25 +209,26 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		Durations: histogramRecord{Counts: j.Durations.Counts, Sum: j.Durations.Sum, Count: j.Durations.Count},
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
 		Sources: j.Sources, SkipsByReason: j.SkipsByReason(), LockLost: j.LockLost(),
-		DurationHistory: v.LastDurations(), LockTTL: j.LockTTL.Seconds(),
+		LockTTL:      j.LockTTL.Seconds(),
 		DecidedUntil: v.DecidedUntil, Discovered: j.Discovered, Retired: j.Retired, Resumed: j.Resumed,
 	}
 	for i := range v.Pending {
 		r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
 	}
-	for _, run := range v.RecentRuns() {
-		rr := run.Fields()
-		rec := recentRecord{Start: rr.Start, End: rr.End, Result: string(rr.Result), Host: rr.Host, PID: rr.PID,
-			Reason: rr.Reason, Lock: rr.Lock, Holder: rr.Holder, Output: rr.Output, OutputRef: rr.OutputRef, Overlapped: rr.Overlapped}
-		if rr.HasDuration {
-			d := rr.Duration.Seconds()
-			rec.Duration = &d
+	recent, durations := v.RecentRuns(), v.LastDurations()
+	if prev == nil {
+		r.DurationHistory = durations
+		for _, run := range recent {
+			r.Recent = append(r.Recent, recentToRecord(run))
 		}
-		if rr.HasExitCode {
-			c := rr.ExitCode
-			rec.ExitCode = &c
+	} else {
+		added := appended(prev.RecentRuns(), recent)
+		r.RecentCount = &[]int{len(recent)}[0]
+		for _, run := range recent[len(recent)-added:] {
+			r.RecentAdded = append(r.RecentAdded, recentToRecord(run))
 		}
-		r.Recent = append(r.Recent, rec)
+		r.DurationHistoryAdded = durations[len(durations)-appended(prev.LastDurations(), durations):]
+		r.DurationHistoryCount = &[]int{len(durations)}[0]
 	}
 	for i, n := range j.RunCounts {
 		if n > 0 {
@@ -243,6 +256,62 @@ func jobToRecord(v *model.JobView) *jobRecord {
 		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease})
 	}
 	return r
+}
+
+// appended is how many of now's last elements were added after before:
+// now is the last len(now) of before followed by them. An element equal
+// to one before may be taken for it, which gives the same list.
+func appended[T comparable](before, now []T) int {
+	for added := range len(now) {
+		kept := len(now) - added
+		if kept <= len(before) && slices.Equal(now[:kept], before[len(before)-kept:]) {
+			return added
+		}
+	}
+	return len(now)
+}
+
+// afterAdded is the last n of before followed by added: a job's recent
+// runs or durations after a log entry that says what it added.
+func afterAdded[T any](before, added []T, n int) []T {
+	all := append(slices.Clip(before), added...)
+	return all[len(all)-min(n, len(all)):]
+}
+
+func recentToRecord(run model.RecentRun) recentRecord {
+	rr := run.Fields()
+	rec := recentRecord{Start: rr.Start, End: rr.End, Result: string(rr.Result), Host: rr.Host, PID: rr.PID,
+		Reason: rr.Reason, Lock: rr.Lock, Holder: rr.Holder, Output: rr.Output, OutputRef: rr.OutputRef, Overlapped: rr.Overlapped}
+	if rr.HasDuration {
+		d := rr.Duration.Seconds()
+		rec.Duration = &d
+	}
+	if rr.HasExitCode {
+		c := rr.ExitCode
+		rec.ExitCode = &c
+	}
+	return rec
+}
+
+// toModelAfter converts a record of a log entry, whose recent runs and
+// durations may be what was added to before's (RecentCount).
+func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
+	j := r.toModel()
+	var prev model.History
+	if before != nil {
+		prev = before.History
+	}
+	if r.RecentCount != nil {
+		added := make([]model.RecentRun, len(r.RecentAdded))
+		for i := range r.RecentAdded {
+			added[i] = r.RecentAdded[i].toModel()
+		}
+		j.Recent = afterAdded(prev.Recent, added, *r.RecentCount)
+	}
+	if r.DurationHistoryCount != nil {
+		j.DurationHistory = afterAdded(prev.DurationHistory, r.DurationHistoryAdded, *r.DurationHistoryCount)
+	}
+	return j
 }
 
 func (r *jobRecord) toModel() model.SavedJob {

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,8 +40,10 @@ const (
 // Version is the format written; Load reads it and every earlier one.
 // Format 3 adds what event time needs (a job's records held for its
 // watermark and how far it has decided, a source's late records, when each
-// save was written); a format-2 state loads with none held.
-const Version = 3
+// save was written); a format-2 state loads with none held. Format 4 writes
+// in a log entry only the recent runs and durations a job added since the
+// entry before (jobRecord.RecentAdded); format 3 logs hold them whole.
+const Version = 4
 
 const formatName = "jobwatch-state"
 
@@ -306,7 +309,11 @@ func apply(st *model.Snapshot, e *entry) {
 	}
 	for n, r := range e.Jobs {
 		if r != nil {
-			st.Jobs[n] = r.toModel()
+			var before *model.SavedJob
+			if b, ok := st.Jobs[n]; ok {
+				before = &b
+			}
+			st.Jobs[n] = r.toModelAfter(before)
 		}
 	}
 	for n, r := range e.Sources {
@@ -342,19 +349,20 @@ func readNoFollow(path string) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// Save writes changes c, after which the saved state is all (which already
+// Save writes changes c, made to prev (what the last save that succeeded
+// wrote, nil for none), after which the saved state is all (which already
 // holds c). It appends c to the log, as one entry, and fsyncs the log;
 // every so often (when the log has outgrown the snapshot, after a reload,
 // after a failed save) it writes all as a new snapshot instead. A crash at
 // any point leaves the state of before the save or the state after it.
-func (s *Store) Save(c *model.Changes, all *model.Saved) error {
+func (s *Store) Save(c *model.Changes, prev, all *model.Saved) error {
 	if c.Empty() {
 		return nil
 	}
 	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) || manyJobs(c, all) {
 		return s.compact(all)
 	}
-	ce := changesEntry(c)
+	ce := changesEntry(c, prev)
 	ce.Written = time.Now().UTC()
 	var err error
 	if s.payload, err = appendEntry(s.payload[:0], ce); err != nil {
@@ -395,12 +403,19 @@ func (s *Store) appendFailed(err error) error {
 	return err
 }
 
-func changesEntry(c *model.Changes) *entry {
+// changesEntry is the log entry of c, made to prev: a job prev holds gets
+// the runs and durations it added since (the log after the entries
+// before holds prev).
+func changesEntry(c *model.Changes, prev *model.Saved) *entry {
 	e := &entry{RemovedJobs: c.RemovedJobs, RemovedSources: c.RemovedSources}
 	if len(c.Jobs) > 0 {
 		e.Jobs = make(map[string]*jobRecord, len(c.Jobs))
 		for n, v := range c.Jobs {
-			e.Jobs[n] = jobToRecord(v)
+			var before *model.JobView
+			if prev != nil && !slices.Contains(c.RemovedJobs, n) { // removed, then set: loaded after the removal
+				before = prev.Job(n)
+			}
+			e.Jobs[n] = jobToRecord(v, before)
 		}
 	}
 	if len(c.Sources) > 0 {
@@ -485,7 +500,7 @@ func writeSnapshot(fw *frameWriter, all *model.Saved, gen uint64, now time.Time)
 		if len(chunk) > 0 {
 			e.Jobs = make(map[string]*jobRecord, len(chunk))
 			for _, n := range chunk {
-				e.Jobs[n] = jobToRecord(all.Job(n))
+				e.Jobs[n] = jobToRecord(all.Job(n), nil)
 			}
 		}
 		e.End = i+jobsPerFrame >= len(names)

@@ -57,7 +57,7 @@ func (m *testModel) save(t *testing.T) {
 	t.Helper()
 	c := m.tr.Changes()
 	all := m.saved.With(c)
-	if err := m.store.Save(c, all); err != nil {
+	if err := m.store.Save(c, m.saved, all); err != nil {
 		t.Fatal(err)
 	}
 	m.saved = all
@@ -116,7 +116,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Fatalf("changes: %d jobs, %d sources, full %v; want backup and runs", len(c.Jobs), len(c.Sources), c.Full)
 	}
 	all := m.saved.With(c)
-	if err := m.store.Save(c, all); err != nil {
+	if err := m.store.Save(c, m.saved, all); err != nil {
 		t.Fatal(err)
 	}
 	m.saved = all
@@ -177,12 +177,63 @@ func TestLockTTLIsOptional(t *testing.T) {
 			}
 		})
 	}
-	b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &model.JobState{}}))
+	b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &model.JobState{}}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(b), "lock_ttl") {
 		t.Errorf("a job without a lease saved as %s", b)
+	}
+}
+
+// TestLogEntriesHoldWhatWasAdded: a save appends a job's runs and
+// durations added since the save before, not all it keeps (up to 50 runs
+// and 100 durations), and the state loads back the same after any number
+// of such saves, with runs pushed out of the kept ones in between.
+func TestLogEntriesHoldWhatWasAdded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	m := newTestModel(t, dir)
+	m.save(t) // the snapshot
+	pid := 0
+	runs := func(n int) {
+		var evs []model.Event
+		for range n {
+			pid++
+			at := time.Duration(pid) * time.Minute
+			evs = append(evs, ev(model.Start, "stats", pid, at), ev(model.End, "stats", pid, at+time.Duration(pid%7)*time.Second))
+		}
+		m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(fmt.Sprintf(`{"offset":%d}`, pid)), Events: evs})
+	}
+	for round, n := range []int{1, 3, 0, 40, 7, 1, 60, 2, 1, 0, 120, 1} {
+		if n == 0 {
+			pid++ // a run that starts: the job changes, its history does not
+			m.tr.Apply(model.Batch{Source: "runs", Events: []model.Event{ev(model.Start, "stats", pid, time.Duration(pid)*time.Minute)}})
+			m.tr.Apply(model.Batch{Source: "runs", Events: []model.Event{ev(model.End, "stats", pid, time.Duration(pid)*time.Minute+time.Second)}})
+			pid++
+			m.tr.Apply(model.Batch{Source: "runs", Events: []model.Event{ev(model.Start, "stats", pid, time.Duration(pid)*time.Minute)}})
+		} else {
+			runs(n)
+		}
+		before := fileSize(t, filepath.Join(dir, LogFile))
+		m.save(t)
+		grew := fileSize(t, filepath.Join(dir, LogFile)) - before
+		// A run kept whole is about 150 bytes; a job without its history
+		// about 700.
+		if limit := int64(1500 + 200*min(n, 50)); grew > limit {
+			t.Errorf("round %d: %d runs added, the log grew %d bytes (more than %d): the job's history was written again", round, n, grew, limit)
+		}
+		if round%3 == 2 || round == 11 {
+			want := views(m.tr)
+			m.store.Close()
+			m = newTestModel(t, dir)
+			if got := views(m.tr); got != want {
+				t.Fatalf("round %d: loaded state differs:\n got %s\nwant %s", round, got, want)
+			}
+			if h := m.tr.Snapshot().Jobs["stats"]; round == 11 && (len(h.Recent) != model.MaxRecentRuns || len(h.DurationHistory) != model.MaxDurationHistory) {
+				t.Fatalf("loaded %d runs and %d durations, want the most kept", len(h.Recent), len(h.DurationHistory))
+			}
+			m.save(t) // a snapshot again after a load
+		}
 	}
 }
 
@@ -211,7 +262,7 @@ func TestRetiredIsOptional(t *testing.T) {
 			if got.Discovered != tc.want.Discovered || !got.Retired.Equal(tc.want.Retired) || !got.Resumed.Equal(tc.want.Resumed) {
 				t.Errorf("discovered %v, retired %v, resumed %v; want %v, %v, %v", got.Discovered, got.Retired, got.Resumed, tc.want.Discovered, tc.want.Retired, tc.want.Resumed)
 			}
-			b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &got.JobState}))
+			b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &got.JobState}, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +272,7 @@ func TestRetiredIsOptional(t *testing.T) {
 			}
 		})
 	}
-	b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &model.JobState{}}))
+	b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &model.JobState{}}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
