@@ -218,7 +218,7 @@ func appendEntry(b []byte, e *entry) ([]byte, error) {
 
 func (o *jsonOut) job(r *jobRecord) {
 	o.open('{')
-	o.timeMember("first_watched", r.FirstWatched, false)
+	o.timeMember("first_watched", r.FirstWatched, true)
 	o.timeMember("last_start", r.LastStart, true)
 	o.timeMember("last_success", r.LastSuccess, true)
 	o.timeMember("last_success_start", r.LastSuccessStart, true)

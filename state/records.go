@@ -17,7 +17,9 @@ import (
 
 // jobRecord is one job's saved state with its runs in progress.
 type jobRecord struct {
-	FirstWatched        time.Time         `json:"first_watched"`
+	// FirstWatched is left out of a log entry of format 4 that holds the
+	// job's runs as added (RecentCount): it never changes.
+	FirstWatched        time.Time         `json:"first_watched,omitzero"`
 	LastStart           time.Time         `json:"last_start,omitzero"`
 	LastSuccess         time.Time         `json:"last_success,omitzero"`
 	LastSuccessStart    time.Time         `json:"last_success_start,omitzero"`
@@ -152,6 +154,8 @@ type recentRecord struct {
 }
 
 type histogramRecord struct {
+	// Counts without its trailing zeros (format 4): most durations fall in
+	// a few buckets of the 18.
 	Counts []uint64 `json:"counts,omitempty"`
 	Sum    float64  `json:"sum"`
 	Count  uint64   `json:"count"`
@@ -206,7 +210,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		LastExitCode: j.LastExitCode, HasLastExitCode: j.HasLastExitCode,
 		ConsecutiveFailures: j.ConsecutiveFailures, ConsecutiveSkips: j.ConsecutiveSkips, ConsecutiveMissed: j.ConsecutiveMissed,
 		Skips: j.Skips, Overlaps: j.Overlaps,
-		Durations: histogramRecord{Counts: j.Durations.Counts, Sum: j.Durations.Sum, Count: j.Durations.Count},
+		Durations: histogramRecord{Counts: trimZeros(j.Durations.Counts), Sum: j.Durations.Sum, Count: j.Durations.Count},
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
 		Sources: j.Sources, SkipsByReason: j.SkipsByReason(), LockLost: j.LockLost(),
 		LockTTL:      j.LockTTL.Seconds(),
@@ -222,6 +226,9 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 			r.Recent = append(r.Recent, recentToRecord(run))
 		}
 	} else {
+		if r.FirstWatched.Equal(prev.FirstWatched) {
+			r.FirstWatched = time.Time{}
+		}
 		added := appended(prev.RecentRuns(), recent)
 		r.RecentCount = &[]int{len(recent)}[0]
 		for _, run := range recent[len(recent)-added:] {
@@ -278,6 +285,24 @@ func afterAdded[T any](before, added []T, n int) []T {
 	return all[len(all)-min(n, len(all)):]
 }
 
+// trimZeros is counts without its trailing zeros.
+func trimZeros(counts []uint64) []uint64 {
+	n := len(counts)
+	for n > 0 && counts[n-1] == 0 {
+		n--
+	}
+	return counts[:n]
+}
+
+// padZeros is counts with zeros added up to n (trimZeros undone); none
+// stays none.
+func padZeros(counts []uint64, n int) []uint64 {
+	if len(counts) == 0 || len(counts) >= n {
+		return counts
+	}
+	return append(slices.Clip(counts), make([]uint64, n-len(counts))...)
+}
+
 func recentToRecord(run model.RecentRun) recentRecord {
 	rr := run.Fields()
 	rec := recentRecord{Start: rr.Start, End: rr.End, Result: string(rr.Result), Host: rr.Host, PID: rr.PID,
@@ -300,6 +325,9 @@ func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
 	var prev model.History
 	if before != nil {
 		prev = before.History
+		if r.RecentCount != nil && r.FirstWatched.IsZero() {
+			j.FirstWatched = before.FirstWatched
+		}
 	}
 	if r.RecentCount != nil {
 		added := make([]model.RecentRun, len(r.RecentAdded))
@@ -322,7 +350,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		LastExitCode: r.LastExitCode, HasLastExitCode: r.HasLastExitCode,
 		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips, ConsecutiveMissed: r.ConsecutiveMissed,
 		Skips: r.Skips, Overlaps: r.Overlaps,
-		Durations: model.Histogram{Counts: r.Durations.Counts, Sum: r.Durations.Sum, Count: r.Durations.Count},
+		Durations: model.Histogram{Counts: padZeros(r.Durations.Counts, len(model.DurationBuckets)+1), Sum: r.Durations.Sum, Count: r.Durations.Count},
 		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
 		LockTTL: lockTTL(r.LockTTL), Discovered: r.Discovered, Retired: r.Retired, Resumed: r.Resumed,
