@@ -52,6 +52,17 @@ func benchWrites() int {
 	return 20
 }
 
+// benchHistory is how many finished runs every job has before the window
+// (default 1; JOBWATCH_BENCH_HISTORY): a job's saved state holds its last
+// model.MaxRecentRuns runs and model.MaxDurationHistory durations, so a
+// jobwatch that has run for a while saves larger jobs.
+func benchHistory() int {
+	if n, err := strconv.Atoi(os.Getenv("JOBWATCH_BENCH_HISTORY")); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
+
 // streamBench is a running jobwatch watching n jobs in one run log, every
 // job with a finished run already, and a writer that appends records at a
 // steady rate.
@@ -83,7 +94,10 @@ func startStreamBench(b *testing.B, n int) *streamBench {
 		b.Fatal(err)
 	}
 	s := &streamBench{log: log, n: n, when: time.Now().Add(-time.Hour)}
-	s.write(b, 2*n) // a finished run of every job
+	history := benchHistory()
+	for range history {
+		s.write(b, 2*n) // a finished run of every job
+	}
 	s.e, err = New(Options{StartupHold: -1, ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		b.Fatal(err)
@@ -93,10 +107,10 @@ func startStreamBench(b *testing.B, n int) *streamBench {
 	go func() { s.done <- s.e.Run(ctx) }()
 	// The saves of the catch-up are not part of what is measured: they are
 	// over once the records and the source's health are saved.
-	s.waitRecords(b, uint64(2*n))
+	s.waitRecords(b, uint64(2*n*history))
 	testproc.WaitUntil(b, 2*time.Minute, "the catch-up saved", func() bool {
 		srcs := s.e.Saved().Sources()
-		return len(srcs) == 1 && srcs[0].Up && srcs[0].Records == uint64(2*n)
+		return len(srcs) == 1 && srcs[0].Up && srcs[0].Records == uint64(2*n*history)
 	})
 	return s
 }
