@@ -128,7 +128,7 @@ func BenchmarkEncodeEntry(b *testing.B) {
 		recent := []recentRecord{{Start: at, End: at.Add(time.Second), Duration: &d, Result: "success", Host: "web1", PID: 100 + i, ExitCode: &code}}
 		recent = append(recent, recent[0])
 		e.Jobs[fmt.Sprintf("job_%05d", i)] = &jobRecord{FirstWatched: at, LastStart: at, LastSuccess: at, LastSuccessStart: at,
-			LastDuration: 0.2, HasLastDuration: true, HasLastExitCode: true, Runs: map[string]uint64{"success": 2},
+			LastDuration: &d, LastExitCode: &code, Runs: map[string]uint64{"success": 2},
 			Durations: histogramRecord{Counts: []uint64{0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0}, Sum: 0.4, Count: 2},
 			Sources:   []string{"runs"}, Recent: recent, DurationHistory: []float64{0.2, 0.2}, DecidedUntil: at}
 	}

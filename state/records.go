@@ -19,14 +19,17 @@ import (
 type jobRecord struct {
 	// FirstWatched is left out of a log entry of format 4 that holds the
 	// job's runs as added (RecentCount): it never changes.
-	FirstWatched        time.Time         `json:"first_watched,omitzero"`
-	LastStart           time.Time         `json:"last_start,omitzero"`
-	LastSuccess         time.Time         `json:"last_success,omitzero"`
-	LastSuccessStart    time.Time         `json:"last_success_start,omitzero"`
-	LastFailure         time.Time         `json:"last_failure,omitzero"`
-	LastDuration        float64           `json:"last_duration,omitempty"`
+	FirstWatched     time.Time `json:"first_watched,omitzero"`
+	LastStart        time.Time `json:"last_start,omitzero"`
+	LastSuccess      time.Time `json:"last_success,omitzero"`
+	LastSuccessStart time.Time `json:"last_success_start,omitzero"`
+	LastFailure      time.Time `json:"last_failure,omitzero"`
+	// LastDuration and LastExitCode are present when the job has them
+	// (format 4, zero included); format 3 wrote them when not zero, with
+	// has_last_duration and has_last_exit_code, read still.
+	LastDuration        *float64          `json:"last_duration,omitempty"`
 	HasLastDuration     bool              `json:"has_last_duration,omitempty"`
-	LastExitCode        int               `json:"last_exit_code,omitempty"`
+	LastExitCode        *int              `json:"last_exit_code,omitempty"`
 	HasLastExitCode     bool              `json:"has_last_exit_code,omitempty"`
 	ConsecutiveFailures uint64            `json:"consecutive_failures,omitempty"`
 	ConsecutiveSkips    uint64            `json:"consecutive_skips,omitempty"`
@@ -206,8 +209,6 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 	r := &jobRecord{
 		FirstWatched: j.FirstWatched, LastStart: j.LastStart, LastSuccess: j.LastSuccess,
 		LastSuccessStart: j.LastSuccessStart, LastFailure: j.LastFailure,
-		LastDuration: j.LastDuration, HasLastDuration: j.HasLastDuration,
-		LastExitCode: j.LastExitCode, HasLastExitCode: j.HasLastExitCode,
 		ConsecutiveFailures: j.ConsecutiveFailures, ConsecutiveSkips: j.ConsecutiveSkips, ConsecutiveMissed: j.ConsecutiveMissed,
 		Skips: j.Skips, Overlaps: j.Overlaps,
 		Durations: histogramRecord{Counts: trimZeros(j.Durations.Counts), Sum: j.Durations.Sum, Count: j.Durations.Count},
@@ -218,6 +219,12 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 	}
 	for i := range v.Pending {
 		r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
+	}
+	if j.HasLastDuration {
+		r.LastDuration = &j.LastDuration
+	}
+	if j.HasLastExitCode {
+		r.LastExitCode = &j.LastExitCode
 	}
 	recent, durations := v.RecentRuns(), v.LastDurations()
 	if prev == nil {
@@ -346,8 +353,6 @@ func (r *jobRecord) toModel() model.SavedJob {
 	j := model.SavedJob{JobState: model.JobState{
 		FirstWatched: r.FirstWatched, LastStart: r.LastStart, LastSuccess: r.LastSuccess,
 		LastSuccessStart: r.LastSuccessStart, LastFailure: r.LastFailure,
-		LastDuration: r.LastDuration, HasLastDuration: r.HasLastDuration,
-		LastExitCode: r.LastExitCode, HasLastExitCode: r.HasLastExitCode,
 		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips, ConsecutiveMissed: r.ConsecutiveMissed,
 		Skips: r.Skips, Overlaps: r.Overlaps,
 		Durations: model.Histogram{Counts: padZeros(r.Durations.Counts, len(model.DurationBuckets)+1), Sum: r.Durations.Sum, Count: r.Durations.Count},
@@ -355,6 +360,14 @@ func (r *jobRecord) toModel() model.SavedJob {
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
 		LockTTL: lockTTL(r.LockTTL), Discovered: r.Discovered, Retired: r.Retired, Resumed: r.Resumed,
 	}, History: model.History{DurationHistory: r.DurationHistory}, DecidedUntil: r.DecidedUntil}
+	if r.LastDuration != nil {
+		j.LastDuration = *r.LastDuration
+	}
+	j.HasLastDuration = r.HasLastDuration || r.LastDuration != nil
+	if r.LastExitCode != nil {
+		j.LastExitCode = *r.LastExitCode
+	}
+	j.HasLastExitCode = r.HasLastExitCode || r.LastExitCode != nil
 	for i := range r.Pending {
 		if h, ok := r.Pending[i].toModel(); ok {
 			j.Pending = append(j.Pending, h)
