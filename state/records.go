@@ -237,12 +237,12 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 			r.FirstWatched = time.Time{}
 		}
 		added := appended(prev.RecentRuns(), recent)
-		r.RecentCount = &[]int{len(recent)}[0]
+		r.RecentCount = new(len(recent))
 		for _, run := range recent[len(recent)-added:] {
 			r.RecentAdded = append(r.RecentAdded, recentToRecord(run))
 		}
 		r.DurationHistoryAdded = durations[len(durations)-appended(prev.LastDurations(), durations):]
-		r.DurationHistoryCount = &[]int{len(durations)}[0]
+		r.DurationHistoryCount = new(len(durations))
 	}
 	for i, n := range j.RunCounts {
 		if n > 0 {
@@ -285,11 +285,12 @@ func appended[T comparable](before, now []T) int {
 	return len(now)
 }
 
-// afterAdded is the last n of before followed by added: a job's recent
-// runs or durations after a log entry that says what it added.
+// afterAdded is the last n of before followed by added (all of them if
+// fewer, none if n is negative): a job's recent runs or durations after a
+// log entry that says what it added.
 func afterAdded[T any](before, added []T, n int) []T {
 	all := append(slices.Clip(before), added...)
-	return all[len(all)-min(n, len(all)):]
+	return all[len(all)-max(0, min(n, len(all))):]
 }
 
 // trimZeros is counts without its trailing zeros.

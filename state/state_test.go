@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -692,6 +693,19 @@ func TestHeldRecordsRoundTrip(t *testing.T) {
 	for _, bad := range []heldRecord{{Kind: "exploded"}, {Kind: "end", Result: "lost"}} {
 		if _, ok := bad.toModel(); ok {
 			t.Errorf("%+v read as a record", bad)
+		}
+	}
+}
+
+// A log entry whose counts are out of range (a CRC-valid entry written by
+// hand) loads what it can, never panics.
+func TestAfterAddedOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []int
+	}{{-5, []int{}}, {-1, []int{}}, {0, []int{}}, {2, []int{2, 3}}, {3, []int{1, 2, 3}}, {99, []int{1, 2, 3}}} {
+		if got := afterAdded([]int{1, 2}, []int{3}, tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("afterAdded([1 2], [3], %d) = %v, want %v", tc.n, got, tc.want)
 		}
 	}
 }
