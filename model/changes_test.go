@@ -89,22 +89,14 @@ func TestChangedOncePerChanges(t *testing.T) {
 	clock := &fakeClock{now: t0.Add(time.Hour)}
 	tr := newTestTracker(clock, map[int]bool{})
 	tr.Changes()
-	signalled := func() bool {
-		select {
-		case <-tr.Changed():
-			return true
-		default:
-			return false
-		}
-	}
-	signalled()
+	signalled(tr.Changed())
 	for round := range 3 {
 		for i := range 5 {
 			pid := 10*round + i
 			tr.Apply(Batch{Source: "runs", AtEnd: true, Position: json.RawMessage(`{"offset":1}`), Events: []Event{
 				start("stats", "web1", pid, at(time.Duration(pid)*time.Minute)), end("stats", "web1", pid, at(time.Duration(pid)*time.Minute+time.Second), Success),
 			}})
-			if got, want := signalled(), i == 0; got != want {
+			if got, want := signalled(tr.Changed()), i == 0; got != want {
 				t.Fatalf("round %d, batch %d: Changed signalled %v, want %v (once until Changes)", round, i, got, want)
 			}
 		}
