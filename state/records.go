@@ -338,16 +338,21 @@ func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
 		}
 	}
 	if r.RecentCount != nil {
-		added := make([]model.RecentRun, len(r.RecentAdded))
-		for i := range r.RecentAdded {
-			added[i] = r.RecentAdded[i].toModel()
-		}
-		j.Recent = afterAdded(prev.Recent, added, *r.RecentCount)
+		j.Recent = afterAdded(prev.Recent, recentsToModel(r.RecentAdded), *r.RecentCount)
 	}
 	if r.DurationHistoryCount != nil {
 		j.DurationHistory = afterAdded(prev.DurationHistory, r.DurationHistoryAdded, *r.DurationHistoryCount)
 	}
 	return j
+}
+
+// recentsToModel converts recent runs' records (nil for none).
+func recentsToModel(rs []recentRecord) []model.RecentRun {
+	var runs []model.RecentRun
+	for i := range rs {
+		runs = append(runs, rs[i].toModel())
+	}
+	return runs
 }
 
 func (r *jobRecord) toModel() model.SavedJob {
@@ -375,9 +380,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		}
 	}
 	r.countsTo(&j)
-	for i := range r.Recent {
-		j.Recent = append(j.Recent, r.Recent[i].toModel())
-	}
+	j.Recent = recentsToModel(r.Recent)
 	for _, k := range r.LostRuns {
 		j.LostRuns = append(j.LostRuns, model.RunKey(k))
 	}
