@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobwatch/jobwatch/internal/cronlog"
 	"github.com/jobwatch/jobwatch/model"
 )
 
@@ -198,11 +199,11 @@ func TestCronYear(t *testing.T) {
 func TestCronStateBounded(t *testing.T) {
 	p := newTestCron(t)
 	var ev model.Event
-	for i := 1; i <= 3*maxCronRuns; i++ {
+	for i := 1; i <= 3*cronlog.MaxRuns; i++ {
 		p.Parse([]byte(fmt.Sprintf("Dec  1 09:00:00 h CRON[%d]: (root) CMD ([%d] /x/bin/backup.sh)", i, i)), &ev)
 		p.Parse([]byte(fmt.Sprintf("Dec  1 09:00:00 h CRON[%d]: (CRON) error (grandchild #%d failed with exit status 1)", i, i+1)), &ev)
 	}
-	if len(p.open) > maxCronRuns || len(p.failed) > maxCronRuns || len(p.ended) > maxCronRuns {
-		t.Errorf("state: %d open, %d failed, %d ended; bound %d", len(p.open), len(p.failed), len(p.ended), maxCronRuns)
+	if open, failed, ended, hosts := p.match.StateSize(); max(open, failed, ended, hosts) > cronlog.MaxRuns {
+		t.Errorf("state: %d open, %d failed, %d ended, %d hosts; bound %d", open, failed, ended, hosts, cronlog.MaxRuns)
 	}
 }
