@@ -71,15 +71,16 @@ const (
 	End
 )
 
-// Result is how a run ended, as far as cron logged it.
-type Result uint8
+// Result is how a run ended, as far as cron logged it: the same words as
+// the result label of jobwatch_job_runs_total (model.Result).
+type Result string
 
 const (
-	Success Result = iota + 1
-	Failure
+	Success Result = "success"
+	Failure Result = "failure"
 	// Unknown: cron logged the run's end and not whether it failed (its
 	// -L lacks 4).
-	Unknown
+	Unknown Result = "unknown"
 )
 
 // Run is what one line says about a run.

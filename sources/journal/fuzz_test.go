@@ -48,7 +48,7 @@ func FuzzJournalEntry(f *testing.F) {
 			t.Fatalf("decoded an entry without cursor or time: %+v", e)
 		}
 		sink := &jSink{}
-		r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
+		r := j.newReader(nil, sink)
 		r.line(line)
 		r.line(line) // the same entry twice: no second start or end
 		r.flush(false)

@@ -120,15 +120,7 @@ func CronEvent(r cronlog.Run, ev *model.Event) {
 		ev.Kind, ev.EndUnlogged = model.Start, r.EndUnlogged
 		return
 	}
-	ev.Kind, ev.ExitCode, ev.HasExitCode = model.End, r.ExitCode, r.HasExitCode
-	switch r.Result {
-	case cronlog.Failure:
-		ev.Result = model.Failure
-	case cronlog.Unknown:
-		ev.Result = model.Unknown
-	default:
-		ev.Result = model.Success
-	}
+	ev.Kind, ev.Result, ev.ExitCode, ev.HasExitCode = model.End, model.Result(r.Result), r.ExitCode, r.HasExitCode
 }
 
 // header splits a syslog line as rsyslog writes it to a file: timestamp,
