@@ -57,6 +57,9 @@ const MaxJobLen = 128
 // (those runs then end unmatched, or as the model closes them).
 const MaxRuns = 4096
 
+// maxPID is the largest PID Linux gives (PID_MAX_LIMIT, 2^22).
+const maxPID = 1 << 22
+
 // Rule maps the commands that Re matches (as cron logs them) to Job.
 type Rule struct {
 	Re  *regexp.Regexp
@@ -169,7 +172,7 @@ func IsTag(tag []byte) bool {
 // message msg. ok is false for a line about no run (another program's,
 // the daemon's own, an END line an error line already ended).
 func (m *Matcher) Match(host string, tag []byte, pid int, msg []byte) (r Run, ok bool) {
-	if !IsTag(tag) || pid <= 0 {
+	if !IsTag(tag) || pid <= 0 || pid > maxPID {
 		return Run{}, false
 	}
 	if daemonStarted(tag, msg) {
@@ -406,7 +409,7 @@ func splitJobPID(detail []byte) (int, []byte) {
 		return 0, detail
 	}
 	n, err := strconv.Atoi(string(detail[1:i]))
-	if err != nil || n <= 0 || n > 1<<22 {
+	if err != nil || n <= 0 || n > maxPID {
 		return 0, detail
 	}
 	return n, detail[i+2:]
@@ -425,7 +428,7 @@ func grandchildFailed(detail []byte) (jobPID, status int, ok bool) {
 	}
 	p, err1 := strconv.Atoi(string(rest[:i]))
 	s, err2 := strconv.Atoi(string(rest[i+len(mid):]))
-	if err1 != nil || err2 != nil || p <= 0 || p > 1<<22 || s < 0 || s > 255 {
+	if err1 != nil || err2 != nil || p <= 0 || p > maxPID || s < 0 || s > 255 {
 		return
 	}
 	return p, s, true
