@@ -40,7 +40,7 @@ type Source struct {
 	units     map[string]string // unit -> job
 	unitNames map[string]string // unit -> the same name, shared by the runs
 	cron      []cronlog.Rule
-	cronLevel int // cron's -L, or cronlog.Detect
+	cronLevel int      // cron's -L, or cronlog.Detect
 	selector  []string // --directory= / --file= (absolute)
 	matches   []string // journalctl match arguments
 	dir       string   // directory to check before reading, if any
@@ -305,7 +305,7 @@ type journalReader struct {
 	sink sources.Sink
 	pos  journalPosition
 	open model.InFlight[string, *journalRun] // runs in progress
-	cron *cronlog.Matcher                     // links cron's lines of a run
+	cron *cronlog.Matcher                    // links cron's lines of a run
 
 	// Pending batch.
 	batch    model.Batch
