@@ -26,6 +26,7 @@ package cronlog
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -433,3 +434,26 @@ func grandchildFailed(detail []byte) (jobPID, status int, ok bool) {
 	}
 	return p, s, true
 }
+
+// LevelGaps says what jobwatch cannot know of cron jobs from the lines a
+// cron logging at level writes, or "" when it knows everything: the text
+// of check-config's and discover's warnings.
+func LevelGaps(level int) string {
+	end, failed := level&LogEnd != 0, level&LogFailed != 0
+	switch {
+	case level&LogStart == 0 && !end && !failed:
+		return fmt.Sprintf("cron -L %d logs nothing about jobs: no run of them is seen", level)
+	case !end && !failed:
+		return fmt.Sprintf("cron -L %d logs only job starts (CMD): results are not logged, so each run ends with result unknown once its process is gone", level)
+	case !end:
+		return fmt.Sprintf("cron -L %d logs no END lines: a run that succeeds ends with result unknown once its process is gone", level)
+	case !failed:
+		return fmt.Sprintf("cron -L %d logs no failures: every run that ends has result unknown", level)
+	case level&LogStart == 0:
+		return fmt.Sprintf("cron -L %d logs no starts: runs are seen only as they end, with no duration", level)
+	}
+	return ""
+}
+
+// LevelFix is how to make cron log everything jobwatch reads.
+const LevelFix = `set EXTRA_OPTS="-L 15" in /etc/default/cron (bookworm ships it commented out) and restart cron`
