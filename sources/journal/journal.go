@@ -106,6 +106,11 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("journal source %q: needs units or cron", name)
 	}
+	if m := j.machineMatch(); m != "" {
+		for i := range groups {
+			groups[i] = append(groups[i], m)
+		}
+	}
 	for i, g := range groups {
 		if i > 0 {
 			j.matches = append(j.matches, "+")
@@ -113,6 +118,26 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		j.matches = append(j.matches, g...)
 	}
 	return j, nil
+}
+
+// MachineIDFile holds this machine's ID (machine-id(5)).
+var MachineIDFile = "/etc/machine-id"
+
+// machineMatch is the match that keeps the system journal's entries of
+// this machine, as journalctl shows them without --merge (which the
+// follower needs: see args); "" when reading a directory or files (the
+// journals chosen), or when the machine's ID cannot be read.
+func (j *Source) machineMatch() string {
+	if len(j.selector) > 0 {
+		return ""
+	}
+	b, err := os.ReadFile(MachineIDFile)
+	id := strings.TrimSpace(string(b))
+	if err != nil || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		j.log.Warn("cannot read this machine's ID: following the journal shows other machines' journals too", "file", MachineIDFile, "err", err)
+		return ""
+	}
+	return "_MACHINE_ID=" + id
 }
 
 // selectJournal sets the journalctl arguments that read the directory or
@@ -386,7 +411,16 @@ func (r *journalReader) args(follow bool) []string {
 		a = append(a, "--no-tail")
 	}
 	if follow {
-		a = append(a, "--follow")
+		// --follow alone shows one boot only (journalctl implies --boot
+		// unless --merge is given; --boot=all does not undo it): the
+		// running kernel's boot ID for the system journal (which
+		// ProtectKernelTunables=, in a container, shows as the host
+		// kernel's: nothing is shown, ever), the newest boot at its start
+		// for a directory (a boot that begins later is never shown). The
+		// cursor says where to go on from, in whatever boot. --merge also
+		// opens other machines' journals: the system journal's matches
+		// name this machine (machineMatch).
+		a = append(a, "--follow", "--merge")
 	}
 	return append(a, r.j.matches...)
 }
