@@ -62,6 +62,13 @@ type Source struct {
 	sleep func(ctx context.Context, d time.Duration) bool
 	// started, if set, is told of each journalctl process (tests).
 	started func(pid int, follow bool)
+	// The silence check (silence.go): systemctl, how often it is asked,
+	// and how long a run it started may go unread.
+	systemctl                  string
+	silenceEvery, silenceAfter time.Duration
+	// askSystemd: the journal read is this machine's (the system
+	// journal), whose service manager systemctl asks.
+	askSystemd bool
 }
 
 var _ sources.Source = (*Source)(nil)
@@ -86,6 +93,10 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		maxEnded:   512,
 		sleep:      sources.Sleep,
 		systemDirs: SystemJournalDirs,
+		systemctl:  "systemctl",
+		// A start entry reaches the follower in milliseconds.
+		silenceEvery: 30 * time.Second,
+		silenceAfter: time.Minute,
 	}
 	if err := j.selectJournal(jc.Directory, jc.Files); err != nil {
 		return nil, fmt.Errorf("journal source %q: %w", name, err)
@@ -106,6 +117,7 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("journal source %q: needs units or cron", name)
 	}
+	j.askSystemd = len(j.selector) == 0
 	if m := j.machineMatch(); m != "" {
 		for i := range groups {
 			groups[i] = append(groups[i], m)
@@ -253,8 +265,14 @@ var cursorRE = sync.OnceValue(func() *regexp.Regexp {
 func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
 	r := j.newReader(from, sink)
 	backoff := j.backoffMin
-	health := sources.NewHealth(j.name, sink, j.log)
-	health.DownMsg, health.UpMsg = "cannot read the journal", "journal readable again"
+	h := sources.NewHealth(j.name, sink, j.log)
+	h.DownMsg, h.UpMsg = "cannot read the journal", "journal readable again"
+	health := &sharedHealth{h: h}
+	var wg sync.WaitGroup
+	wctx, stopWatch := context.WithCancel(ctx)
+	wg.Go(func() { j.watchSilence(wctx, r.silence, health) })
+	defer wg.Wait()
+	defer stopWatch()
 	var lastFollowErr string
 	for ctx.Err() == nil {
 		err := r.check()
@@ -265,7 +283,7 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			return nil
 		}
 		if err == nil {
-			health.Up()
+			health.setRead(nil)
 			began := time.Now()
 			err = r.read(ctx, true)
 			if ctx.Err() != nil {
@@ -283,7 +301,7 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 				j.log.Debug("journalctl --follow exited; restarting", "err", err, "backoff", backoff)
 			}
 		} else {
-			health.Down("", err)
+			health.setRead(err)
 		}
 		if !j.sleep(ctx, backoff) {
 			return nil
@@ -296,7 +314,8 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 // newReader reads on from the position saved in from; one unreadable, or
 // with a malformed cursor, is reset.
 func (j *Source) newReader(from json.RawMessage, sink sources.Sink) *journalReader {
-	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}, cron: cronlog.New(j.cron, j.cronLevel)}
+	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}, cron: cronlog.New(j.cron, j.cronLevel),
+		silence: newSilenceWatch()}
 	if len(from) > 0 {
 		var p journalPosition
 		if err := json.Unmarshal(from, &p); err != nil {
@@ -326,11 +345,12 @@ func (j *Source) newReader(from json.RawMessage, sink sources.Sink) *journalRead
 
 // journalReader is the state of one Run.
 type journalReader struct {
-	j    *Source
-	sink sources.Sink
-	pos  journalPosition
-	open model.InFlight[string, *journalRun] // runs in progress
-	cron *cronlog.Matcher                    // links cron's lines of a run
+	j       *Source
+	sink    sources.Sink
+	pos     journalPosition
+	open    model.InFlight[string, *journalRun] // runs in progress
+	cron    *cronlog.Matcher                    // links cron's lines of a run
+	silence *silenceWatch                       // the starts read, for the silence check
 
 	// Pending batch.
 	batch    model.Batch
@@ -813,6 +833,7 @@ func (r *journalReader) unitEntry(e *journalEntry, unit, job string) {
 		if e.JobType.ok && !e.JobType.is("start") {
 			return
 		}
+		r.silence.sawStart(unit, e.rt)
 		r.start(e, r.unitKey(e, unit), job, 0)
 	case msgUnitProcessExit:
 		run := r.open[r.unitKey(e, unit)]
