@@ -2,26 +2,6 @@ package discover
 
 import "testing"
 
-// EXTRA_OPTS of /etc/default/cron, as the shell and systemd read it.
-func TestCronLevelOf(t *testing.T) {
-	for _, tc := range []struct {
-		text  string
-		level int
-		ok    bool
-	}{
-		{"# EXTRA_OPTS='-L 5'\n#EXTRA_OPTS=\"\"\n", 1, false}, // bookworm's, all commented out
-		{`EXTRA_OPTS="-L 15"`, 15, true},
-		{"EXTRA_OPTS='-l -L 7'\n", 7, true},
-		{"EXTRA_OPTS=-L3\n", 3, true},
-		{"EXTRA_OPTS=\"-L 15\"\nEXTRA_OPTS=\"-l\"\n", 1, false}, // the last assignment holds
-		{`EXTRA_OPTS="-L 99"`, 1, false},
-	} {
-		if l, ok := cronLevelOf([]byte(tc.text)); l != tc.level || ok != tc.ok {
-			t.Errorf("%q: %d %v, want %d %v", tc.text, l, ok, tc.level, tc.ok)
-		}
-	}
-}
-
 // A host whose cron logs at -L 15 has no cron_log_level finding, and its
 // journal source says 15; at Debian's default it has one.
 func TestCronLevelFinding(t *testing.T) {

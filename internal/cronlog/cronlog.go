@@ -25,6 +25,7 @@
 package cronlog
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"path/filepath"
@@ -457,3 +458,40 @@ func LevelGaps(level int) string {
 
 // LevelFix is how to make cron log everything jobwatch reads.
 const LevelFix = `set EXTRA_OPTS="-L 15" in /etc/default/cron (bookworm ships it commented out) and restart cron`
+
+// DefaultsFile is Debian's file of cron's options: cron.service runs
+// `cron -f $EXTRA_OPTS` with it as its EnvironmentFile.
+const DefaultsFile = "/etc/default/cron"
+
+// LevelOfDefaults reads the -L of the last EXTRA_OPTS assignment of
+// DefaultsFile, as the shell and systemd take it: quotes removed, "-L N"
+// or "-LN". ok is false when no assignment gives one (DefaultLevel holds).
+func LevelOfDefaults(data []byte) (level int, ok bool) {
+	level = DefaultLevel
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		v, found := strings.CutPrefix(line, "EXTRA_OPTS=")
+		if !found {
+			continue // comments (bookworm's "#EXTRA_OPTS=" among them) and other keys
+		}
+		v = strings.Trim(strings.TrimSpace(v), `"'`)
+		level, ok = DefaultLevel, false
+		f := strings.Fields(v)
+		for i, a := range f {
+			arg := ""
+			switch {
+			case a == "-L" && i+1 < len(f):
+				arg = f[i+1]
+			case strings.HasPrefix(a, "-L") && len(a) > 2:
+				arg = a[2:]
+			default:
+				continue
+			}
+			if n, err := strconv.Atoi(arg); err == nil && n >= 0 && n <= 15 {
+				level, ok = n, true
+			}
+		}
+	}
+	return level, ok
+}

@@ -145,3 +145,23 @@ func FuzzMatch(f *testing.F) {
 		}
 	})
 }
+
+// EXTRA_OPTS of /etc/default/cron, as the shell and systemd read it.
+func TestLevelOfDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		text  string
+		level int
+		ok    bool
+	}{
+		{"# EXTRA_OPTS='-L 5'\n#EXTRA_OPTS=\"\"\n", 1, false}, // bookworm's, all commented out
+		{`EXTRA_OPTS="-L 15"`, 15, true},
+		{"EXTRA_OPTS='-l -L 7'\n", 7, true},
+		{"EXTRA_OPTS=-L3\n", 3, true},
+		{"EXTRA_OPTS=\"-L 15\"\nEXTRA_OPTS=\"-l\"\n", 1, false}, // the last assignment holds
+		{`EXTRA_OPTS="-L 99"`, 1, false},
+	} {
+		if l, ok := LevelOfDefaults([]byte(tc.text)); l != tc.level || ok != tc.ok {
+			t.Errorf("%q: %d %v, want %d %v", tc.text, l, ok, tc.level, tc.ok)
+		}
+	}
+}
