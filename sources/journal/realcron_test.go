@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/jobwatch/jobwatch/internal/crontest"
 	"github.com/jobwatch/jobwatch/internal/journaltest"
 	"github.com/jobwatch/jobwatch/model"
+	"github.com/jobwatch/jobwatch/schedule"
 	"github.com/jobwatch/jobwatch/sources"
 	"github.com/jobwatch/jobwatch/sources/runlog/record"
 )
@@ -54,7 +56,13 @@ func TestRealCronLevels(t *testing.T) {
 			t.Logf("-L %d: %d lines, e.g.:\n%s", level, len(lines), strings.Join(lines[:min(8, len(lines))], "\n"))
 
 			fromFile := runlogEvents(t, lines, level)
-			fromJournal := journalEvents(t, lines, level)
+			evs := journalEvents(t, lines, level)
+			var fromJournal []string
+			for _, ev := range evs {
+				if s := cronEventString(ev); s != "" {
+					fromJournal = append(fromJournal, s)
+				}
+			}
 			if len(fromFile) == 0 {
 				t.Fatal("the runlog reader made no event")
 			}
@@ -62,6 +70,9 @@ func TestRealCronLevels(t *testing.T) {
 				t.Errorf("the journal source and the runlog reader differ:\njournal:\n%s\nrunlog:\n%s", got, want)
 			}
 			checkLevelRuns(t, level, lines, fromFile)
+			if level == 1 {
+				checkUnknownRuns(t, evs)
+			}
 		})
 	}
 }
@@ -145,7 +156,7 @@ func runlogEvents(t *testing.T, lines []string, level int) []string {
 // syslogLineRE splits a line of rsyslog's default file format.
 var syslogLineRE = regexp.MustCompile(`^(\S+) (\S+) (\w+)\[(\d+)\]: (.*)$`)
 
-func journalEvents(t *testing.T, lines []string, level int) []string {
+func journalEvents(t *testing.T, lines []string, level int) []model.Event {
 	h := journaltest.NewHost(crontest.Hostname, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	var entries []journaltest.Entry
 	for _, l := range lines {
@@ -175,11 +186,49 @@ func journalEvents(t *testing.T, lines []string, level int) []string {
 	stop := jRun(t, j, nil, sink)
 	jSettled(t, sink, 1, 30*time.Second, "cron's runs")
 	stop()
-	var out []string
-	for _, ev := range sink.events() {
-		if s := cronEventString(ev); s != "" {
-			out = append(out, s)
+	return sink.events()
+}
+
+// checkUnknownRuns applies the journal source's events of cron at -L 1 to
+// the model, on cron's host, with every job's process gone: each run of
+// the healthy job ends with result unknown, none is lost or failed, and
+// the job is not failing. (Its runs come a second apart, faketime's
+// minutes: that it is not stale while they go on is
+// model.TestEndUnloggedRunsAreUnknown's, over 10 minutes.)
+func checkUnknownRuns(t *testing.T, evs []model.Event) {
+	t.Helper()
+	now := evs[len(evs)-1].Time.Add(time.Second)
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: crontest.Hostname, Now: func() time.Time { return now },
+		Alive: func(int) bool { return false }})
+	every, err := schedule.ParseCron("* * * * *", time.UTC, schedule.Debian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Configure([]model.JobSpec{{Name: "ok", Schedule: every, StaleMultiple: 2}, {Name: "fail", Schedule: every, StaleMultiple: 2}},
+		[]model.SourceSpec{{Name: "cron", Type: "journal", Runs: true, LateWindow: DefaultLateWindow}})
+	tr.SetHealth("cron", true, nil)
+	tr.Apply(model.Batch{Source: "cron", AtEnd: true, Events: evs})
+	// A reap applies the starts the late window held and sees their
+	// processes gone; the next, a minute later, closes those (gone for
+	// longer than model.DefaultLostAfter, the late window passed).
+	for range 3 {
+		tr.Reap()
+		now = now.Add(time.Minute)
+	}
+	jobs, _ := tr.View()
+	starts := 0
+	for _, ev := range evs {
+		if ev.Job == "ok" && ev.Kind == model.Start {
+			starts++
 		}
 	}
-	return out
+	for _, j := range jobs {
+		if j.Spec.Name != "ok" {
+			continue
+		}
+		unknown := j.RunCounts[slices.Index(model.Results, model.Unknown)]
+		if int(unknown) != starts || j.RunCounts[slices.Index(model.Results, model.Lost)] != 0 || j.ConsecutiveFailures != 0 {
+			t.Errorf("-L 1: ok's runs %v (%d failures in a row), want its %d runs unknown, none lost", j.RunCounts, j.ConsecutiveFailures, starts)
+		}
+	}
 }
