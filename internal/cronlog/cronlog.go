@@ -28,6 +28,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"hash/fnv"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -133,9 +134,13 @@ type key struct {
 	pid  int
 }
 
+// openRun is a run in progress: its job, its command's CmdHash (the
+// command itself, which may hold a password, is kept nowhere), and the
+// order it started in.
 type openRun struct {
-	job, cmd string
-	seq      uint64
+	job string
+	cmd uint64
+	seq uint64
 }
 
 type failure struct {
@@ -210,7 +215,7 @@ func (m *Matcher) cmdLine(host string, pid int, detail []byte) Run {
 	}
 	job := m.jobOf(cmd)
 	if job != "" {
-		m.Restore(host, jobPID, job, string(cmd))
+		m.Restore(host, jobPID, job, CmdHash(cmd))
 	}
 	return Run{Kind: Start, Job: job, PID: jobPID, EndUnlogged: m.endUnlogged(host)}
 }
@@ -294,11 +299,11 @@ func (m *Matcher) errorLine(host string, pid int, detail []byte) (Run, bool) {
 	return Run{Kind: End, Job: o.job, PID: jobPID, Result: Failure, ExitCode: status, HasExitCode: true}, true
 }
 
-// Restore makes the run of job with command cmd, started on host as
-// process pid, one in progress: a reader that saved its runs in progress
-// gives them back after a restart, so that their END lines (which name no
-// PID without -L 8) find them.
-func (m *Matcher) Restore(host string, pid int, job, cmd string) {
+// Restore makes the run of job whose command has CmdHash cmd, started on
+// host as process pid, one in progress: a reader that saved its runs in
+// progress gives them back after a restart, so that their END lines (which
+// name no PID without -L 8) find them.
+func (m *Matcher) Restore(host string, pid int, job string, cmd uint64) {
 	if len(m.open) >= MaxRuns {
 		clear(m.open)
 	}
@@ -306,17 +311,25 @@ func (m *Matcher) Restore(host string, pid int, job, cmd string) {
 	m.open[key{host, pid}] = openRun{job: job, cmd: cmd, seq: m.seq}
 }
 
-// Command is the command of the run in progress on host as process pid,
-// as cron logged it ("" when none is known), for a reader to save.
-func (m *Matcher) Command(host string, pid int) string { return m.open[key{host, pid}].cmd }
+// Command is the CmdHash of the command of the run in progress on host as
+// process pid (0 when none is known), for a reader to save.
+func (m *Matcher) Command(host string, pid int) uint64 { return m.open[key{host, pid}].cmd }
+
+// CmdHash is a command's FNV-1a hash: what links an END line without a
+// PID to its run, stable across restarts.
+func CmdHash(cmd []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(cmd)
+	return h.Sum64()
+}
 
 // oldestOpen is the PID of the oldest run in progress of job with command
 // cmd: without -L 8 an END line names the cron child, not the job.
 func (m *Matcher) oldestOpen(host, job string, cmd []byte) int {
-	best := 0
+	best, hash := 0, CmdHash(cmd)
 	var at uint64
 	for k, o := range m.open {
-		if k.host != host || o.job != job || o.cmd != string(cmd) {
+		if k.host != host || o.job != job || o.cmd != hash {
 			continue
 		}
 		if best == 0 || o.seq < at {

@@ -103,9 +103,9 @@ func TestMatchLevels(t *testing.T) {
 // without -L 8).
 func TestRestore(t *testing.T) {
 	m := New(testRules, 7)
-	m.Restore("h", 91, "ok", "/bin/ok.sh")
-	if c := m.Command("h", 91); c != "/bin/ok.sh" {
-		t.Fatalf("command %q", c)
+	m.Restore("h", 91, "ok", CmdHash([]byte("/bin/ok.sh")))
+	if c := m.Command("h", 91); c != CmdHash([]byte("/bin/ok.sh")) {
+		t.Fatalf("command hash %x", c)
 	}
 	if got := runs(m, line{"CRON", 90, "(root) END (/bin/ok.sh)"}); got != "2 ok pid=91 success" {
 		t.Errorf("got %s", got)

@@ -239,9 +239,10 @@ type journalRun struct {
 	Start       int64  `json:"start"` // µs
 	ExitCode    int    `json:"exit_code,omitempty"`
 	HasExitCode bool   `json:"has_exit_code,omitempty"`
-	// Cmd: a cron run's command, as cron logged it: its END line, which
-	// names no PID without -L 8, finds it by that after a restart.
-	Cmd string `json:"cmd,omitempty"`
+	// Cmd: a cron run's command's cronlog.CmdHash (not the command, which
+	// may hold a password): its END line, which names no PID without
+	// -L 8, finds it by that after a restart.
+	Cmd uint64 `json:"cmd_hash,omitempty"`
 }
 
 // Before orders runs in progress oldest first, ties broken by id.
@@ -329,7 +330,7 @@ func (j *Source) newReader(from json.RawMessage, sink sources.Sink) *journalRead
 			}
 			r.open.Trim()
 			for _, run := range r.open {
-				if strings.HasPrefix(run.ID, "cron:") && run.Cmd != "" {
+				if strings.HasPrefix(run.ID, "cron:") && run.Cmd != 0 {
 					r.cron.Restore(run.Host, run.PID, run.Job, run.Cmd)
 				}
 			}
