@@ -168,6 +168,9 @@ func Check(j Job, o CheckOptions) (int, string) {
 	} else if o.WarningLate > 0 && since > o.WarningLate {
 		worse(CheckWarning, "no success for "+durText(j.SecondsSinceLastSuccess))
 	}
+	if j.Note != "" {
+		why += "; " + j.Note // "no success" of a job whose results are not logged
+	}
 	label := [...]string{"OK", "WARNING", "CRITICAL", "UNKNOWN"}[code]
 	thr := func(d time.Duration) string {
 		if d <= 0 {

@@ -12,9 +12,9 @@ import (
 )
 
 // A cron job at -L 1 (its runs end with result unknown) is ok, not stale
-// or failing, and the status page, the JSON report and `jobwatch status`
-// say that its results are not logged and how to log them; a job whose
-// latest run succeeded says nothing.
+// or failing, and the status page, the JSON report, `jobwatch status` and
+// `jobwatch check` say that its results are not logged and how to log
+// them; a job whose latest run succeeded says nothing.
 func TestResultsUnloggedNote(t *testing.T) {
 	now := t0
 	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return now },
@@ -48,6 +48,9 @@ func TestResultsUnloggedNote(t *testing.T) {
 	}
 	if n := byName["logged"].Note; n != "" {
 		t.Errorf("logged: note %q", n)
+	}
+	if code, line := Check(c, CheckOptions{}); code != CheckOK || !strings.Contains(line, "OK - cronjob: ok; "+ResultsUnloggedNote) {
+		t.Errorf("jobwatch check: %d %q, want OK with the note", code, line)
 	}
 	var table bytes.Buffer
 	if err := WriteTable(&table, rep, false); err != nil {
