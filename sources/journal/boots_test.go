@@ -47,28 +47,41 @@ func TestJournalFollowAcrossBoots(t *testing.T) {
 	})
 }
 
-// Reading the system journal, each match group names this machine: the
-// follower's --merge opens other machines' journals too (containers'
-// under /var/log/journal, journal-remote's), whose units may share names.
+// Reading the system journal, each match group names this machine, when
+// journald keeps this machine's journal: the follower's --merge opens
+// other machines' journals too (containers' under /var/log/journal,
+// journal-remote's), whose units may share names. A container given the
+// host's journal (no journal of its own machine ID) reads it whole.
 func TestSystemJournalMatchesThisMachine(t *testing.T) {
 	id := "4f1c2e0d9a8b7c6d5e4f3a2b1c0d9e8f"
 	f := filepath.Join(t.TempDir(), "machine-id")
 	if err := os.WriteFile(f, []byte(id+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old := MachineIDFile
+	ours, hosts := t.TempDir(), t.TempDir()
+	for _, d := range []string{filepath.Join(ours, id), filepath.Join(hosts, "0123456789abcdef0123456789abcdef")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldID, oldDirs := MachineIDFile, SystemJournalDirs
 	MachineIDFile = f
-	t.Cleanup(func() { MachineIDFile = old })
+	t.Cleanup(func() { MachineIDFile, SystemJournalDirs = oldID, oldDirs })
+	sys := Config{Units: map[string]string{"a.service": "a"}, Cron: []CronMatch{{Match: "x", Job: "a"}}}
 	for _, tc := range []struct {
 		name string
+		dirs []string
 		cfg  Config
 		want string
 	}{
-		{"system journal", Config{Units: map[string]string{"a.service": "a"}, Cron: []CronMatch{{Match: "x", Job: "a"}}},
+		{"system journal", []string{hosts, ours}, sys,
 			"UNIT=a.service _MACHINE_ID=" + id + " + _SYSTEMD_UNIT=a.service _MACHINE_ID=" + id + " + SYSLOG_IDENTIFIER=CRON SYSLOG_IDENTIFIER=cron _MACHINE_ID=" + id},
-		{"a directory: the journals chosen", Config{Directory: t.TempDir(), Units: map[string]string{"a.service": "a"}},
+		{"the host's journal in a container", []string{hosts}, sys,
+			"UNIT=a.service + _SYSTEMD_UNIT=a.service + SYSLOG_IDENTIFIER=CRON SYSLOG_IDENTIFIER=cron"},
+		{"a directory: the journals chosen", []string{ours}, Config{Directory: t.TempDir(), Units: map[string]string{"a.service": "a"}},
 			"UNIT=a.service + _SYSTEMD_UNIT=a.service"},
 	} {
+		SystemJournalDirs = tc.dirs
 		j, err := New("j", tc.cfg, sources.Deps{})
 		if err != nil {
 			t.Fatal(err)

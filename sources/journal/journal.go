@@ -137,8 +137,11 @@ var MachineIDFile = "/etc/machine-id"
 
 // machineMatch is the match that keeps the system journal's entries of
 // this machine, as journalctl shows them without --merge (which the
-// follower needs: see args); "" when reading a directory or files (the
-// journals chosen), or when the machine's ID cannot be read.
+// follower needs: see args), when journald keeps this machine's journal
+// (a directory named by its ID in /var/log/journal or /run/log/journal).
+// It is "" when reading a directory or files (the journals chosen), when
+// the machine's ID cannot be read, or when no journal is this machine's:
+// a container given the host's journal reads it whole, as before.
 func (j *Source) machineMatch() string {
 	if len(j.selector) > 0 {
 		return ""
@@ -146,10 +149,16 @@ func (j *Source) machineMatch() string {
 	b, err := os.ReadFile(MachineIDFile)
 	id := strings.TrimSpace(string(b))
 	if err != nil || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
-		j.log.Warn("cannot read this machine's ID: following the journal shows other machines' journals too", "file", MachineIDFile, "err", err)
+		j.log.Debug("cannot read this machine's ID: the journal is read whole", "file", MachineIDFile, "err", err)
 		return ""
 	}
-	return "_MACHINE_ID=" + id
+	for _, d := range j.systemDirs {
+		if st, err := os.Stat(filepath.Join(d, id)); err == nil && st.IsDir() {
+			return "_MACHINE_ID=" + id
+		}
+	}
+	j.log.Debug("no journal of this machine's ID: the journal is read whole", "machine_id", id)
+	return ""
 }
 
 // selectJournal sets the journalctl arguments that read the directory or
