@@ -173,6 +173,7 @@ type Run struct {
 	EndUnlogged bool
 
 	goneSince time.Time // when its process was first seen gone
+	seenAlive bool      // its process was seen alive (since jobwatch started)
 	// readLate: when it was read, for a start read after its job had
 	// decided past its time, or restored from the state; not saved.
 	readLate int64 // Unix nanoseconds: a Run a start, kept small

@@ -1044,16 +1044,20 @@ func (j *job) closeByJobwatch(r *Run) {
 }
 
 // endUnlogged closes a run whose end is not logged (Run.EndUnlogged: a
-// cron job at -L 1) once its process is gone: it ran and ended, when it
-// was first seen gone, and how is not known. Its key is remembered as a
+// cron job at -L 1) once its process is gone: it ran and ended, how is not
+// known. It ended when its process was first seen gone, if jobwatch saw
+// it alive; else (a run of the history read on first start, or one that
+// ended while jobwatch was stopped) when is not known either, and it is
+// dated at its start, the one time known: a job whose runs stopped days
+// ago is not made fresh by reading them now. Its key is remembered as a
 // lost run's is, so that an end record that does come after all (a cron
 // whose level changed) is not counted as a second run.
 func (t *Tracker) endUnlogged(j *job, r *Run) {
 	j.own()
 	j.closeByJobwatch(r)
-	end := r.goneSince
-	if end.Before(r.Start) {
-		end = r.Start
+	end := r.Start
+	if r.seenAlive && r.goneSince.After(r.Start) {
+		end = r.goneSince
 	}
 	j.finish(Unknown, r.Start, end, 0, false, 0, false)
 	j.remember(RecentRunFields{Start: r.Start, End: end, Result: Unknown, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
@@ -1104,7 +1108,7 @@ func (t *Tracker) reapJob(memo decidableMemo, j *job, now time.Time) {
 			continue
 		}
 		if t.opts.Alive(r.PID) {
-			r.goneSince = time.Time{}
+			r.goneSince, r.seenAlive = time.Time{}, true
 			continue
 		}
 		if r.goneSince.IsZero() {

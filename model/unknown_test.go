@@ -124,3 +124,27 @@ func slicesIndex(r Result) int {
 	}
 	panic(r)
 }
+
+// A run of unknown result read from history (its process was never seen
+// alive: gone long before jobwatch read its start) is dated at its start:
+// a cron job whose runs stopped three days ago is stale, not made fresh
+// by its old runs closing now.
+func TestEndUnloggedHistoryKeepsItsTime(t *testing.T) {
+	clock := &fakeClock{now: at(72 * time.Hour)}
+	tr := newCronTracker(t, clock.Now, map[int]bool{}, 2*time.Second)
+	tr.Apply(Batch{Source: "journal", AtEnd: true, Events: []Event{unloggedStart("cronjob", 9, at(0)), unloggedStart("cronjob", 10, at(time.Minute))}})
+	for range 2 {
+		tr.Reap()
+		clock.Advance(time.Minute)
+	}
+	v := jobView(t, tr, "cronjob")
+	if n := v.RunCounts[slicesIndex(Unknown)]; n != 2 {
+		t.Fatalf("%d runs of unknown result, want 2", n)
+	}
+	if !v.LastUnknown.Equal(at(time.Minute)) {
+		t.Errorf("last unknown %v, want the latest run's start %v", v.LastUnknown, at(time.Minute))
+	}
+	if !v.Watch(clock.now).Stale {
+		t.Error("a cron job whose last run was three days ago is not stale")
+	}
+}
