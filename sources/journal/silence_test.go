@@ -14,12 +14,13 @@ import (
 
 // fakeSystemctl stands for systemctl show, which needs systemd as PID 1
 // (not here): it prints the file services or timers of dir, as the
-// properties asked name a service's or a timer's.
-func fakeSystemctl(t *testing.T) (path string, set func(services, timers string)) {
+// properties asked name a service's or a timer's; looks counts the
+// timers' answers given.
+func fakeSystemctl(t *testing.T) (path string, set func(services, timers string), looks func() int) {
 	t.Helper()
 	dir := t.TempDir()
 	path = filepath.Join(dir, "systemctl")
-	script := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in *LastTriggerUSec*) exec cat %[1]s/timers;; *) exec cat %[1]s/services;; esac\n", dir)
+	script := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in *LastTriggerUSec*) cat %[1]s/timers; echo >> %[1]s/looks;; *) exec cat %[1]s/services;; esac\n", dir)
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,11 @@ func fakeSystemctl(t *testing.T) (path string, set func(services, timers string)
 			}
 		}
 	}
-	return path, set
+	looks = func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "looks"))
+		return len(b)
+	}
+	return path, set, looks
 }
 
 // showOf is systemctl show's answer: stats.service started by stats.timer
@@ -57,7 +62,7 @@ func TestJournalSilence(t *testing.T) {
 	if err := journaltest.Append(file, jSuccessRun(h, "stats.service", inv("s1"), 0, 10)); err != nil {
 		t.Fatal(err)
 	}
-	path, set := fakeSystemctl(t)
+	path, set, looks := fakeSystemctl(t)
 	set(showOf(jAt(0).Unix(), jAt(0).Unix()))
 	j := newJTestJournal(t, dir, nil)
 	now := jAt(600)
@@ -66,6 +71,9 @@ func TestJournalSilence(t *testing.T) {
 	sink := &jSink{}
 	jRun(t, j, nil, sink)
 	jSettled(t, sink, 2, 10*time.Second, "the first run")
+	// The watcher's first look learns the trigger; only one that moves
+	// after it is expected in the journal.
+	testproc.WaitUntil(t, 10*time.Second, "the watcher's first look", func() bool { return looks() >= 1 })
 
 	// Fired at 10:05 and started its service; the journal has nothing of it.
 	set(showOf(jAt(300).Unix(), jAt(300).Unix()+1))
