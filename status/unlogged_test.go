@@ -65,4 +65,13 @@ func TestResultsUnloggedNote(t *testing.T) {
 	if body := w.Body.String(); !strings.Contains(body, `results are not logged: set EXTRA_OPTS=&#34;-L 15&#34; in /etc/default/cron`) {
 		t.Errorf("the status page does not say it:\n%s", body)
 	}
+	// The job's page says it, counts the runs, and draws them in their own colour.
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/status/job/cronjob", nil))
+	body := w.Body.String()
+	for _, want := range []string{`<p id="note">results are not logged`, `3 of unknown result`, `<span class="unknown">■ unknown</span>`, `class="run unknown"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the job's page lacks %q:\n%s", want, body)
+		}
+	}
 }
