@@ -45,7 +45,7 @@ const (
 )
 
 // Kinds lists every kind, sorted, so that a metric can export zeros.
-var Kinds = []string{KindAccuracy, KindCronRejected, KindCronTZIgnored, KindDST, KindDuplicate, KindFlockBlocking,
+var Kinds = []string{KindAccuracy, KindCronLevel, KindCronRejected, KindCronTZIgnored, KindDST, KindDuplicate, KindFlockBlocking,
 	KindIgnoredFile, KindLockInTmp, KindNoLock, KindNoOp, KindNoSource, KindNoTimeout, KindNotInPath, KindPersistentDense, KindReboot,
 	KindSharedLock, KindTZEnv, KindTimerLeftOut, KindUnreadable}
 
@@ -126,6 +126,7 @@ func Check(h *Host, o Options) []Finding {
 	out := append([]Finding(nil), h.Notes...)
 	out = append(out, checkDuplicates(h.Jobs)...)
 	out = append(out, checkLocks(h)...)
+	out = append(out, checkCronLevel(h)...)
 	for i := range h.Jobs {
 		j := &h.Jobs[i]
 		out = append(out, checkJob(j, o)...)

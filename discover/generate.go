@@ -53,6 +53,7 @@ type value struct {
 	scalar  *string
 	quoted  bool
 	boolean bool // a scalar true or false, not a string
+	integer bool // a scalar number, not a string
 	list    []value
 	isList  bool
 	keys    []string
@@ -65,6 +66,10 @@ func quoted(s string) value { return value{scalar: &s, quoted: true} }
 func boolean(b bool) value {
 	s := strconv.FormatBool(b)
 	return value{scalar: &s, boolean: true}
+}
+func integer(n int) value {
+	s := strconv.Itoa(n)
+	return value{scalar: &s, integer: true}
 }
 func newMap() *value { return &value{keys: []string{}} }
 func (v *value) set(k string, x value) {
@@ -79,6 +84,9 @@ func (v value) node() *yaml.Node {
 		n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *v.scalar}
 		if v.boolean {
 			n.Tag = "!!bool"
+		}
+		if v.integer {
+			n.Tag = "!!int"
 		}
 		if v.quoted {
 			n.Style = yaml.DoubleQuotedStyle
@@ -142,7 +150,7 @@ func jsonString(s string) []byte {
 
 func (v value) MarshalJSON() ([]byte, error) {
 	switch {
-	case v.scalar != nil && v.boolean:
+	case v.scalar != nil && (v.boolean || v.integer):
 		return []byte(*v.scalar), nil
 	case v.scalar != nil:
 		return jsonString(*v.scalar), nil
@@ -332,8 +340,12 @@ func journalSource(h *Host, name string, units *value, cron value) value {
 	}
 	if len(cron.list) > 0 {
 		s.set("cron", cron)
+		s.set("cron_log_level", integer(h.CronLogLevel))
 	}
-	s.comment = "The timers' services by unit; cron lines by the command the cron daemon logs (its END\nlines, which carry the end of a run, need cron -L 2 or more)."
+	s.comment = "The timers' services by unit."
+	if len(cron.list) > 0 {
+		s.comment = "The timers' services by unit; cron lines by the command the cron daemon logs, at the\n-L of /etc/default/cron (cron_log_level: -L 1, Debian's default, logs starts only: results\nare unknown; -L 15 logs every end, failure and exit code)."
+	}
 	return *s
 }
 

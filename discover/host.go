@@ -93,6 +93,9 @@ type Host struct {
 	Notes []Finding
 	// Tmpfiles are the directories tmpfiles.d rules clean by age.
 	Tmpfiles []string
+	// CronLogLevel is Debian cron's -L, from EXTRA_OPTS in
+	// /etc/default/cron (1, its default, when none is set).
+	CronLogLevel int
 
 	checkModes bool // report crontabs cron skips for their mode
 }
@@ -122,6 +125,7 @@ func read(root string, checkModes bool) (*Host, error) {
 	}
 	h.Zone = hostZone(root)
 	h.readCron()
+	h.readCronLevel()
 	h.readTimers()
 	h.Tmpfiles = readTmpfiles(root, &h.Notes)
 	h.name()

@@ -34,7 +34,7 @@ func writeFile(t *testing.T, path, s string) {
 	}
 }
 
-func runs(t *testing.T, e *Exporter, job string) [5]uint64 {
+func runs(t *testing.T, e *Exporter, job string) [6]uint64 {
 	t.Helper()
 	jobs, _ := e.Tracker().View()
 	for _, j := range jobs {
@@ -43,7 +43,7 @@ func runs(t *testing.T, e *Exporter, job string) [5]uint64 {
 		}
 	}
 	t.Fatalf("job %q not watched", job)
-	return [5]uint64{}
+	return [6]uint64{}
 }
 
 // waitUntil waits for cond, bounded by 30 s: a bound only stops a broken
@@ -104,7 +104,7 @@ func TestRunReloadAndRestart(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := runs(t, e, "stats"); got != [5]uint64{1, 1, 0, 0} {
+	if got := runs(t, e, "stats"); got != [6]uint64{1, 1, 0, 0} {
 		t.Fatalf("runs %v: a record was read twice or lost", got)
 	}
 
@@ -122,7 +122,7 @@ func TestRunReloadAndRestart(t *testing.T) {
 	waitUntil(t, "the record appended after the restart", func() bool { return runs(t, e2, "stats")[0] == 2 })
 	cancel()
 	<-done
-	if got := runs(t, e2, "stats"); got != [5]uint64{2, 1, 0, 0} {
+	if got := runs(t, e2, "stats"); got != [6]uint64{2, 1, 0, 0} {
 		t.Fatalf("after restart: runs %v, want the saved 1 and 1 and the new success", got)
 	}
 }

@@ -50,10 +50,10 @@ func TestChangesHoldWhatChanged(t *testing.T) {
 	// The values taken are copies: later events do not change them.
 	taken := c.Jobs["stats"]
 	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("stats", "web1", 2, at(2*time.Minute), Failure)}})
-	if taken.RunCounts != [5]uint64{1, 0, 0, 0} || taken.Durations.Count != 1 {
+	if taken.RunCounts != [6]uint64{1, 0, 0, 0} || taken.Durations.Count != 1 {
 		t.Fatalf("a later event changed a value taken before: %+v", taken)
 	}
-	if c := tr.Changes(); !slices.Equal(jobNames(c), []string{"stats"}) || c.Jobs["stats"].RunCounts != [5]uint64{1, 1, 0, 0} {
+	if c := tr.Changes(); !slices.Equal(jobNames(c), []string{"stats"}) || c.Jobs["stats"].RunCounts != [6]uint64{1, 1, 0, 0} {
 		t.Fatalf("second changes: %+v", c)
 	}
 
@@ -130,7 +130,7 @@ func TestChangesOfReloads(t *testing.T) {
 
 func TestMergeAndSavedWith(t *testing.T) {
 	v := func(name string, runs uint64) *JobView {
-		return &JobView{Spec: JobSpec{Name: name}, JobState: &JobState{RunCounts: [5]uint64{runs}}}
+		return &JobView{Spec: JobSpec{Name: name}, JobState: &JobState{RunCounts: [6]uint64{runs}}}
 	}
 	full := &Changes{Full: true, Jobs: map[string]*JobView{"a": v("a", 1), "b": v("b", 1)}, Sources: map[string]*SourceView{"s": {Name: "s"}}}
 	s1 := (*Saved)(nil).With(full)
@@ -189,7 +189,7 @@ func TestViewMapsKeepTheirCounts(t *testing.T) {
 		for _, n := range v.Durations.Counts {
 			observed += n
 		}
-		if v.RunCounts != [5]uint64{1, 0, 0, 0} || v.SkipsByReason()["locked"] != 1 || v.LockLost()["redis"] != 1 || observed != 1 {
+		if v.RunCounts != [6]uint64{1, 0, 0, 0} || v.SkipsByReason()["locked"] != 1 || v.LockLost()["redis"] != 1 || observed != 1 {
 			t.Errorf("%s changed: runs %v, skips %v, locks lost %v, durations %v", what, v.RunCounts, v.SkipCounts, v.LockLostCounts, v.Durations.Counts)
 		}
 	}

@@ -61,7 +61,7 @@ func TestStartThenSkippedEndIsASkip(t *testing.T) {
 				tr.Apply(Batch{Source: "runs", AtEnd: true, Events: b})
 			}
 			v := jobView(t, tr, "stats")
-			if v.RunCounts != [5]uint64{1, 0, 0, 0} || v.Durations.Count != 1 {
+			if v.RunCounts != [6]uint64{1, 0, 0, 0} || v.Durations.Count != 1 {
 				t.Errorf("runs %v, %d durations; want the one success only", v.RunCounts, v.Durations.Count)
 			}
 			if v.Skips != 1 || v.ConsecutiveSkips != 1 {

@@ -87,10 +87,15 @@ const (
 	// min_duration: it did nothing (a backup done in 0.1 s). A verdict of
 	// jobwatch's, like Lost; it does not count as a success.
 	TooShort Result = "too_short"
+	// Unknown: the run ran and ended, and nothing logged how: a cron job
+	// at Debian's default log level (-L 1), whose start is all cron logs
+	// (Event.EndUnlogged), closed when its process is gone; or an END line
+	// of a cron that logs no failures. Neither a success nor a failure.
+	Unknown Result = "unknown"
 )
 
 // Results lists every Result, in the order metrics are emitted.
-var Results = []Result{Success, Failure, Timeout, Lost, TooShort}
+var Results = []Result{Success, Failure, Timeout, Lost, TooShort, Unknown}
 
 // ParseStatus maps a record's status field to a Result. Lost and TooShort
 // are jobwatch's own verdicts, not accepted from records. Skipped is: an end with it
@@ -152,6 +157,11 @@ type Event struct {
 	// Holder names who holds the lock, when known (skip, lock_lost).
 	Holder    string
 	HolderPID int
+
+	// EndUnlogged (Start only): the source knows that no record of this
+	// run's end will come (cron at -L 1 logs only starts): when its
+	// process is gone the run ends with result Unknown, not Lost.
+	EndUnlogged bool
 
 	// LockTTL is the lease of the shared lock a run holds (jobwatch run
 	// --lock-redis), from its start record; 0 when none.

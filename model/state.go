@@ -17,11 +17,16 @@ type JobState struct {
 	// FirstWatched is when jobwatch started watching the job, or the time of
 	// its earliest record if that is earlier (history read on first start):
 	// the reference for staleness until a success is seen.
-	FirstWatched        time.Time
-	LastStart           time.Time
-	LastSuccess         time.Time
-	LastSuccessStart    time.Time
-	LastFailure         time.Time
+	FirstWatched     time.Time
+	LastStart        time.Time
+	LastSuccess      time.Time
+	LastSuccessStart time.Time
+	LastFailure      time.Time
+	// LastUnknown and LastUnknownStart: the end and start of the latest
+	// run whose result is Unknown (a cron job at -L 1). The job ran:
+	// staleness counts from it as from a success (Watch).
+	LastUnknown         time.Time
+	LastUnknownStart    time.Time
 	LastDuration        float64
 	HasLastDuration     bool
 	LastExitCode        int
@@ -33,7 +38,7 @@ type JobState struct {
 	// (calendar schedules only).
 	ConsecutiveMissed uint64
 	// RunCounts are the finished runs by result, in the order of Results.
-	RunCounts [5]uint64
+	RunCounts [6]uint64
 	Skips     uint64
 	// SkipCounts count the skips by their SkipLabel, in the order of
 	// SkipReasons, and SkipsDeclared by the labels a runlog source's
@@ -163,8 +168,12 @@ type Run struct {
 	// run --lock-redis): while the run lives, no other run of the job
 	// starts.
 	Lease time.Duration
+	// EndUnlogged: its start said no end of it will be logged
+	// (Event.EndUnlogged): once its process is gone it ends as Unknown.
+	EndUnlogged bool
 
 	goneSince time.Time // when its process was first seen gone
+	seenAlive bool      // its process was seen alive (since jobwatch started)
 	// readLate: when it was read, for a start read after its job had
 	// decided past its time, or restored from the state; not saved.
 	readLate int64 // Unix nanoseconds: a Run a start, kept small

@@ -703,6 +703,7 @@ func (t *Tracker) applyStart(j *job, ev *Event, src string) {
 		r.readLate = t.clock.now().UnixNano() // a late record is applied as it is read
 	}
 	r.Lease = ev.LockTTL
+	r.EndUnlogged = ev.EndUnlogged
 	if oldest, full := j.addOpen(r); full {
 		t.closeOldest(j, ev.Job, oldest)
 	}
@@ -993,6 +994,14 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 		j.LastExitCode = exit
 		j.HasLastExitCode = true
 	}
+	if res == Unknown {
+		// Neither a success nor a failure: runs in a row of failures go
+		// on counting after it.
+		if end.After(j.LastUnknown) {
+			j.LastUnknown, j.LastUnknownStart = end, start
+		}
+		return
+	}
 	if res == Success {
 		if end.After(j.LastSuccess) {
 			j.LastSuccess = end
@@ -1018,13 +1027,40 @@ func (t *Tracker) closeOldest(j *job, name string, oldest *Run) {
 // record is not counted again.
 func (t *Tracker) lose(j *job, r *Run, now time.Time) {
 	j.own()
+	j.closeByJobwatch(r)
+	j.finish(Lost, r.Start, now, 0, false, 0, false)
+	j.remember(RecentRunFields{Start: r.Start, End: now, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
+}
+
+// closeByJobwatch removes an open run that jobwatch closes (lost, or of
+// unknown result) and remembers its key, so that its late end record is
+// not counted again.
+func (j *job) closeByJobwatch(r *Run) {
 	j.closeOpen(r.Key())
 	j.LostRuns = append(j.LostRuns, r.Key())
 	if len(j.LostRuns) > lostMemory {
 		j.LostRuns = j.LostRuns[len(j.LostRuns)-lostMemory:]
 	}
-	j.finish(Lost, r.Start, now, 0, false, 0, false)
-	j.remember(RecentRunFields{Start: r.Start, End: now, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
+}
+
+// endUnlogged closes a run whose end is not logged (Run.EndUnlogged: a
+// cron job at -L 1) once its process is gone: it ran and ended, how is not
+// known. It ended when its process was first seen gone, if jobwatch saw
+// it alive; else (a run of the history read on first start, or one that
+// ended while jobwatch was stopped) when is not known either, and it is
+// dated at its start, the one time known: a job whose runs stopped days
+// ago is not made fresh by reading them now. Its key is remembered as a
+// lost run's is, so that an end record that does come after all (a cron
+// whose level changed) is not counted as a second run.
+func (t *Tracker) endUnlogged(j *job, r *Run) {
+	j.own()
+	j.closeByJobwatch(r)
+	end := r.Start
+	if r.seenAlive && r.goneSince.After(r.Start) {
+		end = r.goneSince
+	}
+	j.finish(Unknown, r.Start, end, 0, false, 0, false)
+	j.remember(RecentRunFields{Start: r.Start, End: end, Result: Unknown, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
 }
 
 // Reap decides what every job's watermark allows now (eventtime.go), and
@@ -1072,7 +1108,7 @@ func (t *Tracker) reapJob(memo decidableMemo, j *job, now time.Time) {
 			continue
 		}
 		if t.opts.Alive(r.PID) {
-			r.goneSince = time.Time{}
+			r.goneSince, r.seenAlive = time.Time{}, true
 			continue
 		}
 		if r.goneSince.IsZero() {
@@ -1084,8 +1120,12 @@ func (t *Tracker) reapJob(memo decidableMemo, j *job, now time.Time) {
 		if now.Sub(r.goneSince) < t.opts.LostAfter || !j.decided.After(r.goneSince) || j.endHeld(r) {
 			continue
 		}
-		t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", "process is gone")
-		t.lose(j, r, now)
+		if r.EndUnlogged {
+			t.endUnlogged(j, r)
+		} else {
+			t.opts.Logger.Info("closing run as lost", "job", name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", "process is gone")
+			t.lose(j, r, now)
+		}
 		t.markJob(j)
 	}
 }

@@ -56,7 +56,7 @@ func jobView(t *testing.T, tr *Tracker, name string) JobView {
 
 func TestTrackerApply(t *testing.T) {
 	type want struct {
-		runs                       [5]uint64 // success, failure, timeout, lost, too_short
+		runs                       [6]uint64 // success, failure, timeout, lost, too_short, unknown
 		running, overlaps, skips   int
 		consecSkips, consecFail    uint64
 		lastSuccess, lastFailure   time.Time
@@ -76,18 +76,18 @@ func TestTrackerApply(t *testing.T) {
 		{
 			name:   "start then success",
 			events: []Event{start("stats", "web1", 42, at(0)), end("stats", "web1", 42, at(40*time.Second), Success)},
-			want:   want{runs: [5]uint64{1, 0, 0, 0}, lastSuccess: at(40 * time.Second), lastDuration: 40, histCount: 1, records: 2},
+			want:   want{runs: [6]uint64{1, 0, 0, 0}, lastSuccess: at(40 * time.Second), lastDuration: 40, histCount: 1, records: 2},
 		},
 		{
 			name: "stated duration wins over the start record",
 			events: []Event{start("stats", "web1", 42, at(0)),
 				{Kind: End, Job: "stats", Host: "web1", PID: 42, Time: at(41 * time.Second), Result: Success, Duration: 40400 * time.Millisecond, HasDuration: true}},
-			want: want{runs: [5]uint64{1, 0, 0, 0}, lastSuccess: at(41 * time.Second), lastDuration: 40.4, histCount: 1, records: 2},
+			want: want{runs: [6]uint64{1, 0, 0, 0}, lastSuccess: at(41 * time.Second), lastDuration: 40.4, histCount: 1, records: 2},
 		},
 		{
 			name:   "end without a start still counts",
 			events: []Event{{Kind: End, Job: "stats", Host: "web1", PID: 42, Time: at(time.Minute), Result: Failure, ExitCode: 3, HasExitCode: true}},
-			want:   want{runs: [5]uint64{0, 1, 0, 0}, consecFail: 1, lastFailure: at(time.Minute), lastExit: 3, records: 1},
+			want:   want{runs: [6]uint64{0, 1, 0, 0}, consecFail: 1, lastFailure: at(time.Minute), lastExit: 3, records: 1},
 		},
 		{
 			name: "failures count until a success",
@@ -97,7 +97,7 @@ func TestTrackerApply(t *testing.T) {
 				end("stats", "web1", 3, at(3*time.Hour), Success),
 				end("stats", "web1", 4, at(4*time.Hour), Failure),
 			},
-			want: want{runs: [5]uint64{1, 2, 1, 0}, consecFail: 1, lastSuccess: at(3 * time.Hour), lastFailure: at(4 * time.Hour), lastExit: 0, records: 4},
+			want: want{runs: [6]uint64{1, 2, 1, 0}, consecFail: 1, lastSuccess: at(3 * time.Hour), lastFailure: at(4 * time.Hour), lastExit: 0, records: 4},
 		},
 		{
 			name: "overlap on one host: second start while the first runs",
@@ -115,7 +115,7 @@ func TestTrackerApply(t *testing.T) {
 				start("stats", "web2", 10, at(time.Second)),
 				end("stats", "web1", 10, at(time.Minute), Success),
 			},
-			want: want{runs: [5]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web2"}, records: 3},
+			want: want{runs: [6]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web2"}, records: 3},
 		},
 		{
 			name: "skips count until a run starts",
@@ -128,7 +128,7 @@ func TestTrackerApply(t *testing.T) {
 				start("stats", "web1", 5, at(4*time.Hour)),
 				skip("stats", at(5*time.Hour)),
 			},
-			want: want{runs: [5]uint64{1, 0, 0, 0}, skips: 4, consecSkips: 1, running: 1, lastSuccess: at(150 * time.Minute), lastDuration: 9000, histCount: 1, openHosts: []string{"web1"}, records: 7},
+			want: want{runs: [6]uint64{1, 0, 0, 0}, skips: 4, consecSkips: 1, running: 1, lastSuccess: at(150 * time.Minute), lastDuration: 9000, histCount: 1, openHosts: []string{"web1"}, records: 7},
 		},
 		{
 			name: "run id matches start and end across a reused pid",
@@ -137,7 +137,7 @@ func TestTrackerApply(t *testing.T) {
 				{Kind: Start, Job: "stats", Host: "web1", PID: 7, RunID: "b", Time: at(time.Minute)},
 				{Kind: End, Job: "stats", Host: "web1", PID: 7, RunID: "b", Time: at(2 * time.Minute), Result: Success},
 			},
-			want: want{runs: [5]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(2 * time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web1"}, records: 3},
+			want: want{runs: [6]uint64{1, 0, 0, 0}, running: 1, overlaps: 1, lastSuccess: at(2 * time.Minute), lastDuration: 60, histCount: 1, openHosts: []string{"web1"}, records: 3},
 		},
 		{
 			name: "a started run later marked skipped leaves the runs in progress",
@@ -166,7 +166,7 @@ func TestTrackerApply(t *testing.T) {
 		{
 			name:   "an older success does not move last success back",
 			events: []Event{end("stats", "a", 1, at(2*time.Hour), Success), end("stats", "b", 2, at(time.Hour), Success)},
-			want:   want{runs: [5]uint64{2, 0, 0, 0}, lastSuccess: at(2 * time.Hour), records: 2},
+			want:   want{runs: [6]uint64{2, 0, 0, 0}, lastSuccess: at(2 * time.Hour), records: 2},
 		},
 	}
 	for _, tc := range cases {

@@ -18,7 +18,8 @@ type Watch struct {
 // Watch computes the job's staleness at now.
 //
 // For a fixed period (every:) the job is stale once StaleMultiple periods
-// plus grace have passed since its last success ended. For a calendar
+// plus grace have passed since its last success ended (or its last run of
+// unknown result: a cron job at -L 1, whose results nobody logs). For a calendar
 // schedule it is stale once the StaleMultiple-th expected run after the start
 // of its last successful run, plus grace, has passed: a run that did not
 // happen because its time did not exist (a DST gap) is then not counted
@@ -30,6 +31,12 @@ func (j *JobView) Watch(now time.Time) Watch {
 		ref = j.FirstWatched
 	}
 	w.SinceSuccess = max(now.Sub(ref), 0)
+	// A run of unknown result (a cron job at -L 1) ran: the job is not
+	// stale for want of a success nobody logs. Seconds since the last
+	// success still count from a known one.
+	if j.LastUnknown.After(ref) {
+		ref = j.LastUnknown
+	}
 	if j.Resumed.After(ref) {
 		ref = j.Resumed // a retired job back: nothing was due while it was gone
 	}
@@ -53,6 +60,9 @@ func (j *JobView) Watch(now time.Time) Watch {
 		t := j.LastSuccessStart
 		if t.IsZero() {
 			t = j.FirstWatched
+		}
+		if j.LastUnknownStart.After(t) {
+			t = j.LastUnknownStart
 		}
 		if j.Resumed.After(t) {
 			t = j.Resumed

@@ -223,6 +223,8 @@ func (o *jsonOut) job(r *jobRecord) {
 	o.timeMember("last_success", r.LastSuccess, true)
 	o.timeMember("last_success_start", r.LastSuccessStart, true)
 	o.timeMember("last_failure", r.LastFailure, true)
+	o.timeMember("last_unknown", r.LastUnknown, true)
+	o.timeMember("last_unknown_start", r.LastUnknownStart, true)
 	o.optFloat("last_duration", r.LastDuration)
 	o.boolMember("has_last_duration", r.HasLastDuration)
 	o.optInt("last_exit_code", r.LastExitCode)
@@ -295,6 +297,7 @@ func (o *jsonOut) run(r *runRecord) {
 	o.timeMember("slot", r.Slot, true)
 	o.boolMember("overlapped", r.Overlapped)
 	o.intMember("lease", int64(r.Lease), true)
+	o.boolMember("end_unlogged", r.EndUnlogged)
 	o.close('}')
 }
 
@@ -335,6 +338,7 @@ func (o *jsonOut) held(r *heldRecord) {
 	o.floatMember("lock_ttl_seconds", r.LockTTL, true)
 	o.strMember("output", r.Output, true)
 	o.strMember("output_ref", r.OutputRef, true)
+	o.boolMember("end_unlogged", r.EndUnlogged)
 	o.close('}')
 }
 

@@ -79,6 +79,7 @@ func upgradeExposition(text string) string {
 		if rest, ok := strings.CutPrefix(line, `jobwatch_job_runs_total{job_name="`); ok && strings.Contains(rest, `result="lost"`) {
 			job, _, _ := strings.Cut(rest, `"`)
 			fmt.Fprintf(&out, "jobwatch_job_runs_total{job_name=%q,result=\"too_short\"} 0\n", job)
+			fmt.Fprintf(&out, "jobwatch_job_runs_total{job_name=%q,result=\"unknown\"} 0\n", job)
 		}
 		if rest, ok := strings.CutPrefix(line, `jobwatch_job_consecutive_skips{job_name="`); ok {
 			job, _, _ := strings.Cut(rest, `"`)

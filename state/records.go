@@ -24,6 +24,9 @@ type jobRecord struct {
 	LastSuccess      time.Time `json:"last_success,omitzero"`
 	LastSuccessStart time.Time `json:"last_success_start,omitzero"`
 	LastFailure      time.Time `json:"last_failure,omitzero"`
+	// LastUnknown and LastUnknownStart: the latest run of unknown result.
+	LastUnknown      time.Time `json:"last_unknown,omitzero"`
+	LastUnknownStart time.Time `json:"last_unknown_start,omitzero"`
 	// LastDuration and LastExitCode are present when the job has them
 	// (format 4, zero included); format 3 wrote them when not zero, with
 	// has_last_duration and has_last_exit_code, read still.
@@ -94,12 +97,15 @@ type heldRecord struct {
 	LockTTL   float64   `json:"lock_ttl_seconds,omitempty"`
 	Output    string    `json:"output,omitempty"`
 	OutputRef string    `json:"output_ref,omitempty"`
+	// EndUnlogged: a start whose end will not be logged (cron -L 1).
+	EndUnlogged bool `json:"end_unlogged,omitempty"`
 }
 
 func heldToRecord(h *model.Held) heldRecord {
 	r := heldRecord{Source: h.Source, Time: h.Time, Kind: h.Kind.String(), Host: h.Host, PID: h.PID, RunID: h.RunID,
 		Result: string(h.Result), Reason: h.Reason, SkipLabel: h.SkipLabel, Lock: h.Lock, Holder: h.Holder,
-		HolderPID: h.HolderPID, LockTTL: h.LockTTL.Seconds(), Output: h.Output, OutputRef: h.OutputRef}
+		HolderPID: h.HolderPID, LockTTL: h.LockTTL.Seconds(), Output: h.Output, OutputRef: h.OutputRef,
+		EndUnlogged: h.EndUnlogged}
 	if h.HasExitCode {
 		c := h.ExitCode
 		r.ExitCode = &c
@@ -122,9 +128,12 @@ func (r *heldRecord) toModel() (model.Held, bool) {
 	}
 	h := model.Held{Source: r.Source, Event: model.Event{Time: r.Time, Kind: kind, Host: r.Host, PID: r.PID, RunID: r.RunID,
 		Reason: r.Reason, SkipLabel: r.SkipLabel, Lock: r.Lock, Holder: r.Holder, HolderPID: r.HolderPID,
-		LockTTL: lockTTL(r.LockTTL), Output: r.Output, OutputRef: r.OutputRef}}
+		LockTTL: lockTTL(r.LockTTL), Output: r.Output, OutputRef: r.OutputRef, EndUnlogged: r.EndUnlogged}}
 	if kind == model.End {
 		res, ok := model.ParseStatus(r.Result)
+		if r.Result == string(model.Unknown) {
+			res, ok = model.Unknown, true // a cron END of a cron that logs no failures
+		}
 		if !ok {
 			return model.Held{}, false
 		}
@@ -187,6 +196,8 @@ type runRecord struct {
 	Overlapped bool `json:"overlapped,omitempty"`
 	// Lease: the shared lock's lease its start record named.
 	Lease time.Duration `json:"lease,omitempty"`
+	// EndUnlogged: no end of it will be logged (cron -L 1).
+	EndUnlogged bool `json:"end_unlogged,omitempty"`
 }
 
 // sourceRecord is one source's counters and read position.
@@ -209,6 +220,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 	r := &jobRecord{
 		FirstWatched: j.FirstWatched, LastStart: j.LastStart, LastSuccess: j.LastSuccess,
 		LastSuccessStart: j.LastSuccessStart, LastFailure: j.LastFailure,
+		LastUnknown: j.LastUnknown, LastUnknownStart: j.LastUnknownStart,
 		ConsecutiveFailures: j.ConsecutiveFailures, ConsecutiveSkips: j.ConsecutiveSkips, ConsecutiveMissed: j.ConsecutiveMissed,
 		Skips: j.Skips, Overlaps: j.Overlaps,
 		Durations: histogramRecord{Counts: trimZeros(j.Durations.Counts), Sum: j.Durations.Sum, Count: j.Durations.Count},
@@ -267,7 +279,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		r.RecentSlots = append(r.RecentSlots, slotRecord{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range v.Open {
-		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease})
+		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease, EndUnlogged: o.EndUnlogged})
 	}
 	return r
 }
@@ -359,6 +371,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 	j := model.SavedJob{JobState: model.JobState{
 		FirstWatched: r.FirstWatched, LastStart: r.LastStart, LastSuccess: r.LastSuccess,
 		LastSuccessStart: r.LastSuccessStart, LastFailure: r.LastFailure,
+		LastUnknown: r.LastUnknown, LastUnknownStart: r.LastUnknownStart,
 		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips, ConsecutiveMissed: r.ConsecutiveMissed,
 		Skips: r.Skips, Overlaps: r.Overlaps,
 		Durations: model.Histogram{Counts: padZeros(r.Durations.Counts, len(model.DurationBuckets)+1), Sum: r.Durations.Sum, Count: r.Durations.Count},
@@ -388,7 +401,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		j.RecentSlots = append(j.RecentSlots, model.SlotRuns{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range r.Open {
-		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease})
+		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease, EndUnlogged: o.EndUnlogged})
 	}
 	return j
 }

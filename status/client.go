@@ -98,7 +98,17 @@ func WriteTable(w io.Writer, rep Report, colour bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", j.Name, state, ago(now, j.LastSuccess), until(now, j.NextRun),
 			durPtr(j.LastDurationSeconds), running, j.Skips, j.Overlaps, j.Missed)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, j := range rep.Jobs {
+		if j.Note != "" {
+			if _, err := fmt.Fprintf(w, "%s: %s\n", j.Name, j.Note); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Nagios plugin exit codes.
@@ -157,6 +167,9 @@ func Check(j Job, o CheckOptions) (int, string) {
 		worse(CheckCritical, "no success for "+durText(j.SecondsSinceLastSuccess))
 	} else if o.WarningLate > 0 && since > o.WarningLate {
 		worse(CheckWarning, "no success for "+durText(j.SecondsSinceLastSuccess))
+	}
+	if j.Note != "" {
+		why += "; " + j.Note // "no success" of a job whose results are not logged
 	}
 	label := [...]string{"OK", "WARNING", "CRITICAL", "UNKNOWN"}[code]
 	thr := func(d time.Duration) string {

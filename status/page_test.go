@@ -251,7 +251,7 @@ func TestStateColours(t *testing.T) {
 				}
 			}
 		}
-		for _, fg := range []string{"fg", "mute", "link", "ok", "failing", "late"} {
+		for _, fg := range []string{"fg", "mute", "link", "ok", "failing", "late", "unknown"} {
 			if c := contrast(parseHex(t, vars[fg]), parseHex(t, vars["bg"])); c < 4.5 {
 				t.Errorf("%s scheme: text in --%s (%s) on the background (%s) has contrast %.2f, want ≥ 4.5", scheme, fg, vars[fg], vars["bg"], c)
 			}

@@ -89,6 +89,11 @@ type Job struct {
 	DecisionsBehindSeconds float64 `json:"decisions_behind_seconds"`
 	HeldRecords            int     `json:"held_records"`
 
+	// Note says what jobwatch cannot know of the job and how to make it
+	// known: ResultsUnloggedNote when its latest run's result is unknown
+	// (cron at -L 1 logs starts only). Empty when there is nothing to say.
+	Note string `json:"note,omitempty"`
+
 	Running    []RunningRun `json:"running"`
 	RecentRuns []Run        `json:"recent_runs"`
 	// Observations: what sources observe of it besides runs (its locks'
@@ -120,7 +125,8 @@ type Run struct {
 	Start           *time.Time `json:"start"`
 	End             time.Time  `json:"end"`
 	DurationSeconds *float64   `json:"duration_seconds"`
-	// Result is success, failure, timeout, lost or skipped.
+	// Result is success, failure, timeout, lost, too_short, unknown or
+	// skipped.
 	Result   string `json:"result"`
 	Host     string `json:"host,omitempty"`
 	PID      int    `json:"pid,omitempty"`
@@ -222,7 +228,26 @@ func buildJob(v *model.JobView, now time.Time) Job {
 	}
 	j.RecentRuns = recentRuns(v)
 	j.State = stateOf(v, w, total, now)
+	if latestFinished(j.RecentRuns) == string(model.Unknown) {
+		j.Note = ResultsUnloggedNote
+	}
 	return j
+}
+
+// ResultsUnloggedNote is a job's Note when its latest run's result is
+// unknown: Debian's cron logs only job starts by default (-L 1), and
+// bookworm ships /etc/default/cron with EXTRA_OPTS commented out.
+const ResultsUnloggedNote = `results are not logged: set EXTRA_OPTS="-L 15" in /etc/default/cron`
+
+// latestFinished is the result of the newest of runs (newest first) that
+// ran: skipped runs passed over; "" when none did.
+func latestFinished(runs []Run) string {
+	for _, r := range runs {
+		if r.Result != string(model.Skipped) {
+			return r.Result
+		}
+	}
+	return ""
 }
 
 // setDurations sets the job's timeout, durations, last exit code and lease,

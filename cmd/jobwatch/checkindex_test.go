@@ -74,7 +74,7 @@ sources:
 		if code != 0 {
 			t.Fatalf("check-config exited %d:\n%s", code, stderr)
 		}
-		warned := strings.Contains(stderr, `warning: source "cron": cron_log_level 1: cron logs only job starts (CMD), so every job can only ever be seen starting`)
+		warned := strings.Contains(stderr, `warning: source "cron": cron_log_level 1: cron -L 1 logs only job starts (CMD): results are not logged`)
 		if warned != tc.warn {
 			t.Errorf("%q: warned %v, want %v:\n%s", tc.level, warned, tc.warn, stderr)
 		}

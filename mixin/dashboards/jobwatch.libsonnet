@@ -1269,7 +1269,7 @@ local promql = import '../lib/promql.libsonnet';
         {
           type: 'timeseries',
           title: 'Runs by result',
-          description: 'Finished runs per interval by result: success, failure, timeout, lost (never seen ending).',
+          description: 'Finished runs per interval by result: success, failure, timeout, lost (never seen ending), too_short, unknown (ran and ended, nothing logged how: a cron job at -L 1, grey).',
           id: 13,
           datasource: ds,
           gridPos: {
@@ -1322,7 +1322,7 @@ local promql = import '../lib/promql.libsonnet';
               {
                 matcher: {
                   id: 'byRegexp',
-                  options: '.* (failure|timeout|lost)$',
+                  options: '.* (failure|timeout|lost|too_short)$',
                 },
                 properties: [
                   {
@@ -1330,6 +1330,21 @@ local promql = import '../lib/promql.libsonnet';
                     value: {
                       mode: 'fixed',
                       fixedColor: 'red',
+                    },
+                  },
+                ],
+              },
+              {
+                matcher: {
+                  id: 'byRegexp',
+                  options: '.* unknown$',
+                },
+                properties: [
+                  {
+                    id: 'color',
+                    value: {
+                      mode: 'fixed',
+                      fixedColor: 'text',
                     },
                   },
                 ],

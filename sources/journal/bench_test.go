@@ -133,7 +133,7 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 			}
 		})
 		b.Run(fx.name+"/journalctl-jobwatch-args", func(b *testing.B) {
-			r := &journalReader{j: j, open: map[string]*journalRun{}}
+			r := j.newReader(nil, nil)
 			defer jReportCPU(b)()
 			for b.Loop() {
 				cmd := exec.Command("journalctl", r.args(false)...)
@@ -145,7 +145,7 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 		})
 		b.Run(fx.name+"/decode-apply", func(b *testing.B) {
 			// jobwatch's own work on journalctl's output, without journalctl.
-			r := &journalReader{j: j, open: map[string]*journalRun{}}
+			r := j.newReader(nil, nil)
 			out, err := exec.Command("journalctl", r.args(false)...).Output()
 			if err != nil {
 				b.Fatal(err)
@@ -155,7 +155,7 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 			var sink *jCountingSink
 			for b.Loop() {
 				sink = &jCountingSink{}
-				r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
+				r := j.newReader(nil, sink)
 				lines := make(chan [][]byte, 4)
 				go func() {
 					defer close(lines)
@@ -182,7 +182,7 @@ func BenchmarkJournalCatchUp(b *testing.B) {
 			defer jReportCPU(b)()
 			for b.Loop() {
 				sink = &jCountingSink{}
-				r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
+				r := j.newReader(nil, sink)
 				if err := r.read(context.Background(), false); err != nil {
 					b.Fatal(err)
 				}

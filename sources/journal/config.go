@@ -61,6 +61,10 @@ type Config struct {
 	Files     []string          `yaml:"files"`
 	Units     map[string]string `yaml:"units"` // unit -> job
 	Cron      []CronMatch       `yaml:"cron"`
+	// CronLogLevel is the -L of the cron whose lines are read (host mode
+	// writes it from /etc/default/cron); nil: not known, told from the
+	// lines (internal/cronlog).
+	CronLogLevel *int `yaml:"cron_log_level"`
 	// Lateness is the late_window key as written (0: the default); see
 	// LateWindow.
 	Lateness config.Duration `yaml:"late_window"`
@@ -96,6 +100,12 @@ func (j *Config) validate(jobs map[string]bool) []error {
 		if !jobs[j.Units[u]] {
 			errs = append(errs, fmt.Errorf("units[%s]: job %q is not configured", u, j.Units[u]))
 		}
+	}
+	if l := j.CronLogLevel; l != nil && (*l < 0 || *l > 15) {
+		errs = append(errs, fmt.Errorf("cron_log_level must be 0 to 15 (cron's -L), got %d", *l))
+	}
+	if j.CronLogLevel != nil && len(j.Cron) == 0 {
+		errs = append(errs, fmt.Errorf("cron_log_level is only for cron"))
 	}
 	for i, m := range j.Cron {
 		if _, err := regexp.Compile(m.Match); err != nil || m.Match == "" {

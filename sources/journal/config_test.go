@@ -43,3 +43,20 @@ func TestLateWindowKey(t *testing.T) {
 		Default: DefaultLateWindow,
 	})
 }
+
+// cron_log_level: cron's -L, 0 to 15, for cron matches only.
+func TestCronLogLevelKey(t *testing.T) {
+	for _, tc := range []struct {
+		src, err string
+	}{
+		{"cron: [{match: x, job: a}], cron_log_level: 15", ""},
+		{"cron: [{match: x, job: a}], cron_log_level: 16", "cron_log_level must be 0 to 15"},
+		{"units: {a.service: a}, cron_log_level: 15", "cron_log_level is only for cron"},
+	} {
+		yml := "jobs: [{name: a, every: 1h}]\nsources: [{name: j, type: journal, " + tc.src + "}]\n"
+		_, err := config.Parse(strings.NewReader(yml))
+		if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: %v, want %q", tc.src, err, tc.err)
+		}
+	}
+}

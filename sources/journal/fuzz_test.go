@@ -18,6 +18,11 @@ var journalSeeds = []string{
 	`{"__CURSOR":"c4","__REALTIME_TIMESTAMP":"1796032802000000","MESSAGE_ID":["d9b373ed55a64feb8242e02dbe79a49c","x"],"UNIT":"stats.service","INVOCATION_ID":"6b84904df46b6ce78f72ed27473643af","UNIT_RESULT":"timeout"}`,
 	`{"__CURSOR":"c5","__REALTIME_TIMESTAMP":"1796032803000000","SYSLOG_IDENTIFIER":"CRON","_PID":"5000","_HOSTNAME":"web1","MESSAGE":[40,114,111,111,116,41,32,67,77,68,32,40,115,116,97,116,115,41]}`,
 	`{"__CURSOR":"c6","__REALTIME_TIMESTAMP":"1796032804000000","SYSLOG_IDENTIFIER":"CRON","_PID":"5000","MESSAGE":"(root) END (stats)"}`,
+	// cron at -L 15 (the job's PID inside), -L 7 (the error naming it), the daemon's start
+	`{"__CURSOR":"c61","__REALTIME_TIMESTAMP":"1796032804000000","SYSLOG_IDENTIFIER":"CRON","_PID":"5001","_HOSTNAME":"web1","MESSAGE":"(root) CMD ([5002] stats)"}`,
+	`{"__CURSOR":"c62","__REALTIME_TIMESTAMP":"1796032804000000","SYSLOG_IDENTIFIER":"CRON","_PID":"5001","_HOSTNAME":"web1","MESSAGE":"(CRON) error (grandchild #5002 failed with exit status 3)"}`,
+	`{"__CURSOR":"c63","__REALTIME_TIMESTAMP":"1796032804000000","SYSLOG_IDENTIFIER":"CRON","_PID":"5001","_HOSTNAME":"web1","MESSAGE":"(root) END ([5002] stats)"}`,
+	`{"__CURSOR":"c64","__REALTIME_TIMESTAMP":"1796032804000000","SYSLOG_IDENTIFIER":"cron","_PID":"400","_HOSTNAME":"web1","MESSAGE":"(CRON) INFO (pidfile fd = 5)"}`,
 	`{"__CURSOR":"c7","__REALTIME_TIMESTAMP":"x","UNIT":[[1,2],null]}`,
 	`{"__CURSOR":null}`,
 	`{"MESSAGE":[300]}`,
@@ -48,7 +53,7 @@ func FuzzJournalEntry(f *testing.F) {
 			t.Fatalf("decoded an entry without cursor or time: %+v", e)
 		}
 		sink := &jSink{}
-		r := &journalReader{j: j, sink: sink, open: map[string]*journalRun{}}
+		r := j.newReader(nil, sink)
 		r.line(line)
 		r.line(line) // the same entry twice: no second start or end
 		r.flush(false)

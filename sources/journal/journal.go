@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobwatch/jobwatch/internal/cronlog"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/sources"
 )
@@ -38,7 +39,8 @@ type Source struct {
 	name      string
 	units     map[string]string // unit -> job
 	unitNames map[string]string // unit -> the same name, shared by the runs
-	cron      []cronMatcher
+	cron      []cronlog.Rule
+	cronLevel int      // cron's -L, or cronlog.Detect
 	selector  []string // --directory= / --file= (absolute)
 	matches   []string // journalctl match arguments
 	dir       string   // directory to check before reading, if any
@@ -60,14 +62,16 @@ type Source struct {
 	sleep func(ctx context.Context, d time.Duration) bool
 	// started, if set, is told of each journalctl process (tests).
 	started func(pid int, follow bool)
+	// The silence check (silence.go): systemctl, how often it is asked,
+	// and how long a run it started may go unread.
+	systemctl                  string
+	silenceEvery, silenceAfter time.Duration
+	// askSystemd: the journal read is this machine's (the system
+	// journal), whose service manager systemctl asks.
+	askSystemd bool
 }
 
 var _ sources.Source = (*Source)(nil)
-
-type cronMatcher struct {
-	re  *regexp.Regexp
-	job string
-}
 
 // New builds a journal source named name. Relative directory and file
 // paths are made absolute (journalctl --follow fails on relative ones); the
@@ -89,6 +93,10 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		maxEnded:   512,
 		sleep:      sources.Sleep,
 		systemDirs: SystemJournalDirs,
+		systemctl:  "systemctl",
+		// A start entry reaches the follower in milliseconds.
+		silenceEvery: 30 * time.Second,
+		silenceAfter: time.Minute,
 	}
 	if err := j.selectJournal(jc.Directory, jc.Files); err != nil {
 		return nil, fmt.Errorf("journal source %q: %w", name, err)
@@ -97,11 +105,23 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 	if err := j.compileCron(jc.Cron); err != nil {
 		return nil, fmt.Errorf("journal source %q: %w", name, err)
 	}
+	j.cronLevel = cronlog.Detect
+	if jc.CronLogLevel != nil {
+		j.cronLevel = *jc.CronLogLevel
+	}
 	if len(j.cron) > 0 {
-		groups = append(groups, []string{"SYSLOG_IDENTIFIER=CRON"})
+		// CRON: the lines of cron's children about jobs; cron: the
+		// daemon's, which says when it starts (at a new -L, maybe).
+		groups = append(groups, []string{"SYSLOG_IDENTIFIER=CRON", "SYSLOG_IDENTIFIER=cron"})
 	}
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("journal source %q: needs units or cron", name)
+	}
+	j.askSystemd = len(j.selector) == 0
+	if m := j.machineMatch(); m != "" {
+		for i := range groups {
+			groups[i] = append(groups[i], m)
+		}
 	}
 	for i, g := range groups {
 		if i > 0 {
@@ -110,6 +130,35 @@ func New(name string, jc Config, deps sources.Deps) (*Source, error) {
 		j.matches = append(j.matches, g...)
 	}
 	return j, nil
+}
+
+// MachineIDFile holds this machine's ID (machine-id(5)).
+var MachineIDFile = "/etc/machine-id"
+
+// machineMatch is the match that keeps the system journal's entries of
+// this machine, as journalctl shows them without --merge (which the
+// follower needs: see args), when journald keeps this machine's journal
+// (a directory named by its ID in /var/log/journal or /run/log/journal).
+// It is "" when reading a directory or files (the journals chosen), when
+// the machine's ID cannot be read, or when no journal is this machine's:
+// a container given the host's journal reads it whole, as before.
+func (j *Source) machineMatch() string {
+	if len(j.selector) > 0 {
+		return ""
+	}
+	b, err := os.ReadFile(MachineIDFile)
+	id := strings.TrimSpace(string(b))
+	if err != nil || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		j.log.Debug("cannot read this machine's ID: the journal is read whole", "file", MachineIDFile, "err", err)
+		return ""
+	}
+	for _, d := range j.systemDirs {
+		if st, err := os.Stat(filepath.Join(d, id)); err == nil && st.IsDir() {
+			return "_MACHINE_ID=" + id
+		}
+	}
+	j.log.Debug("no journal of this machine's ID: the journal is read whole", "machine_id", id)
+	return ""
 }
 
 // selectJournal sets the journalctl arguments that read the directory or
@@ -169,7 +218,7 @@ func (j *Source) compileCron(matchers []CronMatch) error {
 		if err != nil {
 			return fmt.Errorf("cron[%d].match: %w", i, err)
 		}
-		j.cron = append(j.cron, cronMatcher{re: re, job: m.Job})
+		j.cron = append(j.cron, cronlog.Rule{Re: re, Job: m.Job})
 	}
 	return nil
 }
@@ -192,14 +241,17 @@ type journalPosition struct {
 }
 
 type journalRun struct {
-	ID          string `json:"id"` // INVOCATION_ID, or cron:<host>:<pid>
+	ID          string `json:"id"` // INVOCATION_ID, or cron:<host>:<the job's pid>
 	Job         string `json:"job"`
 	Host        string `json:"host,omitempty"`
 	PID         int    `json:"pid,omitempty"`
 	Start       int64  `json:"start"` // µs
 	ExitCode    int    `json:"exit_code,omitempty"`
 	HasExitCode bool   `json:"has_exit_code,omitempty"`
-	Failed      bool   `json:"failed,omitempty"` // cron: an error line was seen
+	// Cmd: a cron run's command's cronlog.CmdHash (not the command, which
+	// may hold a password): its END line, which names no PID without
+	// -L 8, finds it by that after a restart.
+	Cmd uint64 `json:"cmd_hash,omitempty"`
 }
 
 // Before orders runs in progress oldest first, ties broken by id.
@@ -223,8 +275,14 @@ var cursorRE = sync.OnceValue(func() *regexp.Regexp {
 func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sink) error {
 	r := j.newReader(from, sink)
 	backoff := j.backoffMin
-	health := sources.NewHealth(j.name, sink, j.log)
-	health.DownMsg, health.UpMsg = "cannot read the journal", "journal readable again"
+	h := sources.NewHealth(j.name, sink, j.log)
+	h.DownMsg, h.UpMsg = "cannot read the journal", "journal readable again"
+	health := &sharedHealth{h: h}
+	var wg sync.WaitGroup
+	wctx, stopWatch := context.WithCancel(ctx)
+	wg.Go(func() { j.watchSilence(wctx, r.silence, health) })
+	defer wg.Wait()
+	defer stopWatch()
 	var lastFollowErr string
 	for ctx.Err() == nil {
 		err := r.check()
@@ -235,7 +293,7 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 			return nil
 		}
 		if err == nil {
-			health.Up()
+			health.setRead(nil)
 			began := time.Now()
 			err = r.read(ctx, true)
 			if ctx.Err() != nil {
@@ -253,7 +311,7 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 				j.log.Debug("journalctl --follow exited; restarting", "err", err, "backoff", backoff)
 			}
 		} else {
-			health.Down("", err)
+			health.setRead(err)
 		}
 		if !j.sleep(ctx, backoff) {
 			return nil
@@ -266,7 +324,8 @@ func (j *Source) Run(ctx context.Context, from json.RawMessage, sink sources.Sin
 // newReader reads on from the position saved in from; one unreadable, or
 // with a malformed cursor, is reset.
 func (j *Source) newReader(from json.RawMessage, sink sources.Sink) *journalReader {
-	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}}
+	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}, cron: cronlog.New(j.cron, j.cronLevel),
+		silence: newSilenceWatch()}
 	if len(from) > 0 {
 		var p journalPosition
 		if err := json.Unmarshal(from, &p); err != nil {
@@ -279,6 +338,11 @@ func (j *Source) newReader(from json.RawMessage, sink sources.Sink) *journalRead
 				r.open[run.ID] = &run
 			}
 			r.open.Trim()
+			for _, run := range r.open {
+				if strings.HasPrefix(run.ID, "cron:") && run.Cmd != 0 {
+					r.cron.Restore(run.Host, run.PID, run.Job, run.Cmd)
+				}
+			}
 		}
 	}
 	if r.pos.Cursor != "" && !cursorRE().MatchString(r.pos.Cursor) {
@@ -291,10 +355,12 @@ func (j *Source) newReader(from json.RawMessage, sink sources.Sink) *journalRead
 
 // journalReader is the state of one Run.
 type journalReader struct {
-	j    *Source
-	sink sources.Sink
-	pos  journalPosition
-	open model.InFlight[string, *journalRun] // runs in progress
+	j       *Source
+	sink    sources.Sink
+	pos     journalPosition
+	open    model.InFlight[string, *journalRun] // runs in progress
+	cron    *cronlog.Matcher                    // links cron's lines of a run
+	silence *silenceWatch                       // the starts read, for the silence check
 
 	// Pending batch.
 	batch    model.Batch
@@ -375,7 +441,16 @@ func (r *journalReader) args(follow bool) []string {
 		a = append(a, "--no-tail")
 	}
 	if follow {
-		a = append(a, "--follow")
+		// --follow alone shows one boot only (journalctl implies --boot
+		// unless --merge is given; --boot=all does not undo it): the
+		// running kernel's boot ID for the system journal (which
+		// ProtectKernelTunables=, in a container, shows as the host
+		// kernel's: nothing is shown, ever), the newest boot at its start
+		// for a directory (a boot that begins later is never shown). The
+		// cursor says where to go on from, in whatever boot. --merge also
+		// opens other machines' journals: the system journal's matches
+		// name this machine (machineMatch).
+		a = append(a, "--follow", "--merge")
 	}
 	return append(a, r.j.matches...)
 }
@@ -717,7 +792,7 @@ func (r *journalReader) apply(e *journalEntry) {
 			return
 		}
 	}
-	if len(r.j.cron) > 0 && e.SyslogIdentifier.is("CRON") {
+	if len(r.j.cron) > 0 && (e.SyslogIdentifier.is("CRON") || e.SyslogIdentifier.is("cron")) {
 		r.cronEntry(e)
 	}
 }
@@ -768,6 +843,7 @@ func (r *journalReader) unitEntry(e *journalEntry, unit, job string) {
 		if e.JobType.ok && !e.JobType.is("start") {
 			return
 		}
+		r.silence.sawStart(unit, e.rt)
 		r.start(e, r.unitKey(e, unit), job, 0)
 	case msgUnitProcessExit:
 		run := r.open[r.unitKey(e, unit)]
@@ -830,67 +906,47 @@ func (r *journalReader) unitOutput(e *journalEntry, unit string) {
 	}
 }
 
-var (
-	cronCmdRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\(([^)]*)\) CMD \((.*)\)$`) })
-	cronEndRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\(([^)]*)\) END \((.*)\)$`) })
-	cronErrorRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^\(CRON\) error \(grandchild #\d+ failed with exit status (\d+)\)$`)
-	})
-)
-
-// cronEntry applies a line of the cron daemon. Its child process logs
-// "(user) CMD (command)" when it starts a job, "(user) END (command)" when the
-// job ends (cron -L 2), and "(CRON) error (grandchild #N failed with exit
-// status S)" before that when the job failed (cron -L 4).
+// cronEntry applies a line of the cron daemon, through the one matcher of
+// cron's lines (internal/cronlog), which links a run's CMD, error and END
+// lines whichever process logged them.
 func (r *journalReader) cronEntry(e *journalEntry) {
 	pid, ok := atoiInt(e.PID.b)
 	if !ok || pid <= 0 {
 		return
 	}
-	id := "cron:" + r.host(e) + ":" + strconv.Itoa(pid)
-	msg := e.Message.b
-	if m := cronCmdRE().FindSubmatchIndex(msg); m != nil {
-		job := r.cronJob(msg[m[4]:m[5]])
-		if job == "" {
-			return
-		}
-		if run := r.open[id]; run != nil && run.Start != e.rt {
+	host := r.host(e)
+	run, ok := r.cron.Match(host, e.SyslogIdentifier.b, pid, e.Message.b)
+	if !ok || run.Job == "" {
+		return
+	}
+	// A run is known by its job's PID; an END line of a run whose start
+	// was not read, without -L 8, by the cron child that logged it.
+	id := "cron:" + host + ":" + strconv.Itoa(run.PID)
+	if run.PID == 0 {
+		id = "cron:" + host + ":child:" + strconv.Itoa(pid)
+	}
+	if run.Kind == cronlog.Start {
+		if o := r.open[id]; o != nil && o.Start != e.rt {
 			delete(r.open, id) // the PID was reused: the old run's END was never seen
 		}
-		r.start(e, id, job, pid)
+		r.start(e, id, run.Job, run.PID)
+		if o := r.open[id]; o != nil && o.Start == e.rt {
+			o.Cmd = r.cron.Command(host, run.PID)
+		}
+		if i, ok := r.startIdx[id]; ok {
+			r.batch.Events[i].EndUnlogged = run.EndUnlogged
+		}
 		return
 	}
-	if m := cronEndRE().FindSubmatchIndex(msg); m != nil {
-		job := r.cronJob(msg[m[4]:m[5]])
-		if run := r.open[id]; run != nil {
-			job = run.Job
-		}
-		if job == "" {
-			return
-		}
-		res := model.Success
-		if run := r.open[id]; run != nil && run.Failed {
-			res = model.Failure
-		}
-		r.end(e, id, job, res, true)
-		return
+	if o := r.open[id]; o != nil {
+		o.ExitCode, o.HasExitCode = run.ExitCode, run.HasExitCode
 	}
-	if m := cronErrorRE().FindSubmatchIndex(msg); m != nil {
-		if run := r.open[id]; run != nil {
-			run.Failed = true
-			run.ExitCode, _ = strconv.Atoi(string(msg[m[2]:m[3]]))
-			run.HasExitCode = true
-		}
+	n := len(r.batch.Events)
+	r.end(e, id, run.Job, model.Result(run.Result), true)
+	if len(r.batch.Events) > n {
+		ev := &r.batch.Events[n]
+		ev.ExitCode, ev.HasExitCode = run.ExitCode, run.HasExitCode
 	}
-}
-
-func (r *journalReader) cronJob(command []byte) string {
-	for _, m := range r.j.cron {
-		if m.re.Match(command) {
-			return m.job
-		}
-	}
-	return ""
 }
 
 // replayed reports whether an entry about run id at time t was applied before.

@@ -325,7 +325,7 @@ func TestJournalCatchUp(t *testing.T) {
 				h.Finished(jAt(20), "stats.service", inv("o1")),
 				h.Cron(jAt(2), 5100, "(root) END (/usr/bin/unrelated)"),
 				h.Cron(jAt(30), 5000, "(root) END (/usr/local/bin/stats.sh --full)"),
-				h.Cron(jAt(60), 5200, "(root) CMD (/usr/local/bin/stats.sh)"),
+				h.Cron(jAt(60), 5201, "(root) CMD (/usr/local/bin/stats.sh)"), // -L 7: the job logs its CMD line
 				h.Cron(jAt(65), 5200, "(CRON) error (grandchild #5201 failed with exit status 3)"),
 				h.Cron(jAt(65), 5200, "(root) END (/usr/local/bin/stats.sh)"),
 			},
@@ -334,8 +334,8 @@ func TestJournalCatchUp(t *testing.T) {
 				"10:00:10 start stats host=web1 pid=700 run=" + inv("o1"),
 				"10:00:20 end stats host=web1 pid=700 run=" + inv("o1") + " success took=10s",
 				"10:00:30 end stats host=web1 pid=5000 run=cron:web1:5000 success took=30s",
-				"10:01:00 start stats host=web1 pid=5200 run=cron:web1:5200",
-				"10:01:05 end stats host=web1 pid=5200 run=cron:web1:5200 failure exit=3 took=5s",
+				"10:01:00 start stats host=web1 pid=5201 run=cron:web1:5201",
+				"10:01:05 end stats host=web1 pid=5201 run=cron:web1:5201 failure exit=3 took=5s",
 			},
 		},
 		{

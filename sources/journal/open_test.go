@@ -18,7 +18,7 @@ func TestOpenRunsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &jSink{}
-	r := &journalReader{j: j, sink: sink, open: model.InFlight[string, *journalRun]{}}
+	r := j.newReader(nil, sink)
 	const n = model.MaxOpenRuns + 3
 	for i := range n {
 		e := journalEntry{Hostname: jfield{[]byte("web1"), true}, PID: jfield{fmt.Append(nil, 1000+i), true},

@@ -366,7 +366,7 @@ func testMySQLTracker(t *testing.T, f *fixture) {
 	waitFor(t, "both runs ended", func() bool { return len(job().Open) == 0 })
 	waitPolls(t, polls, 3, "three more polls") // which count nothing twice
 	j := job()
-	if j.RunCounts != [5]uint64{1, 1, 0, 0} || j.Overlaps != 1 {
+	if j.RunCounts != [6]uint64{1, 1, 0, 0} || j.Overlaps != 1 {
 		t.Errorf("runs %v overlaps %d, want [1 1 0 0] and 1", j.RunCounts, j.Overlaps)
 	}
 	if _, srcs := tr.View(); srcs[0].UnknownJob != 2 || !srcs[0].Up || srcs[0].LateRecords != 0 {

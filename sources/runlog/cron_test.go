@@ -103,12 +103,13 @@ func TestCronLevelCheck(t *testing.T) {
 		level int
 		want  string
 	}{
-		{15, ""}, {7, ""}, {6, ""},
-		{1, "can only ever be seen starting"},
-		{9, "can only ever be seen starting"},
+		{15, ""}, {7, ""},
+		{6, "logs no starts"},
+		{1, "results are not logged"},
+		{9, "results are not logged"},
 		{0, "logs nothing about jobs"},
 		{5, "no END lines"},
-		{3, "every run that ends counts as a success"},
+		{3, "every run that ends has result unknown"},
 	} {
 		level := tc.level
 		src, err := New("cron", Config{Path: "/var/log/cron.log", Config: record.Config{Format: "cron", CronLogLevel: &level}}, sources.Deps{})

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobwatch/jobwatch/internal/cronlog"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/sources"
 	"github.com/jobwatch/jobwatch/sources/runlog/record"
@@ -56,19 +57,11 @@ func (r *Source) Check(context.Context) error {
 // CronLevelWarning says what jobs read from cron's own log at Debian cron's
 // -L level cannot show, or "" when they show everything.
 func CronLevelWarning(level int) string {
-	const fix = "run Debian's cron with -L 15 (EXTRA_OPTS=\"-L 15\" in /etc/default/cron) and set cron_log_level: 15, or run the jobs through jobwatch run"
-	end, failed := level&record.CronLogEnd != 0, level&record.CronLogFailed != 0
-	switch {
-	case level&record.CronLogStart == 0 && !end && !failed:
-		return fmt.Sprintf("cron_log_level %d: cron logs nothing about jobs; %s", level, fix)
-	case !end && !failed:
-		return fmt.Sprintf("cron_log_level %d: cron logs only job starts (CMD), so every job can only ever be seen starting: its runs never end and are closed as lost at the job's timeout; %s", level, fix)
-	case !end:
-		return fmt.Sprintf("cron_log_level %d: cron logs no END lines, so a successful run is never seen ending (only failures end runs); %s", level, fix)
-	case !failed:
-		return fmt.Sprintf("cron_log_level %d: cron logs no failures, so every run that ends counts as a success; %s", level, fix)
+	gaps := cronlog.LevelGaps(level)
+	if gaps == "" {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf("cron_log_level %d: %s; %s, then set cron_log_level: 15, or run the jobs through jobwatch run", level, gaps, cronlog.LevelFix)
 }
 
 // New builds a runlog source named name; its path should be absolute (the

@@ -160,7 +160,7 @@ func TestRunLogJSONAndBadLines(t *testing.T) {
 	_, stop := runStepped(t, src, sink)
 	stop()
 	j, s := view(t, sink.Tracker, "stats")
-	if j.RunCounts != [5]uint64{2, 1, 0, 0} || j.Skips != 1 || j.LastDuration != 40.4 {
+	if j.RunCounts != [6]uint64{2, 1, 0, 0} || j.Skips != 1 || j.LastDuration != 40.4 {
 		t.Errorf("runs %v skips %d last duration %v", j.RunCounts, j.Skips, j.LastDuration)
 	}
 	if s.ParseErrors != 4 || s.Records != 6 || s.UnknownJob != 1 {
@@ -262,7 +262,7 @@ func TestRunLogResumesFromTheStoredPosition(t *testing.T) {
 	_, stop = runStepped(t, newRunLog(t, path, "json"), sink)
 	stop()
 	j, _ := view(t, sink.Tracker, "stats")
-	if j.RunCounts != [5]uint64{2, 1, 0, 0} {
+	if j.RunCounts != [6]uint64{2, 1, 0, 0} {
 		t.Fatalf("runs %v, want 2 successes and 1 failure", j.RunCounts)
 	}
 }

@@ -1,7 +1,9 @@
 package record
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -111,4 +113,28 @@ func BenchmarkParseRegex(b *testing.B) {
 		}
 		runParser(b, benchUnrelated, p.Parse, ErrNoMatch)
 	})
+}
+
+// BenchmarkParseCron parses the real cron's lines at -L 15 and -L 7
+// (testdata/cron) one after another, as a run log of format cron reads
+// them: CMD, error and END lines linked into runs.
+func BenchmarkParseCron(b *testing.B) {
+	var lines [][]byte
+	for _, f := range []string{"testdata/cron/L15-traditional.log", "testdata/cron/L7-traditional.log"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines = append(lines, bytes.Split(bytes.TrimSpace(data), []byte("\n"))...)
+	}
+	p, err := NewCron(cronCommands, time.UTC, func() time.Time { return cronNow })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(avgLen(lines)))
+	b.ReportAllocs()
+	var ev model.Event
+	for n := 0; b.Loop(); n++ {
+		_ = p.Parse(lines[n%len(lines)], &ev)
+	}
 }

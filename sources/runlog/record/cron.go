@@ -3,13 +3,12 @@ package record
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/jobwatch/jobwatch/internal/cronlog"
 	"github.com/jobwatch/jobwatch/model"
 )
 
@@ -23,76 +22,38 @@ type Command struct {
 
 // Debian cron's -L bits (cron(8)): what it logs about jobs.
 const (
-	CronLogStart  = 1 // CMD lines
-	CronLogEnd    = 2 // END lines
-	CronLogFailed = 4 // "(CRON) error (grandchild #N failed with exit status S)"
-	CronLogPID    = 8 // the job's pid in CMD and END lines: "CMD ([N] command)"
+	CronLogStart  = cronlog.LogStart  // CMD lines
+	CronLogEnd    = cronlog.LogEnd    // END lines
+	CronLogFailed = cronlog.LogFailed // "(CRON) error (grandchild #N failed with exit status S)"
+	CronLogPID    = cronlog.LogPID    // the job's pid in CMD and END lines: "CMD ([N] command)"
 	// DefaultCronLogLevel is what Debian's cron logs without -L, and all
 	// cronie ever logs about a job: its start.
-	DefaultCronLogLevel = CronLogStart
+	DefaultCronLogLevel = cronlog.DefaultLevel
 )
-
-// Bounds of the cron parser's state: runs started and not yet ended, and
-// failures waiting for their END line. A full table is cleared (those runs
-// then end unmatched, or are closed as lost by the model).
-const maxCronRuns = 4096
 
 // Cron parses cron's own syslog lines, as rsyslog writes them to a file
 // (/var/log/syslog, /var/log/cron.log, cronie's /var/log/cron), in the
 // traditional format ("Dec  1 09:53:56 host CRON[20504]: ...") or
 // rsyslog's RFC 3339 one ("2026-12-01T09:53:56.735176+00:00 host ...").
 //
-// Debian's cron logs a job's start (CMD), its end (END) and its failure
-// (an error line naming the job's pid but not its command), each in a line
-// of its own, according to -L; cronie logs only CMD. The lines of one run
-// are linked by pid: the error and END lines carry the pid of the cron
-// child that ran the job, the error line and (with -L 8) the CMD and END
-// lines the job's own pid. A run's error line ends it as failed; its END
-// line that follows is not a second run.
-//
-// Commands map to jobs: a command run through `jobwatch run --job NAME`
-// maps itself, others by the first of the commands that matches; a command
-// that matches none is an event of no job, which the model counts as an
-// unknown job's.
+// The lines of one run are linked by internal/cronlog, the matcher the
+// journal source's cron lines go through too (its doc says which process
+// logs which line at each -L). Commands map to jobs: a command run through
+// `jobwatch run --job NAME` maps itself, others by the first of the
+// commands that matches; a command that matches none is an event of no
+// job, which the model counts as an unknown job's.
 type Cron struct {
-	loc      *time.Location
-	now      func() time.Time
-	commands []cronCommand
-	// open: runs started, by host and the job's pid.
-	open map[cronKey]cronRun
-	// failed: error lines whose run was not known (started before the log
-	// was read), by host and the cron child's pid, waiting for the END line
-	// that names the command. ended: cron children whose run an error line
-	// ended, whose END line is then dropped.
-	failed map[cronKey]cronFailure
-	ended  map[cronKey]bool
+	loc    *time.Location
+	now    func() time.Time
+	rules  []cronlog.Rule
+	match  *cronlog.Matcher
 	intern interner
-}
-
-// cronKey is a process of a host: a log gathered from many hosts has the
-// same pids on several.
-type cronKey struct {
-	host string
-	pid  int
-}
-
-type cronCommand struct {
-	re  *regexp.Regexp
-	job string
-}
-
-type cronRun struct {
-	job, cmd string
-	start    time.Time
-}
-
-type cronFailure struct {
-	jobPID, status int
 }
 
 // NewCron returns a parser of cron's syslog lines. loc is the zone of
 // timestamps without an offset (nil: UTC); now gives the year of
-// timestamps without one (nil: time.Now).
+// timestamps without one (nil: time.Now). Its cron's level is not known
+// (see SetLevel).
 func NewCron(commands []Command, loc *time.Location, now func() time.Time) (*Cron, error) {
 	if loc == nil {
 		loc = time.UTC
@@ -100,8 +61,7 @@ func NewCron(commands []Command, loc *time.Location, now func() time.Time) (*Cro
 	if now == nil {
 		now = time.Now
 	}
-	c := &Cron{loc: loc, now: now, open: map[cronKey]cronRun{}, failed: map[cronKey]cronFailure{}, ended: map[cronKey]bool{},
-		intern: interner{max: maxIntern}}
+	c := &Cron{loc: loc, now: now, intern: interner{max: maxIntern}}
 	for i, m := range commands {
 		re, err := regexp.Compile(m.Match)
 		if err != nil {
@@ -110,10 +70,16 @@ func NewCron(commands []Command, loc *time.Location, now func() time.Time) (*Cro
 		if !validJob([]byte(m.Job)) {
 			return nil, fmt.Errorf("record: commands[%d].job: invalid job name %q", i, m.Job)
 		}
-		c.commands = append(c.commands, cronCommand{re, m.Job})
+		c.rules = append(c.rules, cronlog.Rule{Re: re, Job: m.Job})
 	}
+	c.match = cronlog.New(c.rules, cronlog.Detect)
 	return c, nil
 }
+
+// SetLevel says at which -L the cron whose lines are read logs
+// (cron_log_level): which results its END lines can give, and whether a
+// run's end is logged at all (cronlog.Matcher).
+func (c *Cron) SetLevel(level int) { c.match = cronlog.New(c.rules, level) }
 
 // SetNow replaces the clock that gives timestamps without a year theirs.
 func (c *Cron) SetNow(now func() time.Time) {
@@ -130,159 +96,31 @@ func (c *Cron) Parse(line []byte, ev *model.Event) error {
 		return ErrEmpty
 	}
 	ts, host, tag, pid, msg, ok := c.header(line)
-	if !ok || !isCronTag(tag) {
-		return ErrNoMatch
-	}
-	user, kind, detail, ok := cronMessage(msg)
-	if !ok {
+	if !ok || !cronlog.IsTag(tag) {
 		return ErrNoMatch
 	}
 	if len(host) > MaxHostLen || !printable(host) || !utf8.Valid(host) {
 		return fmt.Errorf("host: not a host name of at most %d bytes", MaxHostLen)
 	}
-	ev.Time = ts.UTC()
-	ev.Host = c.intern.get(host)
-	switch {
-	case kind == "CMD":
-		c.cmdLine(ev, pid, detail)
-		return nil
-	case kind == "END":
-		return c.endLine(ev, pid, detail)
-	case user == "CRON" && kind == "error":
-		return c.errorLine(ev, pid, detail)
-	}
-	return ErrNoMatch
-}
-
-// cmdLine reads the CMD line of a run's start, logged by cron's child pid.
-func (c *Cron) cmdLine(ev *model.Event, pid int, detail []byte) {
-	jobPID, cmd := splitJobPID(detail)
-	if jobPID == 0 {
-		jobPID = pid // without -L 8 the job itself logs its CMD line
-	}
-	job := c.jobOf(cmd)
-	ev.Kind, ev.Job, ev.PID = model.Start, job, jobPID
-	if job != "" {
-		c.remember(cronKey{ev.Host, jobPID}, cronRun{job: job, cmd: string(cmd), start: ev.Time})
-	}
-}
-
-// endLine reads the END line of a run, logged by cron's child pid.
-func (c *Cron) endLine(ev *model.Event, pid int, detail []byte) error {
-	child := cronKey{ev.Host, pid}
-	if c.ended[child] {
-		delete(c.ended, child)
-		return ErrNoMatch // the error line before it ended the run
-	}
-	jobPID, cmd := splitJobPID(detail)
-	ev.Kind, ev.Result, ev.Job = model.End, model.Success, c.jobOf(cmd)
-	if f, ok := c.failed[child]; ok {
-		delete(c.failed, child)
-		ev.Result, ev.ExitCode, ev.HasExitCode = model.Failure, f.status, true
-		if jobPID == 0 {
-			jobPID = f.jobPID
-		}
-	}
-	if jobPID == 0 {
-		jobPID = c.oldestOpen(ev.Host, ev.Job, cmd)
-	}
-	ev.PID = jobPID
-	delete(c.open, cronKey{ev.Host, jobPID})
-	return nil
-}
-
-// errorLine reads the error line of a failed run, logged by cron's child
-// pid.
-func (c *Cron) errorLine(ev *model.Event, pid int, detail []byte) error {
-	jobPID, status, ok := grandchildFailed(detail)
+	h := c.intern.get(host)
+	r, ok := c.match.Match(h, tag, pid, msg)
 	if !ok {
 		return ErrNoMatch
 	}
-	child := cronKey{ev.Host, pid}
-	k := cronKey{ev.Host, jobPID}
-	r, known := c.open[k]
-	if !known {
-		if len(c.failed) >= maxCronRuns {
-			clear(c.failed)
-		}
-		c.failed[child] = cronFailure{jobPID, status}
-		return ErrNoMatch // the END line names its command
-	}
-	delete(c.open, k)
-	if len(c.ended) >= maxCronRuns {
-		clear(c.ended)
-	}
-	c.ended[child] = true
-	ev.Kind, ev.Job, ev.PID = model.End, r.job, jobPID
-	ev.Result, ev.ExitCode, ev.HasExitCode = model.Failure, status, true
+	CronEvent(r, ev)
+	ev.Time, ev.Host = ts.UTC(), h
 	return nil
 }
 
-func (c *Cron) remember(k cronKey, r cronRun) {
-	if len(c.open) >= maxCronRuns {
-		clear(c.open)
+// CronEvent fills ev's kind, job, PID and result from what a cron line says
+// of its run.
+func CronEvent(r cronlog.Run, ev *model.Event) {
+	ev.Job, ev.PID = r.Job, r.PID
+	if r.Kind == cronlog.Start {
+		ev.Kind, ev.EndUnlogged = model.Start, r.EndUnlogged
+		return
 	}
-	c.open[k] = r
-}
-
-// oldestOpen is the pid of the oldest run in progress of job with command
-// cmd: without -L 8 an END line names the cron child, not the job.
-func (c *Cron) oldestOpen(host, job string, cmd []byte) int {
-	best := 0
-	var at time.Time
-	for k, r := range c.open {
-		if k.host != host || r.job != job || r.cmd != string(cmd) {
-			continue
-		}
-		if best == 0 || r.start.Before(at) || (r.start.Equal(at) && k.pid < best) {
-			best, at = k.pid, r.start
-		}
-	}
-	return best
-}
-
-// jobOf maps a command to its job, or "" when nothing maps it.
-func (c *Cron) jobOf(cmd []byte) string {
-	if job := jobwatchRunJob(cmd); job != "" {
-		return c.intern.get([]byte(job))
-	}
-	for _, m := range c.commands {
-		if m.re.Match(cmd) {
-			return m.job
-		}
-	}
-	return ""
-}
-
-// jobwatchRunJob returns NAME when cmd runs `jobwatch run ... --job NAME`
-// (or --job=NAME) before its "--".
-func jobwatchRunJob(cmd []byte) string {
-	if !bytes.Contains(cmd, []byte("jobwatch")) {
-		return ""
-	}
-	f := strings.Fields(string(cmd))
-	for i := 0; i+1 < len(f); i++ {
-		if filepath.Base(f[i]) != "jobwatch" || f[i+1] != "run" {
-			continue
-		}
-		for j := i + 2; j < len(f) && f[j] != "--"; j++ {
-			var name string
-			switch {
-			case f[j] == "--job" && j+1 < len(f):
-				name = f[j+1]
-			case strings.HasPrefix(f[j], "--job="):
-				name = f[j][len("--job="):]
-			default:
-				continue
-			}
-			name = strings.Trim(name, `'"`)
-			if validJob([]byte(name)) {
-				return name
-			}
-			return ""
-		}
-	}
-	return ""
+	ev.Kind, ev.Result, ev.ExitCode, ev.HasExitCode = model.End, model.Result(r.Result), r.ExitCode, r.HasExitCode
 }
 
 // header splits a syslog line as rsyslog writes it to a file: timestamp,
@@ -343,73 +181,4 @@ func (c *Cron) withYear(t time.Time) time.Time {
 		d = time.Date(y-1, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, c.loc)
 	}
 	return d
-}
-
-// isCronTag: Debian's cron logs as "cron" (the daemon) and "CRON" (the
-// child running a job), cronie as "crond" and "CROND".
-func isCronTag(tag []byte) bool {
-	switch string(tag) {
-	case "CRON", "CROND", "cron", "crond":
-		return true
-	}
-	return false
-}
-
-// cronMessage splits "(user) KIND (detail)".
-func cronMessage(msg []byte) (user, kind string, detail []byte, ok bool) {
-	if len(msg) < 2 || msg[0] != '(' || msg[len(msg)-1] != ')' {
-		return
-	}
-	i := bytes.Index(msg, []byte(") "))
-	if i < 0 {
-		return
-	}
-	u, rest := msg[1:i], msg[i+2:]
-	j := bytes.Index(rest, []byte(" ("))
-	if j <= 0 {
-		return
-	}
-	k := rest[:j]
-	switch string(k) {
-	case "CMD", "END", "error":
-	default:
-		return
-	}
-	return string(u), string(k), rest[j+2 : len(rest)-1], true
-}
-
-// splitJobPID splits "[1234] command" (cron -L 8) into the job's pid and
-// the command; without the pid it returns 0 and detail.
-func splitJobPID(detail []byte) (int, []byte) {
-	if len(detail) < 4 || detail[0] != '[' {
-		return 0, detail
-	}
-	i := bytes.Index(detail, []byte("] "))
-	if i < 2 {
-		return 0, detail
-	}
-	n, err := strconv.Atoi(string(detail[1:i]))
-	if err != nil || n <= 0 || n > 1<<22 {
-		return 0, detail
-	}
-	return n, detail[i+2:]
-}
-
-// grandchildFailed reads "grandchild #1234 failed with exit status 3".
-func grandchildFailed(detail []byte) (jobPID, status int, ok bool) {
-	const pre, mid = "grandchild #", " failed with exit status "
-	if !bytes.HasPrefix(detail, []byte(pre)) {
-		return
-	}
-	rest := detail[len(pre):]
-	i := bytes.Index(rest, []byte(mid))
-	if i <= 0 {
-		return
-	}
-	p, err1 := strconv.Atoi(string(rest[:i]))
-	s, err2 := strconv.Atoi(string(rest[i+len(mid):]))
-	if err1 != nil || err2 != nil || p <= 0 || p > 1<<22 || s < 0 || s > 255 {
-		return
-	}
-	return p, s, true
 }

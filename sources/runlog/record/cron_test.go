@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jobwatch/jobwatch/internal/cronlog"
 	"github.com/jobwatch/jobwatch/model"
 )
 
@@ -34,48 +36,71 @@ func newTestCron(t testing.TB) *Cron {
 
 // TestCronGolden parses the lines the real Debian cron wrote through
 // rsyslog at each -L level (testdata/cron/README.md), and cronie's, and
-// compares the events with testdata/cron/<name>.golden.
+// compares the events with testdata/cron/<name>.golden. Each L<n> file is
+// read twice: with cron_log_level n, and with the level not known (told
+// from the lines, "<name>.detect.golden").
 func TestCronGolden(t *testing.T) {
 	files, err := filepath.Glob("testdata/cron/*.log")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}
 	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".log")
-		t.Run(name, func(t *testing.T) {
-			in, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
+		base := strings.TrimSuffix(filepath.Base(f), ".log")
+		level := -1
+		if l, _, ok := strings.Cut(strings.TrimPrefix(base, "L"), "-"); ok && strings.HasPrefix(base, "L") {
+			level, _ = strconv.Atoi(l)
+		}
+		for _, detect := range []bool{false, true} {
+			name := base
+			if detect && level >= 0 {
+				name += ".detect"
+			} else if detect {
+				continue
 			}
-			p := newTestCron(t)
-			var out bytes.Buffer
-			sc := bufio.NewScanner(bytes.NewReader(in))
-			for sc.Scan() {
-				var ev model.Event
-				switch err := p.Parse(sc.Bytes(), &ev); {
-				case errors.Is(err, ErrNoMatch), errors.Is(err, ErrEmpty):
-					fmt.Fprintf(&out, "skip\n")
-				case err != nil:
-					fmt.Fprintf(&out, "error %v\n", err)
-				default:
-					fmt.Fprintf(&out, "event %s\n", formatEvent(ev))
-				}
-			}
-			golden := filepath.Join("testdata", "cron", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("output differs from %s (run with -update to rewrite):\n%s", golden, out.String())
-			}
-		})
+			golden(t, f, name, level, detect)
+		}
 	}
+}
+
+// golden parses fixture f (at level, unless detect) and compares the
+// events with testdata/cron/<name>.golden.
+func golden(t *testing.T, f, name string, level int, detect bool) {
+	t.Run(name, func(t *testing.T) {
+		in, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newTestCron(t)
+		if !detect && level >= 0 {
+			p.SetLevel(level)
+		}
+		var out bytes.Buffer
+		sc := bufio.NewScanner(bytes.NewReader(in))
+		for sc.Scan() {
+			var ev model.Event
+			switch err := p.Parse(sc.Bytes(), &ev); {
+			case errors.Is(err, ErrNoMatch), errors.Is(err, ErrEmpty):
+				fmt.Fprintf(&out, "skip\n")
+			case err != nil:
+				fmt.Fprintf(&out, "error %v\n", err)
+			default:
+				fmt.Fprintf(&out, "event %s\n", formatEvent(ev))
+			}
+		}
+		goldenFile := filepath.Join("testdata", "cron", name+".golden")
+		if *update {
+			if err := os.WriteFile(goldenFile, out.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(goldenFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Errorf("output differs from %s (run with -update to rewrite):\n%s", goldenFile, out.String())
+		}
+	})
 }
 
 // cronRuns replays lines and returns, per job, "starts/successes/failures".
@@ -198,11 +223,11 @@ func TestCronYear(t *testing.T) {
 func TestCronStateBounded(t *testing.T) {
 	p := newTestCron(t)
 	var ev model.Event
-	for i := 1; i <= 3*maxCronRuns; i++ {
+	for i := 1; i <= 3*cronlog.MaxRuns; i++ {
 		p.Parse([]byte(fmt.Sprintf("Dec  1 09:00:00 h CRON[%d]: (root) CMD ([%d] /x/bin/backup.sh)", i, i)), &ev)
 		p.Parse([]byte(fmt.Sprintf("Dec  1 09:00:00 h CRON[%d]: (CRON) error (grandchild #%d failed with exit status 1)", i, i+1)), &ev)
 	}
-	if len(p.open) > maxCronRuns || len(p.failed) > maxCronRuns || len(p.ended) > maxCronRuns {
-		t.Errorf("state: %d open, %d failed, %d ended; bound %d", len(p.open), len(p.failed), len(p.ended), maxCronRuns)
+	if open, failed, ended, hosts := p.match.StateSize(); max(open, failed, ended, hosts) > cronlog.MaxRuns {
+		t.Errorf("state: %d open, %d failed, %d ended, %d hosts; bound %d", open, failed, ended, hosts, cronlog.MaxRuns)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jobwatch/jobwatch/internal/cronlog"
 	"github.com/jobwatch/jobwatch/model"
 )
 
@@ -293,8 +294,8 @@ func FuzzCron(f *testing.F) {
 		if ev.Kind == model.Skip || ev.RunID != "" {
 			t.Fatalf("Parse(%q): %v", line, ev)
 		}
-		if len(p.open) > maxCronRuns || len(p.failed) > maxCronRuns || len(p.ended) > maxCronRuns {
-			t.Fatalf("state grew past %d", maxCronRuns)
+		if open, failed, ended, hosts := p.match.StateSize(); max(open, failed, ended, hosts) > cronlog.MaxRuns {
+			t.Fatalf("state grew past %d", cronlog.MaxRuns)
 		}
 	})
 }

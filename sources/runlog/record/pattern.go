@@ -8,12 +8,15 @@ type Config struct {
 	Timezone   string    `yaml:"timezone"`    // for times without an offset
 	Patterns   []Pattern `yaml:"patterns"`
 	// For format cron: commands map commands to jobs (first match wins);
-	// CronLogLevel is cron's -L (default DefaultCronLogLevel).
+	// CronLogLevel is cron's -L; nil: not known, told from the lines
+	// (cronlog.Detect), and check-config judges Debian's default,
+	// DefaultCronLogLevel.
 	Commands     []Command `yaml:"commands"`
 	CronLogLevel *int      `yaml:"cron_log_level"`
 }
 
-// LogLevel is the configured cron -L, or its default.
+// LogLevel is the configured cron -L, or Debian's default (what
+// check-config judges).
 func (c Config) LogLevel() int {
 	if c.CronLogLevel == nil {
 		return DefaultCronLogLevel

@@ -92,7 +92,14 @@ func FromConfig(r Config) (Parser, error) {
 		o.Location = loc
 	}
 	if r.Format == "cron" {
-		return NewCron(r.Commands, o.Location, nil)
+		c, err := NewCron(r.Commands, o.Location, nil)
+		if err != nil {
+			return nil, err
+		}
+		if r.CronLogLevel != nil {
+			c.SetLevel(*r.CronLogLevel)
+		}
+		return c, nil
 	}
 	return New(r.Format, r.Patterns, o)
 }

@@ -31,6 +31,9 @@ func formatEvent(ev model.Event) string {
 	if ev.HasExitCode {
 		fmt.Fprintf(&b, " exit_code=%d", ev.ExitCode)
 	}
+	if ev.EndUnlogged {
+		b.WriteString(" end_unlogged")
+	}
 	if ev.HasDuration {
 		fmt.Fprintf(&b, " duration=%s", ev.Duration)
 	}
