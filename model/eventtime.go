@@ -273,7 +273,7 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	j.decided = to // an equal to still applies records held at that instant
 	sched := j.calendar()
 	due := len(j.pending) > 0 && !j.pending[0].Time.After(to) ||
-		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) }) ||
+		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return t.timeoutDue(j, r, to) }) ||
 		t.abandonDue(j, to)
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
@@ -490,7 +490,8 @@ func (t *Tracker) decideJob(memo decidableMemo, j *job, now time.Time) {
 }
 
 // timeOut closes as lost, at start plus timeout, the runs whose job's
-// timeout ended before at (in event time: a run whose end is held with the
+// timeout ended before at, its source's late window and TimeoutMargin
+// too (timeoutDue; in event time: a run whose end is held with the
 // records still pending is not closed). A run whose start came late is
 // closed only once at has passed the moment it was read: its end, written
 // after it, may come a moment later, in the next batch, and the job has
@@ -501,7 +502,7 @@ func (t *Tracker) timeOut(j *job, at time.Time) {
 	}
 	for len(j.open) > 0 {
 		i := slices.IndexFunc(j.open, func(r *Run) bool {
-			return r.Start.Add(j.spec.Timeout).Before(at) && at.UnixNano() >= r.readLate
+			return t.timeoutDue(j, r, at) && at.UnixNano() >= r.readLate
 		})
 		if i < 0 {
 			return

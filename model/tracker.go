@@ -32,6 +32,10 @@ type JobSpec struct {
 	MinDuration   time.Duration
 	Scope         string // "host" or "cluster"
 	StaleMultiple int
+	// AbandonAfter: a run jobwatch cannot check, of a job without
+	// timeout, is closed as lost this long after its start when nothing
+	// else says it is over (0: DefaultAbandonAfter; abandoned.go).
+	AbandonAfter time.Duration
 	// Discovered: host mode (discovery.watch) found the job on the host,
 	// and no job of the config names it. One that disappears is retired,
 	// not dropped (see Configure).
@@ -737,9 +741,9 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 	r := j.findRun(ev)
 	key := runKey(ev.RunID, ev.Host, ev.PID)
 	if r == nil && j.wasLost(key) {
-		// Already counted as lost; the run's real end came late.
-		t.opts.Logger.Debug("end of a run already closed as lost", "job", ev.Job, "host", ev.Host, "pid", ev.PID)
-		return true
+		// Closed as lost already; its real end came late, and is still
+		// its result (lostEnd).
+		t.lostEnd(j, ev, key)
 	}
 	if r == nil && j.endedJustNow(key, ev.Time) {
 		t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
@@ -767,6 +771,9 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 	rr.Duration, rr.HasDuration = dur, hasDur
 	if rr.Result == Success && hasDur && dur < j.spec.MinDuration {
 		rr.Result = TooShort
+	}
+	if rr.Result == Failure && j.timedOut(ev, dur, hasDur) {
+		rr.Result = Timeout
 	}
 	j.finish(rr.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
 	j.remember(rr)
