@@ -214,7 +214,7 @@ func newExporter(o Options) *Exporter {
 		services:     newServices(),
 		rediscovered: make(chan *generation, 1),
 	}
-	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}, e.newServiceMetrics()...)
+	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime, collector.NewClocks(e.tracker)}, e.newServiceMetrics()...)
 	// Scrapes judge "seconds since" by the model's clock, which a
 	// backward step of the host's clock does not move back.
 	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, e.tracker.Now)}, own...)
