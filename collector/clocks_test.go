@@ -15,7 +15,7 @@ type clockView struct {
 	skews []model.HostSkew
 }
 
-func (c clockView) ClockSteps() [2]uint64        { return c.steps }
+func (c clockView) ClockSteps() [2]uint64       { return c.steps }
 func (c clockView) HostSkews() []model.HostSkew { return c.skews }
 
 // TestClocks: the steps of this host's clock by direction, both always
