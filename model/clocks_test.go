@@ -193,3 +193,32 @@ func TestHostTimeEras(t *testing.T) {
 }
 
 var discard = slog.New(slog.DiscardHandler)
+
+// TestClockStepForward: a step forward of this host's clock (a suspended
+// VM resumed, an NTP correction) is taken as it comes, on real time.Now()
+// values: a minutely job that ran just before a 10-minute step is 600 s
+// without success at once, stale (stale_multiple 2), and the slots in the
+// jump are missed once its source's watermark has passed them
+// (docs/faults.md, "Clock steps", gives these figures).
+func TestClockStepForward(t *testing.T) {
+	clock := &steppedClock{}
+	// The step lands 30 s after a minute, so that the slots are whole.
+	wall := clock.Now().Round(0)
+	clock.Step(wall.Truncate(time.Minute).Add(time.Minute + 30*time.Second).Sub(wall))
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+	tr.Configure([]JobSpec{{Name: "minutely", Schedule: grid{time.Minute}, Grace: 20 * time.Second, StaleMultiple: 2}},
+		[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
+	at := clock.Now().Round(0)
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("minutely", "here", 1, at.Add(-time.Second)), end("minutely", "here", 1, at, Success)}})
+	tr.Reap()
+	clock.Step(10 * time.Minute)
+	tr.Reap()
+	j := jobView(t, tr, "minutely")
+	w := j.Watch(tr.Now())
+	if w.SinceSuccess < 10*time.Minute || w.SinceSuccess > 10*time.Minute+5*time.Second || !w.Stale || j.Missed != 10 {
+		t.Fatalf("after a step of 10m forward: since success %s, stale %v, missed %d; want 10m, true, 10", w.SinceSuccess, w.Stale, j.Missed)
+	}
+	if steps := tr.ClockSteps(); steps != [2]uint64{1, 0} {
+		t.Fatalf("steps forward, backward: %v, want [1 0]", steps)
+	}
+}
