@@ -266,9 +266,9 @@ sources:
 	}
 	got := in.waitFor(10*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{` + going + `,result="success"}`: float64(runs),
-		`jobwatch_job_running{` + going + `}`:                    0,
-		`jobwatch_clock_steps_total{direction="backward"}`:       1,
-		`jobwatch_source_late_records_total{source="runs"}`:      0,
+		`jobwatch_job_running{` + going + `}`:                     0,
+		`jobwatch_clock_steps_total{direction="backward"}`:        1,
+		`jobwatch_source_late_records_total{source="runs"}`:       0,
 	})
 	t.Logf("%d runs, the stopped job stale %s after the step; forward steps %v", runs, staleAfter.Round(time.Second), got[`jobwatch_clock_steps_total{direction="forward"}`])
 }
