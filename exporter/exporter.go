@@ -229,6 +229,7 @@ func (e *Exporter) restore() (*state.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	store.SetClock(e.tracker.Now)
 	snap, err := store.Load()
 	if err != nil {
 		store.Close()
