@@ -25,8 +25,8 @@ import (
 //     of a 10 s job), and the open runs of a replayed backlog.
 //
 // An end read for a run closed as lost is still counted as its result
-// (lostEnd). A later run on the same host that holds no lock does not end it: a run
-// still going (the 25-minute run of a job started every minute) would lose
+// (lostEnd). A later run on the same host that holds no lock does not end
+// it: a run still going (the 25-minute run of a job started every minute) would lose
 // its real end, and be counted lost instead. Decided in event time, as every
 // verdict: the later start is applied in time order, and the age is
 // judged against what the job has decided.
@@ -149,10 +149,11 @@ func (j *job) timedOut(ev *Event, dur time.Duration, hasDur bool) bool {
 	return j.spec.Timeout > 0 && hasDur && dur >= j.spec.Timeout && ev.HasExitCode && (ev.ExitCode == 124 || ev.ExitCode == 137)
 }
 
-// lostEnd takes the end ev of a run closed as lost already (its end came
-// after the abandon_after horizon, or after a later run took its lock): it
-// is still counted as the run's result, once (the lost count stays:
-// counters never go back), so that a late success ends a run of failures.
+// lostEnd takes the end ev of a run closed as lost already (its process
+// seen gone before its end was read, its timeout or abandon_after passed,
+// a later run took its lock): it is still counted as the run's result,
+// once (the lost count stays: counters never go back), so that a late
+// success ends a run of failures.
 func (t *Tracker) lostEnd(j *job, ev *Event, key RunKey) {
 	t.opts.Logger.Info("end of a run closed as lost: its result counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "result", ev.Result)
 	j.LostRuns = slices.DeleteFunc(slices.Clone(j.LostRuns), func(k RunKey) bool { return k == key })
