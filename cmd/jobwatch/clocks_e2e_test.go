@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -410,6 +411,60 @@ sources:
 	log.append(fmt.Sprintf(`{"time":%q,"job":"app","event":"end","run_id":"r1","status":"success","exit_code":0}`, time.Now().UTC().Format(time.RFC3339Nano)))
 	in.waitFor(10*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{job_name="app",result="success"}`: 1,
+		`jobwatch_job_runs_total{job_name="app",result="lost"}`:    0,
+		`jobwatch_job_running{job_name="app"}`:                     0,
+	})
+}
+
+// TestReplayedBacklogBinary: a run log of 20,000 runs dated four days ago
+// (a job every 10 s whose runs take 45 s, an application's log: no host,
+// no PID), read at start with the default start-up hold: every run counted
+// with its result, none lost (the runs open when the hold ended were lost
+// before, their ends read milliseconds later not counted).
+func TestReplayedBacklogBinary(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "runs.log")
+	const runs = 20_000
+	base := time.Now().Add(-96 * time.Hour).UTC()
+	// Written in time order, as the application wrote it: each run's end
+	// after the starts of the four runs after it.
+	type line struct {
+		at   time.Time
+		text string
+	}
+	lines := make([]line, 0, 2*runs)
+	for i := range runs {
+		at := base.Add(time.Duration(i) * 10 * time.Second)
+		status := "success"
+		if i%10 == 3 {
+			status = "failure"
+		}
+		lines = append(lines,
+			line{at, fmt.Sprintf(`{"time":%q,"job":"app","event":"start","run_id":"r%d"}`, at.Format(time.RFC3339Nano), i)},
+			line{at.Add(45 * time.Second), fmt.Sprintf(`{"time":%q,"job":"app","event":"end","run_id":"r%d","status":%q,"duration_seconds":45}`, at.Add(45*time.Second).Format(time.RFC3339Nano), i, status)})
+	}
+	slices.SortStableFunc(lines, func(x, y line) int { return x.at.Compare(y.at) })
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l.text + "\n")
+	}
+	testproc.WriteFile(t, logPath, b.String())
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	testproc.WriteFile(t, cfg, fmt.Sprintf(`jobs:
+  - name: app
+    every: 10s
+sources:
+  - name: runs
+    type: runlog
+    path: %s
+    format: json
+`, logPath))
+	in := startJobwatchArgs(t, bin, cfg, filepath.Join(dir, "state"), freePort(t), "--sources.startup-hold=10s")
+	in.waitFor(60*time.Second, map[string]float64{
+		`jobwatch_job_runs_total{job_name="app",result="success"}`: runs - runs/10,
+		`jobwatch_job_runs_total{job_name="app",result="failure"}`: runs / 10,
 		`jobwatch_job_runs_total{job_name="app",result="lost"}`:    0,
 		`jobwatch_job_running{job_name="app"}`:                     0,
 	})
