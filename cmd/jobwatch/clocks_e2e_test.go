@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,21 +176,38 @@ func (s *wallStep) set(d time.Duration) {
 // now is the stepped wall clock, as the host's jobs read it.
 func (s *wallStep) now() time.Time { return time.Now().Add(s.offset) }
 
-// startStepped starts the stepped jobwatch on config with its step file
-// (through a script that execs it with the variable set: the test's own
-// environment is left alone, as it runs beside others).
-func startStepped(t *testing.T, step *wallStep, config string) *instance {
+// steppedJobwatch is the stepped jobwatch with its step file: a script
+// that execs it with the variable set (the test's own environment is left
+// alone, as it runs beside others), its config and state directory.
+type steppedJobwatch struct {
+	script, config, state string
+}
+
+func newSteppedJobwatch(t *testing.T, step *wallStep, config string) steppedJobwatch {
 	t.Helper()
 	bin := buildSteppedBinary(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, config)
-	script := filepath.Join(dir, "jobwatch")
-	testproc.WriteFile(t, script, fmt.Sprintf("#!/bin/sh\nexec env %s=%q %q \"$@\"\n", stepEnv, step.path, bin))
-	if err := os.Chmod(script, 0o755); err != nil {
+	j := steppedJobwatch{script: filepath.Join(dir, "jobwatch"), config: filepath.Join(dir, "jobwatch.yml"), state: filepath.Join(dir, "state")}
+	testproc.WriteFile(t, j.config, config)
+	testproc.WriteFile(t, j.script, fmt.Sprintf("#!/bin/sh\nexec env %s=%q %q \"$@\"\n", stepEnv, step.path, bin))
+	if err := os.Chmod(j.script, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return startJobwatch(t, script, cfg, filepath.Join(dir, "state"), freePort(t))
+	return j
+}
+
+func (j steppedJobwatch) start(t *testing.T) *instance {
+	t.Helper()
+	return startJobwatch(t, j.script, j.config, j.state, freePort(t))
+}
+
+// hostRun is a run's two records as a job of this host writes them, by
+// the stepped clock.
+func hostRun(host, job string, pid int, at time.Time) []string {
+	return []string{
+		fmt.Sprintf(`{"time":%q,"job":%q,"event":"start","host":%q,"pid":%d}`, at.UTC().Format(time.RFC3339Nano), job, host, pid),
+		fmt.Sprintf(`{"time":%q,"job":%q,"event":"end","host":%q,"pid":%d,"status":"success","exit_code":0}`, at.Add(100*time.Millisecond).UTC().Format(time.RFC3339Nano), job, host, pid),
+	}
 }
 
 // TestClockStepBackBinary: this host's clock steps back 120 s while a job
@@ -208,7 +226,7 @@ func TestClockStepBackBinary(t *testing.T) {
 	}
 	step := newWallStep(t)
 	logPath := filepath.Join(t.TempDir(), "runs.log")
-	in := startStepped(t, step, fmt.Sprintf(`jobs:
+	in := newSteppedJobwatch(t, step, fmt.Sprintf(`jobs:
   - name: going
     every: 5s
     timeout: 4s
@@ -219,15 +237,12 @@ sources:
     type: runlog
     path: %s
     format: json
-`, logPath))
+`, logPath)).start(t)
 	log := runLog{t, logPath}
 	pid := 1000
 	run := func(job string) {
 		pid++
-		at := step.now()
-		log.append(
-			fmt.Sprintf(`{"time":%q,"job":%q,"event":"start","host":%q,"pid":%d}`, at.UTC().Format(time.RFC3339Nano), job, host, pid),
-			fmt.Sprintf(`{"time":%q,"job":%q,"event":"end","host":%q,"pid":%d,"status":"success","exit_code":0}`, at.Add(100*time.Millisecond).UTC().Format(time.RFC3339Nano), job, host, pid))
+		log.append(hostRun(host, job, pid, step.now())...)
 	}
 	const going, stopped = `job_name="going"`, `job_name="stopped"`
 	runs, tick := 0, time.NewTicker(5*time.Second) // paces the job's runs, as its schedule does
@@ -468,4 +483,62 @@ sources:
 		`jobwatch_job_runs_total{job_name="app",result="lost"}`:    0,
 		`jobwatch_job_running{job_name="app"}`:                     0,
 	})
+}
+
+// TestClockStepBackRestartBinary: jobwatch stopped and started again after
+// a step back of its host's clock, the wall clock still behind: its clock
+// is not behind the one it saved with (the model's, not the stepped wall
+// clock), the difference is taken for a step back, and the job's records
+// written after the restart are its present: none late, the last success
+// moving on.
+func TestClockStepBackRestartBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two jobwatch starts")
+	}
+	t.Parallel()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := newWallStep(t)
+	logPath := filepath.Join(t.TempDir(), "runs.log")
+	jw := newSteppedJobwatch(t, step, fmt.Sprintf(`jobs:
+  - name: going
+    every: 5s
+sources:
+  - name: runs
+    type: runlog
+    path: %s
+    format: json
+`, logPath))
+	log := runLog{t, logPath}
+	const going = `job_name="going"`
+	in := jw.start(t)
+	log.append(hostRun(host, "going", 1, step.now())...)
+	in.waitFor(10*time.Second, map[string]float64{`jobwatch_job_runs_total{` + going + `,result="success"}`: 1})
+	step.set(-120 * time.Second)
+	// A scrape reads the model's clock: the step is seen within the 100 ms
+	// the binary takes to read its step file.
+	in.waitFor(5*time.Second, map[string]float64{`jobwatch_clock_steps_total{direction="backward"}`: 1})
+	log.append(hostRun(host, "going", 2, step.now())...)
+	before := in.waitFor(10*time.Second, map[string]float64{
+		`jobwatch_job_runs_total{` + going + `,result="success"}`: 2,
+		`jobwatch_source_late_records_total{source="runs"}`:       0,
+	})
+	in.kill(syscall.SIGTERM)
+
+	in = jw.start(t) // the wall clock still 120 s behind
+	log.append(hostRun(host, "going", 3, step.now())...)
+	got := in.waitFor(10*time.Second, map[string]float64{
+		`jobwatch_job_runs_total{` + going + `,result="success"}`: 3,
+		`jobwatch_clock_steps_total{direction="backward"}`:        1,
+		`jobwatch_source_late_records_total{source="runs"}`:       0,
+	})
+	last, prev := got[`jobwatch_job_last_success_timestamp_seconds{`+going+`}`], before[`jobwatch_job_last_success_timestamp_seconds{`+going+`}`]
+	if last <= prev {
+		t.Errorf("last success %v after the restart, not after %v before it", last, prev)
+	}
+	if v := got[`jobwatch_job_seconds_since_last_success{`+going+`}`]; v >= 15 {
+		t.Errorf("seconds since the last success %v after the restart", v)
+	}
 }
