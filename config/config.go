@@ -60,6 +60,10 @@ type Job struct {
 	// MinDuration: a run that succeeds in less did nothing, and counts as
 	// result too_short, not as a success.
 	MinDuration Duration `yaml:"min_duration"`
+	// AbandonAfter: a run jobwatch cannot check (another host's, or
+	// without a PID), of a job without timeout, is closed as lost this
+	// long after its start when nothing else says it is over (0: 24 h).
+	AbandonAfter Duration `yaml:"abandon_after"`
 	// Persistent: the job is a systemd timer with Persistent=true, whose
 	// catch-up after downtime runs the last missed elapse late (only with
 	// on_calendar).
@@ -273,7 +277,7 @@ func (j *Job) validate(decoded bool) []error {
 	for _, d := range []struct {
 		field string
 		v     Duration
-	}{{"every", j.Every}, {"grace", j.Grace}, {"timeout", j.Timeout}, {"min_duration", j.MinDuration}} {
+	}{{"every", j.Every}, {"grace", j.Grace}, {"timeout", j.Timeout}, {"min_duration", j.MinDuration}, {"abandon_after", j.AbandonAfter}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", d.field))
 		}

@@ -214,7 +214,7 @@ func newExporter(o Options) *Exporter {
 		services:     newServices(),
 		rediscovered: make(chan *generation, 1),
 	}
-	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime}, e.newServiceMetrics()...)
+	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime, collector.NewClocks(e.tracker)}, e.newServiceMetrics()...)
 	// Scrapes judge "seconds since" by the model's clock, which a
 	// backward step of the host's clock does not move back.
 	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, e.tracker.Now)}, own...)
@@ -229,6 +229,7 @@ func (e *Exporter) restore() (*state.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	store.SetClock(e.tracker.Now)
 	snap, err := store.Load()
 	if err != nil {
 		store.Close()

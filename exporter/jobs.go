@@ -40,6 +40,7 @@ func JobSpecs(cfg *config.Config, local *time.Location) ([]model.JobSpec, error)
 			Grace:         grace,
 			Timeout:       j.Timeout.D(),
 			MinDuration:   j.MinDuration.D(),
+			AbandonAfter:  j.AbandonAfter.D(),
 			Persistent:    j.Persistent,
 			Scope:         scope,
 			StaleMultiple: cfg.StaleMultiple,

@@ -78,8 +78,11 @@ func (e *Exporter) attachServices(g *generation) error {
 	for _, s := range e.services {
 		svc := s.loaded()
 		if svc == nil && s.typ.Enabled(g.cfg) {
+			// A service stamps what it receives (a check-in) by the model's
+			// clock: after a step back of the host's clock its records are
+			// this host's present, as those of its own jobs are.
 			opened, err := s.typ.Open(sources.ServiceDeps{
-				Deps:     sources.Deps{Logger: e.opts.Logger, Now: e.opts.Now}.WithDefaults(),
+				Deps:     sources.Deps{Logger: e.opts.Logger, Now: e.tracker.Now}.WithDefaults(),
 				StateDir: e.opts.StateDir,
 				Count:    s.count,
 			})

@@ -5,7 +5,9 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -112,5 +114,58 @@ jobwatch_checkins_rejected_total{reason="method_not_allowed"} 0
 jobwatch_checkins_rejected_total{reason="unknown_job"} 2
 `), "jobwatch_checkins_rejected_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// Check-ins after this host's clock stepped back 120 s: the receiver
+// stamps them by the model's clock, so they are the host's present, not
+// late records, and a success moves the last success on.
+func TestCheckinsAfterClockStepBack(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	writeFile(t, cfg, "jobs:\n  - name: backup\n    every: 1m\ncheckins:\n  enabled: true\n")
+	var offset atomic.Int64
+	wall := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), Now: wall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntilEnd(t, e)
+	mux := http.NewServeMux()
+	for _, r := range e.Routes() {
+		mux.Handle(r.Pattern, r.Handler)
+	}
+	ping := func(path string) {
+		t.Helper()
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, nil))
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d", path, w.Code)
+		}
+	}
+	var last time.Time
+	for i := range 2 {
+		if i == 1 {
+			offset.Store(int64(-120 * time.Second))
+		}
+		ping("/ping/backup/start")
+		ping("/ping/backup/0")
+		waitUntil(t, "the check-ins applied", func() bool {
+			jobs, _ := e.View()
+			return jobs[0].RunCounts[0] == uint64(i+1)
+		})
+		jobs, srcs := e.View()
+		if !jobs[0].LastSuccess.After(last) {
+			t.Fatalf("check-in %d: last success %s, not after %s", i, jobs[0].LastSuccess, last)
+		}
+		last = jobs[0].LastSuccess
+		for _, s := range srcs {
+			if s.LateRecords != 0 {
+				t.Fatalf("check-in %d: source %s has %d late records", i, s.Name, s.LateRecords)
+			}
+		}
+	}
+	if steps := e.Tracker().ClockSteps(); steps != [2]uint64{0, 1} {
+		t.Errorf("steps forward, backward: %v, want [0 1]", steps)
 	}
 }

@@ -1,26 +1,32 @@
 package model
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
-
-	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // A run jobwatch cannot check (recorded on another host, or without a PID:
 // a job_runs row, another host's log, a check-in) never ends when its
 // wrapper dies, and a job without timeout: would show it running for
-// ever. Such a run ends as lost, whichever comes first:
+// ever. It stays in progress (JobwatchJobRunningTooLong pages on it) until
+// its end, or evidence that it is over, whichever comes first:
 //   - when a later run of the job starts while it held a shared lock's
 //     lease (its start named lock_ttl: jobwatch run --lock-redis): that run
 //     got the lock, so the lease ran out without renewal;
 //   - when a later run of the job starts on its host holding the host's
 //     lock file (its start record says lock: file, as jobwatch run --lock
 //     writes it): the earlier run, which held it until its end, is gone;
-//   - stale_multiple periods after it started (abandonAfter).
+//   - without either, abandon_after after it started (abandonAfter; 24 h
+//     by default): a horizon far beyond any period. Time alone says the
+//     run is long, not that it is over: stale_multiple periods, the rule
+//     before, closed as lost runs still going (an application's 45 s run
+//     of a 10 s job), and the open runs of a replayed backlog.
 //
-// A later run on the same host that holds no lock does not end it: a run
-// still going (the 25-minute run of a job started every minute) would lose
+// An end read for a run closed as lost is still counted as its result
+// (lostEnd). A later run on the same host that holds no lock does not end
+// it: a run still going (the 25-minute run of a job started every minute) would lose
 // its real end, and be counted lost instead. Decided in event time, as every
 // verdict: the later start is applied in time order, and the age is
 // judged against what the job has decided.
@@ -60,24 +66,13 @@ func (t *Tracker) hostLockTaken(j *job, r *Run) {
 	}
 }
 
+// DefaultAbandonAfter is abandon_after's default.
+const DefaultAbandonAfter = 24 * time.Hour
+
 // abandonAfter is how long after its start an unchecked run of a job
-// without timeout ends as lost: stale_multiple of the job's periods (0:
-// never, for a job without a schedule).
-func (j *job) abandonAfter(start time.Time) time.Duration {
-	var period time.Duration
-	switch s := j.spec.Schedule.(type) {
-	case nil:
-		return 0
-	case schedule.Every:
-		period = time.Duration(s)
-	default:
-		next, prev := s.Next(start), s.Prev(start)
-		if next.IsZero() || prev.IsZero() {
-			return 0
-		}
-		period = next.Sub(prev)
-	}
-	return time.Duration(max(j.spec.StaleMultiple, 1)) * period
+// without timeout ends as lost: the job's abandon_after.
+func (j *job) abandonAfter() time.Duration {
+	return cmp.Or(j.spec.AbandonAfter, DefaultAbandonAfter)
 }
 
 // abandonDue reports whether abandon has a run to close at to.
@@ -96,11 +91,11 @@ func (t *Tracker) abandon(j *job, at time.Time) {
 		if !t.unchecked(o) || at.UnixNano() < o.readLate {
 			continue
 		}
-		after := j.abandonAfter(o.Start)
-		if after <= 0 || !o.Start.Add(after).Before(at) {
+		after := j.abandonAfter()
+		if !o.Start.Add(after).Before(at) {
 			continue
 		}
-		t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "open for stale_multiple periods, and jobwatch cannot check it")
+		t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "open for abandon_after, and jobwatch cannot check it")
 		t.lose(j, o, o.Start.Add(after))
 		i--
 	}
@@ -117,8 +112,8 @@ func (t *Tracker) abandonQuiet(j *job) int64 {
 	}
 	quiet := int64(math.MaxInt64)
 	for _, o := range j.open {
-		after := j.abandonAfter(o.Start)
-		if !t.unchecked(o) || after <= 0 {
+		after := j.abandonAfter()
+		if !t.unchecked(o) {
 			continue
 		}
 		// Closed at an at after its start plus after, and not before it
@@ -127,4 +122,39 @@ func (t *Tracker) abandonQuiet(j *job) int64 {
 	}
 	j.abandonQuiet = quiet
 	return quiet
+}
+
+// TimeoutMargin is how long after a run's timeout, and its source's late
+// window, its end may still come before the run is closed as lost: the
+// wrapper that enforces the same timeout (jobwatch run --timeout) sends
+// SIGTERM at it, SIGKILL --kill-after later (10 s by default), and then
+// writes the end, which its source reads a moment later.
+const TimeoutMargin = 15 * time.Second
+
+// timeoutDue reports whether r, open at at, has outlived its job's
+// timeout, its source's late window and TimeoutMargin.
+func (t *Tracker) timeoutDue(j *job, r *Run, at time.Time) bool {
+	cut := j.spec.Timeout + TimeoutMargin
+	if src := t.sources[r.Source]; src != nil {
+		cut += src.clock.window
+	}
+	return r.Start.Add(cut).Before(at)
+}
+
+// timedOut reports whether ev, the end of a run that lasted dur (hasDur:
+// known) and failed, is a timeout: jobwatch run's exit codes for a command
+// it stopped at --timeout (124) or killed after it (137, SIGKILL), at or
+// after the job's timeout.
+func (j *job) timedOut(ev *Event, dur time.Duration, hasDur bool) bool {
+	return j.spec.Timeout > 0 && hasDur && dur >= j.spec.Timeout && ev.HasExitCode && (ev.ExitCode == 124 || ev.ExitCode == 137)
+}
+
+// lostEnd takes the end ev of a run closed as lost already (its process
+// seen gone before its end was read, its timeout or abandon_after passed,
+// a later run took its lock): it is still counted as the run's result,
+// once (the lost count stays: counters never go back), so that a late
+// success ends a run of failures.
+func (t *Tracker) lostEnd(j *job, ev *Event, key RunKey) {
+	t.opts.Logger.Info("end of a run closed as lost: its result counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "result", ev.Result)
+	j.LostRuns = slices.DeleteFunc(slices.Clone(j.LostRuns), func(k RunKey) bool { return k == key })
 }

@@ -8,19 +8,20 @@ import (
 )
 
 // TestAbandonedRuns: a run jobwatch cannot check, of a job without
-// timeout, ends as lost once stale_multiple periods have passed since it
-// started, or when a later run takes the shared lock it held a lease of; a
-// run it can check (this host, a PID) is left to the process check.
+// timeout, ends as lost once abandon_after has passed since it started, or
+// when a later run takes the shared lock it held a lease of; a run it can
+// check (this host, a PID) is left to the process check. Its end, read
+// after that, is still its result.
 func TestAbandonedRuns(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	setup := func() (*Tracker, *fakeClock) {
 		clock := &fakeClock{now: now}
 		tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
-		tr.Configure([]JobSpec{{Name: "sync", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}},
+		tr.Configure([]JobSpec{{Name: "sync", Schedule: schedule.Every(time.Hour), StaleMultiple: 2, AbandonAfter: 2 * time.Hour}},
 			[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
 		return tr, clock
 	}
-	t.Run("open for stale_multiple periods", func(t *testing.T) {
+	t.Run("open for abandon_after", func(t *testing.T) {
 		tr, clock := setup()
 		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{
 			start("sync", "db1", 10, now.Add(-time.Minute)),  // another host's
@@ -37,12 +38,15 @@ func TestAbandonedRuns(t *testing.T) {
 		if len(j.Open) != 1 || j.Open[0].Host != "here" || j.RunCounts[3] != 1 {
 			t.Fatalf("running %+v, lost %d; want this host's run only, one lost", j.Open, j.RunCounts[3])
 		}
-		// Its end, read later, is not counted a second time.
-		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("sync", "db1", 10, clock.Now().Add(-time.Second), Success)}})
+		// Its end, read later, is still its result (the lost count
+		// stays: counters never go back), once.
+		late := end("sync", "db1", 10, clock.Now().Add(-time.Second), Success)
+		tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{late, late}})
 		clock.Advance(5 * time.Second)
 		tr.Reap()
-		if j := jobView(t, tr, "sync"); j.RunCounts[0] != 0 || j.RunCounts[3] != 1 {
-			t.Errorf("successes %d, lost %d after its late end; want 0 and 1", j.RunCounts[0], j.RunCounts[3])
+		if j := jobView(t, tr, "sync"); j.RunCounts[0] != 1 || j.RunCounts[3] != 1 || j.ConsecutiveFailures != 0 || !j.LastSuccess.Equal(late.Time) {
+			t.Errorf("successes %d, lost %d, failures in a row %d, last success %s after its late end; want 1, 1, 0, %s",
+				j.RunCounts[0], j.RunCounts[3], j.ConsecutiveFailures, j.LastSuccess, late.Time)
 		}
 	})
 	t.Run("a later run takes its lease", func(t *testing.T) {

@@ -3,7 +3,6 @@ package model
 import (
 	"cmp"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jobwatch/jobwatch/internal/ratelog"
@@ -52,7 +51,8 @@ type sourceClock struct {
 
 // watermark is the time before which the source will hand over no more
 // records: the clock less its window while it is at its end, else the
-// latest record it has handed over less its window; held where it was
+// latest record it has handed over (the clock at most: a host ahead dates
+// its records in the future) less its window; held where it was
 // while the source is down. During the start-up hold (startingUp) it does
 // not follow the clock: a source that says it is at its end may not be yet
 // (a replica behind, a journal not flushed), so what it has handed over is
@@ -62,7 +62,12 @@ func (c *sourceClock) watermark(now time.Time, startingUp bool) (time.Time, bool
 		return time.Time{}, false
 	}
 	if !c.down {
-		w := c.seen.Add(-c.window)
+		// Never past the clock, whatever a host ahead dated its records.
+		w := c.seen
+		if w.After(now) {
+			w = now
+		}
+		w = w.Add(-c.window)
 		if c.atEnd && !startingUp {
 			w = now.Add(-c.window)
 		}
@@ -268,7 +273,7 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	j.decided = to // an equal to still applies records held at that instant
 	sched := j.calendar()
 	due := len(j.pending) > 0 && !j.pending[0].Time.After(to) ||
-		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return r.Start.Add(j.spec.Timeout).Before(to) }) ||
+		j.spec.Timeout > 0 && slices.ContainsFunc(j.open, func(r *Run) bool { return t.timeoutDue(j, r, to) }) ||
 		t.abandonDue(j, to)
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
@@ -485,7 +490,8 @@ func (t *Tracker) decideJob(memo decidableMemo, j *job, now time.Time) {
 }
 
 // timeOut closes as lost, at start plus timeout, the runs whose job's
-// timeout ended before at (in event time: a run whose end is held with the
+// timeout ended before at, its source's late window and TimeoutMargin
+// too (timeoutDue; in event time: a run whose end is held with the
 // records still pending is not closed). A run whose start came late is
 // closed only once at has passed the moment it was read: its end, written
 // after it, may come a moment later, in the next batch, and the job has
@@ -496,7 +502,7 @@ func (t *Tracker) timeOut(j *job, at time.Time) {
 	}
 	for len(j.open) > 0 {
 		i := slices.IndexFunc(j.open, func(r *Run) bool {
-			return r.Start.Add(j.spec.Timeout).Before(at) && at.UnixNano() >= r.readLate
+			return t.timeoutDue(j, r, at) && at.UnixNano() >= r.readLate
 		})
 		if i < 0 {
 			return
@@ -604,46 +610,6 @@ func compareBool(a, b bool) int {
 	}
 	return 1
 }
-
-// steadyClock is the model's now: the wall clock, but when that is behind
-// the latest now given (nor the time the saved state was written), that
-// one plus the monotonic time since, so that a backward step of the host's
-// clock does not move "seconds since" figures back. A forward step is
-// taken as it comes. docs/faults.md, "Clock steps".
-type steadyClock struct {
-	mu   sync.Mutex // scrapes read it beside the tracker's lock
-	wall func() time.Time
-	mono func() time.Duration
-	// last and lastMono are the latest now given and the monotonic time
-	// then.
-	last     time.Time
-	lastMono time.Duration
-}
-
-func (c *steadyClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, m := c.wall(), c.mono()
-	if w.Before(c.last) { // stepped back: go on from where it was
-		w = c.last.Add(m - c.lastMono)
-	}
-	c.last, c.lastMono = w, m
-	return w
-}
-
-// atLeast moves the clock's floor up to t.
-func (c *steadyClock) atLeast(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.last) {
-		c.last, c.lastMono = t, c.mono()
-	}
-}
-
-// processStart is the origin of the default monotonic clock.
-var processStart = time.Now()
-
-func sinceProcessStart() time.Duration { return time.Since(processStart) }
 
 // compareHeld is compareEvents, then by source.
 func compareHeld(a, b *Held) int { return compareHeldTo(a, &b.Event, b.Source) }

@@ -32,6 +32,10 @@ type JobSpec struct {
 	MinDuration   time.Duration
 	Scope         string // "host" or "cluster"
 	StaleMultiple int
+	// AbandonAfter: a run jobwatch cannot check, of a job without
+	// timeout, is closed as lost this long after its start when nothing
+	// else says it is over (0: DefaultAbandonAfter; abandoned.go).
+	AbandonAfter time.Duration
 	// Discovered: host mode (discovery.watch) found the job on the host,
 	// and no job of the config names it. One that disappears is retired,
 	// not dropped (see Configure).
@@ -141,6 +145,9 @@ type Tracker struct {
 	held           chan struct{} // see Held
 	heldSignalled  bool          // held was signalled since DecideHeld last found nothing held
 	caughtUp       chan struct{} // see CaughtUp
+	// skews are other hosts' clock offsets, as their records show them
+	// (hostskew.go).
+	skews map[string]*hostSkew
 }
 
 type job struct {
@@ -230,7 +237,7 @@ func New(o Options) *Tracker {
 	if o.Mono == nil {
 		o.Mono = sinceProcessStart
 	}
-	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), held: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
+	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono, logger: o.Logger}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), held: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
 }
 
 func processAlive(pid int) bool {
@@ -453,7 +460,7 @@ func (t *Tracker) Apply(b Batch) {
 	}
 	now := t.clock.now()
 	t.batches++
-	of := t.scan(src, b.Source, b.Events, now.Add(t.opts.MaxClockSkew))
+	of := t.scan(src, b.Source, b.Events, now, b.AtEnd)
 	touched := t.advance(src, &b)
 	for i := range b.Events {
 		if k := of[i]; k >= 0 {
@@ -489,14 +496,15 @@ type batchJob struct {
 // scan counts a batch's records, moves its source's latest record time on,
 // and finds each record's job (of: its index in t.scanned, -1 for a record
 // rejected or of no job), each job once, and whether its records may be
-// decided in place.
-func (t *Tracker) scan(src *source, name string, events []Event, horizon time.Time) (of []int) {
+// decided in place. now is the model's; atEnd: the batch is at its
+// source's end.
+func (t *Tracker) scan(src *source, name string, events []Event, now time.Time, atEnd bool) (of []int) {
 	t.scanned = t.scanned[:0]
 	of = slices.Grow(t.scanOf[:0], len(events))[:len(events)]
 	t.scanOf = of
 	for i := range events {
 		ev, k := &events[i], -1
-		if j := t.recordOf(src, name, ev, horizon); j != nil {
+		if j := t.recordOf(src, name, ev, now, atEnd); j != nil {
 			if j.batch != t.batches {
 				j.batch, j.scanIndex = t.batches, len(t.scanned)
 				t.scanned = append(t.scanned, batchJob{j: j, onTime: -1, inPlace: true})
@@ -531,9 +539,17 @@ func (bj *batchJob) scan(events []Event, i int, source string) {
 
 // recordOf counts a record a source handed over and returns its job, the
 // source then among those reporting it (nil: none, or the record dated
-// beyond the horizon).
-func (t *Tracker) recordOf(src *source, name string, ev *Event, horizon time.Time) *job {
-	if ev.Time.After(horizon) {
+// beyond the clock's allowance). A record of this host is moved onto the
+// model's time (hostTime); another host's tells its clock's offset.
+func (t *Tracker) recordOf(src *source, name string, ev *Event, now time.Time, atEnd bool) *job {
+	switch {
+	case ev.Host == "":
+	case ev.Host == t.opts.Host:
+		ev.Time = t.clock.hostTime(ev.Time) // the batch's copy, as ev.late is
+	default:
+		t.observeSkew(ev.Host, ev.Time, now, src.clock.window, atEnd)
+	}
+	if ev.Time.After(now.Add(t.opts.MaxClockSkew)) {
 		src.ParseErrors++
 		t.opts.Logger.Debug("record dated in the future", "source", name, "job", ev.Job, "time", ev.Time)
 		return nil
@@ -726,9 +742,9 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 	r := j.findRun(ev)
 	key := runKey(ev.RunID, ev.Host, ev.PID)
 	if r == nil && j.wasLost(key) {
-		// Already counted as lost; the run's real end came late.
-		t.opts.Logger.Debug("end of a run already closed as lost", "job", ev.Job, "host", ev.Host, "pid", ev.PID)
-		return true
+		// Closed as lost already; its real end came late, and is still
+		// its result (lostEnd).
+		t.lostEnd(j, ev, key)
 	}
 	if r == nil && j.endedJustNow(key, ev.Time) {
 		t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
@@ -756,6 +772,9 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 	rr.Duration, rr.HasDuration = dur, hasDur
 	if rr.Result == Success && hasDur && dur < j.spec.MinDuration {
 		rr.Result = TooShort
+	}
+	if rr.Result == Failure && j.timedOut(ev, dur, hasDur) {
+		rr.Result = Timeout
 	}
 	j.finish(rr.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
 	j.remember(rr)

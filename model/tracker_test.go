@@ -222,10 +222,14 @@ func TestReapClosesRunsOfGoneProcesses(t *testing.T) {
 	if len(j.Open) != 2 || j.RunCounts[3] != 1 || j.ConsecutiveFailures != 1 {
 		t.Fatalf("after LostAfter: running %d lost %d consecutive failures %d; want 2, 1, 1", len(j.Open), j.RunCounts[3], j.ConsecutiveFailures)
 	}
-	// The real end of the lost run arrives late: not counted again.
-	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{end("stats", "here", 2, at(time.Minute), Failure)}})
-	if j := jobView(t, tr, "stats"); j.RunCounts[1] != 0 {
-		t.Fatalf("late end of a lost run counted as a failure too")
+	// The real end of the lost run arrives late: still its result, once
+	// (the lost count stays: counters never go back).
+	clock.Advance(time.Minute)
+	late := end("stats", "here", 2, clock.Now().Add(-time.Second), Failure)
+	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{late, late}})
+	tr.Reap()
+	if j := jobView(t, tr, "stats"); j.RunCounts[1] != 1 || j.RunCounts[3] != 1 {
+		t.Fatalf("late end of a lost run: failures %d lost %d, want 1 and 1", j.RunCounts[1], j.RunCounts[3])
 	}
 }
 
@@ -233,16 +237,16 @@ func TestReapClosesRunsPastTimeout(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	tr := newTestTracker(clock, nil)
 	tr.Apply(Batch{Source: "runs", AtEnd: true, Events: []Event{start("backup", "elsewhere", 1, at(0))}})
-	clock.Advance(30 * time.Minute)
+	clock.Advance(30*time.Minute + TimeoutMargin)
 	tr.Reap()
 	if n := len(jobView(t, tr, "backup").Open); n != 1 {
-		t.Fatalf("closed at exactly the timeout; want only after it")
+		t.Fatalf("closed at exactly the timeout and TimeoutMargin; want only after it")
 	}
 	clock.Advance(time.Second)
 	tr.Reap()
 	j := jobView(t, tr, "backup")
-	if len(j.Open) != 0 || j.RunCounts[3] != 1 {
-		t.Fatalf("running %d lost %d, want 0 and 1", len(j.Open), j.RunCounts[3])
+	if len(j.Open) != 0 || j.RunCounts[3] != 1 || !j.LastFailure.Equal(at(30*time.Minute)) {
+		t.Fatalf("running %d lost %d at %s, want 0 and 1 at the timeout", len(j.Open), j.RunCounts[3], j.LastFailure)
 	}
 }
 

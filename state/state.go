@@ -70,6 +70,22 @@ type Store struct {
 	legacy   bool // LegacyFile is present
 	// payload and frame: the last log entry's, kept for the next one.
 	payload, frame []byte
+	// now stamps what a save writes (Written); SetClock.
+	now func() time.Time
+}
+
+// SetClock sets the clock a save's Written is read from (default
+// time.Now): the model's, which a step back of the host's clock does not
+// move back, so that after a restart the model's clock is not behind the
+// time it had when the state was saved.
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
+// clock is the time a save writes.
+func (s *Store) clock() time.Time {
+	if s.now == nil {
+		return time.Now().UTC()
+	}
+	return s.now().UTC()
 }
 
 // Open creates the state directory if needed (mode 0700), locks it, and
@@ -363,7 +379,7 @@ func (s *Store) Save(c *model.Changes, prev, all *model.Saved) error {
 		return s.compact(all)
 	}
 	ce := changesEntry(c, prev)
-	ce.Written = time.Now().UTC()
+	ce.Written = s.clock()
 	var err error
 	if s.payload, err = appendEntry(s.payload[:0], ce); err != nil {
 		return err
@@ -450,7 +466,7 @@ func (s *Store) compact(all *model.Saved) error {
 		s.log = nil
 	}
 	gen := s.gen + 1
-	now := time.Now().UTC()
+	now := s.clock()
 	size, err := s.writeFile(SnapshotFile, func(fw *frameWriter) error {
 		return writeSnapshot(fw, all, gen, now)
 	})

@@ -709,3 +709,32 @@ func TestAfterAddedOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestWrittenByTheSetClock: a save writes the time of the clock it was
+// given (the model's, which a step back of the wall clock does not move
+// back), in the snapshot and in each log entry, and the load returns the
+// latest.
+func TestWrittenByTheSetClock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	m := newTestModel(t, dir)
+	at := t0.Add(3 * time.Hour)
+	m.store.SetClock(func() time.Time { return at })
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":1}`), Events: []model.Event{ev(model.Start, "stats", 1, 0)}})
+	m.save(t) // a snapshot
+	at = at.Add(time.Minute)
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":2}`), Events: []model.Event{ev(model.End, "stats", 1, time.Minute)}})
+	m.save(t) // a log entry
+	m.store.Close()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	snap, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Written.Equal(at) {
+		t.Fatalf("written %s, want the clock's %s", snap.Written, at)
+	}
+}

@@ -59,9 +59,43 @@ func Advise(j Job) Advice {
 		}
 	}
 	if len(a.Notes) == 0 {
+		a.Notes = append(a.Notes, a.disagreements()...)
+	}
+	if len(a.Notes) == 0 {
 		a.Notes = append(a.Notes, "ok")
 	}
 	return a
+}
+
+// agreeWithin: a configured value agrees with the suggestion when neither
+// is more than this multiple of the other. "ok" is said only when every
+// suggestion agrees with the configuration: a 4 s timeout suggested
+// against the configured 8 s is not ok.
+const agreeWithin = 1.5
+
+// disagreements say whether the configured timeout differs from the one
+// suggested beyond agreeWithin, for a job the other notes found nothing
+// wrong with.
+func (a *Advice) disagreements() []string {
+	var notes []string
+	differ := func(what string, configured *float64, suggested float64, why string) {
+		if configured == nil || suggested <= 0 || (*configured <= agreeWithin*suggested && suggested <= agreeWithin**configured) {
+			return
+		}
+		verb := "lower"
+		if *configured < suggested {
+			verb = "raise"
+		}
+		notes = append(notes, fmt.Sprintf("%s %s differs from the suggested %s (%s): %s it to %s",
+			what, promSeconds(*configured), promSeconds(suggested), why, verb, promSeconds(suggested)))
+	}
+	if a.Durations != nil {
+		differ("timeout", a.Timeout, a.RecommendTimeout, fmt.Sprintf("%.0f × P99 %s", timeoutMargin, msSeconds(a.Durations.P99)))
+	}
+	// A lease is judged by lockTTLNotes alone: one longer than suggested
+	// costs only when a host dies holding it, which they weigh against the
+	// period.
+	return notes
 }
 
 // timeoutNotes sets the suggested timeout from the successful runs'

@@ -66,7 +66,14 @@ func TestAdvise(t *testing.T) {
 		{"tight", base(f(120), 600, many), 300, 0, "timeout 2m is below 1.5 × P99 (1m40s): healthy slow runs get killed; raise it to 5m"},
 		{"ok", base(f(300), 600, many), 300, 0, "ok"},
 		{"outlasts period", base(f(300), 60, many), 300, 0, "P99 1m40s outlasts the period 1m: without a lock, runs overlap"},
-		{"hours", base(f(9000), 86400, &Durations{Count: 30, P50: 3000, P99: 4000, Max: 5000}), 14400, 0, "ok"},
+		{"hours", base(f(14400), 86400, &Durations{Count: 30, P50: 3000, P99: 4000, Max: 5000}), 14400, 0, "ok"},
+		// ok only when the suggestion agrees with the configuration
+		// (within 1.5 times either way).
+		{"timeout twice the suggestion", base(f(8), 600, &Durations{Count: 30, P50: 1, P99: 1.2, Max: 1.5}), 4, 0,
+			"timeout 8s differs from the suggested 4s (3 × P99 1s200ms): lower it to 4s"},
+		{"timeout within 1.5 times the suggestion", base(f(6), 600, &Durations{Count: 30, P50: 1, P99: 1.2, Max: 1.5}), 4, 0, "ok"},
+		{"timeout above 1.5 x P99, below the suggestion", base(f(9000), 86400, &Durations{Count: 30, P50: 3000, P99: 4000, Max: 5000}), 14400, 0,
+			"timeout 2h30m differs from the suggested 4h (3 × P99 1h6m40s): raise it to 4h"},
 
 		// The timeout from successful runs only: runs that failed at once
 		// (5-47 ms) say nothing of how long a healthy run takes.
@@ -76,8 +83,8 @@ func TestAdvise(t *testing.T) {
 			"no min_duration: a run that does nothing passes for a success; the shortest of 25 successful runs took 1m: set min_duration: 6s"},
 		{"failed runs mixed in, no timeout", mixed(nil, spread(10, 0.005, 0.005), spread(25, 60, 1)), 300, 0,
 			"no timeout: a hung run holds its lock forever; set timeout: 5m; no min_duration: a run that does nothing passes for a success; the shortest of 25 successful runs took 1m: set min_duration: 6s"},
-		{"min_duration set", withMin(mixed(f(600), spread(10, 0.005, 0.005), spread(25, 60, 1)), 5), 300, 0, "ok"},
-		{"runs too short to tell", mixed(f(600), nil, spread(25, 2, 1)), 120, 0, "ok"},
+		{"min_duration set", withMin(mixed(f(300), spread(10, 0.005, 0.005), spread(25, 60, 1)), 5), 300, 0, "ok"},
+		{"runs too short to tell", mixed(f(120), nil, spread(25, 2, 1)), 120, 0, "ok"},
 		{"few successes among failures", mixed(f(600), spread(30, 0.005, 0.001), spread(5, 60, 1)), 0, 0,
 			"too few successful runs with a duration (5 of 20) for timeout advice"},
 
@@ -109,7 +116,7 @@ func TestAdvise(t *testing.T) {
 			"lock TTL 1s500ms is shorter than the longest run (3s): the lock lasts through a run only because jobwatch run renews it every 500ms; " +
 				"if the wrapper is SIGKILLed or cannot renew it for 1s500ms (host stalled, Redis unreachable), the key expires while the job runs " +
 				"and another host starts a second copy; 6s outlasts the longest run"},
-		{"lock TTL under 1m30s renewed: the expiring alert stays quiet", withTTL(base(f(60), 600, &Durations{Count: 20, P50: 2, P99: 3, Max: 3}), 80), 9, 6, "ok"},
+		{"lock TTL under 1m30s renewed: the expiring alert stays quiet", withTTL(base(f(9), 600, &Durations{Count: 20, P50: 2, P99: 3, Max: 3}), 80), 9, 6, "ok"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := Advise(tc.job)

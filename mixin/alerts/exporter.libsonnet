@@ -9,6 +9,7 @@ local promql = import '../lib/promql.libsonnet';
       'jobwatch_source_up',
       'jobwatch_config_last_reload_successful',
       'jobwatch_state_save_failures_total',
+      'jobwatch_host_clock_skew_seconds',
     ]);
     local ts = promql.templateSelector(c);
     [
@@ -47,6 +48,19 @@ local promql = import '../lib/promql.libsonnet';
         annotations: {
           summary: 'jobwatch on {{ $labels.instance }} cannot save its state',
           description: 'jobwatch on {{ $labels.instance }} failed to save its state {{ $value | printf "%%.0f" }} times in the last 5 minutes (disk full, permissions). It keeps reading its sources, but its metrics stay at the state it last saved, at {{ with printf "jobwatch_state_last_save_timestamp_seconds{%sinstance=%%q}" $labels.instance | query }}{{ . | first | value | humanizeTimestamp }}{{ end }}, until a save succeeds: no counter moves meanwhile, so none can go back if it is restarted or killed (it then reads again everything since that save).' % [ts],
+        },
+      },
+      {
+        alert: 'JobwatchHostClockSkew',
+        comment:: "Value: the host's estimated offset, seconds (positive: ahead).",
+        expr: |||
+          abs(%(jobwatch_host_clock_skew_seconds)s) > 60
+        ||| % s,
+        'for': '10m',
+        labels: { severity: 'warning' },
+        annotations: {
+          summary: 'The clock of {{ $labels.host }} is {{ $value | humanizeDuration }} off, as jobwatch on {{ $labels.instance }} reads its records',
+          description: 'The records of host {{ $labels.host }} are dated {{ with printf "jobwatch_host_clock_skew_seconds{%sinstance=%%q,host=%%q}" $labels.instance $labels.host | query }}{{ . | first | value | printf "%%.0f" }}{{ end }} s from the time jobwatch on {{ $labels.instance }} reads them (positive: ahead) for 10 minutes: its clock is off. jobwatch keeps its sources\' watermarks at its own clock, so the host\'s runs are decided late (ahead) or arrive as late records (behind), and its jobs\' timestamps are off by as much.' % [ts],
         },
       },
     ],

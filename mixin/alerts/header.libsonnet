@@ -76,6 +76,8 @@ function(c)
     #   JobwatchConfigReloadFailed     for: 5m
     #   JobwatchStateSaveFailing       failed saves in every 5m window, for: 10m
     #                                  (a single transient failure does not page)
+    #   JobwatchHostClockSkew          a host's clock more than 60 s off, as
+    #                                  its records show it, for: 10m
     #
     # runbook_url values are the mixin's runbookURLPrefix and the alert's name
     # in lower case. The default prefix is the published runbook:
