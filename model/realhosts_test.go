@@ -99,7 +99,7 @@ func TestTimeoutEqualsWrappers(t *testing.T) {
 				tr.Reap()
 			}
 			j := jobView(t, tr, "j")
-			want := [5]uint64{}
+			want := [6]uint64{}
 			want[tc.result] = 1
 			if j.RunCounts != want || len(j.Open) != 0 {
 				t.Fatalf("runs by result %v, running %d; want %v, 0", j.RunCounts, len(j.Open), want)
@@ -230,7 +230,7 @@ func TestReplayedBacklog(t *testing.T) {
 	clock.Advance(time.Minute)
 	tr.Reap()
 	j := jobView(t, tr, "app")
-	if j.RunCounts != [5]uint64{runs - runs/10, runs / 10, 0, 0, 0} || len(j.Open) != 0 {
+	if j.RunCounts != [6]uint64{runs - runs/10, runs / 10, 0, 0, 0, 0} || len(j.Open) != 0 {
 		t.Fatalf("runs by result %v, running %d; want [%d %d 0 0 0], 0", j.RunCounts, len(j.Open), runs-runs/10, runs/10)
 	}
 }
