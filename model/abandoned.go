@@ -19,7 +19,9 @@ import (
 //     lock file (its start record says lock: file, as jobwatch run --lock
 //     writes it): the earlier run, which held it until its end, is gone;
 //   - without either, abandon_after after it started (abandonAfter; 24 h
-//     by default): a horizon far beyond any period. Time alone says the
+//     by default): a horizon far beyond any period. A run whose end is
+//     not logged (another host's cron at -L 1) ends there as unknown, not
+//     lost. Time alone says the
 //     run is long, not that it is over: stale_multiple periods, the rule
 //     before, closed as lost runs still going (an application's 45 s run
 //     of a 10 s job), and the open runs of a replayed backlog.
@@ -95,8 +97,14 @@ func (t *Tracker) abandon(j *job, at time.Time) {
 		if !o.Start.Add(after).Before(at) {
 			continue
 		}
-		t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "open for abandon_after, and jobwatch cannot check it")
-		t.lose(j, o, o.Start.Add(after))
+		if o.EndUnlogged {
+			// Another host's cron at -L 1: nothing will end it, and
+			// nothing says it failed.
+			t.endUnlogged(j, o)
+		} else {
+			t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "open for abandon_after, and jobwatch cannot check it")
+			t.lose(j, o, o.Start.Add(after))
+		}
 		i--
 	}
 }

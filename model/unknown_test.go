@@ -148,3 +148,22 @@ func TestEndUnloggedHistoryKeepsItsTime(t *testing.T) {
 		t.Error("a cron job whose last run was three days ago is not stale")
 	}
 }
+
+// A start-only cron run of another host (its syslog forwarded here, cron
+// at -L 1) cannot be checked: it stays in progress until abandon_after
+// and then ends as unknown, not lost.
+func TestEndUnloggedUncheckedEndsUnknown(t *testing.T) {
+	clock := &fakeClock{now: at(0)}
+	tr := newCronTracker(t, clock.Now, map[int]bool{}, 2*time.Second)
+	ev := unloggedStart("cronjob", 4242, clock.now)
+	ev.Host = "elsewhere"
+	tr.Apply(Batch{Source: "journal", AtEnd: true, Events: []Event{ev}})
+	for _, after := range []time.Duration{time.Hour, DefaultAbandonAfter + time.Minute} {
+		clock.now = at(after)
+		tr.Reap()
+	}
+	v := jobView(t, tr, "cronjob")
+	if len(v.Open) != 0 || v.RunCounts[slicesIndex(Unknown)] != 1 || v.RunCounts[slicesIndex(Lost)] != 0 || v.ConsecutiveFailures != 0 {
+		t.Fatalf("running %d, runs %v, %d failures in a row; want one unknown run", len(v.Open), v.RunCounts, v.ConsecutiveFailures)
+	}
+}
