@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -140,4 +141,129 @@ func jobNames(jobs []Job) []string {
 		names = append(names, j.Name)
 	}
 	return names
+}
+
+// A directory discovery reads that disappears (renamed away, a mount gone,
+// the whole root an empty mount point) hides its jobs rather than
+// removing them: they are kept as the read before found them, the host's
+// config is the same, the directory is noted unreadable, and the next read
+// keeps them still. Once it is back, what it holds decides. A unit
+// directory gone hides the timers it enabled whose units live elsewhere.
+func TestKeepJobsOfGoneDirectories(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gone  []string // moved away, relative to the root
+		noted []string // the directories noted gone
+		kept  int
+	}{
+		{"cron.d renamed away", []string{"etc/cron.d"}, []string{"/etc/cron.d"}, 2},
+		{"systemd/system renamed away", []string{"etc/systemd/system"}, []string{"/etc/systemd/system"}, 3},
+		{"spool renamed away", []string{"var/spool/cron"}, []string{"/var/spool/cron/crontabs"}, 2},
+		{"empty root", []string{"etc", "var", "lib"}, []string{"/etc", "/lib/systemd/system", "/var/spool/cron/crontabs"}, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "root")
+			if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+				t.Fatal(err)
+			}
+			// A timer as Debian's packages install them: the unit under
+			// /lib, enabled by a link under /etc.
+			writeTreeAt(t, root, map[string]string{
+				"lib/systemd/system/rotate.timer":                     "[Timer]\nOnCalendar=daily\n",
+				"lib/systemd/system/rotate.service":                   "[Service]\nType=oneshot\nExecStart=/usr/sbin/rotate\n",
+				"etc/systemd/system/timers.target.wants/rotate.timer": "->/lib/systemd/system/rotate.timer",
+			})
+			prev, err := Read(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := HostConfig(prev, nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			away := t.TempDir()
+			for i, g := range tc.gone {
+				if err := os.Rename(filepath.Join(root, g), filepath.Join(away, strconv.Itoa(i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h := prev
+			for read := 1; read <= 2; read++ {
+				next, err := Read(root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := next.KeepUnreadable(h); n != tc.kept {
+					t.Errorf("read %d kept %d jobs, want %d", read, n, tc.kept)
+				}
+				if got, want := jobNames(next.Jobs), jobNames(prev.Jobs); !slices.Equal(got, want) {
+					t.Errorf("read %d: jobs %v, want %v in the same order", read, got, want)
+				}
+				if got, err := HostConfig(next, nil, ""); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("read %d: host config (%v) differs from the read before's:\n%s\nwant\n%s", read, err, got, want)
+				}
+				var noted []string
+				for _, f := range Check(next, Options{}) {
+					if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
+						noted = append(noted, f.File)
+					}
+				}
+				if !slices.Equal(noted, tc.noted) {
+					t.Errorf("read %d: noted gone %v, want %v", read, noted, tc.noted)
+				}
+				h = next
+			}
+
+			// Back, with one job of each kind removed: those are gone.
+			for i, g := range tc.gone {
+				if err := os.Rename(filepath.Join(away, strconv.Itoa(i)), filepath.Join(root, g)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range []string{"etc/cron.d/backup", "etc/systemd/system/timers.target.wants/rotate.timer", "var/spool/cron/crontabs/web"} {
+				if err := os.Remove(filepath.Join(root, f)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			back, err := Read(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := back.KeepUnreadable(h); n != 0 {
+				t.Errorf("the read after the directories came back kept %d jobs", n)
+			}
+			if got := jobNames(back.Jobs); slices.Contains(got, "backup") || slices.Contains(got, "rotate") || slices.Contains(got, "report") || len(got) != len(prev.Jobs)-4 {
+				t.Errorf("jobs once back %v, want %v without backup, rotate and the web crontab's two", got, jobNames(prev.Jobs))
+			}
+		})
+	}
+}
+
+// A directory that is gone and held no job raises nothing: a host without
+// a spool, or /run/systemd/system on a tree copied without it.
+func TestGoneDirectoryWithoutJobs(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	writeTreeAt(t, root, map[string]string{"run/systemd/system/.keep": ""})
+	prev, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "run")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.KeepUnreadable(prev); n != 0 {
+		t.Errorf("kept %d jobs for a directory that held none", n)
+	}
+	for _, f := range Check(h, Options{}) {
+		if f.Kind == KindUnreadable {
+			t.Errorf("finding %+v for a directory that held no job", f)
+		}
+	}
 }
