@@ -204,12 +204,12 @@ func runsFile(c *container, job string) int {
 func watchJobs(t *testing.T, c *container, jobs []bootJob, minutes int) {
 	t.Helper()
 	testproc.Eventually(t, 3*time.Minute, "jobwatch watching the host's four jobs", func() error {
-		body, err := c.get("/api/v1/jobs")
+		api, err := apiJobs(c)
 		if err != nil {
 			return err
 		}
 		for _, j := range jobs {
-			if !strings.Contains(body, `"name":"`+j.name+`"`) {
+			if _, ok := api[j.name]; !ok {
 				return fmt.Errorf("no job %s in /api/v1/jobs yet", j.name)
 			}
 		}
@@ -280,11 +280,30 @@ type apiJob struct {
 	Missed       uint64            `json:"missed_runs_total"`
 }
 
+// waitOrError is testproc.Eventually failing the test with an error
+// rather than ending it, so that the steps after it still run.
+func waitOrError(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("timed out after %s waiting for %s: %v", timeout, what, err)
+			return
+		}
+		time.Sleep(time.Second) // paces the looks (a scrape in the container); the deadline bounds the wait
+	}
+}
+
 // checkVerdicts checks each job's runs, result, exit code and state.
 func checkVerdicts(t *testing.T, c *container, jobs []bootJob, minutes int) {
 	t.Helper()
-	// The last runs are read within the journal source's poll.
-	testproc.Eventually(t, 2*time.Minute, "every run counted", func() error {
+	// The last runs are read within the journal source's poll. A verdict
+	// missed is an error, not the end: the upgrade and purge still run.
+	waitOrError(t, 2*time.Minute, "every run counted", func() error {
 		m, err := c.get("/metrics")
 		if err != nil {
 			return err
@@ -302,17 +321,9 @@ func checkVerdicts(t *testing.T, c *container, jobs []bootJob, minutes int) {
 	for _, v := range healthViolations(s, jobs) {
 		t.Errorf("at the end: %s", v)
 	}
-	body, err := c.get("/api/v1/jobs")
+	byName, err := apiJobs(c)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var rep struct{ Jobs []apiJob }
-	if err := json.Unmarshal([]byte(body), &rep); err != nil {
-		t.Fatalf("/api/v1/jobs: %v", err)
-	}
-	byName := map[string]apiJob{}
-	for _, j := range rep.Jobs {
-		byName[j.Name] = j
 	}
 	for _, j := range jobs {
 		checkAPIJob(t, byName[j.name], j, minutes)
@@ -322,6 +333,23 @@ func checkVerdicts(t *testing.T, c *container, jobs []bootJob, minutes int) {
 			}
 		}
 	}
+}
+
+// apiJobs are the jobs of /api/v1/jobs by name.
+func apiJobs(c *container) (map[string]apiJob, error) {
+	body, err := c.get("/api/v1/jobs")
+	if err != nil {
+		return nil, err
+	}
+	var rep struct{ Jobs []apiJob }
+	if err := json.Unmarshal([]byte(body), &rep); err != nil {
+		return nil, fmt.Errorf("/api/v1/jobs: %w", err)
+	}
+	out := map[string]apiJob{}
+	for _, j := range rep.Jobs {
+		out[j.Name] = j
+	}
+	return out, nil
 }
 
 func checkAPIJob(t *testing.T, got apiJob, j bootJob, minutes int) {
@@ -375,7 +403,7 @@ func checkUpgrade(t *testing.T, c *container) {
 	if left := c.sh("ls /etc/jobwatch/ | grep dpkg || true"); left != "" {
 		t.Errorf("the upgrade left %s", left)
 	}
-	testproc.Eventually(t, 2*time.Minute, "jobwatch after the upgrade, its state kept", func() error {
+	waitOrError(t, 2*time.Minute, "jobwatch after the upgrade, its state kept", func() error {
 		m, err := c.get("/metrics")
 		if err != nil {
 			return err
