@@ -335,6 +335,15 @@ func checkVerdicts(t *testing.T, c *container, jobs []bootJob, minutes int) {
 	}
 }
 
+// counted is how many runs and missed runs the job has counted.
+func (j apiJob) counted() uint64 {
+	n := j.Missed
+	for _, v := range j.Runs {
+		n += v
+	}
+	return n
+}
+
 // apiJobs are the jobs of /api/v1/jobs by name.
 func apiJobs(c *container) (map[string]apiJob, error) {
 	body, err := c.get("/api/v1/jobs")
@@ -391,7 +400,10 @@ func checkHint(t *testing.T, c *container, level int) {
 func checkUpgrade(t *testing.T, c *container) {
 	t.Helper()
 	c.sh("echo '# edited by TestBootDebian' >>/etc/jobwatch/jobwatch.yml")
-	before := parseSamples(mustGet(t, c, "/metrics")).job("jobwatch_job_runs_total", "timer-ok", `result="success"`)
+	before, err := apiJobs(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.sh("cd /mnt/jobwatch && apt install -y ./upgrade/jobwatch_*.deb")
 	want := strings.TrimSpace(c.sh("dpkg-deb -f /mnt/jobwatch/upgrade/jobwatch_*.deb Version"))
 	if got := strings.TrimSpace(c.sh("dpkg-query -W -f='${Version}' jobwatch")); got != want {
@@ -403,13 +415,20 @@ func checkUpgrade(t *testing.T, c *container) {
 	if left := c.sh("ls /etc/jobwatch/ | grep dpkg || true"); left != "" {
 		t.Errorf("the upgrade left %s", left)
 	}
+	// The state kept: every job's counts go on from where they were.
 	waitOrError(t, 2*time.Minute, "jobwatch after the upgrade, its state kept", func() error {
-		m, err := c.get("/metrics")
+		after, err := apiJobs(c)
 		if err != nil {
 			return err
 		}
-		if n := parseSamples(m).job("jobwatch_job_runs_total", "timer-ok", `result="success"`); n < before {
-			return fmt.Errorf("timer-ok's successes %v after the upgrade, %v before", n, before)
+		for _, name := range []string{"cron-ok", "cron-fail", "timer-ok", "timer-fail"} {
+			j := before[name]
+			if j.counted() == 0 {
+				return fmt.Errorf("%s had nothing counted before the upgrade to compare", name)
+			}
+			if after[name].counted() < j.counted() {
+				return fmt.Errorf("%s: %+v after the upgrade, %+v before", name, after[name], j)
+			}
 		}
 		return nil
 	})
@@ -432,15 +451,6 @@ func checkPurge(t *testing.T, c *container) {
 	if out := c.sh(`for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" != jobwatch ] || echo $p; done`); out != "" {
 		t.Errorf("jobwatch still runs after purge: %s", out)
 	}
-}
-
-func mustGet(t *testing.T, c *container, path string) string {
-	t.Helper()
-	out, err := c.get(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // grepLines are the lines of s that hold sub.
