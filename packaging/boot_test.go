@@ -76,6 +76,7 @@ func TestBootDebian(t *testing.T) {
 	t.Parallel()
 	minutes := bootMinutes(t)
 	root := debianRoot(t)
+	sweepContainers(t)
 	pkg, upgrade := deb(t), upgradeDeb(t)
 	debs := t.TempDir()
 	for name, p := range map[string]string{"dist": pkg, "upgrade": upgrade} {
@@ -97,7 +98,7 @@ func TestBootDebian(t *testing.T) {
 // bootLevel boots a container whose cron logs at level, installs the
 // package and judges the jobs for minutes; at -L 15 it upgrades and purges.
 func bootLevel(t *testing.T, root, debs string, level, minutes int) {
-	c := bootContainer(t, root, fmt.Sprintf("jwboot-l%d-%d", level, os.Getpid()), debs, func(r string) {
+	c := bootContainer(t, root, fmt.Sprintf("%sl%d-%d", containerPrefix, level, os.Getpid()), debs, func(r string) {
 		writeFiles(t, r, bootFiles)
 		for _, timer := range []string{"timer-ok.timer", "timer-fail.timer"} {
 			link := filepath.Join(r, "etc/systemd/system/timers.target.wants", timer)
@@ -229,8 +230,8 @@ func watchJobs(t *testing.T, c *container, jobs []bootJob, minutes int) {
 				return err
 			}
 			for _, v := range healthViolations(parseSamples(m), jobs) {
-				if !violations[v] {
-					violations[v] = true
+				if !violations[v.what] { // each said once, when first seen
+					violations[v.what] = true
 					t.Errorf("%s: %s", time.Now().Format(time.TimeOnly), v)
 				}
 			}
@@ -244,28 +245,34 @@ func watchJobs(t *testing.T, c *container, jobs []bootJob, minutes int) {
 	checkVerdicts(t, c, jobs, minutes)
 }
 
+// violation is something seen that must never be: what (a job and a
+// kind) and the values seen.
+type violation struct{ what, seen string }
+
+func (v violation) String() string { return v.what + ": " + v.seen }
+
 // healthViolations is what must never be seen of the jobs: a healthy one
 // failing, lost, stale or failing in a row, and any job missing a run or
 // counted with another result than its own.
-func healthViolations(s samples, jobs []bootJob) []string {
-	var out []string
+func healthViolations(s samples, jobs []bootJob) []violation {
+	var out []violation
 	for _, j := range jobs {
 		for _, r := range []string{"success", "failure", "timeout", "lost", "too_short", "unknown"} {
-			if r != j.result && s.job("jobwatch_job_runs_total", j.name, `result="`+r+`"`) > 0 {
-				out = append(out, fmt.Sprintf("%s has runs counted %s, want only %s", j.name, r, j.result))
+			if v := s.job("jobwatch_job_runs_total", j.name, `result="`+r+`"`); r != j.result && v > 0 {
+				out = append(out, violation{fmt.Sprintf("%s has runs counted %s, want only %s", j.name, r, j.result), fmt.Sprint(v)})
 			}
 		}
 		if v := s.job("jobwatch_job_missed_runs_total", j.name, ""); v > 0 {
-			out = append(out, fmt.Sprintf("%s has %v missed runs", j.name, v))
+			out = append(out, violation{j.name + " has missed runs", fmt.Sprint(v)})
 		}
 		if j.result == "failure" {
 			continue
 		}
 		if s.job("jobwatch_job_stale", j.name, "") == 1 {
-			out = append(out, j.name+" is stale")
+			out = append(out, violation{j.name + " is stale", "jobwatch_job_stale 1"})
 		}
 		if v := s.job("jobwatch_job_consecutive_failures", j.name, ""); v > 0 {
-			out = append(out, fmt.Sprintf("%s has %v consecutive failures", j.name, v))
+			out = append(out, violation{j.name + " has consecutive failures", fmt.Sprint(v)})
 		}
 	}
 	return out

@@ -38,7 +38,7 @@ type container struct {
 // process (Pdeathsig). Its mounts live in nspawn's mount namespaces.
 func bootContainer(t *testing.T, cached, name, mnt string, prepare func(root string)) *container {
 	t.Helper()
-	dir := t.TempDir() // removed after the container has stopped (cleanups run last in, first out)
+	dir := containerDir(t, name)
 	c := &container{t: t, name: name, root: filepath.Join(dir, "root"), log: filepath.Join(dir, "console.log"), done: make(chan struct{})}
 	copyRoot(t, cached, c.root)
 	prepare(c.root)
@@ -70,6 +70,45 @@ func bootContainer(t *testing.T, cached, name, mnt string, prepare func(root str
 		return fmt.Errorf("%s: %v", out, err)
 	})
 	return c
+}
+
+// containerPrefix starts the names of the test's containers, which end in
+// the test process's PID: jwboot-l1-1234.
+const containerPrefix = "jwboot-"
+
+// containerDir is a directory for the container name's root copy, in the
+// Debian root's cache directory (beside the root: a reflink copy when the
+// file system can), removed when the test ends. A test killed by go test's
+// -timeout runs no cleanup: sweepContainers removes what it left at the
+// next run.
+func containerDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(debianCacheDir(), "containers", name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) }) // after the container has stopped: cleanups run last in, first out
+	return dir
+}
+
+// sweepContainers removes what containers of test processes no longer
+// alive left: their root copies and nspawn's propagation directories.
+func sweepContainers(t *testing.T) {
+	t.Helper()
+	for _, parent := range []string{filepath.Join(debianCacheDir(), "containers"), "/run/systemd/nspawn/propagate"} {
+		ents, _ := os.ReadDir(parent)
+		for _, e := range ents {
+			n := e.Name()
+			i := strings.LastIndexByte(n, '-')
+			pid, err := strconv.Atoi(n[i+1:])
+			if !strings.HasPrefix(n, containerPrefix) || err != nil || syscall.Kill(pid, 0) == nil {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(parent, n)); err != nil {
+				t.Logf("removing what a killed test left: %v", err)
+			}
+		}
+	}
 }
 
 // findLeader finds the container's PID 1: systemd, nspawn's child.
