@@ -51,7 +51,7 @@ func bootContainer(t *testing.T, cached, name, mnt string, prepare func(root str
 		"systemd-nspawn", "--boot", "--register=no", "--keep-unit", "--private-network",
 		"--directory="+c.root, "--machine="+name, "--bind-ro="+mnt+":/mnt/jobwatch")
 	c.unsh.Stdout, c.unsh.Stderr = logf, logf
-	c.unsh.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	dieWithTest(c.unsh)
 	if err := c.unsh.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +173,7 @@ func (c *container) run(args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--target", strconv.Itoa(c.leader), "--all", "--wd=/", "--"}, args...)...)
 	cmd.Env = containerEnv
 	cmd.WaitDelay = 5 * time.Second
+	dieWithTest(cmd)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

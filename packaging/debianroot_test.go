@@ -140,10 +140,15 @@ func debootstrap(dir string) error {
 		return err
 	}
 	defer f.Close()
-	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include="+debianPackages,
-		debianSuite, dir, debianMirror())
+	// In a PID and mount namespace of its own that die with the test
+	// process (dieWithTest), so that a test killed by -timeout leaves
+	// neither a dpkg writing into a directory the next run removes nor
+	// the /proc and /sys debootstrap mounts in the root.
+	cmd := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--",
+		"debootstrap", "--variant=minbase", "--include="+debianPackages, debianSuite, dir, debianMirror())
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.WaitDelay = 10 * time.Second
+	dieWithTest(cmd)
 	if err := cmd.Run(); err != nil {
 		out, _ := os.ReadFile(log)
 		return fmt.Errorf("debootstrap %s %s (from %s): %w\n%s", debianSuite, dir, debianMirror(), err, tail(string(out), 40))
@@ -165,11 +170,19 @@ func tail(s string, n int) string {
 // its own copy.
 func copyRoot(t *testing.T, src, dst string) {
 	t.Helper()
-	out, err := exec.Command("cp", "-a", "--reflink=auto", src, dst).CombinedOutput()
+	cmd := exec.Command("cp", "-a", "--reflink=auto", src, dst)
+	dieWithTest(cmd)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("copying the Debian root: %v\n%s", err, out)
 	}
 	if err := os.Remove(filepath.Join(dst, rootComplete)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	}
+}
+
+// dieWithTest makes cmd's process get SIGKILL when the test process dies,
+// as it does when go test's -timeout panics, which runs no cleanup.
+func dieWithTest(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
