@@ -107,8 +107,11 @@ func bootLevel(t *testing.T, root, debs string, level, minutes int) {
 				t.Fatal(err)
 			}
 		}
-		// bookworm ships the line commented out: appended, as
-		// docs/install.md says.
+		if level == 1 {
+			return // Debian's default: /etc/default/cron as shipped
+		}
+		// bookworm ships the line commented out: appended, as the
+		// -L 1 hint says.
 		f, err := os.OpenFile(filepath.Join(r, "etc/default/cron"), os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +119,11 @@ func bootLevel(t *testing.T, root, debs string, level, minutes int) {
 		fmt.Fprintf(f, "EXTRA_OPTS=\"-L %d\"\n", level)
 		f.Close()
 	})
-	c.sh("systemctl restart cron") // the boot may have read /etc/default/cron before the copy
+	// cron runs with the level meant (no -L at all is -L 1).
+	cmdline := strings.ReplaceAll(c.sh("cat /proc/$(cat /run/crond.pid)/cmdline"), "\x00", " ")
+	if got := strings.Contains(cmdline, "-L 15"); got != (level == 15) {
+		t.Fatalf("cron runs as %q at level %d", cmdline, level)
+	}
 	c.sh("cd /mnt/jobwatch && apt install -y ./dist/jobwatch_*.deb")
 	checkVersions(t, c)
 	jobs := []bootJob{{"timer-ok", "success", 0}, {"timer-fail", "failure", 2}}
