@@ -173,7 +173,7 @@ func Scan(root string, prev *Host, w Watched, o Options) (Report, error) {
 
 // KeepUnreadable adds to h the jobs of prev, an earlier read of the same
 // root, that h lost to a directory or file it could not read, and that h
-// has no job of the same name for; it returns how many. A job is lost
+// has no job of the same timer or crontab line for; it returns how many. A job is lost
 // when its file, or a directory above it, is noted unreadable (its mode
 // changed, replaced by something that is not a directory), or when a
 // directory discovery reads that prev found gone now (renamed away, a
