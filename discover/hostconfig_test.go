@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Host mode's config: the example host's six jobs join a config without
@@ -266,4 +269,85 @@ func TestGoneDirectoryWithoutJobs(t *testing.T) {
 			t.Errorf("finding %+v for a directory that held no job", f)
 		}
 	}
+}
+
+// A directory of the host's jobs whose mode is 000 hides its jobs, as one
+// gone does: kept, the host's config the same, the directory noted
+// unreadable (permission denied), for cron.d and for the unit directory
+// whose links enable the timers. Read runs without the capabilities that
+// let root read anything (readWithoutDAC).
+func TestKeepJobsOfMode000Directories(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		kept int
+	}{
+		{"etc/cron.d", 2},
+		{"etc/systemd/system", 2},
+		{"var/spool/cron/crontabs", 2},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "root")
+			if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+				t.Fatal(err)
+			}
+			prev := readWithoutDAC(t, root)
+			want, err := HostConfig(prev, nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(root, tc.dir)
+			if err := os.Chmod(dir, 0); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(dir, 0o755) })
+			h := readWithoutDAC(t, root)
+			if n := h.KeepUnreadable(prev); n != tc.kept {
+				t.Errorf("kept %d jobs, want %d", n, tc.kept)
+			}
+			if got, err := HostConfig(h, nil, ""); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("host config (%v) differs from the read before's:\n%s\nwant\n%s", err, got, want)
+			}
+			denied := false
+			for _, f := range h.Notes {
+				denied = denied || f.Kind == KindUnreadable && f.File == "/"+tc.dir && strings.Contains(f.Message, "permission denied")
+			}
+			if !denied {
+				t.Errorf("no unreadable finding for /%s: %+v", tc.dir, h.Notes)
+			}
+		})
+	}
+}
+
+// readWithoutDAC reads root as discover runs without CAP_DAC_OVERRIDE and
+// CAP_DAC_READ_SEARCH (a user's, or root's inside a confined unit): on a
+// thread of its own whose effective capabilities lack them, which ends
+// with the read (capabilities are a thread's own on Linux).
+func readWithoutDAC(t *testing.T, root string) *Host {
+	t.Helper()
+	type result struct {
+		h   *Host
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			done <- result{err: err}
+			return
+		}
+		data[0].Effective &^= 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			done <- result{err: err}
+			return
+		}
+		h, err := Read(root)
+		done <- result{h, err}
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.h
 }
