@@ -1,19 +1,22 @@
 # Conveniences around the go command; scripts/test.sh is what CI runs.
 # A plain `go build` fills version, revision and date from the build
 # information the go command records; these ldflags add the tag-based
-# version, the branch, who built it and when. The version is the git tag
-# (v0.1.0; untagged: `git describe --tags --always`), shown without its v as
-# Prometheus' exporters show theirs; the build date is the commit's, not the
+# version, the branch, who built it and when. The version is one everywhere:
+# the git tag (`git describe --tags --always --dirty`) in Debian's and RPM's
+# spelling (packaging/debversion.sh: v0.1.0 is 0.1.0, v0.1.0-rc.1 is
+# 0.1.0~rc.1, an untagged tree 0.0.0~gitabc1234), which `jobwatch --version`,
+# jobwatch_build_info, the archives' and the packages' names and
+# `dpkg-query -W jobwatch` all show; the build date is the commit's, not the
 # clock's, so that a commit builds the same binary twice.
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-VERSION_NUMBER := $(patsubst v%,%,$(VERSION))
+PKG_VERSION ?= $(shell packaging/debversion.sh $(VERSION))
 REVISION   ?= $(shell git rev-parse HEAD 2>/dev/null)
 BRANCH     ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 BUILD_USER ?= $(shell id -un 2>/dev/null)@$(shell hostname 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 BUILD_DATE ?= $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y%m%d-%H:%M:%S)
 PKG        := github.com/prometheus/common/version
-LDFLAGS    := -X $(PKG).Version=$(VERSION_NUMBER) \
+LDFLAGS    := -X $(PKG).Version=$(PKG_VERSION) \
               -X $(PKG).Revision=$(REVISION) \
               -X $(PKG).Branch=$(BRANCH) \
               -X $(PKG).BuildUser=$(BUILD_USER) \
@@ -27,14 +30,11 @@ DIST       ?= dist
 RELEASE_ARCHES ?= amd64 arm64
 RELEASE_USER ?= release@reproducible
 RELEASE_LDFLAGS := -s -w -buildid= \
-              -X $(PKG).Version=$(VERSION_NUMBER) \
+              -X $(PKG).Version=$(PKG_VERSION) \
               -X $(PKG).Revision=$(REVISION) \
               -X $(PKG).Branch=HEAD \
               -X $(PKG).BuildUser=$(RELEASE_USER) \
               -X $(PKG).BuildDate=$(BUILD_DATE)
-# The packages' version: Debian's and RPM's spelling of VERSION (0.1.0,
-# 0.0.0~gitabc1234 before any tag; packaging/debversion.sh).
-PKG_VERSION ?= $(shell packaging/debversion.sh $(VERSION))
 DEB_ARCH   ?= amd64
 RPM_ARCH   := $(if $(filter amd64,$(DEB_ARCH)),x86_64,$(if $(filter arm64,$(DEB_ARCH)),aarch64,$(DEB_ARCH)))
 MAINTAINER ?= jobwatch maintainers <jobwatch@users.noreply.github.com>
@@ -63,9 +63,9 @@ bench:
 	go test -run '^$$' -bench . -benchtime 3x ./collector/ ./sources/... ./schedule/
 
 # Static, stripped, reproducible binaries and archives for linux/amd64 and
-# linux/arm64: dist/jobwatch-VERSION.linux-ARCH.tar.gz and dist/sha256sums.txt.
+# linux/arm64: dist/jobwatch-PKG_VERSION.linux-ARCH.tar.gz and dist/sha256sums.txt.
 release: $(foreach a,$(RELEASE_ARCHES),$(DIST)/build/linux-$(a)/jobwatch)
-	packaging/release.sh '$(DIST)' '$(VERSION_NUMBER)' '$(SOURCE_DATE_EPOCH)' $(RELEASE_ARCHES)
+	packaging/release.sh '$(DIST)' '$(PKG_VERSION)' '$(SOURCE_DATE_EPOCH)' $(RELEASE_ARCHES)
 
 $(DIST)/build/linux-%/jobwatch: FORCE
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* go build -trimpath -buildvcs=false \

@@ -98,7 +98,16 @@ type Host struct {
 	CronLogLevel int
 
 	checkModes bool // report crontabs cron skips for their mode
+	// dirs are the directories of readDirs that were there (or, gone
+	// since a read that found jobs through them, stand as that read
+	// found them: KeepUnreadable).
+	dirs map[string]bool
 }
+
+// readDirs are the directories discovery reads the host's jobs from: a
+// directory of them that disappears hides its jobs rather than removing
+// them (KeepUnreadable). /etc holds /etc/crontab.
+var readDirs = append([]string{"/etc", "/etc/cron.d", "/var/spool/cron/crontabs", "/var/spool/cron"}, unitDirs...)
 
 // Read reads the crontabs, timers and tmpfiles.d rules under root. Files it
 // cannot read become notes; only a root that is not a directory is an error.
@@ -114,7 +123,10 @@ func read(root string, checkModes bool) (*Host, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("root %s: not a directory", root)
 	}
-	h := &Host{Root: root, Flavour: Cronie, checkModes: checkModes}
+	h := &Host{Root: root, Flavour: Cronie, checkModes: checkModes, dirs: map[string]bool{}}
+	for _, d := range readDirs {
+		h.dirs[d] = isDir(root, d)
+	}
 	if exists(root, "/var/spool/cron/crontabs") || exists(root, "/etc/debian_version") {
 		h.Flavour = Debian
 	}

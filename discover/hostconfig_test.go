@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Host mode's config: the example host's six jobs join a config without
@@ -140,4 +144,210 @@ func jobNames(jobs []Job) []string {
 		names = append(names, j.Name)
 	}
 	return names
+}
+
+// A directory discovery reads that disappears (renamed away, a mount gone,
+// the whole root an empty mount point) hides its jobs rather than
+// removing them: they are kept as the read before found them, the host's
+// config is the same, the directory is noted unreadable, and the next read
+// keeps them still. Once it is back, what it holds decides. A unit
+// directory gone hides the timers it enabled whose units live elsewhere.
+func TestKeepJobsOfGoneDirectories(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gone  []string // moved away, relative to the root
+		noted []string // the directories noted gone
+		kept  int
+	}{
+		{"cron.d renamed away", []string{"etc/cron.d"}, []string{"/etc/cron.d"}, 2},
+		{"systemd/system renamed away", []string{"etc/systemd/system"}, []string{"/etc/systemd/system"}, 3},
+		{"spool renamed away", []string{"var/spool/cron"}, []string{"/var/spool/cron/crontabs"}, 2},
+		{"empty root", []string{"etc", "var", "lib"}, []string{"/etc", "/lib/systemd/system", "/var/spool/cron/crontabs"}, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "root")
+			if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+				t.Fatal(err)
+			}
+			// A timer as Debian's packages install them: the unit under
+			// /lib, enabled by a link under /etc.
+			writeTreeAt(t, root, map[string]string{
+				"lib/systemd/system/rotate.timer":                     "[Timer]\nOnCalendar=daily\n",
+				"lib/systemd/system/rotate.service":                   "[Service]\nType=oneshot\nExecStart=/usr/sbin/rotate\n",
+				"etc/systemd/system/timers.target.wants/rotate.timer": "->/lib/systemd/system/rotate.timer",
+			})
+			prev, err := Read(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := HostConfig(prev, nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			away := t.TempDir()
+			for i, g := range tc.gone {
+				if err := os.Rename(filepath.Join(root, g), filepath.Join(away, strconv.Itoa(i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h := prev
+			for read := 1; read <= 2; read++ {
+				next, err := Read(root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := next.KeepUnreadable(h); n != tc.kept {
+					t.Errorf("read %d kept %d jobs, want %d", read, n, tc.kept)
+				}
+				if got, want := jobNames(next.Jobs), jobNames(prev.Jobs); !slices.Equal(got, want) {
+					t.Errorf("read %d: jobs %v, want %v in the same order", read, got, want)
+				}
+				if got, err := HostConfig(next, nil, ""); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("read %d: host config (%v) differs from the read before's:\n%s\nwant\n%s", read, err, got, want)
+				}
+				var noted []string
+				for _, f := range Check(next, Options{}) {
+					if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
+						noted = append(noted, f.File)
+					}
+				}
+				if !slices.Equal(noted, tc.noted) {
+					t.Errorf("read %d: noted gone %v, want %v", read, noted, tc.noted)
+				}
+				h = next
+			}
+
+			// Back, with one job of each kind removed: those are gone.
+			for i, g := range tc.gone {
+				if err := os.Rename(filepath.Join(away, strconv.Itoa(i)), filepath.Join(root, g)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range []string{"etc/cron.d/backup", "etc/systemd/system/timers.target.wants/rotate.timer", "var/spool/cron/crontabs/web"} {
+				if err := os.Remove(filepath.Join(root, f)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			back, err := Read(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := back.KeepUnreadable(h); n != 0 {
+				t.Errorf("the read after the directories came back kept %d jobs", n)
+			}
+			if got := jobNames(back.Jobs); slices.Contains(got, "backup") || slices.Contains(got, "rotate") || slices.Contains(got, "report") || len(got) != len(prev.Jobs)-4 {
+				t.Errorf("jobs once back %v, want %v without backup, rotate and the web crontab's two", got, jobNames(prev.Jobs))
+			}
+		})
+	}
+}
+
+// A directory that is gone and held no job raises nothing: a host without
+// a spool, or /run/systemd/system on a tree copied without it.
+func TestGoneDirectoryWithoutJobs(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	writeTreeAt(t, root, map[string]string{"run/systemd/system/.keep": ""})
+	prev, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "run")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.KeepUnreadable(prev); n != 0 {
+		t.Errorf("kept %d jobs for a directory that held none", n)
+	}
+	for _, f := range Check(h, Options{}) {
+		if f.Kind == KindUnreadable {
+			t.Errorf("finding %+v for a directory that held no job", f)
+		}
+	}
+}
+
+// A directory of the host's jobs whose mode is 000 hides its jobs, as one
+// gone does: kept, the host's config the same, the directory noted
+// unreadable (permission denied), for cron.d and for the unit directory
+// whose links enable the timers. Read runs without the capabilities that
+// let root read anything (readWithoutDAC).
+func TestKeepJobsOfMode000Directories(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		kept int
+	}{
+		{"etc/cron.d", 2},
+		{"etc/systemd/system", 2},
+		{"var/spool/cron/crontabs", 2},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "root")
+			if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+				t.Fatal(err)
+			}
+			prev := readWithoutDAC(t, root)
+			want, err := HostConfig(prev, nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(root, tc.dir)
+			if err := os.Chmod(dir, 0); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(dir, 0o755) })
+			h := readWithoutDAC(t, root)
+			if n := h.KeepUnreadable(prev); n != tc.kept {
+				t.Errorf("kept %d jobs, want %d", n, tc.kept)
+			}
+			if got, err := HostConfig(h, nil, ""); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("host config (%v) differs from the read before's:\n%s\nwant\n%s", err, got, want)
+			}
+			denied := false
+			for _, f := range h.Notes {
+				denied = denied || f.Kind == KindUnreadable && f.File == "/"+tc.dir && strings.Contains(f.Message, "permission denied")
+			}
+			if !denied {
+				t.Errorf("no unreadable finding for /%s: %+v", tc.dir, h.Notes)
+			}
+		})
+	}
+}
+
+// readWithoutDAC reads root as discover runs without CAP_DAC_OVERRIDE and
+// CAP_DAC_READ_SEARCH (a user's, or root's inside a confined unit): on a
+// thread of its own whose effective capabilities lack them, which ends
+// with the read (capabilities are a thread's own on Linux).
+func readWithoutDAC(t *testing.T, root string) *Host {
+	t.Helper()
+	type result struct {
+		h   *Host
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			done <- result{err: err}
+			return
+		}
+		data[0].Effective &^= 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			done <- result{err: err}
+			return
+		}
+		h, err := Read(root)
+		done <- result{h, err}
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.h
 }

@@ -172,60 +172,148 @@ func Scan(root string, prev *Host, w Watched, o Options) (Report, error) {
 }
 
 // KeepUnreadable adds to h the jobs of prev, an earlier read of the same
-// root, whose file h could not read (the file, or a directory above it, is
-// noted unreadable) and that h has no job of the same name for; it returns
-// how many. A crontab or unit directory that cannot be read for a while
-// (its mode changed, a mount gone) then does not make its jobs disappear,
-// which host mode would take for their removal and retire them.
+// root, that h lost to a directory or file it could not read, and that h
+// has no job of the same timer or crontab line for; it returns how many. A job is lost
+// when its file, or a directory above it, is noted unreadable (its mode
+// changed, replaced by something that is not a directory), or when a
+// directory discovery reads that prev found gone now (renamed away, a
+// mount gone, an empty root where a mount point is): its jobs are kept as
+// prev found them, and the directory is noted unreadable. Host mode then
+// takes neither for the jobs' removal and retires none of them.
 func (h *Host) KeepUnreadable(prev *Host) int {
 	if prev == nil || prev.Root != h.Root {
 		return 0
 	}
-	var unreadable []string
-	for _, n := range h.Notes {
-		if n.Kind == KindUnreadable {
-			unreadable = append(unreadable, n.File)
-		}
-	}
-	if len(unreadable) == 0 {
-		return 0
-	}
-	names := map[string]bool{}
+	l := h.losses(prev)
+	present := map[string]bool{}
 	for i := range h.Jobs {
-		names[h.Jobs[i].Name] = true
+		present[h.Jobs[i].key()] = true
 	}
 	// Each kept job goes after the job before it in prev, so that a host
 	// read again as it was gives the same config (HostConfig) as before.
 	after := map[string][]Job{}
 	last, kept := "", 0
 	for _, j := range prev.Jobs {
-		if !names[j.Name] && slices.ContainsFunc(unreadable, func(p string) bool { return within(j.File, p) }) {
-			after[last] = append(after[last], j)
-			names[j.Name] = true
-			kept++
+		k := j.key()
+		if !present[k] {
+			if where := l.hiding(&j); where != "" {
+				after[last] = append(after[last], j)
+				present[k] = true
+				kept++
+				l.keptIn[where] = append(l.keptIn[where], j.Name)
+			}
 		}
-		if names[j.Name] {
-			last = j.Name
+		if present[k] {
+			last = k
 		}
 	}
 	if kept == 0 {
 		return 0
 	}
 	jobs := make([]Job, 0, len(h.Jobs)+kept)
-	var add func(name string)
-	add = func(name string) {
-		for _, j := range after[name] {
+	var add func(k string)
+	add = func(k string) {
+		for _, j := range after[k] {
 			jobs = append(jobs, j)
-			add(j.Name)
+			add(j.key())
 		}
 	}
 	add("")
 	for _, j := range h.Jobs {
 		jobs = append(jobs, j)
-		add(j.Name)
+		add(j.key())
 	}
 	h.Jobs = jobs
+	// Named again with the kept ones: a job that took a kept one's name
+	// (a cron job named after the program of a timer now hidden) gives
+	// it back.
+	h.name()
+	h.standInForGone(prev, l)
 	return kept
+}
+
+// key is what makes a job itself across two reads of a host, its name
+// aside (names depend on the other jobs): its timer, or its crontab line.
+func (j *Job) key() string {
+	if j.Origin == "timer" {
+		return "timer " + j.Timer
+	}
+	return fmt.Sprintf("cron %s:%d", j.File, j.Line)
+}
+
+// losses is what a read could not see that the read before did: the
+// paths it noted unreadable, and the directories it reads that were there
+// before and are gone now.
+type losses struct {
+	unreadable []string
+	gone       []string
+	keptIn     map[string][]string // a gone directory: the jobs kept for it
+}
+
+func (h *Host) losses(prev *Host) *losses {
+	l := &losses{keptIn: map[string][]string{}}
+	for _, n := range h.Notes {
+		if n.Kind == KindUnreadable {
+			l.unreadable = append(l.unreadable, n.File)
+		}
+	}
+	for _, d := range readDirs {
+		// A directory replaced by something else is noted unreadable
+		// already.
+		if prev.dirs[d] && !h.dirs[d] && !slices.Contains(l.unreadable, d) {
+			l.gone = append(l.gone, d)
+		}
+	}
+	return l
+}
+
+// hiding is the unreadable path or gone directory that hides j, "" when
+// none does. A timer's enablement is a link in a unit directory
+// (timers.target.wants), so a gone unit directory hides every timer.
+func (l *losses) hiding(j *Job) string {
+	for _, p := range l.unreadable {
+		if within(j.File, p) {
+			return p
+		}
+	}
+	for _, d := range l.gone {
+		if within(j.File, d) {
+			return d
+		}
+	}
+	if j.Origin == "timer" {
+		for _, d := range l.gone {
+			if slices.Contains(unitDirs, d) {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+// standInForGone notes each gone directory that held jobs, and keeps
+// standing for it what prev read there: the directory itself (so that the
+// next read, with h as its prev, keeps its jobs still), and, with /etc or a
+// unit directory gone, what the host was taken for (its cron flavour, its
+// zone, systemd), which the kept jobs' sources depend on.
+func (h *Host) standInForGone(prev *Host, l *losses) {
+	for _, d := range l.gone {
+		jobs := l.keptIn[d]
+		if len(jobs) == 0 {
+			continue
+		}
+		h.dirs[d] = true
+		h.Notes = append(h.Notes, Finding{File: d, Kind: KindUnreadable, Severity: Warning,
+			Message: fmt.Sprintf("the directory is gone, and the last discovery found %d jobs through it (%s): they are kept as it found them until it is back", len(jobs), strings.Join(jobs, ", ")),
+			Fix:     "restore it (a mount that failed, a directory renamed away); to stop watching its jobs, remove them from it, not the directory"})
+		switch {
+		case d == "/etc":
+			h.Flavour, h.Zone = prev.Flavour, prev.Zone
+			h.Systemd = h.Systemd || prev.Systemd
+		case slices.Contains(unitDirs, d):
+			h.Systemd = h.Systemd || prev.Systemd
+		}
+	}
 }
 
 // within reports whether the host path file is dir or under it.

@@ -49,6 +49,13 @@ func TestParseTimespan(t *testing.T) {
 func writeTree(t *testing.T, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
+	writeTreeAt(t, root, files)
+	return root
+}
+
+// writeTreeAt is writeTree into an existing root.
+func writeTreeAt(t *testing.T, root string, files map[string]string) {
+	t.Helper()
 	for p, content := range files {
 		full := filepath.Join(root, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -64,7 +71,6 @@ func writeTree(t *testing.T, files map[string]string) string {
 			t.Fatal(err)
 		}
 	}
-	return root
 }
 
 func TestReadUnitDropins(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -488,5 +489,72 @@ func TestHostModeKeepsJobsOfUnreadableDirectory(t *testing.T) {
 	waitUntil(t, "backup, removed, retired", func() bool { j := savedJob(e, "backup"); return j != nil && !j.Retired.IsZero() })
 	if j := savedJob(e, "db-dump-postgres"); j == nil || !j.Retired.IsZero() {
 		t.Errorf("db-dump-postgres once /etc/cron.d is back: %+v, want watched", j)
+	}
+}
+
+// A directory of the host's jobs that disappears (renamed away, a mount
+// gone, the root an empty mount point) retires none of them: discovery
+// notes it unreadable, the log says how many jobs it kept, and each is
+// still watched; once the directories are back, a job removed meanwhile is
+// retired.
+func TestHostModeKeepsJobsOfGoneDirectories(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		gone     []string
+		findings float64
+		kept     string
+	}{
+		{"cron.d and systemd/system renamed away", []string{"etc/cron.d", "etc/systemd/system"}, 2, "kept_jobs=4"},
+		{"empty root", []string{"etc", "var"}, 2, "kept_jobs=6"}, // /etc, /var/spool/cron/crontabs
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			root := hostRoot(t)
+			cfg := filepath.Join(dir, "jobwatch.yml")
+			writeFile(t, cfg, "discovery:\n  enabled: true\n  watch: true\n  root: "+root+"\n")
+			var log testproc.Buffer
+			e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), SaveInterval: 10 * time.Millisecond,
+				DiscoveryInterval: 20 * time.Millisecond, RunLog: filepath.Join(dir, "runs.log"), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runUntilEnd(t, e)
+			waitUntil(t, "the host's six jobs saved", func() bool { return len(schedules(e)) == len(hostJobNames) })
+
+			away := t.TempDir()
+			for i, g := range tc.gone {
+				if err := os.Rename(filepath.Join(root, g), filepath.Join(away, strconv.Itoa(i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitUntil(t, "a discovery that finds the directories gone", func() bool {
+				return testutil.ToFloat64(e.discoveryFindings.WithLabelValues(discover.KindUnreadable, string(discover.Warning))) == tc.findings
+			})
+			mark := len(log.String())
+			waitUntil(t, "the next discovery", func() bool { return strings.Contains(log.String()[mark:], tc.kept) })
+			for _, name := range hostJobNames {
+				if j := savedJob(e, name); j == nil || !j.Retired.IsZero() || j.Spec.Schedule == nil {
+					t.Errorf("%s while its directory is gone: %+v, want watched", name, j)
+				}
+			}
+			if v := testutil.ToFloat64(e.discoveryWatched); v != float64(len(hostJobNames)) {
+				t.Errorf("watched host jobs %v while the directories are gone, want %d", v, len(hostJobNames))
+			}
+
+			for i, g := range tc.gone {
+				if err := os.Rename(filepath.Join(away, strconv.Itoa(i)), filepath.Join(root, g)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Remove(filepath.Join(root, "etc/cron.d/backup")); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "backup, removed, retired", func() bool { j := savedJob(e, "backup"); return j != nil && !j.Retired.IsZero() })
+			for _, name := range hostJobNames[1:] {
+				if j := savedJob(e, name); j == nil || !j.Retired.IsZero() {
+					t.Errorf("%s once the directories are back: %+v, want watched", name, j)
+				}
+			}
+		})
 	}
 }

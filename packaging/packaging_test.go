@@ -102,6 +102,15 @@ func TestDebVersion(t *testing.T) {
 	}
 }
 
+// treeVersion is the version of the tree as every build shows it: the
+// packages', the archives' names, jobwatch --version and
+// jobwatch_build_info (Debian's spelling of git describe).
+func treeVersion(t *testing.T) string {
+	t.Helper()
+	describe := strings.TrimSpace(command(t, nil, "git", "describe", "--tags", "--always", "--dirty"))
+	return strings.TrimSpace(command(t, nil, "packaging/debversion.sh", describe))
+}
+
 // unitSettings reads a unit file's [Service] section: each key with its
 // values, in order (a key may be given more than once).
 func unitSettings(t *testing.T, path string) map[string][]string {
@@ -242,7 +251,7 @@ func TestReleaseReproducible(t *testing.T) {
 	}
 	t.Logf("sha256sums.txt:\n%s", sumsA)
 
-	version := strings.TrimPrefix(strings.TrimSpace(command(t, nil, "git", "describe", "--tags", "--always", "--dirty")), "v")
+	version := treeVersion(t)
 	epoch := commitEpoch(t)
 	lines := strings.Split(strings.TrimSpace(string(sumsA)), "\n")
 	if len(lines) != 2 {
@@ -452,6 +461,29 @@ func deb(t *testing.T) string {
 	return debPath
 }
 
+var (
+	upgradeOnce sync.Once
+	upgradePath string
+)
+
+// upgradeDeb is the package to upgrade deb's to, made once per test run:
+// the same binary packaged again under a newer version (VERSION+upgrade1);
+// what an upgrade does to the files, user and state does not depend on the
+// binary's bytes.
+func upgradeDeb(t *testing.T) string {
+	t.Helper()
+	version := strings.TrimSpace(command(t, nil, "dpkg-deb", "-f", deb(t), "Version"))
+	upgradeOnce.Do(func() {
+		newDist := filepath.Join(shared, "upgrade")
+		makeFromDebBinary(t, newDist, "deb", "PKG_VERSION="+version+"+upgrade1")
+		upgradePath = filepath.Join(newDist, "jobwatch_"+version+"+upgrade1_amd64.deb")
+	})
+	if _, err := os.Stat(upgradePath); err != nil {
+		t.Fatalf("the upgrade's package: %v", err)
+	}
+	return upgradePath
+}
+
 // makeFromDebBinary runs make target in dist with make deb's amd64 binary
 // copied in and taken as up to date (make -o), so that a second package is
 // made without linking jobwatch again.
@@ -482,9 +514,14 @@ func TestDeb(t *testing.T) {
 	need(t, "dpkg-deb", "dpkg")
 	need(t, "lintian", "lintian")
 	pkg := deb(t)
-	version := strings.TrimSpace(command(t, nil, "packaging/debversion.sh", strings.TrimSpace(command(t, nil, "git", "describe", "--tags", "--always", "--dirty"))))
+	version := treeVersion(t)
 	if want := "jobwatch_" + version + "_amd64.deb"; filepath.Base(pkg) != want {
 		t.Errorf("make deb made %s, want %s", filepath.Base(pkg), want)
+	}
+	// The binary says the package's version, as dpkg spells it.
+	out, err := exec.Command(filepath.Join(filepath.Dir(pkg), "build/linux-amd64/jobwatch"), "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "jobwatch, version "+version+" ") {
+		t.Errorf("the packaged jobwatch --version (%v):\n%s\nwant version %s", err, out, version)
 	}
 	for field, want := range map[string]string{
 		"Package":      "jobwatch",
@@ -525,7 +562,7 @@ func TestDeb(t *testing.T) {
 	command(t, nil, "go", "run", "./cmd/jobwatch", "check-config", "--config.file=packaging/jobwatch.yml")
 
 	cmd := exec.Command("lintian", "--display-info", "--pedantic", pkg)
-	out, err := cmd.CombinedOutput()
+	out, err = cmd.CombinedOutput()
 	t.Logf("lintian:\n%s", out)
 	// docs/install.md says: no error, no warning (the overrides it justifies aside).
 	if regexp.MustCompile(`(?m)^[EW]: `).Match(out) {
@@ -601,14 +638,7 @@ func TestInstall(t *testing.T) {
 	for cmd, pkg := range map[string]string{"unshare": "util-linux", "setpriv": "util-linux", "dpkg": "dpkg", "curl": "curl", "systemd-analyze": "systemd"} {
 		need(t, cmd, pkg)
 	}
-	old := deb(t)
-	version := strings.TrimSpace(command(t, nil, "dpkg-deb", "-f", old, "Version"))
-	newDist := filepath.Join(shared, "upgrade")
-	// The upgrade is the same binary packaged again under a newer version:
-	// what an upgrade does to the files, user and state does not depend on
-	// the binary's bytes.
-	makeFromDebBinary(t, newDist, "deb", "PKG_VERSION="+version+"+upgrade1")
-	upgrade := filepath.Join(newDist, "jobwatch_"+version+"+upgrade1_amd64.deb")
+	old, upgrade := deb(t), upgradeDeb(t)
 
 	before := hostState(t)
 	scratch := t.TempDir()

@@ -27,6 +27,9 @@ declare -A need=(
   [logrotate]=logrotate
   [unshare]=util-linux
   [setpriv]=util-linux
+  [nsenter]=util-linux
+  [debootstrap]=debootstrap
+  [systemd-nspawn]=systemd-container
 )
 missing=()
 for cmd in "${!need[@]}"; do

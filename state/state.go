@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/version"
 	"golang.org/x/sys/unix"
 
 	"github.com/jobwatch/jobwatch/model"
@@ -166,6 +167,31 @@ type header struct {
 	Kind       string    `json:"kind"` // "snapshot" or "log"
 	Generation uint64    `json:"generation"`
 	Written    time.Time `json:"written"`
+	// Jobwatch is the version of the jobwatch that wrote the file, so
+	// that an older one refusing a newer format can say which to run.
+	Jobwatch string `json:"jobwatch,omitempty"`
+}
+
+// NewerError is a state written in a format newer than this jobwatch reads:
+// by a newer jobwatch, which must be run again (a downgrade). It is no
+// damage: the state is left as it is, to be read by that version.
+type NewerError struct {
+	Path     string
+	Format   int    // the state's format version
+	Jobwatch string // the version of jobwatch that wrote it; "" if unsaid
+}
+
+func (e *NewerError) Error() string {
+	by := "a newer jobwatch"
+	if e.Jobwatch != "" {
+		by = "jobwatch " + e.Jobwatch
+	}
+	this := version.Version
+	if this == "" {
+		this = "unknown"
+	}
+	return fmt.Sprintf("state %s was written by %s (state format %d); this jobwatch (version %s) reads state formats 1 to %d: run %s or newer on it (the state is left as it is; moving it away would start over and count every record again)",
+		e.Path, by, e.Format, this, Version, by)
 }
 
 // entry is every other entry: the jobs and sources of one save (in the
@@ -220,7 +246,14 @@ func (s *Store) Load() (*model.Snapshot, error) {
 	return st, nil
 }
 
+// corrupt is the error of a state file that cannot be read, err saying
+// why; a file of a newer format is not corrupt (NewerError).
 func corrupt(path string, err error) error {
+	var newer *NewerError
+	if errors.As(err, &newer) {
+		newer.Path = path
+		return newer
+	}
 	return fmt.Errorf("state %s is corrupt (move the state directory away to start over, which reads every source again): %w", path, err)
 }
 
@@ -233,7 +266,10 @@ func readHeader(data []byte, kind string) (header, int, error) {
 	if err := json.Unmarshal(payload, &h); err != nil || h.Format != formatName || h.Kind != kind {
 		return header{}, 0, fmt.Errorf("not a jobwatch %s", kind)
 	}
-	if h.Version > Version || h.Version < 2 {
+	if h.Version > Version {
+		return header{}, 0, &NewerError{Format: h.Version, Jobwatch: h.Jobwatch}
+	}
+	if h.Version < 2 {
 		return header{}, 0, fmt.Errorf("state format version %d, this jobwatch reads 1 to %d", h.Version, Version)
 	}
 	return h, off, nil
@@ -475,7 +511,7 @@ func (s *Store) compact(all *model.Saved) error {
 	}
 	s.gen, s.snapSize = gen, size
 	logSize, err := s.writeFile(LogFile, func(fw *frameWriter) error {
-		return fw.add(header{Format: formatName, Version: Version, Kind: "log", Generation: gen, Written: now})
+		return fw.add(header{Format: formatName, Version: Version, Kind: "log", Generation: gen, Written: now, Jobwatch: version.Version})
 	})
 	if err != nil {
 		return err
@@ -501,7 +537,7 @@ func (s *Store) compact(all *model.Saved) error {
 // buffer of the whole state exists (at 50,000 jobs it was 64 MB, and the
 // runtime kept its pages).
 func writeSnapshot(fw *frameWriter, all *model.Saved, gen uint64, now time.Time) error {
-	if err := fw.add(header{Format: formatName, Version: Version, Kind: "snapshot", Generation: gen, Written: now}); err != nil {
+	if err := fw.add(header{Format: formatName, Version: Version, Kind: "snapshot", Generation: gen, Written: now, Jobwatch: version.Version}); err != nil {
 		return err
 	}
 	first := &entry{Sources: map[string]*sourceRecord{}}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/version"
 
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/schedule"
@@ -395,23 +399,106 @@ func TestDamageIsAnErrorNamingTheFile(t *testing.T) {
 	}
 }
 
+// A state a newer jobwatch wrote (a downgrade) is refused, saying which
+// jobwatch wrote it and in which format, and left as it is: it is not
+// corrupt, and moving it away would lose its history. Either file may be
+// the newer one; a file that does not say who wrote it is "a newer
+// jobwatch".
 func TestNewerFormatIsRefused(t *testing.T) {
-	dir := t.TempDir()
-	var buf []byte
-	h, _ := json.Marshal(header{Format: formatName, Version: Version + 1, Kind: "snapshot", Generation: 1})
-	buf = appendFrame(buf, h)
-	buf = appendFrame(buf, []byte(`{"end":true}`))
-	if err := os.WriteFile(filepath.Join(dir, SnapshotFile), buf, 0o600); err != nil {
-		t.Fatal(err)
+	saved := version.Version
+	version.Version = "0.2.0"
+	t.Cleanup(func() { version.Version = saved })
+	newer := func(kind, writer string) []byte {
+		h, _ := json.Marshal(header{Format: formatName, Version: Version + 1, Kind: kind, Generation: 1, Jobwatch: writer})
+		buf := appendFrame(nil, h)
+		if kind == "snapshot" {
+			buf = appendFrame(buf, []byte(`{"end":true}`))
+		}
+		return buf
 	}
-	s, err := Open(dir)
+	for _, tc := range []struct {
+		name, file, writer, by string
+	}{
+		{"snapshot", SnapshotFile, "0.3.0~rc.1", "jobwatch 0.3.0~rc.1"},
+		{"log", LogFile, "0.3.0", "jobwatch 0.3.0"},
+		{"unsaid", SnapshotFile, "", "a newer jobwatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			m := newTestModel(t, dir)
+			m.save(t)
+			m.store.Close()
+			path := filepath.Join(dir, tc.file)
+			if err := os.WriteFile(path, newer(map[string]string{SnapshotFile: "snapshot", LogFile: "log"}[tc.file], tc.writer), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before := dirListing(t, dir)
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Load()
+			s.Close()
+			var ne *NewerError
+			if !errors.As(err, &ne) || ne.Format != Version+1 || ne.Path != path {
+				t.Fatalf("Load: %v; want a NewerError of format %d naming %s", err, Version+1, path)
+			}
+			msg := err.Error()
+			for _, want := range []string{path, fmt.Sprintf("written by %s (state format %d)", tc.by, Version+1), "this jobwatch (version 0.2.0)", fmt.Sprintf("formats 1 to %d", Version), "run " + tc.by + " or newer"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("Load: %q; want it to say %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "corrupt") {
+				t.Errorf("Load: %q calls the newer state corrupt", msg)
+			}
+			if after := dirListing(t, dir); after != before {
+				t.Errorf("the refused state changed:\n%s\n%s", before, after)
+			}
+		})
+	}
+}
+
+// Every file a save writes says which jobwatch wrote it.
+func TestHeaderNamesTheWriter(t *testing.T) {
+	saved := version.Version
+	version.Version = "0.0.0~gitabc1234"
+	t.Cleanup(func() { version.Version = saved })
+	dir := t.TempDir()
+	m := newTestModel(t, dir)
+	m.save(t)
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":1}`), Events: []model.Event{ev(model.End, "stats", 1, 0)}})
+	m.save(t)
+	m.store.Close()
+	for _, f := range []string{SnapshotFile, LogFile} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, _, err := nextFrame(data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h header
+		if err := json.Unmarshal(payload, &h); err != nil || h.Jobwatch != "0.0.0~gitabc1234" {
+			t.Errorf("%s's header %s (%v): want jobwatch 0.0.0~gitabc1234", f, payload, err)
+		}
+	}
+}
+
+// dirListing is every file of dir with its size and content's hash.
+func dirListing(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if want := fmt.Sprintf("version %d", Version+1); func() bool { _, err := s.Load(); return err == nil || !strings.Contains(err.Error(), want) }() {
-		t.Fatalf("Load of format %d read it", Version+1)
+	var b strings.Builder
+	for _, e := range ents {
+		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		fmt.Fprintf(&b, "%s %d %x\n", e.Name(), len(data), crc32.ChecksumIEEE(data))
 	}
+	return b.String()
 }
 
 func TestSymlinksAreRefused(t *testing.T) {

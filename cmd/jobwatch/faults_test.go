@@ -614,8 +614,8 @@ func TestBadStateRefusesToStart(t *testing.T) {
 		{"trailing garbage", state.SnapshotFile, func(_, file string) error { return os.WriteFile(file, append(bytes.Clone(good), "}garbage"...), 0o600) }, "corrupt"},
 		{"two snapshots", state.SnapshotFile, func(_, file string) error { return os.WriteFile(file, append(bytes.Clone(good), good...), 0o600) }, "corrupt"},
 		{"newer format", state.SnapshotFile, func(_, file string) error {
-			return os.WriteFile(file, append(frame(fmt.Sprintf(`{"format":"jobwatch-state","version":%d,"kind":"snapshot","generation":1}`, state.Version+1)), frame(`{"end":true}`)...), 0o600)
-		}, fmt.Sprintf("version %d", state.Version+1)},
+			return os.WriteFile(file, append(frame(fmt.Sprintf(`{"format":"jobwatch-state","version":%d,"kind":"snapshot","generation":1,"jobwatch":"9.9.9"}`, state.Version+1)), frame(`{"end":true}`)...), 0o600)
+		}, fmt.Sprintf("written by jobwatch 9.9.9 (state format %d)", state.Version+1)},
 		{"log damaged before its end", state.LogFile, func(_, file string) error {
 			entry := frame(`{"sources":{"runs":{"records":1}}}`)
 			damaged := bytes.Clone(entry)

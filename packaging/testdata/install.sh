@@ -29,6 +29,13 @@ for d in /bin /sbin /lib /lib64; do
 done
 mount -t tmpfs -o mode=0755 tmpfs /run
 mkdir -p -m 1777 /run/lock
+# The throwaway root is the package's alone: what a jobwatch used on this
+# machine left (a runs.log of `jobwatch run` without --log, a user, a state)
+# is removed from the overlays, never from the machine. An install over such
+# leftovers is tested below, on purpose.
+rm -rf /var/log/jobwatch /var/lib/jobwatch /etc/jobwatch /etc/default/jobwatch /etc/logrotate.d/jobwatch
+if getent passwd jobwatch >/dev/null; then userdel jobwatch; fi
+if getent group jobwatch >/dev/null; then groupdel jobwatch; fi
 # man-db's trigger rebuilds the whole manual index at each dpkg run (seconds
 # each, three times): not the package's doing, and only in this copy of /var.
 rm -f /var/lib/man-db/auto-update
@@ -212,4 +219,20 @@ for p in /etc/jobwatch /etc/default/jobwatch /etc/logrotate.d/jobwatch /var/lib/
 done
 dpkg-query -W jobwatch >/dev/null 2>&1 && fail "dpkg still knows jobwatch after purge"
 getent passwd jobwatch >/dev/null || fail "purge removed the user (Debian leaves it)"
+
+say "install over a runs.log that jobwatch run wrote before the package"
+mkdir -p "$scratch/unpacked"
+dpkg-deb -x "$old" "$scratch/unpacked"
+"$scratch/unpacked/usr/bin/jobwatch" run --job early -- true
+want "runs.log before the package" "$(mode /var/log/jobwatch/runs.log)" "640 root root"
+early=$(cat /var/log/jobwatch/runs.log)
+[ -n "$early" ] || fail "jobwatch run wrote no record"
+dpkg -i "$old" >"$scratch/dpkg.log" 2>&1 || { cat "$scratch/dpkg.log"; fail "dpkg -i over runs.log"; }
+want "runs.log made the package's" "$(mode /var/log/jobwatch/runs.log)" "640 root jobwatch"
+want "run-log directory over runs.log" "$(mode /var/log/jobwatch)" "3733 root jobwatch"
+want "runs.log's records" "$(cat /var/log/jobwatch/runs.log)" "$early"
+chmod 0600 /var/log/jobwatch/runs.log
+dpkg -i "$old" >"$scratch/dpkg.log" 2>&1 || { cat "$scratch/dpkg.log"; fail "dpkg -i (reinstall)"; }
+want "runs.log's mode, once the package's, on a reinstall" "$(mode /var/log/jobwatch/runs.log)" "600 root jobwatch"
+dpkg --purge jobwatch >"$scratch/dpkg.log" 2>&1 || { cat "$scratch/dpkg.log"; fail "dpkg --purge (again)"; }
 say "ok"
