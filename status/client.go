@@ -13,8 +13,11 @@ import (
 	"time"
 )
 
-// DefaultURL is where `jobwatch status` and `jobwatch check` find jobwatch.
-const DefaultURL = "http://localhost:10474"
+// DefaultURL is where `jobwatch status` and `jobwatch check` find jobwatch:
+// an address, not the name localhost, which the static binary's resolver
+// looks up in /etc/hosts and then in DNS (a container's root made by
+// debootstrap has no /etc/hosts: the lookup failed).
+const DefaultURL = "http://127.0.0.1:10474"
 
 // ErrUnknownJob: the running jobwatch does not watch the job.
 var ErrUnknownJob = errors.New("unknown job")
