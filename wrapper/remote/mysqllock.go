@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -27,6 +28,12 @@ type mysqlLock struct {
 	red      *secret.Redactor
 	db       *sql.DB
 	conn     *sql.Conn
+	// proved is when the last check that found the lock this connection's
+	// was asked (GET_LOCK's, at first): the lock was held until then.
+	proved time.Time
+	fence  string // this acquisition's fencing token, or ""
+	// fenceErr says why there is no token, for the wrapper to say.
+	fenceErr error
 }
 
 func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *secret.Redactor) (*mysqlLock, error) {
@@ -44,6 +51,7 @@ func (l *mysqlLock) Acquire(ctx context.Context) (bool, string, error) {
 	if err != nil {
 		return false, "", l.error("connecting", err)
 	}
+	l.proved = time.Now()
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", l.name).Scan(&got); err != nil {
 		conn.Close()
@@ -55,6 +63,7 @@ func (l *mysqlLock) Acquire(ctx context.Context) (bool, string, error) {
 		return false, "", wrapper.ConfigError(fmt.Errorf("mysql %s: GET_LOCK(%q) returned NULL", l.cfg.Addr, l.name))
 	case got.Int64 == 1:
 		l.conn = conn
+		l.fence, l.fenceErr = l.countFence(ctx)
 		return true, "", nil
 	}
 	holder := l.holder(ctx, conn)
@@ -97,10 +106,14 @@ func (l *mysqlLock) error(op string, err error) error {
 // asked. A check that fails or has not answered by then is
 // connection_lost, so that a run whose server hangs has recorded the loss
 // and stopped its job within interval (5 s by default, docs/run.md).
-func (l *mysqlLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
+//
+// A check that answers proves the lock held since GET_LOCK: the lock
+// belongs to the connection, which is never replaced. So a wrapper that
+// was paused or starved past the deadline asks once more, with the time
+// an on-time check has, rather than count the lock lost unasked.
+func (l *mysqlLock) Watch(ctx context.Context, _ func(time.Time)) (wrapper.LockLoss, bool) {
 	t := time.NewTicker(l.interval / 2)
 	defer t.Stop()
-	confirmed := time.Now() // held since GET_LOCK, checked from here on
 	for {
 		select {
 		case <-ctx.Done():
@@ -108,10 +121,14 @@ func (l *mysqlLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
 		case <-t.C:
 		}
 		asked := time.Now()
-		if loss, lost := l.check(confirmed.Add(lostAfter(l.interval))); lost {
+		deadline := l.proved.Add(lostAfter(l.interval))
+		if least := asked.Add(l.interval * 2 / 5); deadline.Before(least) {
+			deadline = least
+		}
+		if loss, lost := l.check(deadline); lost {
 			return loss, true
 		}
-		confirmed = asked
+		l.proved = asked
 	}
 }
 
@@ -141,19 +158,61 @@ func (l *mysqlLock) check(deadline time.Time) (wrapper.LockLoss, bool) {
 	return wrapper.LockLoss{}, false
 }
 
-func (l *mysqlLock) Release(ctx context.Context) error {
+// Release frees the lock. RELEASE_LOCK answering 1 proves it held by this
+// connection until now; 0 or NULL, that it was lost before (not_owner). A
+// server that does not answer leaves the proof at the last check, and the
+// lock counts as lost when the job ended after it.
+func (l *mysqlLock) Release(ctx context.Context, ended time.Time) (wrapper.LockLoss, bool, error) {
 	if l.conn == nil {
-		return nil
+		return wrapper.LockLoss{}, false, nil
 	}
 	var released sql.NullInt64
 	err := l.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.name).Scan(&released)
 	l.conn.Close()
 	l.conn = nil
-	if err != nil {
-		return l.error("RELEASE_LOCK", err)
+	switch {
+	case err != nil:
+		err = l.error("RELEASE_LOCK", err)
+		if ended.After(l.proved) {
+			return wrapper.LockLoss{Reason: lostConnection}, true, err
+		}
+		return wrapper.LockLoss{}, false, err
+	case !released.Valid || released.Int64 != 1:
+		return wrapper.LockLoss{Reason: lostNotOwner}, true, nil
 	}
-	return nil
+	return wrapper.LockLoss{}, false, nil
 }
+
+// fenceTable counts each lock's acquisitions in the DSN's database: the
+// fencing tokens. Its name is fixed; the lock's name is a bound value.
+const fenceTable = "jobwatch_lock_fence"
+
+// countFence counts this acquisition, while GET_LOCK is held, and returns
+// the count as the fencing token: "" and why when the DSN names no
+// database or the table cannot be created or written.
+func (l *mysqlLock) countFence(ctx context.Context) (string, error) {
+	if l.cfg.DBName == "" {
+		return "", errors.New("the --lock-mysql DSN names no database to keep the fencing counter in")
+	}
+	stmts := []string{
+		"CREATE TABLE IF NOT EXISTS `" + fenceTable + "` (name VARCHAR(64) NOT NULL PRIMARY KEY, fence BIGINT UNSIGNED NOT NULL)",
+		"INSERT INTO `" + fenceTable + "` (name, fence) VALUES (?, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)",
+	}
+	if _, err := l.conn.ExecContext(ctx, stmts[0]); err != nil {
+		return "", l.error("creating "+fenceTable, err)
+	}
+	if _, err := l.conn.ExecContext(ctx, stmts[1], l.name); err != nil {
+		return "", l.error("counting in "+fenceTable, err)
+	}
+	var fence uint64
+	if err := l.conn.QueryRowContext(ctx, "SELECT LAST_INSERT_ID()").Scan(&fence); err != nil {
+		return "", l.error("reading "+fenceTable, err)
+	}
+	return strconv.FormatUint(fence, 10), nil
+}
+
+// FencingToken is the acquisition's count in fenceTable, or "".
+func (l *mysqlLock) FencingToken() (string, error) { return l.fence, l.fenceErr }
 
 // LeaseTTL is 0: a MySQL lock lasts as long as its connection.
 func (l *mysqlLock) LeaseTTL() time.Duration { return 0 }

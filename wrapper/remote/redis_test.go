@@ -612,7 +612,7 @@ func TestRedisLargeHolder(t *testing.T) {
 	srv := redistest.Start(t, "")
 	ctx := context.Background()
 	lock := func(t *testing.T, token string) *redisLock {
-		l, err := newRedisLock(srv.URL(), "", "jobwatch:big", token, time.Second, &secret.Redactor{})
+		l, err := newRedisLock(srv.URL(), "", "jobwatch:big", token, time.Second, 0, &secret.Redactor{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -644,15 +644,15 @@ func TestRedisLargeHolder(t *testing.T) {
 		srv.SetLarge(t, "jobwatch:big", "web2:4242:other-run", largeValue)
 		var loss wrapper.LockLoss
 		var lost bool
-		if n := testproc.Allocated(func() { loss, lost = l.Watch(ctx) }); n > 1<<20 {
+		if n := testproc.Allocated(func() { loss, lost = l.Watch(ctx, func(time.Time) {}) }); n > 1<<20 {
 			t.Errorf("a renewal finding a %d-byte value allocated %d bytes, want under 1 MiB", largeValue, n)
 		}
 		if !lost || loss.Reason != lostKeyTaken || !strings.HasPrefix(loss.Holder, "web2:4242:other-run\x00") || len(loss.Holder) != redisvalue.Max {
 			t.Errorf("Watch = %v, %q (%d bytes); want the key taken, the holder's first %d bytes", lost, loss.Reason, len(loss.Holder), redisvalue.Max)
 		}
-		// Not ours: released by no one.
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
+		// Not ours: released by no one, and reported as lost.
+		if loss, lost, err := l.Release(ctx, time.Now()); err != nil || !lost || loss.Reason != lostKeyTaken {
+			t.Fatalf("Release = %+v, %v, %v; want the key taken", loss, lost, err)
 		}
 		if n, _ := srv.Client(t).StrLen(ctx, "jobwatch:big").Result(); n != largeValue {
 			t.Errorf("the other holder's key has %d bytes after our release, want %d", n, largeValue)
@@ -667,7 +667,7 @@ func TestRedisLongToken(t *testing.T) {
 	srv := redistest.Start(t, "")
 	ctx := context.Background()
 	token := strings.Repeat("h", 300) + ":1:run"
-	l, err := newRedisLock(srv.URL(), "", "jobwatch:long", token, time.Second, &secret.Redactor{})
+	l, err := newRedisLock(srv.URL(), "", "jobwatch:long", token, time.Second, 0, &secret.Redactor{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -682,14 +682,14 @@ func TestRedisLongToken(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	rc.Append(ctx, "jobwatch:long", "x")
-	loss, lost := l.Watch(wctx)
+	loss, lost := l.Watch(wctx, func(time.Time) {})
 	cancel()
 	if !lost || loss.Reason != lostKeyTaken {
 		t.Errorf("Watch after the value grew by a byte = %+v, %v; want the key taken", loss, lost)
 	}
 	rc.Set(ctx, "jobwatch:long", token, 0)
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
+	if _, lost, err := l.Release(ctx, time.Now()); err != nil || lost {
+		t.Fatalf("Release = %v, %v; want ours, released", lost, err)
 	}
 	if n, _ := rc.Exists(ctx, "jobwatch:long").Result(); n != 0 {
 		t.Error("our own key is not released")
