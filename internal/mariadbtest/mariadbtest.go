@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/jobwatch/jobwatch/internal/netnstest"
 	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
@@ -43,6 +44,8 @@ type Server struct {
 	dir  string
 	port int
 	args []string
+	host string // the address it binds
+	net  string // the driver's network: "tcp", or one that dials in a namespace
 
 	proc testproc.Server
 }
@@ -51,6 +54,18 @@ type Server struct {
 // shutdown with t.Cleanup. It fails the test, naming the Debian package, when
 // the MariaDB binaries are missing.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return start(t, nil)
+}
+
+// StartOn starts a throwaway server in host's network namespace, on its
+// address and the port 3306, as Start does on the loopback.
+func StartOn(t testing.TB, host *netnstest.Host) *Server {
+	t.Helper()
+	return start(t, host)
+}
+
+func start(t testing.TB, host *netnstest.Host) *Server {
 	t.Helper()
 	if dsn := os.Getenv(EnvDSN); dsn != "" {
 		cfg, err := mysql.ParseDSN(dsn)
@@ -78,23 +93,32 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	s := &Server{t: t, dir: dir, port: testproc.FreePort(t)}
-	s.args = []string{
+	s := &Server{t: t, dir: dir, host: "127.0.0.1", net: "tcp"}
+	var prefix []string
+	if host == nil {
+		s.port = testproc.FreePort(t)
+	} else {
+		s.port, s.host, s.net, prefix = 3306, host.IP, "netns-"+host.Name, host.Exec()
+		mysql.RegisterDialContext(s.net, func(ctx context.Context, addr string) (net.Conn, error) {
+			return host.Dial(ctx, "tcp", addr)
+		})
+	}
+	s.args = append(prefix,
 		server, "--no-defaults",
-		"--datadir=" + data,
-		"--tmpdir=" + tmp,
-		"--socket=" + filepath.Join(dir, "sock"),
-		"--pid-file=" + filepath.Join(dir, "pid"),
-		"--port=" + strconv.Itoa(s.port),
-		"--bind-address=127.0.0.1",
+		"--datadir="+data,
+		"--tmpdir="+tmp,
+		"--socket="+filepath.Join(dir, "sock"),
+		"--pid-file="+filepath.Join(dir, "pid"),
+		"--port="+strconv.Itoa(s.port),
+		"--bind-address="+s.host,
 		"--skip-name-resolve",
 		"--skip-log-bin",
 		"--innodb-buffer-pool-size=256M",
 		"--innodb-flush-log-at-trx-commit=2", // durable across a process kill, not an OS crash: enough for tests
 		"--innodb-doublewrite=0",
 		"--max-connections=50",
-		"--log-error=" + filepath.Join(dir, "error.log"),
-	}
+		"--log-error="+filepath.Join(dir, "error.log"),
+	)
 	if os.Geteuid() == 0 {
 		s.args = append(s.args, "--user=root")
 	}
@@ -123,7 +147,7 @@ func (s *Server) Addr() string {
 	if s.external != nil {
 		return s.external.Addr
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	return net.JoinHostPort(s.host, strconv.Itoa(s.port))
 }
 
 // Config returns a driver config for user and password on database db.
@@ -133,7 +157,7 @@ func (s *Server) Config(user, password, db string) *mysql.Config {
 		cfg = s.external.Clone()
 	} else {
 		cfg = mysql.NewConfig()
-		cfg.Net = "tcp"
+		cfg.Net = s.net
 		cfg.Addr = s.Addr()
 	}
 	cfg.User, cfg.Passwd, cfg.DBName = user, password, db

@@ -1,0 +1,155 @@
+// Package netnstest builds, for tests run as root, network namespaces
+// joined by a bridge: hosts with addresses only inside their namespaces
+// and no route out, whose links a test can cut silently or take down. Every
+// name is unique to the run, and everything is removed in t.Cleanup, even
+// when the test fails.
+package netnstest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Host is one network namespace on the bridge.
+type Host struct {
+	Name string // the namespace, as `ip netns` names it
+	IP   string // its address on the bridge
+	veth string // its link's end outside, on the bridge
+	peer string // its link's end inside
+	br   string
+}
+
+// Net is a bridge and the hosts on it.
+type Net struct {
+	t      testing.TB
+	prefix string
+	br     string
+	subnet string
+}
+
+// Available says why namespaces cannot be built here, or "".
+func Available() string {
+	if os.Geteuid() != 0 {
+		return "network namespaces need root"
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return "ip (Debian package iproute2) is not installed"
+	}
+	return ""
+}
+
+// New makes a bridge, removed with everything on it in t.Cleanup.
+func New(t testing.TB) *Net {
+	t.Helper()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	n := &Net{t: t, prefix: "jw" + id, br: "jw" + id + "br", subnet: fmt.Sprintf("10.%d.%d", 100+int(b[0])%100, b[1])}
+	n.ip("link", "add", n.br, "type", "bridge")
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", n.br).Run() })
+	n.ip("link", "set", n.br, "up")
+	return n
+}
+
+// ip runs ip(8) with args, failing the test on an error.
+func (n *Net) ip(args ...string) {
+	n.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		n.t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// Host adds host number i (1-250) in a namespace of its own, removed in
+// t.Cleanup, with its address on the bridge.
+func (n *Net) Host(i int) *Host {
+	n.t.Helper()
+	h := &Host{Name: fmt.Sprintf("%s-%d", n.prefix, i), IP: fmt.Sprintf("%s.%d", n.subnet, i),
+		veth: fmt.Sprintf("%sv%d", n.prefix, i), peer: fmt.Sprintf("%sp%d", n.prefix, i), br: n.br}
+	n.ip("netns", "add", h.Name)
+	n.t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", h.veth).Run()
+		_ = exec.Command("ip", "netns", "del", h.Name).Run()
+	})
+	n.ip("link", "add", h.veth, "type", "veth", "peer", "name", h.peer)
+	n.ip("link", "set", h.peer, "netns", h.Name)
+	n.ip("link", "set", h.veth, "master", n.br, "up")
+	n.ip("-n", h.Name, "addr", "add", h.IP+"/24", "dev", h.peer)
+	n.ip("-n", h.Name, "link", "set", h.peer, "up")
+	n.ip("-n", h.Name, "link", "set", "lo", "up")
+	return h
+}
+
+// Exec is the command prefix that runs a program in the host's namespace
+// (ip netns exec execs it: the pid is the program's).
+func (h *Host) Exec() []string { return []string{"ip", "netns", "exec", h.Name} }
+
+// Command runs name in the host's namespace.
+func (h *Host) Command(name string, args ...string) *exec.Cmd {
+	return exec.Command("ip", append(append(h.Exec()[1:], name), args...)...)
+}
+
+// Cut disconnects the host silently: its link stays up, and whatever it
+// sends is dropped on the bridge's side, as a switch or a firewall that
+// drops would (TCP sees no error, only silence).
+func (h *Host) Cut() error { return run("ip", "link", "set", h.veth, "nomaster") }
+
+// Heal undoes Cut.
+func (h *Host) Heal() error { return run("ip", "link", "set", h.veth, "master", h.br) }
+
+// Down takes the host's own link down: its sends fail at once.
+func (h *Host) Down() error { return run("ip", "-n", h.Name, "link", "set", h.peer, "down") }
+
+// Up undoes Down, and waits until its address may be used again.
+func (h *Host) Up() error {
+	if err := run("ip", "-n", h.Name, "link", "set", h.peer, "up"); err != nil {
+		return err
+	}
+	return nil
+}
+
+func run(name string, args ...string) error {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// Dial connects from inside the host's namespace: the socket is made by a
+// thread that has entered it, and stays there. The thread is discarded
+// afterwards (its goroutine exits locked to it).
+func (h *Host) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		f, err := os.Open("/run/netns/" + h.Name)
+		if err != nil {
+			ch <- result{nil, err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{nil, fmt.Errorf("entering %s: %w", h.Name, err)}
+			return
+		}
+		d := net.Dialer{Timeout: 2 * time.Second}
+		c, err := d.DialContext(ctx, network, addr)
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
+}
