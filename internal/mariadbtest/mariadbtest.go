@@ -119,6 +119,15 @@ func start(t testing.TB, host *netnstest.Host) *Server {
 		"--max-connections=50",
 		"--log-error="+filepath.Join(dir, "error.log"),
 	)
+	if host != nil {
+		// Root from the other namespaces too (mariadb-install-db makes
+		// root@localhost only): a server with no route out.
+		initFile := filepath.Join(dir, "init.sql")
+		if err := os.WriteFile(initFile, []byte("CREATE USER IF NOT EXISTS 'root'@'%';\nGRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.args = append(s.args, "--init-file="+initFile)
+	}
 	if os.Geteuid() == 0 {
 		s.args = append(s.args, "--user=root")
 	}
@@ -207,7 +216,7 @@ func (s *Server) Start() {
 	testproc.Eventually(t, 60*time.Second, "mariadbd to accept connections", func() error {
 		select {
 		case <-done:
-			t.Fatalf("mariadbd exited: %s\n%s", s.errorLog(), s.proc.Output())
+			t.Fatalf("mariadbd exited: %s\n%s\n%q", s.errorLog(), s.proc.Output(), s.args)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

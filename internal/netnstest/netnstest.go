@@ -110,7 +110,7 @@ func (h *Host) Heal() error { return run("ip", "link", "set", h.veth, "master", 
 // Down takes the host's own link down: its sends fail at once.
 func (h *Host) Down() error { return run("ip", "-n", h.Name, "link", "set", h.peer, "down") }
 
-// Up undoes Down, and waits until its address may be used again.
+// Up undoes Down.
 func (h *Host) Up() error {
 	if err := run("ip", "-n", h.Name, "link", "set", h.peer, "up"); err != nil {
 		return err
@@ -126,8 +126,11 @@ func run(name string, args ...string) error {
 }
 
 // Dial connects from inside the host's namespace: the socket is made by a
-// thread that has entered it, and stays there. The thread is discarded
-// afterwards (its goroutine exits locked to it).
+// thread that has entered it, and stays there. The thread goes back to its
+// own namespace before it is unlocked; it is discarded (its goroutine exits
+// locked) only if it cannot. (A thread must not be discarded lightly: the
+// kernel sends a child's PR_SET_PDEATHSIG when the thread that forked it
+// ends, and the rigs' servers have one.)
 func (h *Host) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
@@ -135,20 +138,32 @@ func (h *Host) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{nil, err}
+			return
+		}
+		defer own.Close()
 		f, err := os.Open("/run/netns/" + h.Name)
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{nil, err}
 			return
 		}
 		defer f.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{nil, fmt.Errorf("entering %s: %w", h.Name, err)}
 			return
 		}
 		d := net.Dialer{Timeout: 2 * time.Second}
 		c, err := d.DialContext(ctx, network, addr)
 		ch <- result{c, err}
+		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 	}()
 	r := <-ch
 	return r.c, r.err

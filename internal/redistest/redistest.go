@@ -55,7 +55,7 @@ func start(t testing.TB, s *Server, prefix []string) *Server {
 	}
 	password := s.password
 	s.args = append(prefix, bin, "--port", strconv.Itoa(s.port), "--bind", s.host,
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--logfile", "")
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--logfile", "", "--protected-mode", "no")
 	if password != "" {
 		s.args = append(s.args, "--requirepass", password)
 	}
