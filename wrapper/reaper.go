@@ -84,8 +84,14 @@ func reap(args []string) int {
 	unix.CloseOnExec(reaperSock)
 	sock := os.NewFile(reaperSock, "jobwatch run")
 	// The group's signals reach the job directly; the reaper only outlives
-	// them (caught, not ignored: an ignored signal would stay ignored in the job).
-	signal.Notify(make(chan os.Signal, 1), unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	// them (caught, not ignored: an ignored signal would stay ignored in
+	// the job). One the wrapper was started ignoring (nohup) stays ignored.
+	caught := make(chan os.Signal, 1)
+	for _, s := range []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
+		if !signal.Ignored(s) {
+			signal.Notify(caught, s)
+		}
+	}
 	runtime.LockOSThread() // Pdeathsig is the forking thread's
 	cmd := &exec.Cmd{Path: args[2], Args: args[3:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}}
@@ -103,8 +109,14 @@ func reap(args []string) int {
 	fmt.Fprintf(sock, "started %d\n", cmd.Process.Pid)
 	deadlines := make(chan time.Duration, 1)
 	go readDeadlines(sock, deadlines)
-	code, stopped := superviseJob(cmd, deadlines, time.Duration(killAfter))
+	code, stopped, killAt := superviseJob(cmd, deadlines, time.Duration(killAfter))
 	fmt.Fprintf(sock, "exited %d %d\n", int64(monoNow()), stopped)
+	if stopped == 1 {
+		// What the job left in its group gets the rest of its grace, then
+		// SIGKILL (the reaper's too), as after a timeout: nothing of it
+		// outlives the lease.
+		reapGroup(os.Getpid(), os.Getpid(), killAt)
+	}
 	return code
 }
 
@@ -113,24 +125,23 @@ func reap(args []string) int {
 func readDeadlines(sock io.Reader, deadlines chan time.Duration) {
 	sc := bufio.NewScanner(sock)
 	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), "deadline ")
-		n, err := strconv.ParseInt(v, 10, 64)
-		if !ok || err != nil {
+		d, ok := parseDeadline(sc.Text())
+		if !ok {
 			continue
 		}
 		select {
 		case <-deadlines:
 		default:
 		}
-		deadlines <- time.Duration(n)
+		deadlines <- d
 	}
 	_ = unix.Kill(0, unix.SIGKILL)
 }
 
 // superviseJob waits for the job, stopping its group at the deadline. It
-// returns the reaper's exit code (the job's, 128+N for signal N) and 1
-// when the job was stopped for its deadline.
-func superviseJob(cmd *exec.Cmd, deadlines <-chan time.Duration, killAfter time.Duration) (code, stopped int) {
+// returns the reaper's exit code (the job's, 128+N for signal N), 1 when
+// the job was stopped for its deadline, and then when its grace ends.
+func superviseJob(cmd *exec.Cmd, deadlines <-chan time.Duration, killAfter time.Duration) (code, stopped int, killAt time.Time) {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	var stopC, killC <-chan time.Time
@@ -140,9 +151,9 @@ func superviseJob(cmd *exec.Cmd, deadlines <-chan time.Duration, killAfter time.
 		case <-exited:
 			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			if ws.Signaled() {
-				return 128 + int(ws.Signal()), stopped
+				return 128 + int(ws.Signal()), stopped, killAt
 			}
-			return ws.ExitStatus(), stopped
+			return ws.ExitStatus(), stopped, killAt
 		case d := <-deadlines:
 			if stopped == 1 {
 				continue // being stopped already
@@ -156,7 +167,7 @@ func superviseJob(cmd *exec.Cmd, deadlines <-chan time.Duration, killAfter time.
 			stopped = 1
 			_ = unix.Kill(0, unix.SIGTERM)
 			_ = unix.Kill(0, unix.SIGCONT)
-			killC = time.After(killAfter)
+			killC, killAt = time.After(killAfter), time.Now().Add(killAfter)
 		case <-killC:
 			_ = unix.Kill(0, unix.SIGKILL)
 		}
@@ -223,12 +234,33 @@ func startReaper(cmd *exec.Cmd, lock *os.File, killAfter time.Duration) (*reaper
 func (rc *reaperConn) readEnd(sc *bufio.Scanner) {
 	defer close(rc.done)
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 3 && f[0] == "exited" {
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			rc.ended, rc.stopped = time.Duration(n), f[2] == "1"
+		if ended, stopped, ok := parseExited(sc.Text()); ok {
+			rc.ended, rc.stopped = ended, stopped
 		}
 	}
+}
+
+// parseDeadline reads the wrapper's "deadline MONO" line.
+func parseDeadline(line string) (time.Duration, bool) {
+	v, ok := strings.CutPrefix(line, "deadline ")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if !ok || err != nil || n <= 0 {
+		return 0, false
+	}
+	return time.Duration(n), true
+}
+
+// parseExited reads the reaper's "exited MONO STOPPED" line.
+func parseExited(line string) (ended time.Duration, stopped, ok bool) {
+	f := strings.Split(line, " ")
+	if len(f) != 3 || f[0] != "exited" || f[2] != "0" && f[2] != "1" {
+		return 0, false, false
+	}
+	n, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || n <= 0 {
+		return 0, false, false
+	}
+	return time.Duration(n), f[2] == "1", true
 }
 
 // setDeadline tells the reaper to stop the job at t unless told a later

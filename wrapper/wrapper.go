@@ -581,6 +581,13 @@ wait:
 			terminate()
 		case l := <-lostC:
 			lostC = nil
+			if st, ok := readStat(pid); !ok || !st.live() {
+				// The job has ended already (this wrapper was paused or
+				// slow): whether it ended within the lock is for
+				// settleShared to tell, from when it ended.
+				<-exited
+				break wait
+			}
 			if r.lockLost(pid, shared, l, timedOut) {
 				lockLost = true
 				terminate()
@@ -591,7 +598,7 @@ wait:
 	}
 	if timedOut || lockLost {
 		// The leader is a zombie until reaped below, so pgid cannot be reused.
-		reapGroup(pid, killDeadline)
+		reapGroup(pid, 0, killDeadline)
 	}
 	return timedOut, lockLost
 }

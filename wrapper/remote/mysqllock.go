@@ -159,9 +159,9 @@ func (l *mysqlLock) check(deadline time.Time) (wrapper.LockLoss, bool) {
 }
 
 // Release frees the lock. RELEASE_LOCK answering 1 proves it held by this
-// connection until now; 0 or NULL, that it was lost before (not_owner). A
-// server that does not answer leaves the proof at the last check, and the
-// lock counts as lost when the job ended after it.
+// connection until now; 0 or NULL, that it was lost before (not_owner),
+// and an error that it may have been (connection_lost): either counts as
+// lost only when the job ended after the last check that proved it held.
 func (l *mysqlLock) Release(ctx context.Context, ended time.Time) (wrapper.LockLoss, bool, error) {
 	if l.conn == nil {
 		return wrapper.LockLoss{}, false, nil
@@ -170,17 +170,20 @@ func (l *mysqlLock) Release(ctx context.Context, ended time.Time) (wrapper.LockL
 	err := l.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.name).Scan(&released)
 	l.conn.Close()
 	l.conn = nil
+	var loss wrapper.LockLoss
 	switch {
 	case err != nil:
 		err = l.error("RELEASE_LOCK", err)
-		if ended.After(l.proved) {
-			return wrapper.LockLoss{Reason: lostConnection}, true, err
-		}
-		return wrapper.LockLoss{}, false, err
+		loss.Reason = lostConnection
 	case !released.Valid || released.Int64 != 1:
-		return wrapper.LockLoss{Reason: lostNotOwner}, true, nil
+		loss.Reason = lostNotOwner
+	default:
+		return loss, false, nil
 	}
-	return wrapper.LockLoss{}, false, nil
+	if !ended.After(l.proved) {
+		return wrapper.LockLoss{}, false, err // the job ended while the lock was proved held
+	}
+	return loss, true, err
 }
 
 // fenceTable counts each lock's acquisitions in the DSN's database: the

@@ -174,7 +174,7 @@ func (l *redisLock) Watch(ctx context.Context, renewed func(stopAt time.Time)) (
 	stop := time.NewTimer(time.Until(l.stopAt()))
 	defer stop.Stop()
 	renewed(l.stopAt())
-	t := time.NewTimer(every)
+	t := time.NewTimer(every - time.Since(l.got)) // the job's start took some of it
 	defer t.Stop()
 	for {
 		select {
@@ -246,24 +246,30 @@ func (l *redisLock) renew(ctx context.Context, deadline time.Time) (loss wrapper
 
 // Release deletes the key if it still holds our token. A key deleted was
 // ours from the SET to now (only this run's token extends it, and none
-// sets it again once expired): held. A key gone or another's was lost
-// before; a server that does not answer leaves the proof at the last
-// renewal, and the lock counts as lost when the job ended after it.
+// sets it again once expired): held. A key gone or another's, or a server
+// that does not answer, counts as lost only when the job ended after the
+// lease's proved end (heldUntil): a wrapper paused after its job had
+// finished finds its key expired, but the job was within its lease.
 func (l *redisLock) Release(ctx context.Context, ended time.Time) (wrapper.LockLoss, bool, error) {
+	loss, lost, err := l.release(ctx)
+	if lost && !ended.After(l.heldUntil()) {
+		return wrapper.LockLoss{}, false, err
+	}
+	return loss, lost, err
+}
+
+// release runs the release script; lost when the key was not ours, or
+// when the server did not answer.
+func (l *redisLock) release(ctx context.Context) (wrapper.LockLoss, bool, error) {
 	res, err := l.client.Eval(ctx, releaseScript, []string{l.key}, l.token, l.readLen()).Result()
 	if err != nil {
-		err = l.error("release", err)
-		if ended.After(l.heldUntil()) {
-			return wrapper.LockLoss{Reason: wrapper.LostUnreachable}, true, err
-		}
-		return wrapper.LockLoss{}, false, err
+		return wrapper.LockLoss{Reason: wrapper.LostUnreachable}, true, l.error("release", err)
 	}
 	switch v := res.(type) {
 	case int64:
 		if v == 1 {
 			return wrapper.LockLoss{}, false, nil
 		}
-		return wrapper.LockLoss{Reason: lostKeyGone}, true, nil
 	case string:
 		return wrapper.LockLoss{Reason: lostKeyTaken, Holder: v}, true, nil
 	}
