@@ -27,6 +27,7 @@ declare -A need=(
   [logrotate]=logrotate
   [unshare]=util-linux
   [setpriv]=util-linux
+  [ip]=iproute2
 )
 missing=()
 for cmd in "${!need[@]}"; do

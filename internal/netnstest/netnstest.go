@@ -38,15 +38,16 @@ type Net struct {
 	subnet string
 }
 
-// Available says why namespaces cannot be built here, or "".
-func Available() string {
+// Require skips the test when not run as root (namespaces need it; CI runs
+// as root), and fails it, naming the Debian package, when ip(8) is missing.
+func Require(t testing.TB) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		return "network namespaces need root"
+		t.Skip("network namespaces need root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		return "ip (Debian package iproute2) is not installed"
+		t.Fatal("ip is not installed: install the Debian package iproute2")
 	}
-	return ""
 }
 
 // New makes a bridge, removed with everything on it in t.Cleanup.

@@ -219,9 +219,7 @@ type lockRig struct {
 }
 
 func TestPartitions(t *testing.T) {
-	if why := netnstest.Available(); why != "" {
-		t.Skip(why)
-	}
+	netnstest.Require(t)
 	trials := 2
 	if n, err := strconv.Atoi(os.Getenv("JOBWATCH_TEST_PARTITION_TRIALS")); err == nil && n > 0 {
 		trials = n
