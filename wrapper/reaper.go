@@ -45,10 +45,14 @@ import (
 const reaperArg0 = "jobwatch-run-reaper"
 
 // reaperSock and reaperLock are the reaper's descriptors: the socket to
-// the wrapper, and the lock file (the job's fd 3) when there is one.
+// the wrapper, and the lock file (the job's fd 3) when there is one; from
+// reaperHeld on, copies of the shared lock's connections (SharedLock.Held),
+// which the reaper keeps open so that a wrapper's death does not close
+// them before the job is killed.
 const (
 	reaperSock = 3
 	reaperLock = 4
+	reaperHeld = 5
 )
 
 func init() {
@@ -72,14 +76,20 @@ func monoAt(t time.Time) time.Duration { return monoNow() + time.Until(t) }
 func timeAtMono(m time.Duration) time.Time { return time.Now().Add(m - monoNow()) }
 
 // reap is the reaper's main: args are --kill-after in nanoseconds, "1" when
-// fd reaperLock is the lock file ("0" else), the job's path and its argv.
+// fd reaperLock is the lock file ("0" else), how many connections it holds
+// from fd reaperHeld on, the job's path and its argv.
 func reap(args []string) int {
-	if len(args) < 4 {
+	if len(args) < 5 {
 		return ExitWrapper
 	}
 	killAfter, err1 := strconv.ParseInt(args[0], 10, 64)
-	if err1 != nil {
+	held, err2 := strconv.Atoi(args[2])
+	if err1 != nil || err2 != nil {
 		return ExitWrapper
+	}
+	args = append(args[:2], args[3:]...)
+	for fd := reaperHeld; fd < reaperHeld+held; fd++ {
+		unix.CloseOnExec(fd) // held here, not by the job; closed when the reaper dies
 	}
 	unix.CloseOnExec(reaperSock)
 	sock := os.NewFile(reaperSock, "jobwatch run")
@@ -186,21 +196,21 @@ type reaperConn struct {
 }
 
 // startReaper starts path (argv args) through a reaper, the group leader
-// the wrapper signals; lock, if not nil, becomes the job's fd 3. It returns
-// the reaper's process, and the error of starting the job itself.
-func startReaper(cmd *exec.Cmd, lock *os.File, killAfter time.Duration) (*reaperConn, error) {
+// the wrapper signals; lock, if not nil, becomes the job's fd 3, and the
+// reaper keeps held open. It returns the reaper's connection, and the
+// error of starting the job itself.
+func startReaper(cmd *exec.Cmd, lock *os.File, held []*os.File, killAfter time.Duration) (*reaperConn, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reaper socket: %w", err)
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "reaper"), os.NewFile(uintptr(fds[1]), "reaper")
 	hasLock := "0"
-	cmd.ExtraFiles = []*os.File{theirs}
 	if lock != nil {
 		hasLock = "1"
-		cmd.ExtraFiles = append(cmd.ExtraFiles, lock)
 	}
-	cmd.Args = append([]string{reaperArg0, strconv.FormatInt(int64(killAfter), 10), hasLock, cmd.Path}, cmd.Args...)
+	cmd.ExtraFiles = append([]*os.File{theirs, lock}, held...) // a nil lock: fd 4 closed
+	cmd.Args = append([]string{reaperArg0, strconv.FormatInt(int64(killAfter), 10), hasLock, strconv.Itoa(len(held)), cmd.Path}, cmd.Args...)
 	cmd.Path = "/proc/self/exe"
 	err = cmd.Start()
 	theirs.Close()
@@ -224,10 +234,21 @@ func startReaper(cmd *exec.Cmd, lock *os.File, killAfter time.Duration) (*reaper
 	mine.Close()
 	if v, ok := strings.CutPrefix(line, "error "); ok {
 		if n, err := strconv.Atoi(v); err == nil {
-			return nil, &os.PathError{Op: "fork/exec", Path: cmd.Args[4], Err: syscall.Errno(n)}
+			return nil, &os.PathError{Op: "fork/exec", Path: cmd.Args[5], Err: syscall.Errno(n)}
 		}
 	}
 	return nil, fmt.Errorf("the job's reaper ended before starting it (%q)", line)
+}
+
+// keepNonblocking undoes what passing f to a child did to the socket it
+// copies: os/exec takes its descriptor with Fd, which puts it in blocking
+// mode, and a copy shares its file status flags with the original, which
+// the lock's connection reads with deadlines (a blocking socket ignores
+// them: a check would hang on a cut network instead of failing in time).
+func keepNonblocking(f *os.File) {
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _ = unix.SetNonblock(int(fd), true) })
+	}
 }
 
 // readEnd reads the reaper's last line.

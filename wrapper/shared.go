@@ -3,6 +3,7 @@ package wrapper
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"time"
 	"unicode"
@@ -58,6 +59,12 @@ type SharedLock interface {
 	Close()
 	// LeaseTTL is the lease a start record names; 0 for none.
 	LeaseTTL() time.Duration
+	// Held are copies of the connections whose closing releases the lock
+	// (MySQL's, whose server frees GET_LOCK as it sees it close), for the
+	// job's reaper to keep open: a wrapper killed with -9 then leaves the
+	// lock held until the reaper has killed the job and died with it. The
+	// caller closes them. None for a lease that lasts by time.
+	Held() []*os.File
 	// FencingToken is this acquisition's fencing token, a number that
 	// grows with every acquisition of the lock: the job's
 	// JOBWATCH_FENCING_TOKEN. "" and why when there is none.

@@ -479,7 +479,13 @@ func (r *runner) start(path string, lock *os.File, shared SharedLock) (cmd *exec
 		} else if err != nil {
 			r.say("no %s for the job: %v", FencingTokenEnv, err)
 		}
-		if rc, err = startReaper(cmd, lock, o.KillAfter); err != nil {
+		held := shared.Held()
+		rc, err = startReaper(cmd, lock, held, o.KillAfter)
+		for _, f := range held {
+			keepNonblocking(f)
+			f.Close()
+		}
+		if err != nil {
 			return nil, nil, err
 		}
 	} else {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -34,6 +35,9 @@ type mysqlLock struct {
 	fence  string // this acquisition's fencing token, or ""
 	// fenceErr says why there is no token, for the wrapper to say.
 	fenceErr error
+	// raw is the last connection dialled: the lock's (its pool makes no
+	// other); nil when the DSN's network is one the driver dials itself.
+	raw net.Conn
 }
 
 func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *secret.Redactor) (*mysqlLock, error) {
@@ -41,7 +45,39 @@ func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *s
 	if err != nil {
 		return nil, red.Err(fmt.Errorf("--lock-mysql: %w", err))
 	}
-	return &mysqlLock{cfg: cfg, name: name, interval: interval, red: red, db: sql.OpenDB(c)}, nil
+	l := &mysqlLock{cfg: cfg, name: name, interval: interval, red: red}
+	switch cfg.Net {
+	case "tcp", "tcp4", "tcp6", "unix":
+		// Dialled here, as the driver would, to keep the socket: see Held.
+		cfg = cfg.Clone()
+		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			l.raw = c
+			return c, err
+		}
+		if c, err = mysql.NewConnector(cfg); err != nil {
+			return nil, red.Err(fmt.Errorf("--lock-mysql: %w", err))
+		}
+	}
+	l.db = sql.OpenDB(c)
+	return l, nil
+}
+
+// Held is a copy of the lock's socket: the server frees GET_LOCK when the
+// connection closes, which with the reaper holding a copy is only once the
+// job and its reaper are dead.
+func (l *mysqlLock) Held() []*os.File {
+	type filer interface{ File() (*os.File, error) }
+	fc, ok := l.raw.(filer)
+	if l.conn == nil || !ok {
+		return nil
+	}
+	f, err := fc.File()
+	if err != nil {
+		return nil
+	}
+	return []*os.File{f}
 }
 
 func (l *mysqlLock) Layer() string { return wrapper.LayerMySQL }

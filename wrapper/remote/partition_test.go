@@ -349,8 +349,34 @@ func checkPartitions(t *testing.T, secs []*section, aRecs []record, trials []tri
 			}
 		}
 	}
+	checkStopped(t, secs, trials, rig)
 	checkTokens(t, secs, trials, rig)
 	reportMargins(t, secs, trials, overlaps)
+}
+
+// checkStopped: a holder that cannot renew or check its lock stops its
+// job (SIGTERM: the section ends "term") within the lease (5 s, as the
+// MySQL checks' 4.5 s); one whose lock is provably held (a paused MySQL
+// wrapper) lets it finish.
+func checkStopped(t *testing.T, secs []*section, trials []trial, rig lockRig) {
+	for _, tr := range trials {
+		stop := tr.fault == "cut" || tr.fault == "down" || tr.fault == "pause" && rig.pauseLoses
+		if !stop && tr.fault != "pause" {
+			continue
+		}
+		for _, s := range secs {
+			if s.host != "a" || s.pid != tr.run {
+				continue
+			}
+			took := time.Duration(s.end - tr.at)
+			switch {
+			case stop && (s.ended != "term" || took > 5*time.Second):
+				t.Errorf("%s: host a's job ended (%s) %s after the fault, want stopped (term) within the lease", tr.fault, s.ended, took)
+			case !stop && s.ended != "end":
+				t.Errorf("%s: host a's job ended (%s), want it to finish: its lock was held", tr.fault, s.ended)
+			}
+		}
+	}
 }
 
 // checkTokens: fencing tokens grow strictly in the order the sections

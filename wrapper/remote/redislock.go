@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -108,6 +109,9 @@ func (l *redisLock) fenceKey() string { return l.key + "#fence" }
 
 // FencingToken is the acquisition's count in the fence key.
 func (l *redisLock) FencingToken() (string, error) { return strconv.FormatInt(l.fence, 10), nil }
+
+// Held is none: a lease lasts by time, not by its connection.
+func (l *redisLock) Held() []*os.File { return nil }
 
 func (l *redisLock) Layer() string { return wrapper.LayerRedis }
 
