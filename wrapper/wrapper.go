@@ -473,28 +473,8 @@ func (r *runner) start(path string, lock *os.File, shared SharedLock) (cmd *exec
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}, // its own process group: timeouts and signals reach its children
 		WaitDelay:   time.Second,                         // if Stdout is not a file and a leftover child keeps the pipe
 	}
-	if shared != nil {
-		if tok, err := shared.FencingToken(); tok != "" {
-			cmd.Env = append(os.Environ(), FencingTokenEnv+"="+tok)
-		} else if err != nil {
-			r.say("no %s for the job: %v", FencingTokenEnv, err)
-		}
-		held := shared.Held()
-		rc, err = startReaper(cmd, lock, held, o.KillAfter)
-		for _, f := range held {
-			keepNonblocking(f)
-			f.Close()
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-	} else {
-		if lock != nil {
-			cmd.ExtraFiles = []*os.File{lock} // fd 3, without close-on-exec
-		}
-		if err := cmd.Start(); err != nil {
-			return nil, nil, err
-		}
+	if rc, err = r.startJob(cmd, lock, shared); err != nil {
+		return nil, nil, err
 	}
 	// The pid is known only now, so the command may already be running when
 	// the start record is written.
@@ -514,6 +494,30 @@ func (r *runner) start(path string, lock *os.File, shared SharedLock) (cmd *exec
 		r.tableErr(r.table.Start(o.Job, r.host, pid, r.begin))
 	}
 	return cmd, rc, nil
+}
+
+// startJob starts cmd, with lock as its fd 3 when there is one: directly,
+// or with a shared lock through its reaper, with the lock's fencing token
+// in its environment.
+func (r *runner) startJob(cmd *exec.Cmd, lock *os.File, shared SharedLock) (*reaperConn, error) {
+	if shared == nil {
+		if lock != nil {
+			cmd.ExtraFiles = []*os.File{lock} // fd 3, without close-on-exec
+		}
+		return nil, cmd.Start()
+	}
+	if tok, err := shared.FencingToken(); tok != "" {
+		cmd.Env = append(os.Environ(), FencingTokenEnv+"="+tok)
+	} else if err != nil {
+		r.say("no %s for the job: %v", FencingTokenEnv, err)
+	}
+	held := shared.Held()
+	rc, err := startReaper(cmd, lock, held, r.o.KillAfter)
+	for _, f := range held {
+		keepNonblocking(f)
+		f.Close()
+	}
+	return rc, err
 }
 
 // notifyExited returns a channel closed once process pid has exited; the

@@ -94,15 +94,7 @@ func start(t testing.TB, host *netnstest.Host) *Server {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
 	s := &Server{t: t, dir: dir, host: "127.0.0.1", net: "tcp"}
-	var prefix []string
-	if host == nil {
-		s.port = testproc.FreePort(t)
-	} else {
-		s.port, s.host, s.net, prefix = 3306, host.IP, "netns-"+host.Name, host.Exec()
-		mysql.RegisterDialContext(s.net, func(ctx context.Context, addr string) (net.Conn, error) {
-			return host.Dial(ctx, "tcp", addr)
-		})
-	}
+	prefix := s.place(host)
 	s.args = append(prefix,
 		server, "--no-defaults",
 		"--datadir="+data,
@@ -120,13 +112,7 @@ func start(t testing.TB, host *netnstest.Host) *Server {
 		"--log-error="+filepath.Join(dir, "error.log"),
 	)
 	if host != nil {
-		// Root from the other namespaces too (mariadb-install-db makes
-		// root@localhost only): a server with no route out.
-		initFile := filepath.Join(dir, "init.sql")
-		if err := os.WriteFile(initFile, []byte("CREATE USER IF NOT EXISTS 'root'@'%';\nGRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		s.args = append(s.args, "--init-file="+initFile)
+		s.args = append(s.args, "--init-file="+s.rootAnywhere())
 	}
 	if os.Geteuid() == 0 {
 		s.args = append(s.args, "--user=root")
@@ -134,6 +120,33 @@ func start(t testing.TB, host *netnstest.Host) *Server {
 	t.Cleanup(s.proc.Kill)
 	s.Start()
 	return s
+}
+
+// place sets the server's address, port and the driver's network: on the
+// loopback, or in host's namespace (port 3306, dialled from in there). It
+// returns the command prefix that runs the server there.
+func (s *Server) place(host *netnstest.Host) (prefix []string) {
+	if host == nil {
+		s.port = testproc.FreePort(s.t)
+		return nil
+	}
+	s.port, s.host, s.net = 3306, host.IP, "netns-"+host.Name
+	mysql.RegisterDialContext(s.net, func(ctx context.Context, addr string) (net.Conn, error) {
+		return host.Dial(ctx, "tcp", addr)
+	})
+	return host.Exec()
+}
+
+// rootAnywhere writes the --init-file that lets root in from the other
+// namespaces too (mariadb-install-db makes root@localhost only): a server
+// with no route out.
+func (s *Server) rootAnywhere() string {
+	f := filepath.Join(s.dir, "init.sql")
+	sql := "CREATE USER IF NOT EXISTS 'root'@'%';\nGRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;\n"
+	if err := os.WriteFile(f, []byte(sql), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	return f
 }
 
 func lookServer() (string, error) {
