@@ -212,9 +212,12 @@ func (l *redisLock) Watch(ctx context.Context, renewed func(stopAt time.Time)) (
 	}
 }
 
-// attemptTimeout bounds one renewal: a sixth of the lease, and at least
-// the 2 s a hung connection is given elsewhere when the lease allows.
-func (l *redisLock) attemptTimeout() time.Duration { return max(l.ttl/6, min(2*time.Second, l.ttl/3)) }
+// attemptTimeout bounds one renewal: a sixth of the lease, between 0.5 s
+// and the 2 s the client gives any read, so that a hung connection is
+// given up and the next attempt dials anew well before the stop deadline.
+func (l *redisLock) attemptTimeout() time.Duration {
+	return min(2*time.Second, max(l.ttl/6, 500*time.Millisecond))
+}
 
 // stopAt is the job's stop deadline: the last renewal (or SET) that
 // succeeded was sent at l.got, so the key lives until at least l.got+ttl
