@@ -148,10 +148,14 @@ func (l *hostLoop) signal(sig syscall.Signal) {
 	}
 }
 
-// halt stops the loop after its current run.
+// halt stops the loop after its current run (continued, should a failed
+// test have left it stopped).
 func (l *hostLoop) halt() {
 	l.mu.Lock()
 	l.stop = true
+	if l.cur != nil {
+		_ = l.cur.Signal(syscall.SIGCONT)
+	}
 	l.mu.Unlock()
 	<-l.done
 }
