@@ -648,8 +648,11 @@ func TestRedisLargeHolder(t *testing.T) {
 		srv.SetLarge(t, "jobwatch:big", "web2:4242:other-run", largeValue)
 		var loss wrapper.LockLoss
 		var lost bool
-		if n := testproc.Allocated(func() { loss, lost = l.Watch(ctx, func(time.Time) {}) }); n > 1<<20 {
-			t.Errorf("a renewal finding a %d-byte value allocated %d bytes, want under 1 MiB", largeValue, n)
+		// The watch waits a third of the lease for its first renewal, while
+		// the package's other tests (four at a time) allocate too: 2 MB of
+		// theirs were seen in that window. 8 MiB still rules out the value.
+		if n := testproc.Allocated(func() { loss, lost = l.Watch(ctx, func(time.Time) {}) }); n > 8<<20 {
+			t.Errorf("a renewal finding a %d-byte value allocated %d bytes, want under 8 MiB", largeValue, n)
 		}
 		if !lost || loss.Reason != lostKeyTaken || !strings.HasPrefix(loss.Holder, "web2:4242:other-run\x00") || len(loss.Holder) != redisvalue.Max {
 			t.Errorf("Watch = %v, %q (%d bytes); want the key taken, the holder's first %d bytes", lost, loss.Reason, len(loss.Holder), redisvalue.Max)
