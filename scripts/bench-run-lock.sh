@@ -31,12 +31,12 @@ declare -a cmds=(
   "flock -n $tmp/f.lock true"
   "flock -n $tmp/f.lock timeout 10 true"
   "$jw run --job b --log $tmp/runs.log --lock $tmp/j.lock --timeout 10s -- true"
-  "$jw run --job b --log $tmp/runs.log --lock $tmp/j.lock --lock-redis redis://127.0.0.1:$port/0 --lock-ttl 10s -- true"
+  "$jw run --job b --log $tmp/runs.log --lock $tmp/j.lock --lock-redis redis://127.0.0.1:$port/0 --lock-ttl 10s --kill-after 1s -- true"
 )
 if [ -n "${BEFORE:-}" ]; then
   names+=("before: jobwatch run --lock F --timeout 10s -- true" "before: ... --lock-redis URL -- true")
   cmds+=("$BEFORE run --job b --log $tmp/runs.log --lock $tmp/j.lock --timeout 10s -- true"
-    "$BEFORE run --job b --log $tmp/runs.log --lock $tmp/j.lock --lock-redis redis://127.0.0.1:$port/0 --lock-ttl 10s -- true")
+    "$BEFORE run --job b --log $tmp/runs.log --lock $tmp/j.lock --lock-redis redis://127.0.0.1:$port/0 --lock-ttl 10s --kill-after 1s -- true")
 fi
 declare -A wall cpu
 TIMEFORMAT='%R %U %S'

@@ -30,6 +30,7 @@ declare -A need=(
   [nsenter]=util-linux
   [debootstrap]=debootstrap
   [systemd-nspawn]=systemd-container
+  [ip]=iproute2
 )
 missing=()
 for cmd in "${!need[@]}"; do

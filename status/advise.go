@@ -218,13 +218,13 @@ func lockTTLNotes(j Job, suggested float64) []string {
 	switch {
 	case ttl < longest:
 		notes = append(notes, fmt.Sprintf("lock TTL %s is shorter than the longest run (%s): the lock lasts through a run only because "+
-			"jobwatch run renews it every %s; if the wrapper is SIGKILLed or cannot renew it for %s (host stalled, Redis unreachable), "+
-			"the key expires while the job runs and another host starts a second copy; %s outlasts the longest run",
+			"jobwatch run renews it every %s; if it cannot renew it for %s less its margin (Redis unreachable), it stops the job before the key expires, "+
+			"and a host paused past it (a stalled VM) lets another host start a second copy; %s outlasts the longest run",
 			msSeconds(ttl), promSeconds(longest), msSeconds(ttl/renewalsPerTTL), msSeconds(ttl), promSeconds(suggested)))
 	case ttl < ShortLockTTL*longest:
-		notes = append(notes, fmt.Sprintf("lock TTL %s is below %.1f × the longest run (%s): if the wrapper is SIGKILLed or cannot renew it "+
-			"(host stalled, Redis unreachable), a run a little longer than any so far outlives the key and another host starts a second copy; "+
-			"%s leaves room", msSeconds(ttl), ShortLockTTL, promSeconds(longest), promSeconds(suggested)))
+		notes = append(notes, fmt.Sprintf("lock TTL %s is below %.1f × the longest run (%s): if jobwatch run cannot renew it "+
+			"(Redis unreachable), a run a little longer than any so far is stopped before the key expires, or, on a host paused past it, "+
+			"overlaps a second copy on another host; %s leaves room", msSeconds(ttl), ShortLockTTL, promSeconds(longest), promSeconds(suggested)))
 	}
 	if p := j.PeriodSeconds; p > 0 && ttl > p && suggested < ttl {
 		runs := "1 run"

@@ -95,15 +95,15 @@ func TestAdvise(t *testing.T) {
 		{"lock TTL from failed runs too", withTTL(mixed(f(300), spread(30, 100, 2), nil), 60), 0, 360,
 			"history too short: none of the last 31 finished runs succeeded with a duration; the timeout is judged on successful runs only; " +
 				"lock TTL 1m is shorter than the longest run (2m38s): the lock lasts through a run only because jobwatch run renews it every 20s; " +
-				"if the wrapper is SIGKILLed or cannot renew it for 1m (host stalled, Redis unreachable), the key expires while the job runs " +
-				"and another host starts a second copy; 6m outlasts the longest run"},
+				"if it cannot renew it for 1m less its margin (Redis unreachable), it stops the job before the key expires, " +
+				"and a host paused past it (a stalled VM) lets another host start a second copy; 6m outlasts the longest run"},
 		{"lock TTL shorter than the longest run", withTTL(base(f(300), 600, many), 60), 300, 300,
 			"lock TTL 1m is shorter than the longest run (2m10s): the lock lasts through a run only because jobwatch run renews it every 20s; " +
-				"if the wrapper is SIGKILLed or cannot renew it for 1m (host stalled, Redis unreachable), the key expires while the job runs " +
-				"and another host starts a second copy; 5m outlasts the longest run"},
+				"if it cannot renew it for 1m less its margin (Redis unreachable), it stops the job before the key expires, " +
+				"and a host paused past it (a stalled VM) lets another host start a second copy; 5m outlasts the longest run"},
 		{"lock TTL below 1.5 x the longest run", withTTL(base(f(300), 600, many), 180), 300, 300,
-			"lock TTL 3m is below 1.5 × the longest run (2m10s): if the wrapper is SIGKILLed or cannot renew it (host stalled, Redis unreachable), " +
-				"a run a little longer than any so far outlives the key and another host starts a second copy; 5m leaves room"},
+			"lock TTL 3m is below 1.5 × the longest run (2m10s): if jobwatch run cannot renew it (Redis unreachable), " +
+				"a run a little longer than any so far is stopped before the key expires, or, on a host paused past it, overlaps a second copy on another host; 5m leaves room"},
 		{"lock TTL at 1.5 x the longest run", withTTL(base(f(300), 600, many), 195), 300, 300, "ok"},
 		{"lock TTL 2 x the timeout", withTTL(base(f(300), 600, many), 600), 300, 300, "ok"},
 		{"lock TTL outlasts the period", withTTL(base(f(300), 600, many), 7200), 300, 300,
@@ -114,8 +114,8 @@ func TestAdvise(t *testing.T) {
 			"P99 1m40s outlasts the period 1m: without a lock, runs overlap"},
 		{"lock TTL sub-second renewal", withTTL(base(f(10), 600, &Durations{Count: 20, P50: 2, P99: 3, Max: 3}), 1.5), 9, 6,
 			"lock TTL 1s500ms is shorter than the longest run (3s): the lock lasts through a run only because jobwatch run renews it every 500ms; " +
-				"if the wrapper is SIGKILLed or cannot renew it for 1s500ms (host stalled, Redis unreachable), the key expires while the job runs " +
-				"and another host starts a second copy; 6s outlasts the longest run"},
+				"if it cannot renew it for 1s500ms less its margin (Redis unreachable), it stops the job before the key expires, " +
+				"and a host paused past it (a stalled VM) lets another host start a second copy; 6s outlasts the longest run"},
 		{"lock TTL under 1m30s renewed: the expiring alert stays quiet", withTTL(base(f(9), 600, &Durations{Count: 20, P50: 2, P99: 3, Max: 3}), 80), 9, 6, "ok"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

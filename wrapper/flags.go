@@ -93,7 +93,7 @@ var RunFlagTable = []RunFlag{
 		func(f *Flags, v string) { f.LockMySQLDSNFile = v }},
 	{"lock-name", `Shared lock name (default "jobwatch:<job>" for Redis, "jobwatch.<job>" for MySQL, at most 64 characters).`, "", "NAME",
 		func(f *Flags, v string) { f.LockName = v }},
-	{"lock-ttl", "Redis lease length, renewed every third of it (default 2 x --timeout; required with --lock-redis without --timeout).", "", "DURATION",
+	{"lock-ttl", "Redis lease length, renewed every third of it; the job is stopped before it can expire, --kill-after and 1% + 250ms ahead (default 2 x --timeout; required with --lock-redis without --timeout).", "", "DURATION",
 		func(f *Flags, v string) { f.LockTTL = v }},
 	{"lock-unavailable", "When the shared lock's server cannot be reached: skip, run (without it) or fail.", UnavailableSkip, "skip|run|fail",
 		func(f *Flags, v string) { f.LockUnavailable = v }},

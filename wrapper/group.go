@@ -16,9 +16,10 @@ func signalGroup(pgid int, sig unix.Signal) {
 // groupAlive reports whether a process other than a zombie is still in
 // process group pgid. The job's leader is a zombie while the wrapper has not
 // reaped it, which keeps pgid from being reused meanwhile.
-func groupAlive(pgid int) bool {
+// A process except (the reaper itself; 0 for none) is not counted.
+func groupAlive(pgid, except int) bool {
 	for _, pid := range pids() {
-		if st, ok := readStat(pid); ok && st.pgrp == pgid && st.live() {
+		if st, ok := readStat(pid); ok && st.pgrp == pgid && pid != except && st.live() {
 			return true
 		}
 	}
@@ -51,14 +52,15 @@ func pids() []int { return procfs.Pids() }
 
 // reapGroup waits, once the job's leader has exited after a timeout, for the
 // rest of its process group to exit until deadline, then kills what is left:
-// no process of a timed-out job survives it.
-func reapGroup(pgid int, deadline time.Time) {
+// no process of a timed-out job survives it. except is not waited for (the
+// job's reaper, which reaps its group so; 0 for none).
+func reapGroup(pgid, except int, deadline time.Time) {
 	const poll = 20 * time.Millisecond
-	for groupAlive(pgid) {
+	for groupAlive(pgid, except) {
 		if time.Now().After(deadline) {
 			signalGroup(pgid, unix.SIGKILL)
 			// SIGKILL cannot be ignored; wait (bounded) until the kernel is done.
-			for i := 0; i < 100 && groupAlive(pgid); i++ {
+			for i := 0; i < 100 && groupAlive(pgid, except); i++ {
 				time.Sleep(poll)
 			}
 			return

@@ -3,6 +3,7 @@ package wrapper
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"time"
 	"unicode"
@@ -44,13 +45,62 @@ type SharedLock interface {
 	// be asked (unavailable); ConfigError wraps errors no retry can fix.
 	Acquire(ctx context.Context) (held bool, holder string, err error)
 	// Watch keeps the lock (renewing or checking it) until ctx ends, and
-	// returns early, with why, when the lock is lost.
-	Watch(ctx context.Context) (lost LockLoss, ok bool)
-	// Release lets the lock go if it is still ours, and closes connections.
-	Release(ctx context.Context) error
+	// returns early, with why, when the lock is lost or can no longer be
+	// proved held. A lease that expires by time calls renewed after each
+	// renewal with the time by which the job must have been sent SIGTERM
+	// (its stop deadline: the lease's end less the margin); the wrapper
+	// hands it to the job's reaper.
+	Watch(ctx context.Context, renewed func(stopAt time.Time)) (lost LockLoss, ok bool)
+	// Release lets the lock go if it is still ours. It also tells whether
+	// the lock was provably held until ended, when the job ended: lost,
+	// with why, when it was not (the lease expired or was taken before,
+	// or the server cannot say and the last proof is older than ended).
+	Release(ctx context.Context, ended time.Time) (loss LockLoss, lost bool, err error)
 	Close()
 	// LeaseTTL is the lease a start record names; 0 for none.
 	LeaseTTL() time.Duration
+	// Held are copies of the connections whose closing releases the lock
+	// (MySQL's, whose server frees GET_LOCK as it sees it close), for the
+	// job's reaper to keep open: a wrapper killed with -9 then leaves the
+	// lock held until the reaper has killed the job and died with it. The
+	// caller closes them. None for a lease that lasts by time.
+	Held() []*os.File
+	// FencingToken is this acquisition's fencing token, a number that
+	// grows with every acquisition of the lock: the job's
+	// JOBWATCH_FENCING_TOKEN. "" and why when there is none.
+	FencingToken() (string, error)
+}
+
+// FencingTokenEnv is the environment variable that hands the job its
+// shared lock's fencing token.
+const FencingTokenEnv = "JOBWATCH_FENCING_TOKEN"
+
+// LostUnreachable is the reason of a lease not renewed by its stop
+// deadline: the job was stopped (by the wrapper, or by its reaper when the
+// wrapper itself was paused or starved) before the lease could expire.
+const LostUnreachable = "unreachable"
+
+// StopMargin is what a lease keeps between the job's SIGTERM and the
+// lease's end on the server: --kill-after (the job's grace before SIGKILL),
+// the clock-rate difference between this host and the server (up to
+// ClockDrift of the lease), and StopSlack for the kernel to deliver
+// SIGKILL and the reaper to be scheduled.
+func StopMargin(ttl, killAfter time.Duration) time.Duration {
+	return killAfter + time.Duration(float64(ttl)*ClockDrift) + StopSlack
+}
+
+// ClockDrift and StopSlack: see StopMargin. 1% is twenty times the 500 ppm
+// NTP lets a clock's rate err by; 250 ms covers a loaded 2-core host's
+// scheduling delays seen in the partition tests.
+const (
+	ClockDrift = 0.01
+	StopSlack  = 250 * time.Millisecond
+)
+
+// MinLeaseFor is the shortest lease whose margin (StopMargin) leaves half
+// of it for renewals: 2 x (kill-after + 250 ms) / 0.98.
+func MinLeaseFor(killAfter time.Duration) time.Duration {
+	return time.Duration(float64(2*(killAfter+StopSlack)) / (1 - 2*ClockDrift))
 }
 
 // LockLoss says why and to whom a shared lock was lost: the reason and the

@@ -176,6 +176,8 @@ type runner struct {
 	// without it, and the command then inherits the wrapper's stdout and
 	// stderr.
 	output *outputWatch
+	// released: the shared lock has been released (settleShared).
+	released bool
 }
 
 // acquireTimeout bounds taking the shared lock, connecting included.
@@ -329,16 +331,19 @@ func (r *runner) execute(lock *os.File, shared SharedLock) int {
 	}
 	sigs := forwardSignals()
 	defer signal.Stop(sigs)
-	cmd, err := r.start(path, lock, shared)
+	cmd, rc, err := r.start(path, lock, shared)
 	if err != nil {
 		return r.fail(startErrorCode(err), fmt.Errorf("%s: %w", r.o.Command[0], unwrapStart(err)))
 	}
 	pid := cmd.Process.Pid
 	exited := notifyExited(pid)
-	lostC, stopWatch := watchShared(shared)
+	lostC, stopWatch := r.watchShared(shared, rc)
 	timedOut, lockLost := r.wait(pid, exited, sigs, lostC, shared)
 	code = r.waitCode(cmd)
 	stopWatch()
+	if shared != nil && r.settleShared(pid, shared, rc) && !timedOut && r.o.OnLockLost != LostWarn {
+		lockLost = true
+	}
 	return r.end(pid, code, timedOut, lockLost)
 }
 
@@ -374,14 +379,50 @@ func (r *runner) takeLocal(lock *os.File) (code int, done bool) {
 	return 0, false
 }
 
-// releaseShared releases the shared lock held; a lock already lost has
-// been reported.
+// releaseShared releases the shared lock held, unless settleShared has;
+// a lock already lost has been reported.
 func (r *runner) releaseShared(shared SharedLock) {
+	if r.released {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
 	defer cancel()
-	if err := shared.Release(ctx); err != nil && r.endReason != reasonLockLost {
+	if _, _, err := shared.Release(ctx, time.Now()); err != nil && r.endReason != reasonLockLost {
 		r.say("releasing the %s lock: %v", shared.Layer(), err)
 	}
+}
+
+// settleShared releases the shared lock once the job has ended, and tells
+// the truth about it: a lock that the job outlived (the lease expired or
+// was taken while the wrapper was paused or slow, or the reaper had to stop
+// the job at the lease's deadline) is recorded as lost, unless that is
+// recorded already; one provably held until the job ended never is. It
+// reports whether the lock was lost at this point.
+func (r *runner) settleShared(pid int, shared SharedLock, rc *reaperConn) bool {
+	ended, stopped := rc.end()
+	r.released = true
+	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
+	defer cancel()
+	l, lost, err := shared.Release(ctx, ended)
+	if err != nil && r.endReason != reasonLockLost {
+		r.say("releasing the %s lock: %v", shared.Layer(), err)
+	}
+	if r.endReason == reasonLockLost {
+		return false // recorded while the job ran
+	}
+	if stopped && !lost {
+		l, lost = LockLoss{Reason: LostUnreachable}, true
+	}
+	if !lost {
+		return false
+	}
+	r.recordLockLost(pid, shared, l)
+	if stopped {
+		r.say("%s lock not renewed in time (%s): the job was stopped at the lease's deadline", shared.Layer(), l.Reason)
+	} else {
+		r.say("%s lock lost (%s) before the job ended", shared.Layer(), l.Reason)
+	}
+	return true
 }
 
 // lookCommand finds the command's executable, or returns the wrapper's exit
@@ -414,14 +455,16 @@ func forwardSignals() chan os.Signal {
 	return sigs
 }
 
-// start starts the job and writes its start record.
-func (r *runner) start(path string, lock *os.File, shared SharedLock) (*exec.Cmd, error) {
+// start starts the job and writes its start record. With a shared lock the
+// job is started through its reaper (reaper.go): cmd is then the reaper's
+// process, leading the job's group, and rc its connection.
+func (r *runner) start(path string, lock *os.File, shared SharedLock) (cmd *exec.Cmd, rc *reaperConn, err error) {
 	o := r.o
 	stdout, stderr := o.Stdout, o.Stderr
 	if r.output != nil {
 		stdout, stderr = r.output.writers(stdout, stderr)
 	}
-	cmd := &exec.Cmd{
+	cmd = &exec.Cmd{
 		Path:        path,
 		Args:        o.Command, // executed directly, never through a shell
 		Stdin:       os.Stdin,
@@ -430,11 +473,8 @@ func (r *runner) start(path string, lock *os.File, shared SharedLock) (*exec.Cmd
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}, // its own process group: timeouts and signals reach its children
 		WaitDelay:   time.Second,                         // if Stdout is not a file and a leftover child keeps the pipe
 	}
-	if lock != nil {
-		cmd.ExtraFiles = []*os.File{lock} // fd 3, without close-on-exec
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	if rc, err = r.startJob(cmd, lock, shared); err != nil {
+		return nil, nil, err
 	}
 	// The pid is known only now, so the command may already be running when
 	// the start record is written.
@@ -453,7 +493,31 @@ func (r *runner) start(path string, lock *os.File, shared SharedLock) (*exec.Cmd
 	if r.table != nil {
 		r.tableErr(r.table.Start(o.Job, r.host, pid, r.begin))
 	}
-	return cmd, nil
+	return cmd, rc, nil
+}
+
+// startJob starts cmd, with lock as its fd 3 when there is one: directly,
+// or with a shared lock through its reaper, with the lock's fencing token
+// in its environment.
+func (r *runner) startJob(cmd *exec.Cmd, lock *os.File, shared SharedLock) (*reaperConn, error) {
+	if shared == nil {
+		if lock != nil {
+			cmd.ExtraFiles = []*os.File{lock} // fd 3, without close-on-exec
+		}
+		return nil, cmd.Start()
+	}
+	if tok, err := shared.FencingToken(); tok != "" {
+		cmd.Env = append(os.Environ(), FencingTokenEnv+"="+tok)
+	} else if err != nil {
+		r.say("no %s for the job: %v", FencingTokenEnv, err)
+	}
+	held := shared.Held()
+	rc, err := startReaper(cmd, lock, held, r.o.KillAfter)
+	for _, f := range held {
+		keepNonblocking(f)
+		f.Close()
+	}
+	return rc, err
 }
 
 // notifyExited returns a channel closed once process pid has exited; the
@@ -468,18 +532,24 @@ func notifyExited(pid int) <-chan struct{} {
 }
 
 // watchShared keeps the shared lock (renewed, checked) while the job runs;
-// lostC says when it is lost, and stop ends the watch. Without a shared
+// lostC says when it is lost, and stop ends the watch. Each renewal's stop
+// deadline goes to the job's reaper, which stops the job by it should this
+// wrapper be too late to (unless --on-lock-lost=warn). Without a shared
 // lock, lostC is nil and stop does nothing.
-func watchShared(shared SharedLock) (lostC chan LockLoss, stop func()) {
+func (r *runner) watchShared(shared SharedLock, rc *reaperConn) (lostC chan LockLoss, stop func()) {
 	if shared == nil {
 		return nil, func() {}
+	}
+	renewed := rc.setDeadline
+	if r.o.OnLockLost == LostWarn {
+		renewed = func(time.Time) {}
 	}
 	lostC = make(chan LockLoss, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		if l, lost := shared.Watch(ctx); lost {
+		if l, lost := shared.Watch(ctx, renewed); lost {
 			lostC <- l
 		}
 	}()
@@ -521,6 +591,13 @@ wait:
 			terminate()
 		case l := <-lostC:
 			lostC = nil
+			if st, ok := readStat(pid); !ok || !st.live() {
+				// The job has ended already (this wrapper was paused or
+				// slow): whether it ended within the lock is for
+				// settleShared to tell, from when it ended.
+				<-exited
+				break wait
+			}
 			if r.lockLost(pid, shared, l, timedOut) {
 				lockLost = true
 				terminate()
@@ -531,7 +608,7 @@ wait:
 	}
 	if timedOut || lockLost {
 		// The leader is a zombie until reaped below, so pgid cannot be reused.
-		reapGroup(pid, killDeadline)
+		reapGroup(pid, 0, killDeadline)
 	}
 	return timedOut, lockLost
 }
@@ -540,9 +617,7 @@ wait:
 // job must be stopped for it.
 func (r *runner) lockLost(pid int, shared SharedLock, l LockLoss, timedOut bool) (stop bool) {
 	o := r.o
-	r.endReason = reasonLockLost
-	r.record(lockLostRecord{Time: formatTime(o.Now()), Job: o.Job, Event: "lock_lost", Host: r.host, PID: pid, RunID: r.runID,
-		Lock: shared.Layer(), Reason: l.Reason, Holder: cleanHolder(r.red.String(l.Holder))})
+	r.recordLockLost(pid, shared, l)
 	switch {
 	case timedOut:
 		r.say("%s lock lost (%s) while the job is being stopped for its timeout", shared.Layer(), l.Reason)
@@ -553,6 +628,13 @@ func (r *runner) lockLost(pid int, shared SharedLock, l LockLoss, timedOut bool)
 	}
 	r.say("%s lock lost (%s), sending SIGTERM to process group %d", shared.Layer(), l.Reason, pid)
 	return true
+}
+
+// recordLockLost writes the run's lock_lost record.
+func (r *runner) recordLockLost(pid int, shared SharedLock, l LockLoss) {
+	r.endReason = reasonLockLost
+	r.record(lockLostRecord{Time: formatTime(r.o.Now()), Job: r.o.Job, Event: "lock_lost", Host: r.host, PID: pid, RunID: r.runID,
+		Lock: shared.Layer(), Reason: l.Reason, Holder: cleanHolder(r.red.String(l.Holder))})
 }
 
 // waitCode reaps the job's process and returns its exit code, 128+N if it

@@ -308,7 +308,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 		t.Errorf("duration %v", d)
 	}
 	pgid := recs[0].PID
-	if groupAlive(pgid) {
+	if groupAlive(pgid, 0) {
 		t.Errorf("processes of group %d survived the timeout", pgid)
 	}
 	data, _ := os.ReadFile(pids)
@@ -365,7 +365,7 @@ func TestSignalsForwarded(t *testing.T) {
 			if events(recs) != "start,end" || recs[1].Status != "failure" || *recs[1].ExitCode != want {
 				t.Errorf("records %+v, want a failed end with exit_code %d", recs, want)
 			}
-			waitFor(t, "the job's group to end", 5*time.Second, func() bool { return !groupAlive(jobPID) })
+			waitFor(t, "the job's group to end", 5*time.Second, func() bool { return !groupAlive(jobPID, 0) })
 		})
 	}
 }
@@ -399,7 +399,7 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 	if recs := readRecords(t, log); events(recs) != "start,end" || *recs[1].ExitCode != 128+int(syscall.SIGTERM) {
 		t.Errorf("records %+v, want an end with exit_code %d", recs, 128+int(syscall.SIGTERM))
 	}
-	waitFor(t, "the job's group to end", 5*time.Second, func() bool { return !groupAlive(jobPID) })
+	waitFor(t, "the job's group to end", 5*time.Second, func() bool { return !groupAlive(jobPID, 0) })
 }
 
 // startedJob waits for the start record in log and returns the job's pid;

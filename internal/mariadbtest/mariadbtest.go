@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/jobwatch/jobwatch/internal/netnstest"
 	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
@@ -43,6 +44,8 @@ type Server struct {
 	dir  string
 	port int
 	args []string
+	host string // the address it binds
+	net  string // the driver's network: "tcp", or one that dials in a namespace
 
 	proc testproc.Server
 }
@@ -51,6 +54,18 @@ type Server struct {
 // shutdown with t.Cleanup. It fails the test, naming the Debian package, when
 // the MariaDB binaries are missing.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return start(t, nil)
+}
+
+// StartOn starts a throwaway server in host's network namespace, on its
+// address and the port 3306, as Start does on the loopback.
+func StartOn(t testing.TB, host *netnstest.Host) *Server {
+	t.Helper()
+	return start(t, host)
+}
+
+func start(t testing.TB, host *netnstest.Host) *Server {
 	t.Helper()
 	if dsn := os.Getenv(EnvDSN); dsn != "" {
 		cfg, err := mysql.ParseDSN(dsn)
@@ -78,22 +93,26 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	s := &Server{t: t, dir: dir, port: testproc.FreePort(t)}
-	s.args = []string{
+	s := &Server{t: t, dir: dir, host: "127.0.0.1", net: "tcp"}
+	prefix := s.place(host)
+	s.args = append(prefix,
 		server, "--no-defaults",
-		"--datadir=" + data,
-		"--tmpdir=" + tmp,
-		"--socket=" + filepath.Join(dir, "sock"),
-		"--pid-file=" + filepath.Join(dir, "pid"),
-		"--port=" + strconv.Itoa(s.port),
-		"--bind-address=127.0.0.1",
+		"--datadir="+data,
+		"--tmpdir="+tmp,
+		"--socket="+filepath.Join(dir, "sock"),
+		"--pid-file="+filepath.Join(dir, "pid"),
+		"--port="+strconv.Itoa(s.port),
+		"--bind-address="+s.host,
 		"--skip-name-resolve",
 		"--skip-log-bin",
 		"--innodb-buffer-pool-size=256M",
 		"--innodb-flush-log-at-trx-commit=2", // durable across a process kill, not an OS crash: enough for tests
 		"--innodb-doublewrite=0",
 		"--max-connections=50",
-		"--log-error=" + filepath.Join(dir, "error.log"),
+		"--log-error="+filepath.Join(dir, "error.log"),
+	)
+	if host != nil {
+		s.args = append(s.args, "--init-file="+s.rootAnywhere())
 	}
 	if os.Geteuid() == 0 {
 		s.args = append(s.args, "--user=root")
@@ -101,6 +120,33 @@ func Start(t testing.TB) *Server {
 	t.Cleanup(s.proc.Kill)
 	s.Start()
 	return s
+}
+
+// place sets the server's address, port and the driver's network: on the
+// loopback, or in host's namespace (port 3306, dialled from in there). It
+// returns the command prefix that runs the server there.
+func (s *Server) place(host *netnstest.Host) (prefix []string) {
+	if host == nil {
+		s.port = testproc.FreePort(s.t)
+		return nil
+	}
+	s.port, s.host, s.net = 3306, host.IP, "netns-"+host.Name
+	mysql.RegisterDialContext(s.net, func(ctx context.Context, addr string) (net.Conn, error) {
+		return host.Dial(ctx, "tcp", addr)
+	})
+	return host.Exec()
+}
+
+// rootAnywhere writes the --init-file that lets root in from the other
+// namespaces too (mariadb-install-db makes root@localhost only): a server
+// with no route out.
+func (s *Server) rootAnywhere() string {
+	f := filepath.Join(s.dir, "init.sql")
+	sql := "CREATE USER IF NOT EXISTS 'root'@'%';\nGRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;\n"
+	if err := os.WriteFile(f, []byte(sql), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	return f
 }
 
 func lookServer() (string, error) {
@@ -123,7 +169,7 @@ func (s *Server) Addr() string {
 	if s.external != nil {
 		return s.external.Addr
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	return net.JoinHostPort(s.host, strconv.Itoa(s.port))
 }
 
 // Config returns a driver config for user and password on database db.
@@ -133,7 +179,7 @@ func (s *Server) Config(user, password, db string) *mysql.Config {
 		cfg = s.external.Clone()
 	} else {
 		cfg = mysql.NewConfig()
-		cfg.Net = "tcp"
+		cfg.Net = s.net
 		cfg.Addr = s.Addr()
 	}
 	cfg.User, cfg.Passwd, cfg.DBName = user, password, db
@@ -183,7 +229,7 @@ func (s *Server) Start() {
 	testproc.Eventually(t, 60*time.Second, "mariadbd to accept connections", func() error {
 		select {
 		case <-done:
-			t.Fatalf("mariadbd exited: %s\n%s", s.errorLog(), s.proc.Output())
+			t.Fatalf("mariadbd exited: %s\n%s\n%q", s.errorLog(), s.proc.Output(), s.args)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

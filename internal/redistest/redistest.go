@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/jobwatch/jobwatch/internal/netnstest"
 	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
@@ -25,6 +26,8 @@ type Server struct {
 	port     int
 	password string
 	args     []string
+	host     string                                                            // the address it binds
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error) // the test's dialer, nil for the default
 
 	proc testproc.Server
 }
@@ -34,13 +37,25 @@ type Server struct {
 // Debian package, when redis-server is missing.
 func Start(t testing.TB, password string) *Server {
 	t.Helper()
+	return start(t, &Server{t: t, port: testproc.FreePort(t), password: password, host: "127.0.0.1"}, nil)
+}
+
+// StartOn starts a server in host's network namespace, on its address and
+// the port 6379, as Start does on the loopback.
+func StartOn(t testing.TB, host *netnstest.Host) *Server {
+	t.Helper()
+	return start(t, &Server{t: t, port: 6379, host: host.IP, dial: host.Dial}, host.Exec())
+}
+
+func start(t testing.TB, s *Server, prefix []string) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatal("redis-server is not installed: install the Debian package redis-server")
 	}
-	s := &Server{t: t, port: testproc.FreePort(t), password: password}
-	s.args = []string{bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--logfile", ""}
+	password := s.password
+	s.args = append(prefix, bin, "--port", strconv.Itoa(s.port), "--bind", s.host,
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--logfile", "", "--protected-mode", "no")
 	if password != "" {
 		s.args = append(s.args, "--requirepass", password)
 	}
@@ -50,7 +65,7 @@ func Start(t testing.TB, password string) *Server {
 }
 
 // Addr is the server's host:port.
-func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *Server) Addr() string { return net.JoinHostPort(s.host, strconv.Itoa(s.port)) }
 
 // URL is a redis:// URL of the server, with the password.
 func (s *Server) URL() string {
@@ -63,7 +78,7 @@ func (s *Server) URL() string {
 // Client returns a client of the server, closed in t.Cleanup.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, Protocol: 2})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, Protocol: 2, Dialer: s.dial})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -78,7 +93,7 @@ func (s *Server) Restart() {
 		t.Fatalf("starting redis-server: %v", err)
 	}
 
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, Protocol: 2, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: s.password, Protocol: 2, MaxRetries: -1, Dialer: s.dial})
 	defer c.Close()
 	testproc.Eventually(t, 30*time.Second, "redis-server to answer PING", func() error {
 		select {

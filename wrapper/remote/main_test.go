@@ -25,6 +25,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == criticalArg {
+		os.Exit(criticalSection(os.Args[2])) // the job of TestPartitions, before testEnv: it inherits it
+	}
 	if os.Getenv(testEnv) == "1" {
 		os.Exit(runFromArgs(os.Args[1:]))
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -27,6 +29,15 @@ type mysqlLock struct {
 	red      *secret.Redactor
 	db       *sql.DB
 	conn     *sql.Conn
+	// proved is when the last check that found the lock this connection's
+	// was asked (GET_LOCK's, at first): the lock was held until then.
+	proved time.Time
+	fence  string // this acquisition's fencing token, or ""
+	// fenceErr says why there is no token, for the wrapper to say.
+	fenceErr error
+	// raw is the last connection dialled: the lock's (its pool makes no
+	// other); nil when the DSN's network is one the driver dials itself.
+	raw net.Conn
 }
 
 func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *secret.Redactor) (*mysqlLock, error) {
@@ -34,7 +45,39 @@ func newMySQLLock(cfg *mysql.Config, name string, interval time.Duration, red *s
 	if err != nil {
 		return nil, red.Err(fmt.Errorf("--lock-mysql: %w", err))
 	}
-	return &mysqlLock{cfg: cfg, name: name, interval: interval, red: red, db: sql.OpenDB(c)}, nil
+	l := &mysqlLock{cfg: cfg, name: name, interval: interval, red: red}
+	switch cfg.Net {
+	case "tcp", "tcp4", "tcp6", "unix":
+		// Dialled here, as the driver would, to keep the socket: see Held.
+		cfg = cfg.Clone()
+		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, network, addr)
+			l.raw = c
+			return c, err
+		}
+		if c, err = mysql.NewConnector(cfg); err != nil {
+			return nil, red.Err(fmt.Errorf("--lock-mysql: %w", err))
+		}
+	}
+	l.db = sql.OpenDB(c)
+	return l, nil
+}
+
+// Held is a copy of the lock's socket: the server frees GET_LOCK when the
+// connection closes, which with the reaper holding a copy is only once the
+// job and its reaper are dead.
+func (l *mysqlLock) Held() []*os.File {
+	type filer interface{ File() (*os.File, error) }
+	fc, ok := l.raw.(filer)
+	if l.conn == nil || !ok {
+		return nil
+	}
+	f, err := fc.File()
+	if err != nil {
+		return nil
+	}
+	return []*os.File{f}
 }
 
 func (l *mysqlLock) Layer() string { return wrapper.LayerMySQL }
@@ -44,6 +87,7 @@ func (l *mysqlLock) Acquire(ctx context.Context) (bool, string, error) {
 	if err != nil {
 		return false, "", l.error("connecting", err)
 	}
+	l.proved = time.Now()
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", l.name).Scan(&got); err != nil {
 		conn.Close()
@@ -55,6 +99,7 @@ func (l *mysqlLock) Acquire(ctx context.Context) (bool, string, error) {
 		return false, "", wrapper.ConfigError(fmt.Errorf("mysql %s: GET_LOCK(%q) returned NULL", l.cfg.Addr, l.name))
 	case got.Int64 == 1:
 		l.conn = conn
+		l.fence, l.fenceErr = l.countFence(ctx)
 		return true, "", nil
 	}
 	holder := l.holder(ctx, conn)
@@ -97,10 +142,14 @@ func (l *mysqlLock) error(op string, err error) error {
 // asked. A check that fails or has not answered by then is
 // connection_lost, so that a run whose server hangs has recorded the loss
 // and stopped its job within interval (5 s by default, docs/run.md).
-func (l *mysqlLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
+//
+// A check that answers proves the lock held since GET_LOCK: the lock
+// belongs to the connection, which is never replaced. So a wrapper that
+// was paused or starved past the deadline asks once more, with the time
+// an on-time check has, rather than count the lock lost unasked.
+func (l *mysqlLock) Watch(ctx context.Context, _ func(time.Time)) (wrapper.LockLoss, bool) {
 	t := time.NewTicker(l.interval / 2)
 	defer t.Stop()
-	confirmed := time.Now() // held since GET_LOCK, checked from here on
 	for {
 		select {
 		case <-ctx.Done():
@@ -108,10 +157,14 @@ func (l *mysqlLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
 		case <-t.C:
 		}
 		asked := time.Now()
-		if loss, lost := l.check(confirmed.Add(lostAfter(l.interval))); lost {
+		deadline := l.proved.Add(lostAfter(l.interval))
+		if least := asked.Add(l.interval * 2 / 5); deadline.Before(least) {
+			deadline = least
+		}
+		if loss, lost := l.check(deadline); lost {
 			return loss, true
 		}
-		confirmed = asked
+		l.proved = asked
 	}
 }
 
@@ -141,19 +194,64 @@ func (l *mysqlLock) check(deadline time.Time) (wrapper.LockLoss, bool) {
 	return wrapper.LockLoss{}, false
 }
 
-func (l *mysqlLock) Release(ctx context.Context) error {
+// Release frees the lock. RELEASE_LOCK answering 1 proves it held by this
+// connection until now; 0 or NULL, that it was lost before (not_owner),
+// and an error that it may have been (connection_lost): either counts as
+// lost only when the job ended after the last check that proved it held.
+func (l *mysqlLock) Release(ctx context.Context, ended time.Time) (wrapper.LockLoss, bool, error) {
 	if l.conn == nil {
-		return nil
+		return wrapper.LockLoss{}, false, nil
 	}
 	var released sql.NullInt64
 	err := l.conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.name).Scan(&released)
 	l.conn.Close()
 	l.conn = nil
-	if err != nil {
-		return l.error("RELEASE_LOCK", err)
+	var loss wrapper.LockLoss
+	switch {
+	case err != nil:
+		err = l.error("RELEASE_LOCK", err)
+		loss.Reason = lostConnection
+	case !released.Valid || released.Int64 != 1:
+		loss.Reason = lostNotOwner
+	default:
+		return loss, false, nil
 	}
-	return nil
+	if !ended.After(l.proved) {
+		return wrapper.LockLoss{}, false, err // the job ended while the lock was proved held
+	}
+	return loss, true, err
 }
+
+// fenceTable counts each lock's acquisitions in the DSN's database: the
+// fencing tokens. Its name is fixed; the lock's name is a bound value.
+const fenceTable = "jobwatch_lock_fence"
+
+// countFence counts this acquisition, while GET_LOCK is held, and returns
+// the count as the fencing token: "" and why when the DSN names no
+// database or the table cannot be created or written.
+func (l *mysqlLock) countFence(ctx context.Context) (string, error) {
+	if l.cfg.DBName == "" {
+		return "", errors.New("the --lock-mysql DSN names no database to keep the fencing counter in")
+	}
+	stmts := []string{
+		"CREATE TABLE IF NOT EXISTS `" + fenceTable + "` (name VARCHAR(64) NOT NULL PRIMARY KEY, fence BIGINT UNSIGNED NOT NULL)",
+		"INSERT INTO `" + fenceTable + "` (name, fence) VALUES (?, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)",
+	}
+	if _, err := l.conn.ExecContext(ctx, stmts[0]); err != nil {
+		return "", l.error("creating "+fenceTable, err)
+	}
+	if _, err := l.conn.ExecContext(ctx, stmts[1], l.name); err != nil {
+		return "", l.error("counting in "+fenceTable, err)
+	}
+	var fence uint64
+	if err := l.conn.QueryRowContext(ctx, "SELECT LAST_INSERT_ID()").Scan(&fence); err != nil {
+		return "", l.error("reading "+fenceTable, err)
+	}
+	return strconv.FormatUint(fence, 10), nil
+}
+
+// FencingToken is the acquisition's count in fenceTable, or "".
+func (l *mysqlLock) FencingToken() (string, error) { return l.fence, l.fenceErr }
 
 // LeaseTTL is 0: a MySQL lock lasts as long as its connection.
 func (l *mysqlLock) LeaseTTL() time.Duration { return 0 }

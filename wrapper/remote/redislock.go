@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +34,10 @@ type redisLock struct {
 	key    string
 	token  string // host:pid:run_id: unique, and names the holder
 	ttl    time.Duration
+	margin time.Duration // wrapper.StopMargin: from the job's SIGTERM to the lease's end
 	red    *secret.Redactor
-	got    time.Time // when the key was set or last renewed
+	got    time.Time // when the SET or renewal that last succeeded was sent
+	fence  int64     // this acquisition's fencing token
 }
 
 // Scripts. renew returns 1 when extended, 0 when the key is gone, or the
@@ -42,11 +46,20 @@ type redisLock struct {
 // value of any size is compared with the token, and no more than that is
 // sent back.
 var (
+	// acquireScript sets the key and counts the acquisition in its fence
+	// key, in one step: the fencing token. Nothing is changed when the
+	// key exists or the fence key is not a counter (INCR fails first).
+	acquireScript = `if redis.call('exists', KEYS[1]) == 1 then return false end
+local f = redis.call('incr', KEYS[2])
+redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return f`
 	renewScript = `local v = redis.call('getrange', KEYS[1], 0, ARGV[3] - 1)
 if v == ARGV[1] then redis.call('pexpire', KEYS[1], ARGV[2]) return 1 end
 if redis.call('exists', KEYS[1]) == 1 then return v end
 return 0`
-	releaseScript = `if redis.call('getrange', KEYS[1], 0, ARGV[2] - 1) == ARGV[1] then return redis.call('del', KEYS[1]) end
+	releaseScript = `local v = redis.call('getrange', KEYS[1], 0, ARGV[2] - 1)
+if v == ARGV[1] then return redis.call('del', KEYS[1]) end
+if redis.call('exists', KEYS[1]) == 1 then return v end
 return 0`
 )
 
@@ -61,7 +74,7 @@ const minLockTTL = time.Second
 
 // newRedisLock parses the URL (redis://, rediss://, unix://) and the
 // password file. Nothing is dialled yet.
-func newRedisLock(url, passwordFile, key, token string, ttl time.Duration, red *secret.Redactor) (*redisLock, error) {
+func newRedisLock(url, passwordFile, key, token string, ttl, margin time.Duration, red *secret.Redactor) (*redisLock, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		// go-redis' errors quote the URL, which may hold a password.
@@ -87,17 +100,29 @@ func newRedisLock(url, passwordFile, key, token string, ttl time.Duration, red *
 	opt.MaxRetries = 1
 	opt.PoolSize = 2
 	opt.ContextTimeoutEnabled = true
-	return &redisLock{client: redis.NewClient(opt), addr: opt.Addr, key: key, token: token, ttl: ttl, red: red}, nil
+	return &redisLock{client: redis.NewClient(opt), addr: opt.Addr, key: key, token: token, ttl: ttl, margin: margin, red: red}, nil
 }
+
+// fenceKey is the counter of the lock's acquisitions. '#' is in no lock
+// name, so it is no other lock's key.
+func (l *redisLock) fenceKey() string { return l.key + "#fence" }
+
+// FencingToken is the acquisition's count in the fence key.
+func (l *redisLock) FencingToken() (string, error) { return strconv.FormatInt(l.fence, 10), nil }
+
+// Held is none: a lease lasts by time, not by its connection.
+func (l *redisLock) Held() []*os.File { return nil }
 
 func (l *redisLock) Layer() string { return wrapper.LayerRedis }
 
 func (l *redisLock) Acquire(ctx context.Context) (bool, string, error) {
 	// A SET retried after a lost reply finds our own token: GET tells.
+	keys := []string{l.key, l.fenceKey()}
 	for range 3 {
 		l.got = time.Now()
-		err := l.client.Do(ctx, "SET", l.key, l.token, "NX", "PX", l.ttl.Milliseconds()).Err()
+		fence, err := l.client.Eval(ctx, acquireScript, keys, l.token, l.ttl.Milliseconds()).Int64()
 		if err == nil {
+			l.fence = fence
 			return true, "", nil
 		}
 		if !errors.Is(err, redis.Nil) {
@@ -113,6 +138,10 @@ func (l *redisLock) Acquire(ctx context.Context) (bool, string, error) {
 			continue // expired in between (or empty): try again
 		}
 		if v.Head == l.token && !v.Cut() {
+			// Ours: no one has counted an acquisition since ours.
+			if l.fence, err = l.client.Get(ctx, l.fenceKey()).Int64(); err != nil {
+				return false, "", l.error("reading the fencing token", err)
+			}
 			return true, "", nil
 		}
 		return false, v.Head[:min(len(v.Head), redisvalue.Max)], nil
@@ -137,54 +166,121 @@ func (l *redisLock) error(op string, err error) error {
 	return err
 }
 
-// watch renews the lease every ttl/3. A renewal that fails (the server
-// unreachable) is retried every ttl/10; when none has succeeded for a whole
-// TTL, the key may have expired on the server, and the lock counts as lost.
-func (l *redisLock) Watch(ctx context.Context) (wrapper.LockLoss, bool) {
-	every := l.ttl / 3
-	retry := l.ttl / 10
-	lastOK := l.got
-	t := time.NewTimer(every)
+// Watch renews the lease every third of it. The server's key lives at
+// least ttl from when a renewal that succeeded was sent, so the job's stop
+// deadline is that send, plus ttl, less the margin (wrapper.StopMargin):
+// --kill-after, clock drift and scheduling slack, so that the job is gone
+// before the key can expire. A renewal that fails is retried every ttl/10;
+// every attempt has a deadline of its own (a hung network ends it), and
+// none outlasts the stop deadline, at which the lock counts as lost.
+func (l *redisLock) Watch(ctx context.Context, renewed func(stopAt time.Time)) (wrapper.LockLoss, bool) {
+	every, retry := l.ttl/3, l.ttl/10
+	stop := time.NewTimer(time.Until(l.stopAt()))
+	defer stop.Stop()
+	renewed(l.stopAt())
+	t := time.NewTimer(every - time.Since(l.got)) // the job's start took some of it
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return wrapper.LockLoss{}, false
+		case <-stop.C:
+			return wrapper.LockLoss{Reason: wrapper.LostUnreachable}, true
 		case <-t.C:
 		}
-		rctx, cancel := context.WithTimeout(ctx, every)
-		res, err := l.client.Eval(rctx, renewScript, []string{l.key}, l.token, l.ttl.Milliseconds(), l.readLen()).Result()
-		cancel()
-		switch v := res.(type) {
-		case int64:
-			if err == nil && v == 1 {
-				lastOK = time.Now()
-				t.Reset(every)
-				continue
-			}
-			if err == nil {
-				return wrapper.LockLoss{Reason: lostKeyGone}, true
-			}
-		case string:
-			if err == nil {
-				return wrapper.LockLoss{Reason: lostKeyTaken, Holder: v}, true
-			}
+		sent := time.Now()
+		deadline := sent.Add(l.attemptTimeout())
+		if l.stopAt().Before(deadline) {
+			deadline = l.stopAt()
 		}
-		if ctx.Err() != nil {
+		loss, lost, ok := l.renew(ctx, deadline)
+		switch {
+		case lost:
+			return loss, true
+		case ctx.Err() != nil:
 			return wrapper.LockLoss{}, false
+		case ok:
+			l.got = sent
+			stop.Reset(time.Until(l.stopAt()))
+			renewed(l.stopAt())
+			t.Reset(every - time.Since(sent))
+		case !time.Now().Before(l.stopAt()):
+			return wrapper.LockLoss{Reason: wrapper.LostUnreachable}, true
+		default:
+			t.Reset(retry)
 		}
-		if time.Since(lastOK) >= l.ttl {
-			return wrapper.LockLoss{Reason: lostUnreachable}, true
-		}
-		t.Reset(retry)
 	}
 }
 
-func (l *redisLock) Release(ctx context.Context) error {
-	if err := l.client.Eval(ctx, releaseScript, []string{l.key}, l.token, l.readLen()).Err(); err != nil {
-		return l.error("release", err)
+// attemptTimeout bounds one renewal: a sixth of the lease, between 0.5 s
+// and the 2 s the client gives any read, so that a hung connection is
+// given up and the next attempt dials anew well before the stop deadline.
+func (l *redisLock) attemptTimeout() time.Duration {
+	return min(2*time.Second, max(l.ttl/6, 500*time.Millisecond))
+}
+
+// stopAt is the job's stop deadline: the last renewal (or SET) that
+// succeeded was sent at l.got, so the key lives until at least l.got+ttl
+// on the server's clock.
+func (l *redisLock) stopAt() time.Time { return l.got.Add(l.ttl - l.margin) }
+
+// heldUntil is the end of the lease as this host can prove it: the key
+// lives at least ttl from the last successful send, less the clock drift.
+func (l *redisLock) heldUntil() time.Time {
+	return l.got.Add(l.ttl - time.Duration(float64(l.ttl)*wrapper.ClockDrift))
+}
+
+// renew extends the lease once, by deadline. ok: extended; lost: the key
+// is gone or another's; neither: the server did not answer in time.
+func (l *redisLock) renew(ctx context.Context, deadline time.Time) (loss wrapper.LockLoss, lost, ok bool) {
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	res, err := l.client.Eval(rctx, renewScript, []string{l.key}, l.token, l.ttl.Milliseconds(), l.readLen()).Result()
+	if err != nil {
+		return loss, false, false
 	}
-	return nil
+	switch v := res.(type) {
+	case int64:
+		if v == 1 {
+			return loss, false, true
+		}
+		return wrapper.LockLoss{Reason: lostKeyGone}, true, false
+	case string:
+		return wrapper.LockLoss{Reason: lostKeyTaken, Holder: v}, true, false
+	}
+	return loss, false, false
+}
+
+// Release deletes the key if it still holds our token. A key deleted was
+// ours from the SET to now (only this run's token extends it, and none
+// sets it again once expired): held. A key gone or another's, or a server
+// that does not answer, counts as lost only when the job ended after the
+// lease's proved end (heldUntil): a wrapper paused after its job had
+// finished finds its key expired, but the job was within its lease.
+func (l *redisLock) Release(ctx context.Context, ended time.Time) (wrapper.LockLoss, bool, error) {
+	loss, lost, err := l.release(ctx)
+	if lost && !ended.After(l.heldUntil()) {
+		return wrapper.LockLoss{}, false, err
+	}
+	return loss, lost, err
+}
+
+// release runs the release script; lost when the key was not ours, or
+// when the server did not answer.
+func (l *redisLock) release(ctx context.Context) (wrapper.LockLoss, bool, error) {
+	res, err := l.client.Eval(ctx, releaseScript, []string{l.key}, l.token, l.readLen()).Result()
+	if err != nil {
+		return wrapper.LockLoss{Reason: wrapper.LostUnreachable}, true, l.error("release", err)
+	}
+	switch v := res.(type) {
+	case int64:
+		if v == 1 {
+			return wrapper.LockLoss{}, false, nil
+		}
+	case string:
+		return wrapper.LockLoss{Reason: lostKeyTaken, Holder: v}, true, nil
+	}
+	return wrapper.LockLoss{Reason: lostKeyGone}, true, nil
 }
 
 func (l *redisLock) Close() { l.client.Close() }

@@ -59,21 +59,36 @@ func (Remote) SharedLock(o wrapper.Options, token string, red *redact.Redactor) 
 	if err != nil {
 		return nil, err
 	}
-	ttl := o.LockTTL
-	switch {
-	case ttl == 0 && o.Timeout > 0:
-		ttl = 2 * o.Timeout
-	case ttl == 0:
-		return nil, errors.New("--lock-ttl is required with --lock-redis when no --timeout is set")
+	ttl, err := leaseTTL(o)
+	if err != nil {
+		return nil, err
 	}
-	if ttl < minLockTTL {
-		return nil, fmt.Errorf("--lock-ttl must be at least %s, got %s", minLockTTL, ttl)
-	}
-	l, err := newRedisLock(o.LockRedis, o.LockRedisPasswordFile, name, token, ttl, red)
+	l, err := newRedisLock(o.LockRedis, o.LockRedisPasswordFile, name, token, ttl, wrapper.StopMargin(ttl, o.KillAfter), red)
 	if err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// leaseTTL is --lock-ttl, or 2 x --timeout (at least the shortest lease
+// --kill-after allows). A lease must keep its margin (wrapper.StopMargin,
+// --kill-after the most of it) and leave half of itself for renewals: a
+// shorter one is refused, naming both flags.
+func leaseTTL(o wrapper.Options) (time.Duration, error) {
+	least := wrapper.MinLeaseFor(o.KillAfter).Round(100*time.Millisecond) + 100*time.Millisecond
+	ttl := o.LockTTL
+	switch {
+	case ttl == 0 && o.Timeout > 0:
+		return max(2*o.Timeout, least, minLockTTL), nil
+	case ttl == 0:
+		return 0, errors.New("--lock-ttl is required with --lock-redis when no --timeout is set")
+	case ttl < minLockTTL:
+		return 0, fmt.Errorf("--lock-ttl must be at least %s, got %s", minLockTTL, ttl)
+	case ttl < least:
+		return 0, fmt.Errorf("--lock-ttl %s is too short for --kill-after %s: the job is sent SIGTERM --kill-after, 1%% of the lease and 250ms before the lease can expire, and that margin may take at most half the lease: give --lock-ttl %s or more, or a shorter --kill-after",
+			ttl, o.KillAfter, least)
+	}
+	return ttl, nil
 }
 
 // mysqlDSN reads a --record-mysql or --lock-mysql DSN (flag names the flag)
