@@ -88,6 +88,9 @@ type Source struct {
 	statusVals map[statusClass][]string
 
 	poll, late time.Duration
+	// fixedLate: late_window is set, and the database's open
+	// transactions are not asked (watermark.go).
+	fixedLate bool
 	// hasRunID says the table has a run_id column (a check-in's ?rid=,
 	// docs/checkins.md): checkSchema finds out, query reads it.
 	hasRunID atomic.Bool
@@ -126,7 +129,7 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 	m := &Source{
 		name: name, log: log, now: deps.Now, jobs: slices.Clone(deps.Jobs),
 		dsn: dsn, red: red,
-		cols: c.ColumnNames(), poll: c.Poll(), late: c.Late(),
+		cols: c.ColumnNames(), poll: c.Poll(), late: c.Late(), fixedLate: c.Lateness != 0,
 		q:          map[string]string{},
 		status:     map[string]statusClass{},
 		statusVals: map[statusClass][]string{},
@@ -288,10 +291,11 @@ type mysqlRunner struct {
 	advised   bool // the missing indexes were logged
 
 	health *sources.Health
+	trx    trxReader
 }
 
 func (m *Source) newRunner(db *sql.DB, from json.RawMessage, sink sources.Sink) *mysqlRunner {
-	r := &mysqlRunner{m: m, db: db, sink: sink, needCheck: true, health: sources.NewHealth(m.name, sink, m.log)}
+	r := &mysqlRunner{m: m, db: db, sink: sink, needCheck: true, health: sources.NewHealth(m.name, sink, m.log), trx: trxReader{m: m}}
 	if len(from) > 0 && string(from) != "null" {
 		p, err := parseMySQLPosition(from)
 		if err != nil {
@@ -327,11 +331,15 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	}
 	var b model.Batch
 	var next *mysqlPosition
-	if r.pos == nil {
+	// What the database can still commit, asked before the table is read.
+	clk, err := r.trx.read(qctx, r.db)
+	switch {
+	case err != nil:
+	case r.pos == nil:
 		next, b.Events, err = m.bootstrap(qctx, r.db, r.plan)
-	} else {
+	default:
 		var p polled
-		p, err = m.pollOnce(qctx, r.db, r.pos)
+		p, err = m.pollOnce(qctx, r.db, r.pos, clk)
 		next, b.Events, b.ParseErrors, more = p.next, p.events, p.parseErrors, p.more
 		if errors.Is(err, errPositionGone) {
 			m.log.Warn("table has no rows up to the saved position (truncated or replaced?); starting afresh", "saved_id", r.pos.ID)
@@ -353,6 +361,9 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	// batch says AtEnd, even an empty one. It carries no position when
 	// nothing changed, so an empty poll saves nothing more than before.
 	b.AtEnd = !more
+	if b.AtEnd && clk.known {
+		b.Watermark = clk.mark
+	}
 	b.PositionResets, r.resets = r.resets, 0
 	if enc := next.encode(); string(enc) != string(r.lastPos) {
 		b.Position = enc
@@ -715,6 +726,7 @@ type polled struct {
 type poller struct {
 	m    *Source
 	now  time.Time
+	clk  dbClock
 	next *mysqlPosition
 	// open says, by id, whether a row read so far is in progress.
 	open        map[int64]bool
@@ -724,7 +736,7 @@ type poller struct {
 
 // pollOnce reads what changed since pos: the runs in progress and the
 // missing ids, re-read by id, then the rows above the highest id.
-func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (polled, error) {
+func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition, clk dbClock) (polled, error) {
 	now := m.now().UTC()
 	top, err := m.maxID(ctx, db)
 	if err != nil {
@@ -733,7 +745,7 @@ func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (
 	if top < pos.ID {
 		return polled{}, errPositionGone
 	}
-	p := &poller{m: m, now: now, next: pos.clone(), open: make(map[int64]bool, len(pos.Open))}
+	p := &poller{m: m, now: now, clk: clk, next: pos.clone(), open: make(map[int64]bool, len(pos.Open))}
 	for _, id := range pos.Open {
 		p.open[id] = true
 	}
@@ -858,12 +870,12 @@ func (p *poller) add(r runRow, started bool) {
 	p.open[r.id] = isOpen
 }
 
-// bound forgets the gaps looked for longer than the late window and, beyond
+// bound forgets the gaps no transaction can fill any more and, beyond
 // mysqlMaxGaps, the lowest; the next position keeps the runs still in
 // progress, capped.
 func (p *poller) bound() {
 	next := p.next
-	next.Gaps = slices.DeleteFunc(next.Gaps, func(g mysqlGap) bool { return p.now.Sub(g.Since) >= p.m.late })
+	next.Gaps = slices.DeleteFunc(next.Gaps, p.givenUp)
 	if len(next.Gaps) > mysqlMaxGaps {
 		slices.SortFunc(next.Gaps, func(a, b mysqlGap) int { return cmp.Compare(a.From, b.From) })
 		drop := len(next.Gaps) - mysqlMaxGaps
@@ -878,6 +890,20 @@ func (p *poller) bound() {
 	}
 	p.m.capOpen(next)
 	next.normalize()
+}
+
+// givenUp says a gap's ids are looked for no more: after the late window,
+// unless a transaction open since before the gap was seen may hold them
+// (when the database says so), for at most MaxTrxHold.
+func (p *poller) givenUp(g mysqlGap) bool {
+	waited := p.now.Sub(g.Since)
+	if waited < p.m.late {
+		return false
+	}
+	if !p.clk.known || waited >= MaxTrxHold {
+		return true
+	}
+	return p.clk.oldest.IsZero() || p.clk.oldest.After(g.Since.Add(WatermarkMargin))
 }
 
 // capOpen bounds the runs in progress re-read by id every poll to
