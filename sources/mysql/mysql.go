@@ -893,15 +893,18 @@ func (p *poller) bound() {
 }
 
 // givenUp says a gap's ids are looked for no more: after the late window,
-// unless a transaction open since before the gap was seen may hold them
-// (when the database says so), for at most MaxTrxHold.
+// unless the database's open transactions are known and a transaction
+// open since before the gap was seen may hold them, or they are not known
+// as of when it was seen; for at most MaxTrxHold.
 func (p *poller) givenUp(g mysqlGap) bool {
 	waited := p.now.Sub(g.Since)
-	if waited < p.m.late {
+	switch {
+	case waited < p.m.late:
 		return false
-	}
-	if !p.clk.known || waited >= MaxTrxHold {
+	case !p.clk.known || waited >= MaxTrxHold:
 		return true
+	case !g.Since.Before(p.clk.asOf):
+		return false // seen after what the database said was true
 	}
 	return p.clk.oldest.IsZero() || p.clk.oldest.After(g.Since.Add(WatermarkMargin))
 }
