@@ -329,25 +329,7 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 		}
 		r.needCheck = false
 	}
-	var b model.Batch
-	var next *mysqlPosition
-	// What the database can still commit, asked before the table is read.
-	clk, err := r.trx.read(qctx, r.db)
-	switch {
-	case err != nil:
-	case r.pos == nil:
-		next, b.Events, err = m.bootstrap(qctx, r.db, r.plan)
-	default:
-		var p polled
-		p, err = m.pollOnce(qctx, r.db, r.pos, clk)
-		next, b.Events, b.ParseErrors, more = p.next, p.events, p.parseErrors, p.more
-		if errors.Is(err, errPositionGone) {
-			m.log.Warn("table has no rows up to the saved position (truncated or replaced?); starting afresh", "saved_id", r.pos.ID)
-			r.resets++
-			next, b.Events, err = m.bootstrap(qctx, r.db, r.plan)
-			more = false
-		}
-	}
+	b, next, clk, more, err := r.read(qctx)
 	if err != nil {
 		r.needCheck = true
 		err = m.red.Err(fmt.Errorf("%s: %w", m.where(), err))
@@ -372,6 +354,29 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	r.pos = next
 	r.sink.Apply(b)
 	return more, nil
+}
+
+// read asks the database what it can still commit, then reads the table:
+// the first start's look-ups, or a poll. It returns the batch's events and
+// parse errors, and the position they lead to.
+func (r *mysqlRunner) read(ctx context.Context) (b model.Batch, next *mysqlPosition, clk dbClock, more bool, err error) {
+	m := r.m
+	if clk, err = r.trx.read(ctx, r.db); err != nil {
+		return b, nil, clk, false, err
+	}
+	if r.pos == nil {
+		next, b.Events, err = m.bootstrap(ctx, r.db, r.plan)
+		return b, next, clk, false, err
+	}
+	p, err := m.pollOnce(ctx, r.db, r.pos, clk)
+	if errors.Is(err, errPositionGone) {
+		m.log.Warn("table has no rows up to the saved position (truncated or replaced?); starting afresh", "saved_id", r.pos.ID)
+		r.resets++
+		next, b.Events, err = m.bootstrap(ctx, r.db, r.plan)
+		return b, next, clk, false, err
+	}
+	b.Events, b.ParseErrors = p.events, p.parseErrors
+	return b, p.next, clk, p.more, err
 }
 
 // down reports the source down; a new reason is logged, a repeated one not.
