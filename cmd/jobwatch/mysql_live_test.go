@@ -8,6 +8,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -57,7 +58,18 @@ func TestMySQLLiveJob(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
-	const poll = 200 * time.Millisecond
+	// JOBWATCH_BENCH_MYSQL_POLL measures at another poll interval (the
+	// default 5s, for BENCHMARKS.md); each row may then take that much
+	// longer.
+	poll := 200 * time.Millisecond
+	if v := os.Getenv("JOBWATCH_BENCH_MYSQL_POLL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("JOBWATCH_BENCH_MYSQL_POLL: %v", err)
+		}
+		poll = d
+	}
+	limit := liveLimit + max(0, poll-200*time.Millisecond)
 	testproc.WriteFile(t, cfg, fmt.Sprintf(`jobs:
   - name: tick
     every: 20s
@@ -91,8 +103,8 @@ sources:
 	id, began := startRun(1000)
 	if d := shownAfter(in, began, "the first run in progress", func(got map[string]float64) bool {
 		return got[`jobwatch_job_running{job_name="tick"}`] == 1
-	}, neverStale); d > liveLimit {
-		t.Errorf("run in progress shown after %s, want within %s", d.Round(time.Millisecond), liveLimit)
+	}, neverStale); d > limit {
+		t.Errorf("run in progress shown after %s, want within %s", d.Round(time.Millisecond), limit)
 	}
 	const runs = 10 // ends 10 s apart, 90 s from the first to the last
 	var took []time.Duration
@@ -111,12 +123,12 @@ sources:
 			return got[`jobwatch_job_runs_total{job_name="tick",result="success"}`] == float64(i+1)
 		}, neverStale)
 		took = append(took, d)
-		if d > liveLimit {
-			t.Errorf("run %d counted after %s, want within %s", i+1, d.Round(time.Millisecond), liveLimit)
+		if d > limit {
+			t.Errorf("run %d counted after %s, want within %s", i+1, d.Round(time.Millisecond), limit)
 		}
 	}
 	t.Logf("job_runs rows on /metrics (poll_interval %s): median %s, max %s over %d", poll, median(took).Round(time.Millisecond), slices.Max(took).Round(time.Millisecond), runs)
-	got := in.waitFor(liveLimit, map[string]float64{`jobwatch_job_running{job_name="tick"}`: 0})
+	got := in.waitFor(limit, map[string]float64{`jobwatch_job_running{job_name="tick"}`: 0})
 	if n := got[`jobwatch_source_late_records_total{source="runs"}`]; n != 0 {
 		t.Errorf("%v late records, want 0", n)
 	}
