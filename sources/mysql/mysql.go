@@ -213,8 +213,14 @@ func (m *Source) Check(ctx context.Context) error {
 		}
 		return m.red.Err(err)
 	}
-	if w := m.indexWarning(plan); w != "" {
-		return sources.Warning(w)
+	var warns []string
+	for _, w := range []string{m.indexWarning(plan), m.watermarkWarning(ctx, db)} {
+		if w != "" {
+			warns = append(warns, w)
+		}
+	}
+	if len(warns) > 0 {
+		return sources.Warning(strings.Join(warns, "; "))
 	}
 	return nil
 }

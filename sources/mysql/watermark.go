@@ -243,3 +243,19 @@ func epochTime(sec float64) time.Time {
 	whole, frac := math.Modf(sec)
 	return time.Unix(int64(whole), int64(math.Round(frac*1e6))*1e3)
 }
+
+// watermarkWarning is check-config's advice when the database's open
+// transactions cannot be read (no PROCESS privilege): empty when they can,
+// when late_window is set, or when the server cannot be asked.
+func (m *Source) watermarkWarning(ctx context.Context, db *sql.DB) string {
+	if m.fixedLate {
+		return ""
+	}
+	_, err := queryTrx(ctx, db, trxToken(m.now()))
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return ""
+	}
+	return fmt.Sprintf("cannot read information_schema.innodb_trx (%v): grant PROCESS for the watermark from the database; without it the source's watermark is the clock less %s (docs/mysql.md#watermark)",
+		m.red.Err(err), m.late)
+}

@@ -165,6 +165,16 @@ func testWatermarkNoProcess(t *testing.T, f *fixture) {
 	if h, ok := st.sink.lastHealth(); !ok || !h.up {
 		t.Errorf("source health %+v (%v), want up", h, ok)
 	}
+	// check-config says so.
+	s := f.source(src, sources.Deps{})
+	var w sources.Warning
+	if err := s.Check(context.Background()); !errors.As(err, &w) || !strings.Contains(string(w), "grant PROCESS") || strings.Contains(string(w), "Pa55-word") {
+		t.Errorf("Check without PROCESS: %v; want a warning to grant it, without the password", err)
+	}
+	root := f.source(f.sourceConfig("db"), sources.Deps{})
+	if err := root.Check(context.Background()); err != nil {
+		t.Errorf("Check with PROCESS: %v, want nil", err)
+	}
 }
 
 // testWatermarkSessionZone: a session zone 7 hours behind (NOW() read in
