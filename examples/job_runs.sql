@@ -44,3 +44,4 @@ CREATE TABLE IF NOT EXISTS job_runs (
 -- which needs INSERT and UPDATE too:
 --   CREATE USER 'jobwatch'@'%' IDENTIFIED BY '...';
 --   GRANT SELECT ON app.job_runs TO 'jobwatch'@'%';
+--   GRANT PROCESS ON *.* TO 'jobwatch'@'%';  -- the watermark (docs/mysql.md#watermark)

@@ -33,7 +33,8 @@ func Check(ctx context.Context, path string) (cfg *config.Config, hostJobs int, 
 		}
 		hostJobs = len(s.report.Unwatched)
 	}
-	if _, err := JobSpecs(cfg, nil); err != nil {
+	jobs, err := JobSpecs(cfg, nil)
+	if err != nil {
 		return nil, 0, nil, err
 	}
 	for _, j := range cfg.Jobs {
@@ -41,6 +42,7 @@ func Check(ctx context.Context, path string) (cfg *config.Config, hostJobs int, 
 			warnings = append(warnings, fmt.Sprintf("job %q: %s", j.Name, w))
 		}
 	}
+	warnings = append(warnings, waitWarnings(cfg, jobs, time.Now())...)
 	deps := sourceDeps(cfg, slog.New(slog.DiscardHandler), time.Now)
 	var errs []error
 	for _, sc := range cfg.Sources {

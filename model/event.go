@@ -214,4 +214,10 @@ type Batch struct {
 	// AtEnd says the source is still reading (catching up): its watermark
 	// is the latest record time it has handed over, less the window.
 	AtEnd bool
+	// Watermark, when not zero in a batch AtEnd, is what the source knows
+	// of what it can still hand over from outside itself (a database's
+	// oldest open transaction, sources/mysql): it hands over no record
+	// dated before it until its next batch. Its watermark is then this,
+	// never past the clock, instead of the clock less its late window.
+	Watermark time.Time
 }

@@ -43,6 +43,7 @@ type sourceClock struct {
 	// one of them said the source had read to its end.
 	reported, endedOnce bool
 	atEnd               bool
+	vouched             time.Time // the last batch's Watermark (zero: none)
 	down                bool      // SetHealth said so: the watermark stays
 	seen                time.Time // the latest record time handed over
 	mark                time.Time // the watermark as last computed
@@ -50,7 +51,8 @@ type sourceClock struct {
 }
 
 // watermark is the time before which the source will hand over no more
-// records: the clock less its window while it is at its end, else the
+// records: the clock less its window while it is at its end (or what its
+// last batch vouched for, Batch.Watermark, when it did), else the
 // latest record it has handed over (the clock at most: a host ahead dates
 // its records in the future) less its window; held where it was
 // while the source is down. During the start-up hold (startingUp) it does
@@ -70,6 +72,12 @@ func (c *sourceClock) watermark(now time.Time, startingUp bool) (time.Time, bool
 		w = w.Add(-c.window)
 		if c.atEnd && !startingUp {
 			w = now.Add(-c.window)
+			if !c.vouched.IsZero() {
+				w = c.vouched // what the source can still hand over
+				if w.After(now) {
+					w = now
+				}
+			}
 		}
 		if w.After(c.mark) {
 			c.mark = w

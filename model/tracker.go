@@ -623,6 +623,10 @@ func (t *Tracker) advance(src *source, b *Batch) []*job {
 	}
 	src.clock.reported = true
 	src.clock.atEnd = b.AtEnd
+	src.clock.vouched = time.Time{}
+	if b.AtEnd {
+		src.clock.vouched = b.Watermark
+	}
 	src.clock.endedOnce = src.clock.endedOnce || b.AtEnd
 	src.ParseErrors += uint64(b.ParseErrors)
 	src.PositionResets += uint64(b.PositionResets)

@@ -55,6 +55,23 @@ type RunReporter interface {
 	LateWindow() time.Duration
 }
 
+// Waiter is implemented by the Config of a source of runs whose watermark
+// trails the clock by more than its late window while it is at its end (a
+// table polled). Wait is how far it usually trails; check-config warns of
+// a job whose period is shorter than twice the wait of a source.
+type Waiter interface {
+	Wait() time.Duration
+}
+
+// WaitOf is how far behind the clock a source of runs' watermark usually
+// is: its Wait, else its late window.
+func WaitOf(r RunReporter) time.Duration {
+	if w, ok := r.(Waiter); ok {
+		return w.Wait()
+	}
+	return r.LateWindow()
+}
+
 // Checker is implemented by sources that can check more of their config than
 // its syntax (a database's table and columns) for `jobwatch check-config`.
 type Checker interface {

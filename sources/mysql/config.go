@@ -78,7 +78,9 @@ type StatusValues struct {
 const (
 	DefaultTable        = "job_runs"
 	DefaultPollInterval = 5 * time.Second
-	DefaultLateWindow   = 10 * time.Minute
+	// DefaultLateWindow is the late window when the database's open
+	// transactions cannot be read (watermark.go, docs/mysql.md).
+	DefaultLateWindow = 15 * time.Second
 	// MinPollInterval keeps a misconfigured source from hammering the server.
 	MinPollInterval = 100 * time.Millisecond
 )
@@ -165,10 +167,12 @@ func (m *Config) Poll() time.Duration {
 	return m.PollInterval.D()
 }
 
-// Late is the late window, defaulted: how long an id missing below the
-// highest id read (a transaction that has not committed yet, or never
-// will) is looked for, and so how late, in event time, a row may be handed
-// over.
+// Late is the late window, defaulted: how long at least an id missing
+// below the highest id read (a transaction that has not committed yet, or
+// never will) is looked for, and so how late, in event time, a row may be
+// handed over when the database's open transactions are not read. Unset,
+// the watermark comes from the database (watermark.go) and the window is
+// the fallback; set, it is fixed and the database is not asked.
 func (m *Config) Late() time.Duration {
 	return sources.LateWindowOf(m.Lateness, DefaultLateWindow)
 }
@@ -177,6 +181,18 @@ var _ sources.RunReporter = (*Config)(nil)
 
 // LateWindow is how late, in event time, a row may be handed over: Late.
 func (m *Config) LateWindow() time.Duration { return m.Late() }
+
+var _ sources.Waiter = (*Config)(nil)
+
+// Wait is how far behind the clock the source's watermark usually is: a
+// poll interval and, with the database's watermark, its margin (more
+// while a transaction is open), else the late window.
+func (m *Config) Wait() time.Duration {
+	if m.Lateness == 0 {
+		return m.Poll() + WatermarkMargin
+	}
+	return m.Poll() + m.Late()
+}
 
 // NamedColumns lists the columns by config key, in a fixed order.
 func (c Columns) NamedColumns() [][2]string {

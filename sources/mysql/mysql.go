@@ -88,6 +88,9 @@ type Source struct {
 	statusVals map[statusClass][]string
 
 	poll, late time.Duration
+	// fixedLate: late_window is set, and the database's open
+	// transactions are not asked (watermark.go).
+	fixedLate bool
 	// hasRunID says the table has a run_id column (a check-in's ?rid=,
 	// docs/checkins.md): checkSchema finds out, query reads it.
 	hasRunID atomic.Bool
@@ -126,7 +129,7 @@ func New(name string, c Config, deps sources.Deps) (*Source, error) {
 	m := &Source{
 		name: name, log: log, now: deps.Now, jobs: slices.Clone(deps.Jobs),
 		dsn: dsn, red: red,
-		cols: c.ColumnNames(), poll: c.Poll(), late: c.Late(),
+		cols: c.ColumnNames(), poll: c.Poll(), late: c.Late(), fixedLate: c.Lateness != 0,
 		q:          map[string]string{},
 		status:     map[string]statusClass{},
 		statusVals: map[statusClass][]string{},
@@ -210,8 +213,14 @@ func (m *Source) Check(ctx context.Context) error {
 		}
 		return m.red.Err(err)
 	}
-	if w := m.indexWarning(plan); w != "" {
-		return sources.Warning(w)
+	var warns []string
+	for _, w := range []string{m.indexWarning(plan), m.watermarkWarning(ctx, db)} {
+		if w != "" {
+			warns = append(warns, w)
+		}
+	}
+	if len(warns) > 0 {
+		return sources.Warning(strings.Join(warns, "; "))
 	}
 	return nil
 }
@@ -288,10 +297,11 @@ type mysqlRunner struct {
 	advised   bool // the missing indexes were logged
 
 	health *sources.Health
+	trx    trxReader
 }
 
 func (m *Source) newRunner(db *sql.DB, from json.RawMessage, sink sources.Sink) *mysqlRunner {
-	r := &mysqlRunner{m: m, db: db, sink: sink, needCheck: true, health: sources.NewHealth(m.name, sink, m.log)}
+	r := &mysqlRunner{m: m, db: db, sink: sink, needCheck: true, health: sources.NewHealth(m.name, sink, m.log), trx: trxReader{m: m}}
 	if len(from) > 0 && string(from) != "null" {
 		p, err := parseMySQLPosition(from)
 		if err != nil {
@@ -325,21 +335,7 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 		}
 		r.needCheck = false
 	}
-	var b model.Batch
-	var next *mysqlPosition
-	if r.pos == nil {
-		next, b.Events, err = m.bootstrap(qctx, r.db, r.plan)
-	} else {
-		var p polled
-		p, err = m.pollOnce(qctx, r.db, r.pos)
-		next, b.Events, b.ParseErrors, more = p.next, p.events, p.parseErrors, p.more
-		if errors.Is(err, errPositionGone) {
-			m.log.Warn("table has no rows up to the saved position (truncated or replaced?); starting afresh", "saved_id", r.pos.ID)
-			r.resets++
-			next, b.Events, err = m.bootstrap(qctx, r.db, r.plan)
-			more = false
-		}
-	}
+	b, next, clk, more, err := r.read(qctx)
 	if err != nil {
 		r.needCheck = true
 		err = m.red.Err(fmt.Errorf("%s: %w", m.where(), err))
@@ -353,6 +349,9 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	// batch says AtEnd, even an empty one. It carries no position when
 	// nothing changed, so an empty poll saves nothing more than before.
 	b.AtEnd = !more
+	if b.AtEnd && clk.known {
+		b.Watermark = clk.mark
+	}
 	b.PositionResets, r.resets = r.resets, 0
 	if enc := next.encode(); string(enc) != string(r.lastPos) {
 		b.Position = enc
@@ -361,6 +360,29 @@ func (r *mysqlRunner) step(ctx context.Context) (more bool, err error) {
 	r.pos = next
 	r.sink.Apply(b)
 	return more, nil
+}
+
+// read asks the database what it can still commit, then reads the table:
+// the first start's look-ups, or a poll. It returns the batch's events and
+// parse errors, and the position they lead to.
+func (r *mysqlRunner) read(ctx context.Context) (b model.Batch, next *mysqlPosition, clk dbClock, more bool, err error) {
+	m := r.m
+	if clk, err = r.trx.read(ctx, r.db); err != nil {
+		return b, nil, clk, false, err
+	}
+	if r.pos == nil {
+		next, b.Events, err = m.bootstrap(ctx, r.db, r.plan)
+		return b, next, clk, false, err
+	}
+	p, err := m.pollOnce(ctx, r.db, r.pos, clk)
+	if errors.Is(err, errPositionGone) {
+		m.log.Warn("table has no rows up to the saved position (truncated or replaced?); starting afresh", "saved_id", r.pos.ID)
+		r.resets++
+		next, b.Events, err = m.bootstrap(ctx, r.db, r.plan)
+		return b, next, clk, false, err
+	}
+	b.Events, b.ParseErrors = p.events, p.parseErrors
+	return b, p.next, clk, p.more, err
 }
 
 // down reports the source down; a new reason is logged, a repeated one not.
@@ -715,6 +737,7 @@ type polled struct {
 type poller struct {
 	m    *Source
 	now  time.Time
+	clk  dbClock
 	next *mysqlPosition
 	// open says, by id, whether a row read so far is in progress.
 	open        map[int64]bool
@@ -724,7 +747,7 @@ type poller struct {
 
 // pollOnce reads what changed since pos: the runs in progress and the
 // missing ids, re-read by id, then the rows above the highest id.
-func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (polled, error) {
+func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition, clk dbClock) (polled, error) {
 	now := m.now().UTC()
 	top, err := m.maxID(ctx, db)
 	if err != nil {
@@ -733,7 +756,7 @@ func (m *Source) pollOnce(ctx context.Context, db *sql.DB, pos *mysqlPosition) (
 	if top < pos.ID {
 		return polled{}, errPositionGone
 	}
-	p := &poller{m: m, now: now, next: pos.clone(), open: make(map[int64]bool, len(pos.Open))}
+	p := &poller{m: m, now: now, clk: clk, next: pos.clone(), open: make(map[int64]bool, len(pos.Open))}
 	for _, id := range pos.Open {
 		p.open[id] = true
 	}
@@ -858,12 +881,12 @@ func (p *poller) add(r runRow, started bool) {
 	p.open[r.id] = isOpen
 }
 
-// bound forgets the gaps looked for longer than the late window and, beyond
+// bound forgets the gaps no transaction can fill any more and, beyond
 // mysqlMaxGaps, the lowest; the next position keeps the runs still in
 // progress, capped.
 func (p *poller) bound() {
 	next := p.next
-	next.Gaps = slices.DeleteFunc(next.Gaps, func(g mysqlGap) bool { return p.now.Sub(g.Since) >= p.m.late })
+	next.Gaps = slices.DeleteFunc(next.Gaps, p.givenUp)
 	if len(next.Gaps) > mysqlMaxGaps {
 		slices.SortFunc(next.Gaps, func(a, b mysqlGap) int { return cmp.Compare(a.From, b.From) })
 		drop := len(next.Gaps) - mysqlMaxGaps
@@ -878,6 +901,23 @@ func (p *poller) bound() {
 	}
 	p.m.capOpen(next)
 	next.normalize()
+}
+
+// givenUp says a gap's ids are looked for no more: after the late window,
+// unless the database's open transactions are known and a transaction
+// open since before the gap was seen may hold them, or they are not known
+// as of when it was seen; for at most MaxTrxHold.
+func (p *poller) givenUp(g mysqlGap) bool {
+	waited := p.now.Sub(g.Since)
+	switch {
+	case waited < p.m.late:
+		return false
+	case !p.clk.known || waited >= MaxTrxHold:
+		return true
+	case !g.Since.Before(p.clk.asOf):
+		return false // seen after what the database said was true
+	}
+	return p.clk.oldest.IsZero() || p.clk.oldest.After(g.Since.Add(WatermarkMargin))
 }
 
 // capOpen bounds the runs in progress re-read by id every poll to

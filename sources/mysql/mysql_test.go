@@ -910,6 +910,7 @@ func testMySQLInjection(t *testing.T, f *fixture) {
 
 func testMySQLRedaction(t *testing.T, f *fixture) {
 	user := f.srv.NewUser(t, "Sup3r$ecret", f.db)
+	f.srv.Exec(t, "", "GRANT PROCESS ON *.* TO '"+user+"'@'%'") // the watermark's (docs/mysql.md)
 	t.Setenv("JW_TEST_DB_PASSWORD", "N0t-the-Pa55")
 	src := f.sourceConfig("db")
 	src.DSN = user + ":${JW_TEST_DB_PASSWORD}@tcp(" + f.srv.Addr() + ")/" + f.db
