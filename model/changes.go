@@ -241,7 +241,8 @@ func allIn[V any](m, in map[string]V) bool {
 // JobNames are the jobs, sorted.
 func (s *Saved) JobNames() []string { return s.names }
 
-// Job is one job's saved state (nil: none).
+// Job is one job's saved state (nil: none): its decided state and the
+// records it holds, as saved; JobView.Shown is what scrapes show of it.
 func (s *Saved) Job(name string) *JobView { return s.jobs.get(name) }
 
 // Sources are the sources' saved states, sorted by name.
@@ -256,15 +257,16 @@ func (s *Saved) Sources() []*SourceView {
 // Retired are the saved states of sources no longer configured.
 func (s *Saved) Retired() map[string]SourceState { return s.retired }
 
-// View is what the collector renders, jobs and sources sorted by name. The
-// views share maps and slices with s, which nobody changes.
+// View is what the collector renders, jobs and sources sorted by name,
+// each job as Shown: with the facts of the records it holds. The views
+// share maps and slices with s, which nobody changes.
 func (s *Saved) View() ([]JobView, []SourceView) {
 	if s == nil {
 		return nil, nil
 	}
 	jobs := make([]JobView, len(s.names))
 	for i, n := range s.names {
-		jobs[i] = *s.jobs.get(n)
+		jobs[i] = *s.jobs.get(n).Shown()
 	}
 	srcs := make([]SourceView, len(s.srcNames))
 	for i, n := range s.srcNames {
@@ -283,6 +285,7 @@ func (j *job) view(decided time.Time) *JobView {
 	v.Open = j.sortedOpen()
 	if len(j.pending) > 0 {
 		v.Pending = slices.Clone(j.pending)
+		v.ended, v.facts = slices.Clone(j.ended.buf), &factsMemo{}
 	}
 	v.DecidedUntil = decided
 	return v

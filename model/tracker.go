@@ -750,11 +750,19 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 		t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
 		return false
 	}
+	j.rememberEnd(key, ev.Time)
 	if ev.Result == Skipped {
 		j.applyDeclined(r, ev)
-		j.rememberEnd(key, ev.Time)
 		return true
 	}
+	j.endRun(r, ev)
+	return true
+}
+
+// endRun finishes r (nil: no run of the end is open) with the end ev: its
+// result (too short, timed out), exit code and duration, from ev or from
+// r's start.
+func (j *job) endRun(r *Run, ev *Event) {
 	dur, hasDur := ev.Duration, ev.HasDuration
 	start := ev.Time.Add(-dur)
 	rr := RecentRunFields{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, OutputRef: ev.OutputRef, Reason: ev.Reason}
@@ -778,8 +786,6 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 	}
 	j.finish(rr.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
 	j.remember(rr)
-	j.rememberEnd(key, ev.Time)
-	return true
 }
 
 // applySkip counts a skip, attributed to its slot.
@@ -1210,6 +1216,10 @@ type JobView struct {
 	// (eventtime.go); zero until the first decision. As of the job's last
 	// change: a job that only moves it on is not saved for that alone.
 	DecidedUntil time.Time
+	// ended are the job's latest ends, which the facts of Pending are
+	// checked against (Shown); facts memoises Shown.
+	ended []endedRun
+	facts *factsMemo
 }
 
 // SourceView is a copy of one source's state for rendering.
