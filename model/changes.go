@@ -80,12 +80,11 @@ func mergeRemoved[V any](older, newer []string, present, merged map[string]V, fu
 // markJob records that j's saved state changed.
 func (t *Tracker) markJob(j *job) {
 	t.wakeReap(j)
-	if j.dirty {
-		return
+	if !j.dirty {
+		j.dirty = true
+		t.dirty = append(t.dirty, j)
 	}
-	j.dirty = true
-	t.dirty = append(t.dirty, j)
-	t.signal()
+	t.signal() // after a verdict marked it, a fact is signalled at once too
 }
 
 // markSource records that a source's saved state (or health) changed.
@@ -108,7 +107,24 @@ func (t *Tracker) changedAll() {
 // of Changes: a stream of batches changes the state at every one, and
 // waking the saver for each (20 times a second in a stream of small
 // writes) cost more than the commits it schedules.
+//
+// A change made while deciding (Reap, DecideHeld: verdicts, whose facts
+// were shown when their records were read) signals Decided instead: the
+// saver commits it with the next change or a moment later, so that under
+// a stream the commits its budget allows go to facts (a record's verdict,
+// two seconds after its fact, took a commit of its own, and a stream of
+// live records spent the budget twice as fast).
 func (t *Tracker) signal() {
+	if t.verdictsOnly {
+		if !t.decidedSignalled {
+			t.decidedSignalled = true
+			select {
+			case t.decided <- struct{}{}:
+			default:
+			}
+		}
+		return
+	}
 	if t.signalled {
 		return
 	}
@@ -122,6 +138,17 @@ func (t *Tracker) signal() {
 // Changed is signalled when something changes after Changes was called,
 // once until Changes is called again.
 func (t *Tracker) Changed() <-chan struct{} { return t.notify }
+
+// Decided is signalled when verdicts alone change after Changes was
+// called (see signal), once until Changes is called again: the change is
+// to be committed, but need not be at once.
+func (t *Tracker) Decided() <-chan struct{} { return t.decided }
+
+// deciding marks the changes made until done as verdicts (see signal).
+func (t *Tracker) deciding() (done func()) {
+	t.verdictsOnly = true
+	return func() { t.verdictsOnly = false }
+}
 
 // Changes returns what changed since the last call (nil when nothing did),
 // as values taken now, and starts a new set. It copies the changed jobs
@@ -162,7 +189,7 @@ func (t *Tracker) Changes() *Changes {
 	}
 	t.dirty = t.dirty[:0]
 	t.dirtySources, t.removedJobs, t.removedSources = nil, nil, nil
-	t.full, t.retiredChanged, t.signalled = false, false, false
+	t.full, t.retiredChanged, t.signalled, t.decidedSignalled = false, false, false, false
 	if c.Empty() {
 		return nil
 	}

@@ -77,7 +77,10 @@ func TestFactsAtOnceLongWindow(t *testing.T) {
 			start := tc.now()
 			var offset time.Duration // the wall clock's own, plus how far the test moved it
 			now := func() time.Time { return tc.now().Add(offset) }
-			tr := New(Options{Host: "here", Now: now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+			// The monotonic clock moves as the wall clock does: the test's
+			// eleven minutes are not a step of the wall clock.
+			mono := func() time.Duration { return time.Since(start) + offset }
+			tr := New(Options{Host: "here", Now: now, Mono: mono, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
 			tr.Configure([]JobSpec{{Name: "billing", Schedule: grid{time.Minute}, Grace: 20 * time.Second, Scope: "cluster", StaleMultiple: 2}},
 				[]SourceSpec{
 					{Name: "table", Type: "mysql", Runs: true, LateWindow: 10 * time.Minute},
@@ -119,7 +122,7 @@ func TestFactsAtOnceLongWindow(t *testing.T) {
 			shownNow := factsOf(v)
 
 			// The watermark passes: verdicts decided, facts as shown.
-			offset += 11 * time.Minute
+			offset += 12 * time.Minute // the window and two slots with their grace
 			tr.Reap()
 			v = shownJob(t, tr, &saved, "billing")
 			if len(v.Pending) != 0 || !v.DecidedUntil.After(t1) {
@@ -129,7 +132,7 @@ func TestFactsAtOnceLongWindow(t *testing.T) {
 				t.Fatalf("the decided facts differ from those shown:\nshown   %+v\ndecided %+v", shownNow, got)
 			}
 			if v.Missed == 0 {
-				t.Fatalf("eleven minutes without runs after the first: no slot counted missed (from %v)", start)
+				t.Fatalf("twelve minutes without runs after the first: no slot counted missed (from %v)", start)
 			}
 		})
 	}
@@ -159,5 +162,34 @@ func TestFactsEndBeforeStart(t *testing.T) {
 	tr.Reap()
 	if v := shownJob(t, tr, &saved, "j"); len(v.Pending) != 0 || v.RunCounts[1] != 1 || v.ConsecutiveFailures != 1 {
 		t.Fatalf("decided: held %d, failures %d, in a row %d", len(v.Pending), v.RunCounts[1], v.ConsecutiveFailures)
+	}
+}
+
+// Verdicts alone (a reap, DecideHeld) signal Decided, not Changed: the
+// saver commits them with the next fact. A fact after them signals
+// Changed, its job marked already or not.
+func TestVerdictsSignalDecided(t *testing.T) {
+	clock := &fakeClock{now: oracleStart}
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+	tr.Configure([]JobSpec{{Name: "j", Schedule: grid{time.Minute}, Scope: "host", StaleMultiple: 2}},
+		[]SourceSpec{{Name: "a", Runs: true, LateWindow: 2 * time.Second}})
+	tr.Apply(Batch{Source: "a", AtEnd: true, Events: []Event{{Kind: Start, Job: "j", Host: "h", PID: 7, Time: clock.now}}})
+	if !signalled(tr.Changed()) {
+		t.Fatal("a record read did not signal Changed")
+	}
+	tr.Changes()
+	clock.Advance(3 * time.Second)
+	if !tr.DecideHeld() && signalled(tr.Changed()) {
+		t.Fatal("deciding a held record signalled Changed")
+	}
+	if !signalled(tr.Decided()) {
+		t.Fatal("deciding a held record did not signal Decided")
+	}
+	tr.Apply(Batch{Source: "a", AtEnd: true, Events: []Event{{Kind: End, Job: "j", Host: "h", PID: 7, Time: clock.now, Result: Success}}})
+	if !signalled(tr.Changed()) {
+		t.Fatal("a fact after a verdict of its job did not signal Changed")
+	}
+	if c := tr.Changes(); c == nil || c.Jobs["j"] == nil {
+		t.Fatal("the changes hold no job")
 	}
 }

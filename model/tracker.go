@@ -141,10 +141,15 @@ type Tracker struct {
 	full           bool // everything changed
 	retiredChanged bool
 	notify         chan struct{}
-	signalled      bool          // notify was signalled since the last Changes
-	held           chan struct{} // see Held
-	heldSignalled  bool          // held was signalled since DecideHeld last found nothing held
-	caughtUp       chan struct{} // see CaughtUp
+	signalled      bool // notify was signalled since the last Changes
+	// decided and decidedSignalled are notify's and signalled's for
+	// verdicts alone, made while verdictsOnly (see signal).
+	decided          chan struct{}
+	decidedSignalled bool
+	verdictsOnly     bool
+	held             chan struct{} // see Held
+	heldSignalled    bool          // held was signalled since DecideHeld last found nothing held
+	caughtUp         chan struct{} // see CaughtUp
 	// skews are other hosts' clock offsets, as their records show them
 	// (hostskew.go).
 	skews map[string]*hostSkew
@@ -237,7 +242,7 @@ func New(o Options) *Tracker {
 	if o.Mono == nil {
 		o.Mono = sinceProcessStart
 	}
-	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono, logger: o.Logger}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), held: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
+	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono, logger: o.Logger}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), decided: make(chan struct{}, 1), held: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
 }
 
 func processAlive(pid int) bool {
@@ -1094,6 +1099,7 @@ func (t *Tracker) endUnlogged(j *job, r *Run) {
 func (t *Tracker) Reap() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.deciding()()
 	now := t.clock.now()
 	memo := decidableMemo{}
 	if t.reapStale || t.reapForgotten > len(t.reapList)/2 {

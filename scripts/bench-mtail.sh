@@ -18,7 +18,8 @@
 # Then, with FRESH=K (default 20; 0: none), freshness on live records:
 # jobwatch (default flags) and mtail (as a daemon, its default 250 ms poll)
 # watch one more run log, and internal/cmd/freshbench appends K runs to it,
-# a start and then its end, each stamped when it is written, 300 ms apart,
+# a start and then its end, each stamped when it is written, a record
+# every 300 ms,
 # and times each until both servers' /metrics show it: the start as
 # jobwatch_job_running 1, the end in jobwatch_job_runs_total (BEFORE's
 # binary too, in a round of its own beside mtail).

@@ -3,8 +3,8 @@
 // at the same time. It is a benchmark tool (scripts/bench-mtail.sh runs
 // it), not part of jobwatch.
 //
-// It appends -records runs of one job, -apart apart: a start, then its end,
-// each stamped when it is written (as applications write them: -age dates
+// It appends -records runs of one job, a record every -apart: a start,
+// then its end, each stamped when it is written (as applications write them: -age dates
 // them that long before, to measure records older than the run log's late
 // window). After each record it scrapes both servers every 2 ms, each on
 // its own, until they show it: a start as jobwatch_job_running 1, an end
@@ -32,7 +32,7 @@ func main() {
 	mt := flag.String("mtail", "", "mtail's /metrics URL")
 	job := flag.String("job", "job_00", "the job the records are of")
 	records := flag.Int("records", 40, "records to append")
-	apart := flag.Duration("apart", 300*time.Millisecond, "time between two records")
+	apart := flag.Duration("apart", 300*time.Millisecond, "time between two records (a start and its end too)")
 	age := flag.Duration("age", 0, "how long before it is written a record is dated (0: stamped when written)")
 	timeout := flag.Duration("timeout", 10*time.Second, "how long a record may take to show")
 	verbose := flag.Bool("v", false, "print how long each record took to show")
@@ -80,12 +80,12 @@ func run(logPath, job string, srv servers, records int, apart, age, timeout time
 		return waitAll(srv, metric, job, label, b, want, t0, timeout)
 	}
 	for i := range records {
-		time.Sleep(apart / 2)
+		time.Sleep(apart)
 		started, err := write(i, "start", "", "jobwatch_job_running", "", 1, false)
 		if err != nil {
 			return fmt.Errorf("run %d's start: %w", i+1, err)
 		}
-		time.Sleep(apart / 2)
+		time.Sleep(apart)
 		ended, err := write(i, "end", `,"status":"success","exit_code":0,"duration_seconds":0.15`, "jobwatch_job_runs_total", `result="success"`, float64(i+1), true)
 		if err != nil {
 			return fmt.Errorf("run %d's end: %w", i+1, err)
