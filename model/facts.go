@@ -102,7 +102,7 @@ func (j *job) fact(ev *Event) {
 	case Start:
 		j.factStart(ev)
 	case End:
-		j.factEnd(ev)
+		j.takeEnd(ev)
 	case Skip:
 		j.applySkip(ev)
 	case LockLost:
@@ -129,23 +129,4 @@ func (j *job) factStart(ev *Event) {
 	if ev.Time.After(j.LastStart) {
 		j.LastStart = ev.Time
 	}
-}
-
-// factEnd shows a run's end as applyEnd counts it: its result, exit code
-// and duration, once.
-func (j *job) factEnd(ev *Event) {
-	r := j.findRun(ev)
-	key := runKey(ev.RunID, ev.Host, ev.PID)
-	if r == nil && j.wasLost(key) {
-		j.LostRuns = slices.DeleteFunc(j.LostRuns, func(k RunKey) bool { return k == key })
-	}
-	if r == nil && j.endedJustNow(key, ev.Time) {
-		return
-	}
-	j.rememberEnd(key, ev.Time)
-	if ev.Result == Skipped {
-		j.applyDeclined(r, ev)
-		return
-	}
-	j.endRun(r, ev)
 }

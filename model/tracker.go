@@ -744,24 +744,36 @@ func (t *Tracker) applyStart(j *job, ev *Event, src string) {
 // applyEnd finishes the run an end record closes (or, when none is open,
 // the run it states); false: it repeats an end just applied.
 func (t *Tracker) applyEnd(j *job, ev *Event) bool {
+	ok, lost := j.takeEnd(ev)
+	if lost {
+		t.opts.Logger.Info("end of a run closed as lost: its result counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "result", ev.Result)
+	}
+	if !ok {
+		t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
+	}
+	return ok
+}
+
+// takeEnd applies an end record to j: applyEnd's rule, and the facts'
+// of a held one (job.fact). ok is false when it repeats an end just
+// applied; lost, when its run was closed as lost already (lostEnd).
+func (j *job) takeEnd(ev *Event) (ok, lost bool) {
 	r := j.findRun(ev)
 	key := runKey(ev.RunID, ev.Host, ev.PID)
 	if r == nil && j.wasLost(key) {
-		// Closed as lost already; its real end came late, and is still
-		// its result (lostEnd).
-		t.lostEnd(j, ev, key)
+		j.lostEnd(key)
+		lost = true
 	}
 	if r == nil && j.endedJustNow(key, ev.Time) {
-		t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
-		return false
+		return false, lost
 	}
 	j.rememberEnd(key, ev.Time)
 	if ev.Result == Skipped {
 		j.applyDeclined(r, ev)
-		return true
+		return true, lost
 	}
 	j.endRun(r, ev)
-	return true
+	return true, lost
 }
 
 // endRun finishes r (nil: no run of the end is open) with the end ev: its
