@@ -437,7 +437,7 @@ func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
 	segs := make([]*segment, (len(names)+segmentJobs-1)/segmentJobs)
 	views := make([]*model.JobView, len(names))
 	for i, name := range names {
-		views[i] = saved.Job(name)
+		views[i] = saved.Job(name).Shown() // facts at once (model/facts.go)
 	}
 	segViews := func(i int) []*model.JobView { return views[i*segmentJobs : min((i+1)*segmentJobs, len(views))] }
 	var todo []int // the segments to build

@@ -442,6 +442,9 @@ func (e *Exporter) Run(ctx context.Context) error {
 		case <-e.tracker.Changed():
 			sched.change(time.Now())
 			rearm()
+		case <-e.tracker.Decided():
+			sched.changeLazy(time.Now())
+			rearm()
 		case <-e.tracker.CaughtUp():
 			sched.caughtUp()
 			rearm()

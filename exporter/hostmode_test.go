@@ -213,7 +213,12 @@ func TestHostModeRetired(t *testing.T) {
 		`{"time":"2026-12-01T04:00:05Z","job":"extra","event":"end","host":"a","pid":2,"status":"failure","exit_code":3}`+"\n"+
 		`{"time":"2026-12-02T04:00:05Z","job":"extra","event":"end","host":"a","pid":3,"status":"failure","exit_code":3}`+"\n")
 	e, stop := startHost(t, dir, root)
-	waitUntil(t, "extra's three runs", func() bool { j := savedJob(e, "extra"); return j != nil && j.RunCounts[0]+j.RunCounts[1] == 3 })
+	// Their facts show as they are read, their verdicts (failures in a
+	// row) once decided: nothing held.
+	waitUntil(t, "extra's three runs decided", func() bool {
+		j := savedJob(e, "extra")
+		return j != nil && j.RunCounts[0]+j.RunCounts[1] == 3 && len(j.Pending) == 0
+	})
 	if m := exposition(t, e, "extra"); !strings.Contains(m, `jobwatch_job_consecutive_failures{job_name="extra"} 2`) {
 		t.Fatalf("extra, watched, has no consecutive failures to alert on:\n%s", m)
 	}

@@ -17,6 +17,12 @@ import "time"
 //     it. Lone changes, even a few close together, find the budget full and
 //     are committed at once; a stream that lasts is committed once per every,
 //     each commit holding all that came since the one before.
+//   - A change of verdicts alone (changeLazy: records decided at their
+//     watermark, whose facts were committed when they were read) is
+//     committed with the next change, or lazyDelay after it was made:
+//     under a stream of live records every record's verdict follows its
+//     fact a late window later, and committing each at once spent the
+//     budget twice as fast, so that facts waited for it.
 //   - A commit that took long (a catch-up changes every job, and a commit
 //     takes the model's lock to copy them) is followed by idleCost times its
 //     length without one, at most every (a slow disk must not hold back a
@@ -36,7 +42,11 @@ type commitSchedule struct {
 	every time.Duration // the budget's rate: one commit per every
 	retry time.Duration // the least time from a failed commit to the next
 	dirty bool          // a change not committed yet
-	next  time.Time     // the earliest the next commit may begin; zero: at once
+	// lazy: a change of verdicts alone not committed yet, due at lazyAt
+	// at the earliest.
+	lazy   bool
+	lazyAt time.Time
+	next   time.Time // the earliest the next commit may begin; zero: at once
 	// The budget as of at, in time: every is one commit, at most
 	// burst*every. A zero at: full.
 	credit time.Duration
@@ -56,6 +66,9 @@ const (
 	// idleCost is how many times its own length (at most
 	// streamCommitEvery) the saver waits after a commit before the next.
 	idleCost = 20
+	// lazyDelay is how long a change of verdicts alone waits for a change
+	// to be committed with.
+	lazyDelay = time.Second
 )
 
 func newCommitSchedule(gap time.Duration) *commitSchedule {
@@ -65,13 +78,24 @@ func newCommitSchedule(gap time.Duration) *commitSchedule {
 // change records that the state changed at now.
 func (s *commitSchedule) change(time.Time) { s.dirty = true }
 
+// changeLazy records that verdicts alone changed at now.
+func (s *commitSchedule) changeLazy(now time.Time) {
+	if !s.lazy {
+		s.lazy, s.lazyAt = true, now.Add(lazyDelay)
+	}
+}
+
 // due returns when the next commit is due, and false when nothing is to be
 // committed.
 func (s *commitSchedule) due() (time.Time, bool) {
-	if s.at.IsZero() || s.credit >= s.every {
-		return s.next, s.dirty
+	at := s.next
+	if !s.at.IsZero() && s.credit < s.every {
+		at = later(s.next, s.at.Add(s.every-s.credit))
 	}
-	return later(s.next, s.at.Add(s.every-s.credit)), s.dirty
+	if !s.dirty && s.lazy {
+		return later(at, s.lazyAt), true
+	}
+	return at, s.dirty
 }
 
 // caughtUp makes a commit due at once, at least gap after the last
@@ -98,7 +122,7 @@ func (s *commitSchedule) begin(now time.Time) {
 	}
 	s.credit -= s.every
 	s.at = now
-	s.dirty = false
+	s.dirty, s.lazy = false, false
 	s.next = now.Add(s.gap)
 }
 

@@ -208,3 +208,75 @@ func TestCommitScheduleCaughtUp(t *testing.T) {
 		t.Fatalf("caught up: due %s after the last commit began (%v), want the gap %s", at.Sub(began), ok, gap)
 	}
 }
+
+// TestCommitScheduleLazy: a change of verdicts alone waits lazyDelay for a
+// change to be committed with, and goes with the first that comes; so a
+// stream of live records, a fact every 300 ms and each record's verdict
+// a late window later, commits every fact at once for a minute, where
+// committing each verdict at once too makes facts wait for the budget.
+func TestCommitScheduleLazy(t *testing.T) {
+	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	s := newCommitSchedule(20 * ms)
+	s.changeLazy(base)
+	if at, ok := s.due(); !ok || !at.Equal(base.Add(lazyDelay)) {
+		t.Fatalf("a lone verdict due at %v (%v), want %v later", at.Sub(base), ok, lazyDelay)
+	}
+	s.change(base.Add(100 * ms))
+	if at, ok := s.due(); !ok || at.After(base.Add(100*ms)) {
+		t.Fatalf("a fact after a verdict due at %v, want at once", at.Sub(base))
+	}
+	s.begin(base.Add(100 * ms))
+	if _, ok := s.due(); ok {
+		t.Fatal("the commit of the fact left the verdict due")
+	}
+
+	// stream returns the longest a fact waited for its commit, over a
+	// minute of a fact every 300 ms and a verdict 2 s after each.
+	stream := func(lazyVerdicts bool) time.Duration {
+		s := newCommitSchedule(20 * ms)
+		type change struct {
+			at   time.Duration
+			fact bool
+		}
+		var changes []change
+		for at := 300 * ms; at <= time.Minute; at += 300 * ms {
+			changes = append(changes, change{at, true}, change{at + 2*time.Second + 50*ms, false})
+		}
+		slices.SortFunc(changes, func(a, b change) int { return int(a.at - b.at) })
+		var worst time.Duration
+		var waiting []time.Duration // facts not committed yet
+		now := base
+		for i := 0; i < len(changes) || len(waiting) > 0; {
+			at, ok := s.due()
+			if ok && (i == len(changes) || !at.After(base.Add(changes[i].at))) {
+				now = later(now, at)
+				s.begin(now)
+				for _, w := range waiting {
+					worst = max(worst, now.Sub(base)-w)
+				}
+				waiting = waiting[:0]
+				s.done(now, now.Add(ms)) // a commit takes a millisecond
+				continue
+			}
+			c := changes[i]
+			i++
+			now = later(now, base.Add(c.at))
+			switch {
+			case c.fact:
+				s.change(now)
+				waiting = append(waiting, c.at)
+			case lazyVerdicts:
+				s.changeLazy(now)
+			default:
+				s.change(now)
+			}
+		}
+		return worst
+	}
+	if w := stream(true); w > 20*ms {
+		t.Errorf("with verdicts committed lazily a fact waited %v for its commit, want none past the 20 ms gap", w)
+	}
+	if w := stream(false); w < 100*ms {
+		t.Errorf("with every verdict committed at once no fact waited (at most %v): the test does not measure what the lazy commit saves", w)
+	}
+}

@@ -157,12 +157,11 @@ func (j *job) timedOut(ev *Event, dur time.Duration, hasDur bool) bool {
 	return j.spec.Timeout > 0 && hasDur && dur >= j.spec.Timeout && ev.HasExitCode && (ev.ExitCode == 124 || ev.ExitCode == 137)
 }
 
-// lostEnd takes the end ev of a run closed as lost already (its process
-// seen gone before its end was read, its timeout or abandon_after passed,
-// a later run took its lock): it is still counted as the run's result,
-// once (the lost count stays: counters never go back), so that a late
-// success ends a run of failures.
-func (t *Tracker) lostEnd(j *job, ev *Event, key RunKey) {
-	t.opts.Logger.Info("end of a run closed as lost: its result counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "result", ev.Result)
+// lostEnd takes an end of the run of key, closed as lost already (its
+// process seen gone before its end was read, its timeout or abandon_after
+// passed, a later run took its lock): it is still counted as the run's
+// result, once (the lost count stays: counters never go back), so that a
+// late success ends a run of failures.
+func (j *job) lostEnd(key RunKey) {
 	j.LostRuns = slices.DeleteFunc(slices.Clone(j.LostRuns), func(k RunKey) bool { return k == key })
 }

@@ -80,12 +80,11 @@ func mergeRemoved[V any](older, newer []string, present, merged map[string]V, fu
 // markJob records that j's saved state changed.
 func (t *Tracker) markJob(j *job) {
 	t.wakeReap(j)
-	if j.dirty {
-		return
+	if !j.dirty {
+		j.dirty = true
+		t.dirty = append(t.dirty, j)
 	}
-	j.dirty = true
-	t.dirty = append(t.dirty, j)
-	t.signal()
+	t.signal() // after a verdict marked it, a fact is signalled at once too
 }
 
 // markSource records that a source's saved state (or health) changed.
@@ -108,7 +107,24 @@ func (t *Tracker) changedAll() {
 // of Changes: a stream of batches changes the state at every one, and
 // waking the saver for each (20 times a second in a stream of small
 // writes) cost more than the commits it schedules.
+//
+// A change made while deciding (Reap, DecideHeld: verdicts, whose facts
+// were shown when their records were read) signals Decided instead: the
+// saver commits it with the next change or a moment later, so that under
+// a stream the commits its budget allows go to facts (a record's verdict,
+// two seconds after its fact, took a commit of its own, and a stream of
+// live records spent the budget twice as fast).
 func (t *Tracker) signal() {
+	if t.verdictsOnly {
+		if !t.decidedSignalled {
+			t.decidedSignalled = true
+			select {
+			case t.decided <- struct{}{}:
+			default:
+			}
+		}
+		return
+	}
 	if t.signalled {
 		return
 	}
@@ -122,6 +138,17 @@ func (t *Tracker) signal() {
 // Changed is signalled when something changes after Changes was called,
 // once until Changes is called again.
 func (t *Tracker) Changed() <-chan struct{} { return t.notify }
+
+// Decided is signalled when verdicts alone change after Changes was
+// called (see signal), once until Changes is called again: the change is
+// to be committed, but need not be at once.
+func (t *Tracker) Decided() <-chan struct{} { return t.decided }
+
+// deciding marks the changes made until done as verdicts (see signal).
+func (t *Tracker) deciding() (done func()) {
+	t.verdictsOnly = true
+	return func() { t.verdictsOnly = false }
+}
 
 // Changes returns what changed since the last call (nil when nothing did),
 // as values taken now, and starts a new set. It copies the changed jobs
@@ -162,7 +189,7 @@ func (t *Tracker) Changes() *Changes {
 	}
 	t.dirty = t.dirty[:0]
 	t.dirtySources, t.removedJobs, t.removedSources = nil, nil, nil
-	t.full, t.retiredChanged, t.signalled = false, false, false
+	t.full, t.retiredChanged, t.signalled, t.decidedSignalled = false, false, false, false
 	if c.Empty() {
 		return nil
 	}
@@ -241,7 +268,8 @@ func allIn[V any](m, in map[string]V) bool {
 // JobNames are the jobs, sorted.
 func (s *Saved) JobNames() []string { return s.names }
 
-// Job is one job's saved state (nil: none).
+// Job is one job's saved state (nil: none): its decided state and the
+// records it holds, as saved; JobView.Shown is what scrapes show of it.
 func (s *Saved) Job(name string) *JobView { return s.jobs.get(name) }
 
 // Sources are the sources' saved states, sorted by name.
@@ -256,15 +284,16 @@ func (s *Saved) Sources() []*SourceView {
 // Retired are the saved states of sources no longer configured.
 func (s *Saved) Retired() map[string]SourceState { return s.retired }
 
-// View is what the collector renders, jobs and sources sorted by name. The
-// views share maps and slices with s, which nobody changes.
+// View is what the collector renders, jobs and sources sorted by name,
+// each job as Shown: with the facts of the records it holds. The views
+// share maps and slices with s, which nobody changes.
 func (s *Saved) View() ([]JobView, []SourceView) {
 	if s == nil {
 		return nil, nil
 	}
 	jobs := make([]JobView, len(s.names))
 	for i, n := range s.names {
-		jobs[i] = *s.jobs.get(n)
+		jobs[i] = *s.jobs.get(n).Shown()
 	}
 	srcs := make([]SourceView, len(s.srcNames))
 	for i, n := range s.srcNames {
@@ -283,6 +312,7 @@ func (j *job) view(decided time.Time) *JobView {
 	v.Open = j.sortedOpen()
 	if len(j.pending) > 0 {
 		v.Pending = slices.Clone(j.pending)
+		v.ended, v.facts = slices.Clone(j.ended.buf), &factsMemo{}
 	}
 	v.DecidedUntil = decided
 	return v

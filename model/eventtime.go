@@ -391,6 +391,7 @@ func (j *job) heldBefore(ev *Event, source string) bool {
 func (t *Tracker) DecideHeld() (holding bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.deciding()()
 	now := t.clock.now()
 	memo := decidableMemo{}
 	t.holdingPeak = max(t.holdingPeak, len(t.holding))

@@ -144,6 +144,7 @@ func interleaved(rng *rand.Rand, records []Event, k int) string {
 	downFrom := oracleStart.Add(time.Duration(30+rng.IntN(oracleSlots-30)) * time.Minute)
 	downTo := downFrom.Add(time.Duration(rng.IntN(90)) * time.Minute)
 	downSeen := false
+	shown := map[string]shownFacts{}
 	for clock.now.Before(oracleEnd) {
 		clock.Advance(time.Duration(1 + rng.Int64N(int64(oracleWindow/2))))
 		for _, s := range rng.Perm(k) {
@@ -164,6 +165,7 @@ func interleaved(rng *rand.Rand, records []Event, k int) string {
 			}
 		}
 		decideSometimes(tr, rng)
+		factsNeverGoBack(tr, shown)
 	}
 	for s := range k {
 		name := fmt.Sprintf("s%d", s)
@@ -174,7 +176,9 @@ func interleaved(rng *rand.Rand, records []Event, k int) string {
 		}
 		tr.Apply(Batch{Source: name, Events: evs, AtEnd: true})
 	}
-	return finalVerdicts(tr, clock)
+	out := finalVerdicts(tr, clock)
+	factsNeverGoBack(tr, shown) // the decided figures: none shown was more
+	return out
 }
 
 // decideSometimes reaps, decides what is held, or neither, as rng says.

@@ -141,10 +141,15 @@ type Tracker struct {
 	full           bool // everything changed
 	retiredChanged bool
 	notify         chan struct{}
-	signalled      bool          // notify was signalled since the last Changes
-	held           chan struct{} // see Held
-	heldSignalled  bool          // held was signalled since DecideHeld last found nothing held
-	caughtUp       chan struct{} // see CaughtUp
+	signalled      bool // notify was signalled since the last Changes
+	// decided and decidedSignalled are notify's and signalled's for
+	// verdicts alone, made while verdictsOnly (see signal).
+	decided          chan struct{}
+	decidedSignalled bool
+	verdictsOnly     bool
+	held             chan struct{} // see Held
+	heldSignalled    bool          // held was signalled since DecideHeld last found nothing held
+	caughtUp         chan struct{} // see CaughtUp
 	// skews are other hosts' clock offsets, as their records show them
 	// (hostskew.go).
 	skews map[string]*hostSkew
@@ -237,7 +242,7 @@ func New(o Options) *Tracker {
 	if o.Mono == nil {
 		o.Mono = sinceProcessStart
 	}
-	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono, logger: o.Logger}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), held: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
+	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono, logger: o.Logger}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), decided: make(chan struct{}, 1), held: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
 }
 
 func processAlive(pid int) bool {
@@ -743,22 +748,42 @@ func (t *Tracker) applyStart(j *job, ev *Event, src string) {
 // applyEnd finishes the run an end record closes (or, when none is open,
 // the run it states); false: it repeats an end just applied.
 func (t *Tracker) applyEnd(j *job, ev *Event) bool {
+	ok, lost := j.takeEnd(ev)
+	if lost {
+		t.opts.Logger.Info("end of a run closed as lost: its result counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "result", ev.Result)
+	}
+	if !ok {
+		t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
+	}
+	return ok
+}
+
+// takeEnd applies an end record to j: applyEnd's rule, and the facts'
+// of a held one (job.fact). ok is false when it repeats an end just
+// applied; lost, when its run was closed as lost already (lostEnd).
+func (j *job) takeEnd(ev *Event) (ok, lost bool) {
 	r := j.findRun(ev)
 	key := runKey(ev.RunID, ev.Host, ev.PID)
 	if r == nil && j.wasLost(key) {
-		// Closed as lost already; its real end came late, and is still
-		// its result (lostEnd).
-		t.lostEnd(j, ev, key)
+		j.lostEnd(key)
+		lost = true
 	}
 	if r == nil && j.endedJustNow(key, ev.Time) {
-		t.opts.Logger.Debug("second end of a run that just ended; not counted", "job", ev.Job, "host", ev.Host, "pid", ev.PID, "run_id", ev.RunID)
-		return false
+		return false, lost
 	}
+	j.rememberEnd(key, ev.Time)
 	if ev.Result == Skipped {
 		j.applyDeclined(r, ev)
-		j.rememberEnd(key, ev.Time)
-		return true
+		return true, lost
 	}
+	j.endRun(r, ev)
+	return true, lost
+}
+
+// endRun finishes r (nil: no run of the end is open) with the end ev: its
+// result (too short, timed out), exit code and duration, from ev or from
+// r's start.
+func (j *job) endRun(r *Run, ev *Event) {
 	dur, hasDur := ev.Duration, ev.HasDuration
 	start := ev.Time.Add(-dur)
 	rr := RecentRunFields{End: ev.Time, Result: ev.Result, Host: ev.Host, PID: ev.PID, ExitCode: ev.ExitCode, HasExitCode: ev.HasExitCode, Output: ev.Output, OutputRef: ev.OutputRef, Reason: ev.Reason}
@@ -782,8 +807,6 @@ func (t *Tracker) applyEnd(j *job, ev *Event) bool {
 	}
 	j.finish(rr.Result, start, ev.Time, dur, hasDur, ev.ExitCode, ev.HasExitCode)
 	j.remember(rr)
-	j.rememberEnd(key, ev.Time)
-	return true
 }
 
 // applySkip counts a skip, attributed to its slot.
@@ -1092,6 +1115,7 @@ func (t *Tracker) endUnlogged(j *job, r *Run) {
 func (t *Tracker) Reap() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.deciding()()
 	now := t.clock.now()
 	memo := decidableMemo{}
 	if t.reapStale || t.reapForgotten > len(t.reapList)/2 {
@@ -1214,6 +1238,10 @@ type JobView struct {
 	// (eventtime.go); zero until the first decision. As of the job's last
 	// change: a job that only moves it on is not saved for that alone.
 	DecidedUntil time.Time
+	// ended are the job's latest ends, which the facts of Pending are
+	// checked against (Shown); facts memoises Shown.
+	ended []endedRun
+	facts *factsMemo
 }
 
 // SourceView is a copy of one source's state for rendering.

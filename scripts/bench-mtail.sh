@@ -2,24 +2,30 @@
 # Catch-up of one run log by jobwatch and by Debian's mtail with an
 # equivalent program (scripts/runlog.mtail), whole processes, in one run.
 # The run log is N records (start and end pairs of 100 jobs, as `jobwatch
-# run` writes them; the same lines as BenchmarkIngest in sources/runlog).
-# jobwatch: a fresh state directory, the binary started on the file, timed
-# until /metrics reports all N records read (polled every 50 ms). mtail:
-# `mtail --one_shot` on the same file, which reads it to its end, prints its
-# metrics and exits. `wc -l` on the same file is the floor. Rounds
-# interleave the three so that load drift touches them alike; the load
-# average is printed before and after each round.
+# run` writes them; the same lines as BenchmarkIngest in sources/runlog),
+# dated days ago: a catch-up is of history.
+# jobwatch: a fresh state directory, the binary started on the file with
+# its default flags, timed until /metrics shows every run in
+# jobwatch_job_runs_total (the figure users read; polled every 50 ms).
+# mtail: `mtail --one_shot` on the same file, which reads it to its end,
+# prints its metrics and exits. `wc -l` on the same file is the floor.
+# Rounds interleave the three so that load drift touches them alike; the
+# load average is printed before and after each round.
 # Prints wall and CPU (user+system) seconds of each, and mtail's time over
 # jobwatch's per round.
 # With BEFORE=path/to/an/older/jobwatch, that binary's catch-up is timed in
 # the same rounds, for a before/after comparison.
-# Then, with FRESH=K (default 40; 0: none), freshness: jobwatch and mtail
-# (as a daemon, its default 250 ms poll) watch one more run log, and
-# internal/cmd/freshbench appends K records to it one at a time, 300 ms
-# apart, and times each until both servers' /metrics show it (BEFORE's
+# Then, with FRESH=K (default 20; 0: none), freshness on live records:
+# jobwatch (default flags) and mtail (as a daemon, its default 250 ms poll)
+# watch one more run log, and internal/cmd/freshbench appends K runs to it,
+# a start and then its end, each stamped when it is written, a record
+# every 300 ms,
+# and times each until both servers' /metrics show it: the start as
+# jobwatch_job_running 1, the end in jobwatch_job_runs_total (BEFORE's
 # binary too, in a round of its own beside mtail).
-# FRESH_ARGS=-v prints each record's times.
-# Usage: [BEFORE=old-jobwatch] [FRESH=40] scripts/bench-mtail.sh [records=1000000] [rounds=3]
+# FRESH_ARGS=-v prints each record's times; FRESH_ARGS=-age=5s dates the
+# records 5 s before they are written (the old, hour-old-style figure).
+# Usage: [BEFORE=old-jobwatch] [FRESH=20] scripts/bench-mtail.sh [records=1000000] [rounds=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000000} rounds=${2:-3}
@@ -58,13 +64,13 @@ jobwatch_catchup() {
   t0=$(date +%s.%N)
   "$1" --config.file="$tmp/jobwatch.yml" --state.path="$tmp/state" --web.listen-address="127.0.0.1:$port" >"$tmp/jw.log" 2>&1 &
   pid=$!
-  # records: the value of jobwatch_source_records_total, 0 before the first
-  # scrape answers.
-  records() {
+  # runs: the runs jobwatch_job_runs_total shows, all jobs and results,
+  # 0 before the first scrape answers.
+  runs() {
     curl -fs "http://127.0.0.1:$port/metrics" 2>/dev/null |
-      awk '$1 == "jobwatch_source_records_total{source=\"runs\"}" { v = $2 } END { print v + 0 }'
+      awk '$1 ~ /^jobwatch_job_runs_total\{/ { v += $2 } END { printf "%d\n", v }'
   }
-  until [ "$(records)" -ge "$n" ] 2>/dev/null; do
+  until [ "$(runs)" -ge "$((n / 2))" ] 2>/dev/null; do
     kill -0 "$pid" 2>/dev/null || { echo "jobwatch exited:" >&2; cat "$tmp/jw.log" >&2; exit 1; }
     sleep 0.05
   done
@@ -93,7 +99,7 @@ for r in $(seq "$rounds"); do
     printf "  mtail / jobwatch: %.1fx wall, %.1fx CPU\n", mtw / jww, mtc / jwc
   }'
 done
-[ "${FRESH:-40}" -gt 0 ] || exit 0
+[ "${FRESH:-20}" -gt 0 ] || exit 0
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # fresh_round BINARY: jobwatch BINARY and mtail on a new run log, and
 # freshbench's K records appended to it.
@@ -106,7 +112,7 @@ fresh_round() {
   sed "s|$tmp/runs.log|$tmp/fresh/runs.log|" "$tmp/jobwatch.yml" >"$tmp/fresh/jobwatch.yml"
   local jp mp
   jp=$(freeport) mp=$(freeport)
-  "$1" --config.file="$tmp/fresh/jobwatch.yml" --state.path="$tmp/fresh/state" --web.listen-address="127.0.0.1:$jp" --sources.startup-hold=0s >"$tmp/jw.log" 2>&1 &
+  "$1" --config.file="$tmp/fresh/jobwatch.yml" --state.path="$tmp/fresh/state" --web.listen-address="127.0.0.1:$jp" >"$tmp/jw.log" 2>&1 &
   pid=$!
   mtail --progs scripts/runlog.mtail --logs "$tmp/fresh/runs.log" --address 127.0.0.1 --port "$mp" >"$tmp/mtail.log" 2>&1 &
   mpid=$!
@@ -115,7 +121,7 @@ fresh_round() {
     sleep 0.05
   done
   echo "freshness of $1 (load $(cut -d' ' -f1-3 /proc/loadavg)):"
-  "$tmp/freshbench" -log "$tmp/fresh/runs.log" -jobwatch "http://127.0.0.1:$jp/metrics" -mtail "http://127.0.0.1:$mp/metrics" -records "${FRESH:-40}" ${FRESH_ARGS:-}
+  "$tmp/freshbench" -log "$tmp/fresh/runs.log" -jobwatch "http://127.0.0.1:$jp/metrics" -mtail "http://127.0.0.1:$mp/metrics" -records "${FRESH:-20}" ${FRESH_ARGS:-}
   kill "$pid" "$mpid"; wait "$pid" "$mpid" || true; pid="" mpid=""
 }
 fresh_round "$tmp/jobwatch"

@@ -103,6 +103,9 @@ func statusFixture(t *testing.T) *instance {
 		`jobwatch_source_records_total{source="checkin"}`:             2,
 		`jobwatch_job_runs_total{job_name="backup",result="failure"}`: 2,
 		`jobwatch_job_running{job_name="stats"}`:                      1,
+		// A verdict, made once the check-in's watermark has passed it
+		// (its facts above show at once).
+		`jobwatch_job_consecutive_failures{job_name="backup"}`: 1,
 	})
 	return in
 }

@@ -3,11 +3,12 @@
 // at the same time. It is a benchmark tool (scripts/bench-mtail.sh runs
 // it), not part of jobwatch.
 //
-// It appends -records end records of one job, -apart apart, each dated
-// -age before it is written (past the run log's late window, so jobwatch
-// decides it as it reads it rather than holding it for its watermark), and
-// after each one scrapes both servers every 2 ms, each on its own,
-// until their runs counter of that job shows it. It prints the median,
+// It appends -records runs of one job, a record every -apart: a start,
+// then its end, each stamped when it is written (as applications write them: -age dates
+// them that long before, to measure records older than the run log's late
+// window). After each record it scrapes both servers every 2 ms, each on
+// its own, until they show it: a start as jobwatch_job_running 1, an end
+// as one more success in jobwatch_job_runs_total. It prints the median,
 // 90th percentile and maximum of each, and mtail's median over jobwatch's.
 package main
 
@@ -31,8 +32,8 @@ func main() {
 	mt := flag.String("mtail", "", "mtail's /metrics URL")
 	job := flag.String("job", "job_00", "the job the records are of")
 	records := flag.Int("records", 40, "records to append")
-	apart := flag.Duration("apart", 300*time.Millisecond, "time between two records")
-	age := flag.Duration("age", 5*time.Second, "how long before it is written a record is dated")
+	apart := flag.Duration("apart", 300*time.Millisecond, "time between two records (a start and its end too)")
+	age := flag.Duration("age", 0, "how long before it is written a record is dated (0: stamped when written)")
 	timeout := flag.Duration("timeout", 10*time.Second, "how long a record may take to show")
 	verbose := flag.Bool("v", false, "print how long each record took to show")
 	flag.Parse()
@@ -57,44 +58,65 @@ func run(logPath, job string, srv servers, records int, apart, age, timeout time
 	defer f.Close()
 	base := map[string]float64{}
 	for name, url := range srv {
-		if base[name], err = successes(url, job); err != nil {
+		if base[name], err = sample(url, "jobwatch_job_runs_total", job, `result="success"`); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	lat := map[string][]time.Duration{}
-	for i := range records {
-		time.Sleep(apart)
-		line := fmt.Sprintf(`{"time":"%s","job":"%s","event":"end","host":"bench","pid":%d,"status":"success","exit_code":0,"duration_seconds":1}`+"\n",
-			time.Now().Add(-age).UTC().Format(time.RFC3339Nano), job, 100000+i)
+	// write appends one record stamped now (less age) and returns how
+	// long each server took to show it: metric of job (with label) at
+	// least want (more than base when counted).
+	write := func(i int, event, fields, metric, label string, want float64, counted bool) (map[string]time.Duration, error) {
+		line := fmt.Sprintf(`{"time":"%s","job":"%s","event":"%s","host":"bench","pid":%d%s}`+"\n",
+			time.Now().Add(-age).UTC().Format(time.RFC3339Nano), job, event, 100000+i, fields)
 		t0 := time.Now()
 		if _, err := f.WriteString(line); err != nil {
-			return err
+			return nil, err
 		}
-		got, err := waitAll(srv, job, base, float64(i+1), t0, timeout)
+		b := map[string]float64{}
+		if counted {
+			b = base
+		}
+		return waitAll(srv, metric, job, label, b, want, t0, timeout)
+	}
+	for i := range records {
+		time.Sleep(apart)
+		started, err := write(i, "start", "", "jobwatch_job_running", "", 1, false)
 		if err != nil {
-			return fmt.Errorf("record %d: %w", i+1, err)
+			return fmt.Errorf("run %d's start: %w", i+1, err)
 		}
-		for name, d := range got {
-			lat[name] = append(lat[name], d)
+		time.Sleep(apart)
+		ended, err := write(i, "end", `,"status":"success","exit_code":0,"duration_seconds":0.15`, "jobwatch_job_runs_total", `result="success"`, float64(i+1), true)
+		if err != nil {
+			return fmt.Errorf("run %d's end: %w", i+1, err)
+		}
+		for name := range srv {
+			lat[name+" start"] = append(lat[name+" start"], started[name])
+			lat[name+" end"] = append(lat[name+" end"], ended[name])
 		}
 		if verbose {
-			fmt.Printf("record %d: jobwatch %.1f ms, mtail %.1f ms\n", i+1, ms(got["jobwatch"]), ms(got["mtail"]))
+			fmt.Printf("run %d: start jobwatch %.1f ms, mtail %.1f ms; end jobwatch %.1f ms, mtail %.1f ms\n",
+				i+1, ms(started["jobwatch"]), ms(started["mtail"]), ms(ended["jobwatch"]), ms(ended["mtail"]))
 		}
 	}
-	for _, name := range []string{"jobwatch", "mtail"} {
-		d := lat[name]
-		slices.Sort(d)
-		fmt.Printf("%-8s median %7.1f ms  p90 %7.1f ms  max %7.1f ms  (%d records)\n", name, ms(d[len(d)/2]), ms(d[len(d)*9/10]), ms(d[len(d)-1]), len(d))
+	for _, kind := range []string{"end", "start"} {
+		for _, name := range []string{"jobwatch", "mtail"} {
+			d := lat[name+" "+kind]
+			slices.Sort(d)
+			fmt.Printf("%-5s %-8s median %7.1f ms  p90 %7.1f ms  max %7.1f ms  (%d records)\n", kind, name, ms(d[len(d)/2]), ms(d[len(d)*9/10]), ms(d[len(d)-1]), len(d))
+		}
+		m := func(name string) float64 { return ms(lat[name+" "+kind][len(lat[name+" "+kind])/2]) }
+		fmt.Printf("%-5s mtail / jobwatch (median): %.1fx\n", kind, m("mtail")/m("jobwatch"))
 	}
-	fmt.Printf("mtail / jobwatch (median): %.1fx\n", ms(lat["mtail"][len(lat["mtail"])/2])/ms(lat["jobwatch"][len(lat["jobwatch"])/2]))
 	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// waitAll scrapes every server, each in its own goroutine, until it shows
-// want more successes than base, and returns how long after t0 each did.
-func waitAll(srv servers, job string, base map[string]float64, want float64, t0 time.Time, timeout time.Duration) (map[string]time.Duration, error) {
+// waitAll scrapes every server, each in its own goroutine, until its
+// metric of job (with label) is at least want more than base (0 for a
+// server base does not name), and returns how long after t0 each did.
+func waitAll(srv servers, metric, job, label string, base map[string]float64, want float64, t0 time.Time, timeout time.Duration) (map[string]time.Duration, error) {
 	type result struct {
 		name string
 		d    time.Duration
@@ -104,7 +126,7 @@ func waitAll(srv servers, job string, base map[string]float64, want float64, t0 
 	for name, url := range srv {
 		go func() {
 			for time.Since(t0) < timeout {
-				v, err := successes(url, job)
+				v, err := sample(url, metric, job, label)
 				if err == nil && v-base[name] >= want {
 					ch <- result{name: name, d: time.Since(t0)}
 					return
@@ -123,9 +145,9 @@ func waitAll(srv servers, job string, base map[string]float64, want float64, t0 
 	return got, errors.Join(errs...)
 }
 
-// successes is the value of jobwatch_job_runs_total of job's successes on
+// sample is the value of metric of job (and label, when not empty) on
 // url's /metrics (0 while it has none).
-func successes(url, job string) (float64, error) {
+func sample(url, metric, job, label string) (float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -141,7 +163,7 @@ func successes(url, job string) (float64, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "jobwatch_job_runs_total{") || !strings.Contains(line, `job_name="`+job+`"`) || !strings.Contains(line, `result="success"`) {
+		if !strings.HasPrefix(line, metric+"{") || !strings.Contains(line, `job_name="`+job+`"`) || !strings.Contains(line, label) {
 			continue
 		}
 		fields := strings.Fields(line)
