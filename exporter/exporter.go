@@ -29,6 +29,9 @@ type Options struct {
 	StateDir   string
 	Logger     *slog.Logger
 	Now        func() time.Time
+	// Mono is the monotonic clock beside Now (model.Options.Mono); both
+	// unset: the real ones.
+	Mono func() time.Duration
 	// Host is this machine's name (runs reported from it are checked for a
 	// live process); default os.Hostname.
 	Host string
@@ -177,7 +180,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		// The real clocks: the model sees steps of the wall clock against
+		// the monotonic one (a Now of a test's own is taken as steady).
+		o.Now, o.Mono = time.Now, model.ProcessMono
 	}
 	if o.Host == "" {
 		h, err := os.Hostname()
@@ -202,7 +207,7 @@ func (o Options) withDefaults() (Options, error) {
 func newExporter(o Options) *Exporter {
 	e := &Exporter{
 		opts:    o,
-		tracker: model.New(model.Options{Host: o.Host, Now: o.Now, Logger: o.Logger, StartupHold: o.StartupHold}),
+		tracker: model.New(model.Options{Host: o.Host, Now: o.Now, Mono: o.Mono, Logger: o.Logger, StartupHold: o.StartupHold}),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "jobwatch_config_last_reload_successful", Help: "1 if the last config reload succeeded."}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{

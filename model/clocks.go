@@ -175,4 +175,11 @@ func (c *steadyClock) stepCounts() [2]uint64 {
 // processStart is the origin of the default monotonic clock.
 var processStart = time.Now()
 
-func sinceProcessStart() time.Duration { return time.Since(processStart) }
+func ProcessMono() time.Duration { return time.Since(processStart) }
+
+// steadyMono is a monotonic clock that follows the wall clock now: with
+// it, no step of now is ever seen.
+func steadyMono(now func() time.Time) func() time.Duration {
+	start := now().Round(0)
+	return func() time.Duration { return now().Round(0).Sub(start) }
+}

@@ -73,7 +73,7 @@ func TestStepWall(t *testing.T) {
 // with Before again, on monotonic readings, and it fails.)
 func TestClockStepsRealTime(t *testing.T) {
 	clock := &steppedClock{}
-	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+	tr := New(Options{Host: "here", Now: clock.Now, Mono: ProcessMono, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
 	tr.Configure([]JobSpec{
 		{Name: "going", Schedule: schedule.Every(5 * time.Second), Timeout: 3 * time.Second, StaleMultiple: 2},
 		{Name: "stopped", Schedule: schedule.Every(time.Second), StaleMultiple: 2},
@@ -205,7 +205,7 @@ func TestClockStepForward(t *testing.T) {
 	// The step lands 30 s after a minute, so that the slots are whole.
 	wall := clock.Now().Round(0)
 	clock.Step(wall.Truncate(time.Minute).Add(time.Minute + 30*time.Second).Sub(wall))
-	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+	tr := New(Options{Host: "here", Now: clock.Now, Mono: ProcessMono, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
 	tr.Configure([]JobSpec{{Name: "minutely", Schedule: grid{time.Minute}, Grace: 20 * time.Second, StaleMultiple: 2}},
 		[]SourceSpec{{Name: "runs", Type: "runlog", Runs: true}})
 	at := clock.Now().Round(0)

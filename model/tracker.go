@@ -62,8 +62,12 @@ type Options struct {
 	// Host is this machine's host name: runs reported from it are checked
 	// for a live process.
 	Host string
-	// Now is the wall clock, Mono a monotonic one (default: the process's);
-	// the model's now never goes back (see steadyClock).
+	// Now is the wall clock, Mono a monotonic one; the model's now never
+	// goes back (see steadyClock). Both nil: time.Now and the process's
+	// monotonic clock. A Now of the caller's own without a Mono (a test's
+	// fake clock) is taken as steady: Mono follows it, and no step is
+	// seen (the real monotonic clock beside a fake wall clock saw every
+	// fake advance as a step, and a slow reading as a step back).
 	Now  func() time.Time
 	Mono func() time.Duration
 	// Alive reports whether a process exists; default: kill(pid, 0).
@@ -221,6 +225,13 @@ type source struct {
 
 // New returns a Tracker watching no jobs yet; call Configure.
 func New(o Options) *Tracker {
+	switch {
+	case o.Mono != nil:
+	case o.Now == nil:
+		o.Mono = ProcessMono
+	default:
+		o.Mono = steadyMono(o.Now)
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -238,9 +249,6 @@ func New(o Options) *Tracker {
 	}
 	if o.StartupHold == 0 {
 		o.StartupHold = DefaultStartupHold
-	}
-	if o.Mono == nil {
-		o.Mono = sinceProcessStart
 	}
 	return &Tracker{opts: o, clock: steadyClock{wall: o.Now, mono: o.Mono, logger: o.Logger}, jobs: map[string]*job{}, sources: map[string]*source{}, retired: map[string]SourceState{}, holding: map[*job]struct{}{}, notify: make(chan struct{}, 1), decided: make(chan struct{}, 1), held: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
 }
