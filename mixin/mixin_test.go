@@ -261,9 +261,12 @@ func TestConfigsPassUnitTests(t *testing.T) {
 	if err != nil || len(tests) == 0 {
 		t.Fatalf("no unit tests in alerts/tests: %v", err)
 	}
-	for _, tc := range []struct{ name, config, selector string }{
-		{"selector", `{"jobwatchSelector": "job=\"jobwatch\""}`, `job="jobwatch"`},
-		{"selector and cluster", `{"jobwatchSelector": "job=~\"jobwatch|jw\"", "clusterLabel": "cluster"}`, `job=~"jobwatch|jw"`},
+	// skip: unit tests whose expected alerts depend on the selector's text.
+	// JobwatchAbsent (jobwatch_down.yml) carries absent()'s labels, which
+	// are the selector's equality matchers only, and names the selector.
+	for _, tc := range []struct{ name, config, selector, skip string }{
+		{"selector", `{"jobwatchSelector": "job=\"jobwatch\""}`, `job="jobwatch"`, ""},
+		{"selector and cluster", `{"jobwatchSelector": "job=~\"jobwatch|jw\"", "clusterLabel": "cluster"}`, `job=~"jobwatch|jw"`, "jobwatch_down.yml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := generate(t, tc.config)
@@ -287,6 +290,9 @@ func TestConfigsPassUnitTests(t *testing.T) {
 			dir := writeRules(t, o)
 			args := []string{"test", "rules"}
 			for _, f := range tests {
+				if filepath.Base(f) == tc.skip {
+					continue
+				}
 				data, err := os.ReadFile(f)
 				if err != nil {
 					t.Fatal(err)
