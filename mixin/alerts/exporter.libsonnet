@@ -17,7 +17,7 @@ local promql = import '../lib/promql.libsonnet';
     [
       {
         alert: 'JobwatchDown',
-        comment:: "A jobwatch target Prometheus cannot scrape: every job alert of that\ninstance resolves once its series go stale, so this one must page.",
+        comment:: 'A jobwatch target Prometheus cannot scrape: every job alert of that\ninstance resolves once its series go stale, so this one must page.',
         expr: |||
           %s == 0
         ||| % up,
