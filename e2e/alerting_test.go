@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,49 +69,11 @@ sources:
 		"--web.listen-address="+jwAddr)
 	waitHTTP(t, "jobwatch", "http://"+jwAddr+"/-/healthy")
 
-	// Alertmanager, with an example route on severity.
-	amAddr := testproc.FreeAddr(t)
-	amConfig := filepath.Join(dir, "alertmanager.yml")
-	testproc.WriteFile(t, amConfig, `route:
-  receiver: default
-  group_by: [alertname, job_name]
-  group_wait: 1s
-  group_interval: 1s
-  repeat_interval: 1h
-  routes:
-    - matchers: ['severity="critical"']
-      receiver: pager
-receivers:
-  - name: default
-  - name: pager
-`)
-	startProcess(t, "alertmanager", alertmanager, "--config.file="+amConfig,
-		"--storage.path="+filepath.Join(dir, "am"), "--web.listen-address="+amAddr,
-		"--cluster.listen-address=", "--log.level=warn")
-	waitHTTP(t, "alertmanager", "http://"+amAddr+"/-/ready")
-
-	// Prometheus with the bundled rules. The copy only shortens for:
-	// durations so the test takes seconds rather than minutes.
-	rules := filepath.Join(dir, "jobwatch.rules.yml")
-	testproc.WriteFile(t, rules, regexp.MustCompile(`(?m)^(\s+for:) \S+$`).ReplaceAllString(string(alerts.Rules), "$1 0s"))
-	promAddr := testproc.FreeAddr(t)
-	promConfig := filepath.Join(dir, "prometheus.yml")
-	testproc.WriteFile(t, promConfig, fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-rule_files: [%q]
-alerting:
-  alertmanagers:
-    - static_configs: [{targets: [%q]}]
-scrape_configs:
+	amAddr := startAlertmanager(t, alertmanager, dir)
+	promAddr := startPrometheus(t, prometheus, dir, amAddr, fmt.Sprintf(`
   - job_name: jobwatch
     static_configs: [{targets: [%q]}]
-`, rules, amAddr, jwAddr))
-	startProcess(t, "prometheus", prometheus, "--config.file="+promConfig,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr,
-		"--log.level=warn")
-	waitHTTP(t, "prometheus", "http://"+promAddr+"/-/ready")
+`, jwAddr))
 
 	// The run log: e2e_fresh succeeds now; e2e_stale succeeds once and
 	// then never again; e2e_overlap starts twice on one host, and neither
@@ -222,8 +185,9 @@ func need(t *testing.T, cmd, pkg string) string {
 }
 
 // startProcess starts a process that the test stops on cleanup (SIGTERM,
-// then SIGKILL after 5s); its output is logged if the test failed.
-func startProcess(t *testing.T, name, path string, args ...string) {
+// then SIGKILL after 5s); its output is logged if the test failed. stop
+// stops it that way earlier; it returns once the process has exited.
+func startProcess(t *testing.T, name, path string, args ...string) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	out := &testproc.Buffer{}
@@ -236,16 +200,79 @@ func startProcess(t *testing.T, name, path string, args ...string) {
 		cmd.Wait()
 		close(done)
 	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			if _, ok := testproc.Within(done, 5*time.Second); !ok {
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		if _, ok := testproc.Within(done, 5*time.Second); !ok {
-			cmd.Process.Kill()
-			<-done
-		}
+		stop()
 		if t.Failed() {
 			t.Logf("%s output:\n%s", name, out.String())
 		}
 	})
+	return stop
+}
+
+// startAlertmanager starts Alertmanager, with an example route on
+// severity, and returns its address.
+func startAlertmanager(t *testing.T, alertmanager, dir string) string {
+	t.Helper()
+	amAddr := testproc.FreeAddr(t)
+	amConfig := filepath.Join(dir, "alertmanager.yml")
+	testproc.WriteFile(t, amConfig, `route:
+  receiver: default
+  group_by: [alertname, job_name]
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 1h
+  routes:
+    - matchers: ['severity="critical"']
+      receiver: pager
+receivers:
+  - name: default
+  - name: pager
+`)
+	startProcess(t, "alertmanager", alertmanager, "--config.file="+amConfig,
+		"--storage.path="+filepath.Join(dir, "am"), "--web.listen-address="+amAddr,
+		"--cluster.listen-address=", "--log.level=warn")
+	waitHTTP(t, "alertmanager", "http://"+amAddr+"/-/ready")
+	return amAddr
+}
+
+// startPrometheus starts Prometheus with the bundled rules, scraping and
+// evaluating every second, sending to Alertmanager at amAddr, with the
+// given scrape_configs entries (YAML list items indented by two), and
+// returns its address. The rules' copy only shortens for: durations so a
+// test takes seconds rather than minutes.
+func startPrometheus(t *testing.T, prometheus, dir, amAddr, scrapeConfigs string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rules := filepath.Join(dir, "jobwatch.rules.yml")
+	testproc.WriteFile(t, rules, regexp.MustCompile(`(?m)^(\s+for:) \S+$`).ReplaceAllString(string(alerts.Rules), "$1 0s"))
+	promAddr := testproc.FreeAddr(t)
+	promConfig := filepath.Join(dir, "prometheus.yml")
+	testproc.WriteFile(t, promConfig, fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+alerting:
+  alertmanagers:
+    - static_configs: [{targets: [%q]}]
+scrape_configs:%s`, rules, amAddr, scrapeConfigs))
+	startProcess(t, "prometheus", prometheus, "--config.file="+promConfig,
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr,
+		"--log.level=warn")
+	waitHTTP(t, "prometheus", "http://"+promAddr+"/-/ready")
+	return promAddr
 }
 
 func waitHTTP(t *testing.T, name, u string) {

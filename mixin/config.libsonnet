@@ -10,6 +10,12 @@
     // a jobwatch metric name.
     jobwatchSelector: '',
 
+    // Label matchers that select jobwatch's scrape targets in Prometheus' up
+    // series, for JobwatchDown (up == 0) and JobwatchAbsent (no such target
+    // at all). Defaults to jobwatchSelector, or 'job="jobwatch"' when that
+    // is empty: up has no jobwatch metric name to tell its targets apart.
+    jobwatchTargetSelector: if self.jobwatchSelector != '' then self.jobwatchSelector else 'job="jobwatch"',
+
     // The label that tells clusters apart when one Prometheus scrapes
     // several of them, for example 'cluster'. Rules about cluster-scope jobs
     // then group and match by it as well as by job_name, and alerts carry

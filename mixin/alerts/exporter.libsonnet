@@ -1,4 +1,5 @@
-// Alerts about jobwatch itself: its sources, its config and its state.
+// Alerts about jobwatch itself: whether it is up and scraped at all, its
+// sources, its config and its state.
 // Descriptions that name the jobwatch selector (%s) are std.format strings:
 // write %% for a literal % (printf "%%.0f").
 local promql = import '../lib/promql.libsonnet';
@@ -12,7 +13,34 @@ local promql = import '../lib/promql.libsonnet';
       'jobwatch_host_clock_skew_seconds',
     ]);
     local ts = promql.templateSelector(c);
+    local up = 'up{%s}' % c.jobwatchTargetSelector;
     [
+      {
+        alert: 'JobwatchDown',
+        comment:: 'A jobwatch target Prometheus cannot scrape: every job alert of that\ninstance resolves once its series go stale, so this one must page.',
+        expr: |||
+          %s == 0
+        ||| % up,
+        'for': '5m',
+        labels: { severity: 'critical' },
+        annotations: {
+          summary: 'jobwatch on {{ $labels.instance }} is down',
+          description: 'Prometheus has not been able to scrape jobwatch on {{ $labels.instance }} (scrape job {{ $labels.job }}) for 5 minutes: jobwatch is stopped, crashed, or unreachable. Nothing watches the jobs of that host meanwhile, and every alert about them has resolved because their series are gone.',
+        },
+      },
+      {
+        alert: 'JobwatchAbsent',
+        comment:: 'No jobwatch target at all: the scrape config lost it, or service\ndiscovery finds none. JobwatchDown cannot fire without a target.',
+        expr: |||
+          absent(%s)
+        ||| % up,
+        'for': '5m',
+        labels: { severity: 'critical' },
+        annotations: {
+          summary: 'Prometheus scrapes no jobwatch target',
+          description: 'For 5 minutes Prometheus has had no target matching %s: no jobwatch is scraped at all (the scrape config or its service discovery lost them), so no job alert can fire, and JobwatchDown cannot either.' % up,
+        },
+      },
       {
         alert: 'JobwatchSourceDown',
         expr: |||

@@ -70,6 +70,10 @@ function(c)
     #                                  then (+1m), for: 5m
     #   JobwatchJobTimeoutTooTight     timeout < 1.5 x P99 of the last 100
     #                                  durations, at least 20 runs, for: 15m
+    #   JobwatchDown                   a jobwatch target's up == 0, for: 5m
+    #   JobwatchAbsent                 no jobwatch target scraped at all (no up
+    #                                  series for the mixin's
+    #                                  jobwatchTargetSelector), for: 5m
     #   JobwatchSourceDown             for: 5m
     #   JobwatchScheduledTwice         a command in cron and a timer (or two
     #                                  crontabs), for: 15m
