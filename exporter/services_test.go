@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobwatch/jobwatch/model"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -126,7 +127,7 @@ func TestCheckinsAfterClockStepBack(t *testing.T) {
 	writeFile(t, cfg, "jobs:\n  - name: backup\n    every: 1m\ncheckins:\n  enabled: true\n")
 	var offset atomic.Int64
 	wall := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), Now: wall})
+	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), Now: wall, Mono: model.ProcessMono})
 	if err != nil {
 		t.Fatal(err)
 	}
