@@ -53,6 +53,8 @@ func showOf(fired, began int64) (services, timers string) {
 // started stats.service, and the journal shows no such start: the source
 // goes down saying so (a health problem, not a missed run); once the start
 // is read it is up again. A trigger the journal shows changes nothing.
+// (The waits are long: beside stress-ng --io a fork of the stand-in
+// systemctl took over 10 s.)
 func TestJournalSilence(t *testing.T) {
 	needJournalTools(t)
 	h := journaltest.NewHost("web1", jBoot0)
@@ -70,14 +72,14 @@ func TestJournalSilence(t *testing.T) {
 	j.now = func() time.Time { return now }
 	sink := &jSink{}
 	jRun(t, j, nil, sink)
-	jSettled(t, sink, 2, 10*time.Second, "the first run")
+	jSettled(t, sink, 2, time.Minute, "the first run")
 	// The watcher's first look learns the trigger; only one that moves
 	// after it is expected in the journal.
-	testproc.WaitUntil(t, 10*time.Second, "the watcher's first look", func() bool { return looks() >= 1 })
+	testproc.WaitUntil(t, time.Minute, "the watcher's first look", func() bool { return looks() >= 1 })
 
 	// Fired at 10:05 and started its service; the journal has nothing of it.
 	set(showOf(jAt(300).Unix(), jAt(300).Unix()+1))
-	testproc.WaitUntil(t, 10*time.Second, "down: silent", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+	testproc.WaitUntil(t, time.Minute, "down: silent", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
 	hc, _ := sink.lastHealth()
 	if want := "journalctl has shown no start of stats.service, which the service manager started at 2026-11-30T10:05:01Z"; hc.err == nil || !strings.Contains(hc.err.Error(), want) {
 		t.Errorf("health error %v, want it to say %q", hc.err, want)
@@ -89,5 +91,5 @@ func TestJournalSilence(t *testing.T) {
 	if err := journaltest.Append(file, jSuccessRun(h, "stats.service", inv("s2"), 301, 20)); err != nil {
 		t.Fatal(err)
 	}
-	testproc.WaitUntil(t, 10*time.Second, "up again", func() bool { hc, ok := sink.lastHealth(); return ok && hc.up })
+	testproc.WaitUntil(t, time.Minute, "up again", func() bool { hc, ok := sink.lastHealth(); return ok && hc.up })
 }
