@@ -524,6 +524,11 @@ func TestHostModeKeepsJobsOfGoneDirectories(t *testing.T) {
 				t.Fatal(err)
 			}
 			runUntilEnd(t, e)
+			t.Cleanup(func() {
+				if t.Failed() { // seen once beside stress-ng, not reproduced since
+					t.Logf("unreadable findings %v; jobwatch's log:\n%s", testutil.ToFloat64(e.discoveryFindings.WithLabelValues(discover.KindUnreadable, string(discover.Warning))), log.String())
+				}
+			})
 			waitUntil(t, "the host's six jobs saved", func() bool { return len(schedules(e)) == len(hostJobNames) })
 
 			away := t.TempDir()
