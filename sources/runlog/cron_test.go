@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobwatch/jobwatch/internal/crontest"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/schedule"
 	"github.com/jobwatch/jobwatch/sources"
@@ -27,19 +28,8 @@ func TestRunLogCronFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What the fixture holds, counted from its lines.
-	count := func(words ...string) uint64 {
-		n := uint64(0)
-		for _, l := range strings.Split(string(data), "\n") {
-			ok := true
-			for _, w := range words {
-				ok = ok && strings.Contains(l, w)
-			}
-			if ok {
-				n++
-			}
-		}
-		return n
-	}
+	lines := strings.Split(string(data), "\n")
+	count := func(words ...string) uint64 { return crontest.Count(lines, words...) }
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "cron.log")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
