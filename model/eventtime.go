@@ -1,9 +1,10 @@
 package model
 
 import (
-	"github.com/jobwatch/jobwatch/internal/ratelog"
 	"slices"
 	"time"
+
+	"github.com/jobwatch/jobwatch/internal/ratelog"
 )
 
 // Event time. A job's verdicts (which slot ran, was skipped or missed,

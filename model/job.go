@@ -178,7 +178,7 @@ func (j *job) countSkip(ev *Event, began time.Time) {
 // overlaps reports whether a run starting on host overlaps one in progress:
 // any run of a cluster-scope job, a run on the same host for a host-scope
 // job (whose hosts each run it, at the same time).
-// A run that declined to run (declinedHeld) is not one to overlap.
+// A run that declined to run (heldRecords.declined) is not one to overlap.
 func (j *job) overlaps(host string) bool {
 	cluster := j.spec.Scope == "cluster"
 	return slices.ContainsFunc(j.runs.open, func(r *Run) bool { return (cluster || r.Host == host) && !j.held.declined(r) })

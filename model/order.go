@@ -3,10 +3,11 @@ package model
 import (
 	"context"
 	"encoding/json"
-	"github.com/jobwatch/jobwatch/observation"
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/jobwatch/jobwatch/observation"
 )
 
 // The orderer. Sources hand over records in any order, each as far as it
@@ -62,25 +63,42 @@ func newOrderer(opts *Options, clock *steadyClock, log *changeLog, skews *hostSk
 	return o
 }
 
-// window is the late window of the source name (0: none configured).
-func (o *orderer) window(name string) time.Duration {
-	if src := o.sources[name]; src != nil {
-		return src.clock.window
-	}
-	return 0
-}
-
-// changed marks j changed for the saver, and for the reap to visit.
-func (o *orderer) changed(j *job) {
-	o.reap.wake(j)
-	o.log.markJob(j)
-}
-
+// source is a configured source: what is saved of it, its latest
+// observations and its clock in event time.
 type source struct {
 	typ string
 	SourceState
 	observations []observation.Observation // its latest batch's, not saved
 	clock        sourceClock
+}
+
+// applyBatch is Apply: take is how each record that is not late is
+// taken (orderer.take; the tests' reference holds every one).
+func (o *orderer) applyBatch(b *Batch, take func(bj *batchJob, name string, ev *Event, now time.Time)) {
+	src := o.sources[b.Source]
+	if src == nil {
+		// A source that is no longer configured (a reload raced its last
+		// batch): nothing of it is kept.
+		return
+	}
+	now := o.clock.now()
+	o.batches++
+	of := o.scan(src, b.Source, b.Events, now, b.AtEnd)
+	touched := o.advance(src, b)
+	for i := range b.Events {
+		if k := of[i]; k >= 0 {
+			take(&o.scanned[k], b.Source, &b.Events[i], now)
+		}
+	}
+	memo := decidableMemo{}
+	for _, j := range touched {
+		j.held.sort()
+		o.decideJob(memo, j, now)
+		if len(j.held.list) == 0 {
+			delete(o.holding, j) // decided in place: nothing for DecideHeld
+		}
+	}
+	o.signalHeld()
 }
 
 // batchJob is what Apply's scan found of one job's records in a batch.
@@ -136,7 +154,7 @@ func (bj *batchJob) scan(events []Event, i int, source string) {
 		bj.inPlace = bj.inPlace && compareEvents(&events[bj.onTime], ev) <= 0
 	}
 	// A start held looks ahead through the records held with it for one
-	// saying that it declined to run (declinedHeld): a job with such a
+	// saying that it declined to run (heldRecords.declined): a job with such a
 	// record in the batch holds them all.
 	bj.inPlace = bj.inPlace && !declines(ev)
 	bj.onTime = i
@@ -313,29 +331,54 @@ func (o *orderer) decideInPlace(bj *batchJob, ev *Event, source string, now time
 	o.rules.decideRecord(bj.j, ev, source, now)
 }
 
-// countRepeat counts a record that repeats one applied already (see
-// apply) as its source's unreadable record.
-func (o *orderer) countRepeat(source string) {
-	if src := o.sources[source]; src != nil {
-		src.ParseErrors++
-		o.log.markSource(source)
+// decideHeld is DecideHeld.
+func (o *orderer) decideHeld(now time.Time) (holding bool) {
+	memo := decidableMemo{}
+	o.holdingPeak = max(o.holdingPeak, len(o.holding))
+	for j := range o.holding {
+		if o.jobs[j.spec.Name] != j {
+			delete(o.holding, j) // removed by a reload
+			continue
+		}
+		o.decideJob(memo, j, now)
+		if len(j.held.list) == 0 {
+			delete(o.holding, j)
+		}
 	}
-}
-
-// forgetRetired drops the job if it was retired longer than the
-// retention ago, and reports whether it did. Reap asks for each job as it
-// passes it (a second walk over 10,000 jobs every reap cost as much as the
-// decisions).
-func (o *orderer) forgetRetired(name string, j *job, now time.Time) bool {
-	if o.retention == 0 || j.Retired.IsZero() || now.Sub(j.Retired) <= o.retention {
+	o.shrinkHolding()
+	if len(o.holding) == 0 {
+		o.heldSignalled = false
 		return false
 	}
-	o.opts.Logger.Info("forgetting a retired job", "job", name, "retired", j.Retired)
-	delete(o.jobs, name)
-	delete(o.holding, j)
-	removed(&o.log.removedJobs, name)
-	o.log.signal()
 	return true
+}
+
+// reapPass is Reap: it walks the reap's index (reapindex.go), passing
+// over the jobs that are quiet until after what their watermark allows.
+func (o *orderer) reapPass(now time.Time) {
+	memo := decidableMemo{}
+	r := &o.reap
+	if r.stale || r.forgotten > len(r.list)/2 {
+		r.build(o.jobs)
+	}
+	keyTo := make([]reapKeyTo, len(r.keys))
+	for i := range r.list {
+		e := &r.list[i]
+		if e.j == nil || o.passOver(e, keyTo, memo, now) {
+			continue
+		}
+		if o.forgetRetired(e.j.spec.Name, e.j, now) {
+			e.j = nil
+			r.forgotten++
+			continue
+		}
+		o.reapJob(memo, e.j, now)
+		r.visited(e)
+		if int(e.key) >= len(keyTo) {
+			keyTo = append(keyTo, make([]reapKeyTo, int(e.key)+1-len(keyTo))...)
+		}
+	}
+	r.keep(memo)
 }
 
 // reapJob decides what j's watermark allows now, and closes its runs on
@@ -370,81 +413,41 @@ func (o *orderer) reapJob(memo decidableMemo, j *job, now time.Time) {
 	}
 }
 
-// applyBatch is Apply: take is how each record that is not late is
-// taken (orderer.take; the tests' reference holds every one).
-func (o *orderer) applyBatch(b *Batch, take func(bj *batchJob, name string, ev *Event, now time.Time)) {
-	src := o.sources[b.Source]
-	if src == nil {
-		// A source that is no longer configured (a reload raced its last
-		// batch): nothing of it is kept.
-		return
-	}
-	now := o.clock.now()
-	o.batches++
-	of := o.scan(src, b.Source, b.Events, now, b.AtEnd)
-	touched := o.advance(src, b)
-	for i := range b.Events {
-		if k := of[i]; k >= 0 {
-			take(&o.scanned[k], b.Source, &b.Events[i], now)
-		}
-	}
-	memo := decidableMemo{}
-	for _, j := range touched {
-		j.held.sort()
-		o.decideJob(memo, j, now)
-		if len(j.held.list) == 0 {
-			delete(o.holding, j) // decided in place: nothing for DecideHeld
-		}
-	}
-	o.signalHeld()
-}
-
-// reapPass is Reap: it walks the reap's index (reapindex.go), passing
-// over the jobs that are quiet until after what their watermark allows.
-func (o *orderer) reapPass(now time.Time) {
-	memo := decidableMemo{}
-	r := &o.reap
-	if r.stale || r.forgotten > len(r.list)/2 {
-		r.build(o.jobs)
-	}
-	keyTo := make([]reapKeyTo, len(r.keys))
-	for i := range r.list {
-		e := &r.list[i]
-		if e.j == nil || o.passOver(e, keyTo, memo, now) {
-			continue
-		}
-		if o.forgetRetired(e.j.spec.Name, e.j, now) {
-			e.j = nil
-			r.forgotten++
-			continue
-		}
-		o.reapJob(memo, e.j, now)
-		r.visited(e)
-		if int(e.key) >= len(keyTo) {
-			keyTo = append(keyTo, make([]reapKeyTo, int(e.key)+1-len(keyTo))...)
-		}
-	}
-	r.keep(memo)
-}
-
-// decideHeld is DecideHeld.
-func (o *orderer) decideHeld(now time.Time) (holding bool) {
-	memo := decidableMemo{}
-	o.holdingPeak = max(o.holdingPeak, len(o.holding))
-	for j := range o.holding {
-		if o.jobs[j.spec.Name] != j {
-			delete(o.holding, j) // removed by a reload
-			continue
-		}
-		o.decideJob(memo, j, now)
-		if len(j.held.list) == 0 {
-			delete(o.holding, j)
-		}
-	}
-	o.shrinkHolding()
-	if len(o.holding) == 0 {
-		o.heldSignalled = false
+// forgetRetired drops the job if it was retired longer than the
+// retention ago, and reports whether it did. Reap asks for each job as it
+// passes it (a second walk over 10,000 jobs every reap cost as much as the
+// decisions).
+func (o *orderer) forgetRetired(name string, j *job, now time.Time) bool {
+	if o.retention == 0 || j.Retired.IsZero() || now.Sub(j.Retired) <= o.retention {
 		return false
 	}
+	o.opts.Logger.Info("forgetting a retired job", "job", name, "retired", j.Retired)
+	delete(o.jobs, name)
+	delete(o.holding, j)
+	removed(&o.log.removedJobs, name)
+	o.log.signal()
 	return true
+}
+
+// countRepeat counts a record that repeats one applied already (see
+// apply) as its source's unreadable record.
+func (o *orderer) countRepeat(source string) {
+	if src := o.sources[source]; src != nil {
+		src.ParseErrors++
+		o.log.markSource(source)
+	}
+}
+
+// window is the late window of the source name (0: none configured).
+func (o *orderer) window(name string) time.Duration {
+	if src := o.sources[name]; src != nil {
+		return src.clock.window
+	}
+	return 0
+}
+
+// changed marks j changed for the saver, and for the reap to visit.
+func (o *orderer) changed(j *job) {
+	o.reap.wake(j)
+	o.log.markJob(j)
 }

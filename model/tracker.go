@@ -3,13 +3,14 @@ package model
 import (
 	"encoding/json"
 	"errors"
-	"github.com/jobwatch/jobwatch/observation"
-	"github.com/jobwatch/jobwatch/schedule"
 	"log/slog"
 	"sort"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jobwatch/jobwatch/observation"
+	"github.com/jobwatch/jobwatch/schedule"
 )
 
 // JobSpec is what the configuration says about one job.
