@@ -184,7 +184,7 @@ func (t *Tracker) Changes() *Changes {
 		for _, j := range o.jobs {
 			c.Jobs[j.spec.Name] = j.view(o.reap.decidedOf(j))
 		}
-		for name := range o.sources {
+		for name := range o.marks.sources {
 			c.Sources[name] = o.sourceView(name)
 		}
 	} else {
@@ -194,7 +194,7 @@ func (t *Tracker) Changes() *Changes {
 			}
 		}
 		for name := range l.dirtySources {
-			if o.sources[name] != nil {
+			if o.marks.sources[name] != nil {
 				c.Sources[name] = o.sourceView(name)
 			}
 		}

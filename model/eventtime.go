@@ -1,6 +1,7 @@
 package model
 
 import (
+	"log/slog"
 	"slices"
 	"time"
 
@@ -84,6 +85,28 @@ func (c *sourceClock) watermark(now time.Time, startingUp bool) (time.Time, bool
 	return c.mark, true
 }
 
+// watermarks are the configured sources, with their clocks, and what
+// they allow: how far each job's verdicts may go (decidable). They are
+// the orderer's; a pass (one Apply, Reap or DecideHeld) asks them with
+// one now, and memoises what one source allows (decidableMemo).
+type watermarks struct {
+	hold    time.Duration // Options.StartupHold
+	logger  *slog.Logger
+	started time.Time // of the current configuration
+	sources map[string]*source
+	// unended are the sources of runs that have not read to their end
+	// since Configure; nil: to be found again (see reporting).
+	unended []*source
+}
+
+// window is the late window of the source name (0: none configured).
+func (w *watermarks) window(name string) time.Duration {
+	if src := w.sources[name]; src != nil {
+		return src.clock.window
+	}
+	return 0
+}
+
 // reporting are the sources whose watermarks a job's decisions wait for:
 // those that have reported it, and every source of runs that has not read
 // to its end once since the configuration started it (it may hold records
@@ -91,47 +114,47 @@ func (c *sourceClock) watermark(now time.Time, startingUp bool) (time.Time, bool
 // firstReadGrace, a source that has read nothing at all since is taken for
 // one that holds no record of jobs it never reported (a run log that
 // cannot be opened would hold them back for ever).
-func (o *orderer) reporting(j *job, now time.Time, yield func(*source)) {
+func (w *watermarks) reporting(j *job, now time.Time, yield func(*source)) {
 	// The sources not at their end yet are kept aside (none, mostly): a
 	// reap looks at every job, and walking every source for each was most
 	// of its cost with hundreds of sources.
-	if o.unended == nil {
-		o.unended = []*source{}
-		for _, src := range o.sources {
+	if w.unended == nil {
+		w.unended = []*source{}
+		for _, src := range w.sources {
 			if src.clock.runs && !src.clock.endedOnce {
-				o.unended = append(o.unended, src)
+				w.unended = append(w.unended, src)
 			}
 		}
 	}
-	if now.Sub(o.started) < o.opts.StartupHold {
+	if now.Sub(w.started) < w.hold {
 		// During the hold any source may still hand over records of any
 		// job, on time whatever their age (a log written in the first
 		// seconds after the start).
-		for _, src := range o.sources {
+		for _, src := range w.sources {
 			if src.clock.runs {
 				yield(src)
 			}
 		}
 		return
 	}
-	firstRead := o.firstReading(now)
+	firstRead := w.firstReading(now)
 	n := 0
 	for _, name := range j.Sources {
-		if src := o.sources[name]; src != nil && src.clock.runs {
+		if src := w.sources[name]; src != nil && src.clock.runs {
 			yield(src)
 			n++
 		}
 	}
 	if n == 0 {
-		for _, src := range o.sources {
+		for _, src := range w.sources {
 			if src.clock.waitedFor(false, firstRead) {
 				yield(src)
 			}
 		}
 		return
 	}
-	for _, src := range o.unended {
-		if src.clock.waitedFor(true, firstRead) && !slices.ContainsFunc(j.Sources, func(name string) bool { return o.sources[name] == src }) {
+	for _, src := range w.unended {
+		if src.clock.waitedFor(true, firstRead) && !slices.ContainsFunc(j.Sources, func(name string) bool { return w.sources[name] == src }) {
 			yield(src)
 		}
 	}
@@ -144,8 +167,8 @@ func (o *orderer) reporting(j *job, now time.Time, yield func(*source)) {
 // otherwise miss the jobs' first decisions.
 const firstReadGrace = 10 * time.Second
 
-func (o *orderer) firstReading(now time.Time) bool {
-	return now.Sub(o.started) < max(o.opts.StartupHold, firstReadGrace)
+func (w *watermarks) firstReading(now time.Time) bool {
+	return now.Sub(w.started) < max(w.hold, firstReadGrace)
 }
 
 // waitedFor is reporting's rule, after the start-up hold, for a source
@@ -225,17 +248,17 @@ func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Dur
 // memory, and in every save, without bound), once every source has started
 // reading or had firstReadGrace to. ok is false while nothing may be
 // decided.
-func (o *orderer) decidable(j *job, now time.Time) (time.Time, bool) {
-	return o.decidableBy(j, now, true)
+func (w *watermarks) decidable(j *job, now time.Time) (time.Time, bool) {
+	return w.decidableBy(j, now, true)
 }
 
 // decidableBy is decidable; force says whether a job holding more than
 // maxPending records has the oldest decided anyway.
-func (o *orderer) decidableBy(j *job, now time.Time, force bool) (time.Time, bool) {
-	startingUp := now.Sub(o.started) < o.opts.StartupHold
+func (w *watermarks) decidableBy(j *job, now time.Time, force bool) (time.Time, bool) {
+	startingUp := now.Sub(w.started) < w.hold
 	var mark, readMark time.Time
 	some, reported, someRead := false, true, false
-	o.reporting(j, now, func(src *source) {
+	w.reporting(j, now, func(src *source) {
 		w, ok := src.clock.watermark(now, startingUp)
 		if !ok {
 			reported = false
@@ -254,13 +277,13 @@ func (o *orderer) decidableBy(j *job, now time.Time, force bool) (time.Time, boo
 	}
 	// Not while a source has not even started reading, in its first
 	// seconds: it may hold older records than any.
-	if force && len(j.held.list) > maxPending && someRead && (reported || !o.firstReading(now)) {
+	if force && len(j.held.list) > maxPending && someRead && (reported || !w.firstReading(now)) {
 		forced := j.held.list[len(j.held.list)-maxPending].Time
 		if readMark.Before(forced) {
 			forced = readMark
 		}
 		if !ok || forced.After(to) {
-			o.opts.Logger.Warn("deciding a job's oldest records before a source that has read none has: too many held", ratelog.Per("job"), "job", j.spec.Name, "held", len(j.held.list), "limit", maxPending, "until", forced)
+			w.logger.Warn("deciding a job's oldest records before a source that has read none has: too many held", ratelog.Per("job"), "job", j.spec.Name, "held", len(j.held.list), "limit", maxPending, "until", forced)
 			to, ok = forced, true
 		}
 	}
@@ -322,15 +345,15 @@ func memoKey(j *job) (string, bool) {
 }
 
 // decidableIn is decidable(j, now), looked up in memo where it can be.
-func (o *orderer) decidableIn(memo decidableMemo, j *job, now time.Time) (time.Time, bool) {
+func (w *watermarks) decidableIn(memo decidableMemo, j *job, now time.Time) (time.Time, bool) {
 	key, single := memoKey(j)
 	if !single || len(j.held.list) > maxPending {
-		return o.decidable(j, now)
+		return w.decidable(j, now)
 	}
 	if m, ok := memo[key]; ok {
 		return m.to, m.ok
 	}
-	to, ok := o.decidable(j, now)
+	to, ok := w.decidable(j, now)
 	memo[key] = struct {
 		to time.Time
 		ok bool
@@ -341,7 +364,7 @@ func (o *orderer) decidableIn(memo decidableMemo, j *job, now time.Time) (time.T
 // decideJob decides what the job's watermark allows now (memo: the
 // pass's, see decidableMemo).
 func (o *orderer) decideJob(memo decidableMemo, j *job, now time.Time) {
-	if to, ok := o.decidableIn(memo, j, now); ok && o.rules.decide(j, to, now) {
+	if to, ok := o.marks.decidableIn(memo, j, now); ok && o.rules.decide(j, to, now) {
 		o.changed(j)
 	}
 }

@@ -31,9 +31,8 @@ type orderer struct {
 	skews *hostSkews
 	rules machine // the jobs' transitions, which it hands records to
 
-	started time.Time // of the current configuration
-	jobs    map[string]*job
-	sources map[string]*source
+	jobs  map[string]*job
+	marks watermarks // the sources, and how far each job may be decided
 
 	// retention is how long a retired job is kept (SetRetiredRetention;
 	// 0: until it comes back).
@@ -47,9 +46,6 @@ type orderer struct {
 	scanned []batchJob
 	scanOf  []int
 	reap    reapIndex
-	// unended are the sources of runs that have not read to their end
-	// since Configure; nil: to be found again (see reporting).
-	unended []*source
 
 	held          chan struct{} // see Tracker.Held
 	heldSignalled bool          // held was signalled since DecideHeld last found nothing held
@@ -57,9 +53,10 @@ type orderer struct {
 }
 
 func newOrderer(opts *Options, clock *steadyClock, log *changeLog, skews *hostSkews) *orderer {
-	o := &orderer{opts: opts, clock: clock, log: log, skews: skews, jobs: map[string]*job{}, sources: map[string]*source{},
+	o := &orderer{opts: opts, clock: clock, log: log, skews: skews, jobs: map[string]*job{},
+		marks:   watermarks{hold: opts.StartupHold, logger: opts.Logger, sources: map[string]*source{}},
 		holding: map[*job]struct{}{}, held: make(chan struct{}, 1), caughtUp: make(chan struct{}, 1)}
-	o.rules = machine{host: opts.Host, logger: opts.Logger, window: o.window, repeated: o.countRepeat}
+	o.rules = machine{host: opts.Host, logger: opts.Logger, window: o.marks.window, repeated: o.countRepeat}
 	return o
 }
 
@@ -72,10 +69,96 @@ type source struct {
 	clock        sourceClock
 }
 
+// configure starts the configuration of jobs and sources at now (see
+// Tracker.Configure), and returns the sources it lets go: removed, or
+// replaced by one that reads something else.
+func (o *orderer) configure(jobs []JobSpec, sources []SourceSpec, now time.Time) (gone map[string]*source) {
+	// The watermarks start again: the jobs the reaps passed over keep the
+	// time those reaps decided them to.
+	for _, j := range o.jobs {
+		o.reap.catchUp(j)
+	}
+	o.reap.to, o.reap.stale = nil, true
+	next := make(map[string]*job, len(jobs))
+	for _, s := range jobs {
+		j := o.jobs[s.Name]
+		if j == nil {
+			j = newJob(now)
+		}
+		j.configure(s, now)
+		next[s.Name] = j
+	}
+	for name, j := range o.jobs {
+		switch {
+		case next[name] != nil:
+		case j.Discovered:
+			j.retire(now)
+			next[name] = j
+		default:
+			removed(&o.log.removedJobs, name)
+		}
+	}
+	for name := range next {
+		delete(o.log.removedJobs, name)
+	}
+	o.jobs = next
+	nextSrc := make(map[string]*source, len(sources))
+	for _, s := range sources {
+		src := o.marks.sources[s.Name]
+		if src == nil || src.Identity != s.Identity {
+			src = &source{}
+		}
+		src.typ = s.Type
+		src.Identity = s.Identity
+		// Every source starts reading again: the start-up hold waits for
+		// each to read to its end (eventtime.go).
+		src.clock = sourceClock{runs: s.Runs, window: s.LateWindow}
+		nextSrc[s.Name] = src
+	}
+	gone = map[string]*source{}
+	for name, src := range o.marks.sources {
+		if nextSrc[name] != src {
+			gone[name] = src
+		}
+		if nextSrc[name] == nil {
+			removed(&o.log.removedSources, name)
+		}
+	}
+	for name := range nextSrc {
+		delete(o.log.removedSources, name)
+	}
+	o.marks.sources = nextSrc
+	o.marks.unended = nil
+	o.marks.started = now
+	return gone
+}
+
+// setHealth is Tracker.SetHealth.
+func (o *orderer) setHealth(name string, up bool, err error, now time.Time) {
+	src := o.marks.sources[name]
+	if src == nil {
+		return
+	}
+	if !up && !src.clock.down {
+		src.clock.watermark(now, now.Sub(o.marks.started) < o.opts.StartupHold) // held where it is now
+		// Back up, it is not at its end until it says so again.
+		src.clock.atEnd = false
+	}
+	src.clock.down = !up
+	reason := ""
+	if !up && err != nil {
+		reason = err.Error()
+	}
+	if src.up != up || src.reason != reason {
+		src.up, src.reason = up, reason
+		o.log.markSource(name)
+	}
+}
+
 // applyBatch is Apply: take is how each record that is not late is
 // taken (orderer.take; the tests' reference holds every one).
 func (o *orderer) applyBatch(b *Batch, take func(bj *batchJob, name string, ev *Event, now time.Time)) {
-	src := o.sources[b.Source]
+	src := o.marks.sources[b.Source]
 	if src == nil {
 		// A source that is no longer configured (a reload raced its last
 		// batch): nothing of it is kept.
@@ -226,7 +309,7 @@ func (o *orderer) advance(src *source, b *Batch) []*job {
 		}
 	}
 	if b.AtEnd && !src.clock.endedOnce {
-		o.unended = nil
+		o.marks.unended = nil
 	}
 	src.clock.sinceEnd += len(b.Events)
 	if b.AtEnd {
@@ -288,7 +371,7 @@ func (o *orderer) admit(j *job, name string, ev *Event, now time.Time) (late boo
 	if j.decided.IsZero() || !ev.Time.Before(j.decided) {
 		return false
 	}
-	src := o.sources[name]
+	src := o.marks.sources[name]
 	src.LateRecords++
 	if o.opts.Logger.Enabled(context.Background(), slog.LevelDebug) { // its arguments cost, logged or not
 		o.opts.Logger.Debug("late record: its job has decided past its time", "source", name, "job", ev.Job, "time", ev.Time, "decided_until", j.decided)
@@ -314,7 +397,7 @@ func (o *orderer) decidedAlready(bj *batchJob, ev *Event, now time.Time) bool {
 		return false
 	}
 	if !bj.toKnown {
-		to, ok := o.decidableBy(bj.j, now, false)
+		to, ok := o.marks.decidableBy(bj.j, now, false)
 		bj.toKnown, bj.inPlace, bj.to = true, ok && !to.Before(bj.j.decided), to
 	}
 	return bj.inPlace && !ev.Time.After(bj.to)
@@ -432,18 +515,10 @@ func (o *orderer) forgetRetired(name string, j *job, now time.Time) bool {
 // countRepeat counts a record that repeats one applied already (see
 // apply) as its source's unreadable record.
 func (o *orderer) countRepeat(source string) {
-	if src := o.sources[source]; src != nil {
+	if src := o.marks.sources[source]; src != nil {
 		src.ParseErrors++
 		o.log.markSource(source)
 	}
-}
-
-// window is the late window of the source name (0: none configured).
-func (o *orderer) window(name string) time.Duration {
-	if src := o.sources[name]; src != nil {
-		return src.clock.window
-	}
-	return 0
 }
 
 // changed marks j changed for the saver, and for the reap to visit.

@@ -102,7 +102,7 @@ func (o *orderer) passOver(e *reapEntry, keyTo []reapKeyTo, memo decidableMemo, 
 	}
 	k := &keyTo[e.key]
 	if !k.known {
-		to, ok := o.decidableIn(memo, e.j, now)
+		to, ok := o.marks.decidableIn(memo, e.j, now)
 		k.to, k.ok, k.known = to.UnixNano(), ok, true
 	}
 	return !k.ok || k.to < e.quietUntil

@@ -129,6 +129,6 @@ func (j *job) view(decided time.Time) *JobView {
 }
 
 func (o *orderer) sourceView(name string) *SourceView {
-	s := o.sources[name]
+	s := o.marks.sources[name]
 	return &SourceView{Name: name, Type: s.typ, Up: s.up, Reason: s.reason, SourceState: s.SourceState.clone(), Observations: s.observations, clock: s.clock}
 }

@@ -274,12 +274,12 @@ type SavedJob struct {
 func (t *Tracker) Snapshot() *Snapshot {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	s := &Snapshot{Jobs: make(map[string]SavedJob, len(t.order.jobs)), Sources: make(map[string]*SourceState, len(t.order.sources))}
+	s := &Snapshot{Jobs: make(map[string]SavedJob, len(t.order.jobs)), Sources: make(map[string]*SourceState, len(t.order.marks.sources))}
 	for name, j := range t.order.jobs {
 		v := j.view(t.order.reap.decidedOf(j))
 		s.Jobs[name] = SavedJob{JobState: *v.JobState, History: v.History, Open: v.Open, Pending: v.Pending, DecidedUntil: v.DecidedUntil}
 	}
-	for name, src := range t.order.sources {
+	for name, src := range t.order.marks.sources {
 		c := src.SourceState.clone()
 		s.Sources[name] = &c
 	}
@@ -327,7 +327,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		if ss == nil {
 			continue
 		}
-		src := t.order.sources[name]
+		src := t.order.marks.sources[name]
 		if src == nil || src.Identity != ss.Identity {
 			// Removed or changed while jobwatch was stopped.
 			t.retire(name, *ss)

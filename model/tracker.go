@@ -167,64 +167,10 @@ func processAlive(pid int) bool {
 func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.clock.now()
-	// The watermarks start again: the jobs the reaps passed over keep the
-	// time those reaps decided them to.
-	for _, j := range t.order.jobs {
-		t.order.reap.catchUp(j)
+	for name, src := range t.order.configure(jobs, sources, t.clock.now()) {
+		t.retire(name, src.SourceState)
 	}
-	t.order.reap.to, t.order.reap.stale = nil, true
-	next := make(map[string]*job, len(jobs))
-	for _, s := range jobs {
-		j := t.order.jobs[s.Name]
-		if j == nil {
-			j = newJob(now)
-		}
-		j.configure(s, now)
-		next[s.Name] = j
-	}
-	for name, j := range t.order.jobs {
-		switch {
-		case next[name] != nil:
-		case j.Discovered:
-			j.retire(now)
-			next[name] = j
-		default:
-			removed(&t.log.removedJobs, name)
-		}
-	}
-	for name := range next {
-		delete(t.log.removedJobs, name)
-	}
-	t.order.jobs = next
-	nextSrc := make(map[string]*source, len(sources))
-	for _, s := range sources {
-		src := t.order.sources[s.Name]
-		if src == nil || src.Identity != s.Identity {
-			src = &source{}
-		}
-		src.typ = s.Type
-		src.Identity = s.Identity
-		// Every source starts reading again: the start-up hold waits for
-		// each to read to its end (eventtime.go).
-		src.clock = sourceClock{runs: s.Runs, window: s.LateWindow}
-		nextSrc[s.Name] = src
-	}
-	for name, src := range t.order.sources {
-		if nextSrc[name] != src {
-			t.retire(name, src.SourceState)
-		}
-		if nextSrc[name] == nil {
-			removed(&t.log.removedSources, name)
-		}
-	}
-	for name := range nextSrc {
-		delete(t.log.removedSources, name)
-	}
-	t.order.sources = nextSrc
-	t.order.unended = nil
 	t.adoptRetired()
-	t.order.started = now
 	t.log.changedAll() // specs changed: every job's view does
 }
 
@@ -252,7 +198,7 @@ func (t *Tracker) retire(name string, s SourceState) {
 // adoptRetired gives configured sources that have read nothing yet the state
 // of a retired source that read the same thing: the same type and place.
 func (t *Tracker) adoptRetired() {
-	for name, src := range t.order.sources {
+	for name, src := range t.order.marks.sources {
 		if src.Position != nil || src.Identity == "" {
 			continue
 		}
@@ -342,24 +288,7 @@ func (t *Tracker) Held() <-chan struct{} { return t.order.held }
 func (t *Tracker) SetHealth(name string, up bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	src := t.order.sources[name]
-	if src == nil {
-		return
-	}
-	if !up && !src.clock.down {
-		src.clock.watermark(t.clock.now(), t.clock.now().Sub(t.order.started) < t.opts.StartupHold) // held where it is now
-		// Back up, it is not at its end until it says so again.
-		src.clock.atEnd = false
-	}
-	src.clock.down = !up
-	reason := ""
-	if !up && err != nil {
-		reason = err.Error()
-	}
-	if src.up != up || src.reason != reason {
-		src.up, src.reason = up, reason
-		t.log.markSource(name)
-	}
+	t.order.setHealth(name, up, err, t.clock.now())
 }
 
 // Now is the model's clock: the wall clock, never going back (see
@@ -370,7 +299,7 @@ func (t *Tracker) Now() time.Time { return t.clock.now() }
 func (t *Tracker) Position(source string) json.RawMessage {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	if src := t.order.sources[source]; src != nil {
+	if src := t.order.marks.sources[source]; src != nil {
 		return src.Position
 	}
 	return nil
@@ -423,8 +352,8 @@ func (t *Tracker) view() ([]JobView, []SourceView) {
 		jobs = append(jobs, *j.view(t.order.reap.decidedOf(j)))
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Spec.Name < jobs[b].Spec.Name })
-	srcs := make([]SourceView, 0, len(t.order.sources))
-	for name := range t.order.sources {
+	srcs := make([]SourceView, 0, len(t.order.marks.sources))
+	for name := range t.order.marks.sources {
 		srcs = append(srcs, *t.order.sourceView(name))
 	}
 	sort.Slice(srcs, func(a, b int) bool { return srcs[a].Name < srcs[b].Name })
