@@ -513,7 +513,7 @@ func (o *orderer) forgetRetired(name string, j *job, now time.Time) bool {
 }
 
 // countRepeat counts a record that repeats one applied already (see
-// apply) as its source's unreadable record.
+// machine.apply) as its source's unreadable record.
 func (o *orderer) countRepeat(source string) {
 	if src := o.marks.sources[source]; src != nil {
 		src.ParseErrors++

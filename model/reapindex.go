@@ -10,19 +10,22 @@ import (
 // but the time the job has decided to (a job every hour, between its
 // runs), and visiting 10,000 jobs to learn it was the largest part of a
 // stream's CPU after the saver's (a cache miss a job). So Reap walks a
-// compact list instead, one entry a job, holding until when in event time
-// the job is quiet: no record held, no run open, no slot due. A quiet job is passed over while its source's watermark is before
-// that time, and visited once it is, or as soon as anything changes it
-// (markJob). The time it would have decided to is the reap's per source
-// (reapTo), which a passed-over job takes when a record of it comes
-// (catchUp) and shows in its views (decidedOf): what was late stays late.
+// compact list instead (reapIndex), one entry a job, holding until when in
+// event time the job is quiet: no record held, no run open, no slot due. A
+// quiet job is passed over while its source's watermark is before that
+// time, and visited once it is, or as soon as anything changes it
+// (orderer.changed). The time it would have decided to is the reap's per
+// source (reapIndex.to), which a passed-over job takes when a record of it
+// comes (catchUp) and shows in its views (decidedOf): what was late stays
+// late. TestReapPassesOverQuietJobs compares it with a reap that visits
+// every job (export_test.go).
 
 // reapEntry is one job in the reap's list.
 type reapEntry struct {
 	// quietUntil: deciding the job at an event time before it (Unix
 	// nanoseconds) only moves its decided time; 0: visit it every reap.
 	quietUntil int64
-	key        int32 // its one source's (or none's) index in Tracker.reapKeys
+	key        int32 // its one source's (or none's) index in reapIndex.keys
 	j          *job  // nil: forgotten since the list was built
 }
 
