@@ -32,7 +32,7 @@ type Config struct {
 	Labels     Labels
 	AlertAfter AlertAfter
 	Jobs       []Job
-	Sources       []Source
+	Sources    []Source
 	// Checkins and Discovery are the optional services of jobwatch serve
 	// (zero values: off).
 	Checkins  Checkins

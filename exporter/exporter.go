@@ -95,7 +95,7 @@ type Exporter struct {
 	saveFailures  prometheus.Counter
 	lastSaveTime  prometheus.Gauge
 	registerables []prometheus.Collector
-	jobConfig     *collector.JobConfig // the jobs' labels and alert thresholds
+	jobConfig     *collector.JobConfig   // the jobs' labels and alert thresholds
 	served        []prometheus.Collector // registerables, the jobs left to collector.Handler
 
 	// services (check-ins) are opened once a config turns them on.
