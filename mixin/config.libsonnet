@@ -27,6 +27,13 @@
     // variable's "All".
     dashboardClusterLabel: if self.clusterLabel != '' then self.clusterLabel else 'cluster',
 
+    // The labels of a job (its labels: in jobwatch.yml, exported as
+    // jobwatch_job_labels_info) that every alert about the job carries, for
+    // Alertmanager to route on (docs/ownership.md). A job without one of
+    // them alerts without it; an empty list leaves the alerts as they are.
+    // Keep out the labels your scrape config gives jobwatch's targets.
+    jobLabels: ['team', 'owner'],
+
     // Prefix of every alert's runbook_url; the alert's name in lower case
     // follows it. The default is the published runbook, an absolute URL
     // that Alertmanager's receivers can open; set 'alerts/runbook.md#' for
