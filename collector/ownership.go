@@ -34,13 +34,14 @@ func init() {
 }
 
 // The metrics of what the config says of a job for the rules to read
-// (docs/ownership.md). Each is present only for the jobs that set it (the
-// job itself or the file's top level): a job without labels or thresholds
-// costs no series, and the rules fall back to their defaults.
+// (docs/ownership.md). A threshold is present only for the jobs that set
+// it (the job itself or the file's top level), and the labels info only
+// when some job has labels: a config without them costs no series, and
+// the rules fall back to their defaults.
 var (
 	// labelsInfoDesc describes jobwatch_job_labels_info; its series have
 	// the config's label names besides job_name, which a reload may change.
-	labelsInfoDesc       = desc("job_labels_info", "The job's labels from the config (labels:), one label each, for alerts to join on job_name; absent for a job without labels.", jobLabels...)
+	labelsInfoDesc       = desc("job_labels_info", "The job's labels from the config (labels:), for alerts and dashboards to join on job_name: every label name any job has, empty where the job has none; absent when no job has labels.", jobLabels...)
 	alertAfterFailures   = desc("job_alert_after_failures", "Failures in a row that make JobwatchJobFailing fire for the job (alert_after.failures); absent when not set (2).", jobLabels...)
 	alertAfterMissedRuns = desc("job_alert_after_missed_runs", "Missed runs in a row that make JobwatchJobMissedRun fire for the job (alert_after.missed_runs); absent when not set (1).", jobLabels...)
 	alertAfterSkips      = desc("job_alert_after_skips", "Skips in a row that make JobwatchJobSkippingRepeatedly fire for the job (alert_after.skips); absent when not set (3).", jobLabels...)
@@ -59,9 +60,10 @@ var _ prometheus.Collector = (*JobConfig)(nil)
 // NewJobConfig returns a JobConfig of no jobs.
 func NewJobConfig() *JobConfig { return &JobConfig{} }
 
-// Configure makes the metrics of jobs. The labels info series of every
-// job has every label name any job has, empty where the job has none, so
-// that the family keeps one set of label names.
+// Configure makes the metrics of jobs. When a job has labels, every job
+// has a labels info series with every label name any job has, empty where
+// it has none: the family keeps one set of label names, and a dashboard
+// filtering on a label finds each job's value, empty included.
 func (c *JobConfig) Configure(jobs []model.JobSpec) {
 	keys := map[string]bool{}
 	for _, j := range jobs {
@@ -74,7 +76,7 @@ func (c *JobConfig) Configure(jobs []model.JobSpec) {
 		append([]string{"job_name"}, names...), nil)
 	var out []prometheus.Metric
 	for _, j := range jobs {
-		if len(j.Labels) > 0 {
+		if len(names) > 0 {
 			lvs := []string{j.Name}
 			for _, k := range names {
 				lvs = append(lvs, j.Labels[k])

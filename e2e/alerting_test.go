@@ -128,7 +128,7 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": jwAddr, "job_name": ".*"}
+	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": jwAddr, "job_name": ".*", "team": ".*", "owner": ".*"}
 	for k, v := range dashboards.Builtin {
 		vals[k] = v
 	}

@@ -447,7 +447,7 @@ func TestConfigDocumented(t *testing.T) {
 // their variables filled as the dashboards package's tests fill them.
 func checkDashboardQueries(t *testing.T, o *Output) {
 	t.Helper()
-	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": ".*", "job_name": ".*"}
+	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": ".*", "job_name": ".*", "team": ".*", "owner": ".*"}
 	for k, v := range dashboards.Builtin {
 		vals[k] = v
 	}
