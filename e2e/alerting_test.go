@@ -51,6 +51,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 	testproc.WriteFile(t, runLog, "")
 	jwConfig := filepath.Join(dir, "jobwatch.yml")
 	testproc.WriteFile(t, jwConfig, fmt.Sprintf(`stale_multiple: 2
+labels: {team: e2e}
 jobs:
   - name: e2e_stale
     every: 2s
