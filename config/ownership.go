@@ -35,16 +35,13 @@ func (l *Labels) UnmarshalYAML(n *yaml.Node) error {
 
 // AlertAfter is how many failures, missed runs or skips in a row make the
 // bundled rules alert on a job (alert_after:); 0 is not set, which leaves
-// the file's, or else the rules' default (DefaultAlertAfter).
+// the file's, or else the rules' default (model.DefaultAlertAfter: 2
+// failures, 1 missed run, 3 skips).
 type AlertAfter struct {
 	Failures   Threshold `yaml:"failures"`
 	MissedRuns Threshold `yaml:"missed_runs"`
 	Skips      Threshold `yaml:"skips"`
 }
-
-// DefaultAlertAfter is what the bundled rules alert at when nothing is
-// set: 2 failures, 1 missed run, 3 skips in a row.
-var DefaultAlertAfter = AlertAfter{Failures: 2, MissedRuns: 1, Skips: 3}
 
 // Threshold is a count of runs in a row, at least 1.
 type Threshold int
@@ -96,17 +93,6 @@ func (c *Config) withDefaults() {
 		}
 		j.AlertAfter = j.AlertAfter.Or(c.AlertAfter)
 	}
-}
-
-// LabelKeys lists every label name of the jobs, sorted.
-func (c *Config) LabelKeys() []string {
-	set := map[string]bool{}
-	for _, j := range c.Jobs {
-		for k := range j.Labels {
-			set[k] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(set))
 }
 
 // labelChecker is labelname's checker: the names registered by the
