@@ -24,6 +24,8 @@ var checkVars = map[string]string{
 	"job_name":   ".*",
 	"team":       ".*",
 	"owner":      ".*",
+	"user":       ".*",
+	"unit":       ".*",
 	"datasource": "prometheus",
 }
 
@@ -96,7 +98,7 @@ func TestImportable(t *testing.T) {
 	}
 	// job_name's All is the jobs it lists, those of the team (owner)
 	// chosen: the others' All is every value, .*.
-	for _, name := range []string{"cluster", "instance", "team", "owner", "job_name"} {
+	for _, name := range []string{"cluster", "instance", "team", "owner", "user", "unit", "job_name"} {
 		v, ok := byName[name]
 		if !ok {
 			t.Errorf("variable %s missing", name)

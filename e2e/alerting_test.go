@@ -129,7 +129,7 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": jwAddr, "job_name": ".*", "team": ".*", "owner": ".*"}
+	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": jwAddr, "job_name": ".*", "team": ".*", "owner": ".*", "user": ".*", "unit": ".*"}
 	for k, v := range dashboards.Builtin {
 		vals[k] = v
 	}
