@@ -31,6 +31,7 @@ jobs:
   - name: cleanup
     every: 1h
     labels: {team: payments, owner: alice}
+    alert_after: {missed_runs: 2}
   - name: fresh
     every: 1h
   - name: report
@@ -182,6 +183,29 @@ func TestStatusThroughBinary(t *testing.T) {
 		out, err = exec.Command(bin, "status", "--url", base, "--job", "nosuch").CombinedOutput()
 		if exitCode(err) != 1 || !strings.Contains(string(out), "unknown job") {
 			t.Errorf("jobwatch status --job nosuch: exit %d\n%s", exitCode(err), out)
+		}
+	})
+
+	// The jobs' labels and thresholds on /metrics, which promtool's
+	// linter passes.
+	t.Run("labels on metrics", func(t *testing.T) {
+		_, body := in.scrape()
+		for _, want := range []string{
+			`jobwatch_job_labels_info{job_name="cleanup",owner="alice",team="payments"} 1`,
+			`jobwatch_job_labels_info{job_name="sync",owner="",team="platform"} 1`,
+			`jobwatch_job_alert_after_missed_runs{job_name="cleanup"} 2`,
+		} {
+			if !strings.Contains(body, want+"\n") {
+				t.Errorf("/metrics has no %s", want)
+			}
+		}
+		if strings.Contains(body, `jobwatch_job_alert_after_missed_runs{job_name="sync"}`) || strings.Contains(body, "jobwatch_job_alert_after_failures{") {
+			t.Errorf("/metrics has a threshold no job sets")
+		}
+		promtool := exec.Command("promtool", "check", "metrics")
+		promtool.Stdin = strings.NewReader(body)
+		if out, err := promtool.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
 		}
 	})
 
