@@ -46,6 +46,11 @@ type Job struct {
 	State    string `json:"state"`
 	Scope    string `json:"scope"`
 	Schedule string `json:"schedule"`
+	// Labels are the job's labels from the config ({} for none), and
+	// AlertAfter the runs in a row the bundled rules alert at
+	// (docs/ownership.md).
+	Labels     map[string]string `json:"labels"`
+	AlertAfter AlertAfter        `json:"alert_after"`
 
 	// RetiredSince is when a job host mode found disappeared from the host
 	// (state retired); nil while it is watched.
@@ -199,6 +204,8 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		Name:                    v.Spec.Name,
 		Scope:                   v.Spec.Scope,
 		Schedule:                describe(v.Spec.Schedule),
+		Labels:                  nonNilLabels(v.Spec.Labels),
+		AlertAfter:              alertAfterOf(v.Spec.AlertAfter),
 		SecondsSinceLastSuccess: w.SinceSuccess.Seconds(),
 		RetiredSince:            timePtr(v.Retired),
 		HeldRecords:             len(v.Pending),

@@ -32,7 +32,8 @@ func fixture(t *testing.T) *model.Tracker {
 		t.Fatal(err)
 	}
 	tr.Configure([]model.JobSpec{
-		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: time.Hour, StaleMultiple: 2, Scope: "host"},
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: time.Hour, StaleMultiple: 2, Scope: "host",
+			Labels: map[string]string{"team": "platform", "owner": "alice"}, AlertAfter: model.AlertAfter{Failures: 3, Skips: 5}},
 		{Name: "cleanup", Schedule: schedule.Every(time.Hour), StaleMultiple: 2, Scope: "host"},
 		{Name: "report", Schedule: hourly, Grace: time.Minute, StaleMultiple: 3, Scope: "cluster"},
 		{Name: "stats", Schedule: schedule.Every(10 * time.Minute), Timeout: 5 * time.Minute, StaleMultiple: 2, Scope: "host"},
