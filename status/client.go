@@ -156,12 +156,15 @@ func Check(j Job, o CheckOptions) (int, string) {
 	switch {
 	case j.State == StateStale:
 		worse(CheckCritical, "stale: no success for "+durText(j.SecondsSinceLastSuccess))
-	case j.ConsecutiveFailures >= uint64(failAt):
+	case j.LastRunFailed && j.HeldEnds == 0 && j.ConsecutiveFailures >= uint64(failAt):
+		// The last run's result is a fact, shown when read; how many
+		// failed in a row is a verdict, counted once the watermark has
+		// passed every end read.
 		worse(CheckCritical, fmt.Sprintf("failing: %d runs in a row failed", j.ConsecutiveFailures))
-	case j.ConsecutiveFailures == 1:
-		worse(CheckWarning, "the last run failed")
-	case j.ConsecutiveFailures > 1:
+	case j.LastRunFailed && j.HeldEnds == 0 && j.ConsecutiveFailures > 1:
 		worse(CheckWarning, fmt.Sprintf("%d runs in a row failed (alert_after.failures: %d)", j.ConsecutiveFailures, failAt))
+	case j.LastRunFailed:
+		worse(CheckWarning, "the last run failed")
 	}
 	if len(j.Running) > 1 {
 		worse(CheckCritical, fmt.Sprintf("overlapping: %d runs in progress", len(j.Running)))
