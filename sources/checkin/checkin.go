@@ -54,8 +54,8 @@ type Options struct {
 	Logger     *slog.Logger
 	// OnReject is called with the reason of every refused check-in.
 	OnReject func(reason string)
-	// OnNotSaved is called with the store (config.StoreSpool or
-	// config.StoreMySQL) of every check-in answered 503, not stored.
+	// OnNotSaved is called with the store (StoreSpool or
+	// StoreMySQL) of every check-in answered 503, not stored.
 	OnNotSaved func(store string)
 }
 

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/internal/ratelog"
 	"github.com/jobwatch/jobwatch/model"
 )
@@ -86,7 +85,7 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.storeErr.Load() != nil {
-		s.opts.OnNotSaved(config.StoreMySQL)
+		s.opts.OnNotSaved(StoreMySQL)
 		acknowledge(w, false)
 		return
 	}
@@ -102,7 +101,7 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (job_name, run_id) makes it a no-op on any replica.
 func (s *Receiver) saveRow(w http.ResponseWriter, r *http.Request, t *tableStore, rec spoolRecord) {
 	err := t.Save(r.Context(), rec)
-	s.notSaved(config.StoreMySQL, rec.Job, err)
+	s.notSaved(StoreMySQL, rec.Job, err)
 	acknowledge(w, err == nil)
 }
 
@@ -262,7 +261,7 @@ func (s *Receiver) save(w http.ResponseWriter, rec spoolRecord) {
 	if rec.RunID != "" {
 		s.dedup.settle(key, err == nil)
 	}
-	s.notSaved(config.StoreSpool, rec.Job, err)
+	s.notSaved(StoreSpool, rec.Job, err)
 	acknowledge(w, err == nil)
 }
 

@@ -20,14 +20,14 @@ func init() {
 		Type:       Type,
 		Path:       "/ping/",
 		LateWindow: LateWindow,
-		Enabled:    func(c *config.Config) bool { return c.Checkins.Enabled },
+		Enabled:    func(c *config.Config) bool { return ConfigOf(c).Enabled },
 		Open:       open,
 		Block:      "checkins",
 		Check: func(ctx context.Context, c *config.Config) error {
-			if c.Checkins.Store != config.StoreMySQL {
+			if ConfigOf(c).Store != StoreMySQL {
 				return nil
 			}
-			return checkStore(ctx, c.Checkins)
+			return checkStore(ctx, ConfigOf(c))
 		},
 		Off: func(w http.ResponseWriter, _ *http.Request, count func(counter, value string)) {
 			count(rejected, RejectUnknownJob)
@@ -36,7 +36,7 @@ func init() {
 		Counters: []sources.Counter{
 			{Name: rejected, Help: "Check-ins refused, by reason (docs/checkins.md).", Label: "reason", Values: RejectReasons},
 			{Name: notSaved, Help: "Check-ins answered 503 because their store (the spool's disk, store: mysql's database) could not keep them, by store (docs/checkins.md).",
-				Label: "store", Values: []string{config.StoreSpool, config.StoreMySQL}},
+				Label: "store", Values: []string{StoreSpool, StoreMySQL}},
 		},
 	})
 }
@@ -61,7 +61,7 @@ var _ sources.Service = (*Receiver)(nil)
 // Configure sets the jobs a configuration accepts check-ins of (none while
 // it has check-ins off) and its body limit.
 func (r *Receiver) Configure(cfg *config.Config) sources.Source {
-	c := cfg.Checkins
+	c := ConfigOf(cfg)
 	if !c.Enabled {
 		r.SetJobs(nil)
 		return nil
@@ -80,11 +80,11 @@ func (r *Receiver) Configure(cfg *config.Config) sources.Source {
 // unreadable) is logged, and check-ins are answered 503 until a reload
 // fixes it: they are never put in the spool instead, which the other
 // replicas do not read.
-func (r *Receiver) useStore(c config.Checkins) {
+func (r *Receiver) useStore(c Config) {
 	r.tableMu.Lock()
 	defer r.tableMu.Unlock()
 	old := r.table.Load()
-	if c.Store != config.StoreMySQL {
+	if c.Store != StoreMySQL {
 		r.storeErr.Store(nil)
 		if old != nil {
 			r.table.Store(nil)
