@@ -76,6 +76,9 @@ type Job struct {
 	// Cron is the cron daemon that runs a schedule: job: "debian" (the
 	// default: Debian's cron, which ignores CRON_TZ) or "cronie".
 	Cron string `yaml:"cron"`
+	// Aliases are the other identifiers the job's check-ins arrive under
+	// (another monitor's check UUIDs, slugs, monitor keys); aliases.go.
+	Aliases []string `yaml:"aliases"`
 }
 
 // Source is one place records are read from: its name, its type, and its
@@ -161,6 +164,7 @@ func parse(r io.Reader, dir string) (*Config, error) {
 		errs = append(errs, fmt.Errorf("stale_multiple must be at least 1, got %d", cfg.StaleMultiple))
 	}
 	errs = append(errs, cfg.decodeJobs(f.Jobs)...)
+	errs = append(errs, checkAliases(cfg.Jobs, f.Jobs)...)
 	errs = append(errs, cfg.decodeSources(f.Sources)...)
 	errs = append(errs, cfg.decodeServiceBlocks(&doc)...)
 	if f.Discovery.Kind != 0 {

@@ -110,3 +110,38 @@ func TestDiscoveryWatch(t *testing.T) {
 		})
 	}
 }
+
+// Aliases are slugs (lowercase UUIDs included), each naming one job; a
+// clash names both jobs.
+func TestAliases(t *testing.T) {
+	const ok = `
+jobs:
+  - name: backup
+    every: 1d
+    aliases: [5bf66975-d4c7-4bf5-bcc8-b8d8a82ea278, db-backup]
+  - name: report
+    every: 1h
+    aliases: [nightly_report]
+`
+	cfg, err := Parse(strings.NewReader(ok))
+	if err != nil || strings.Join(cfg.Jobs[0].Aliases, ",") != "5bf66975-d4c7-4bf5-bcc8-b8d8a82ea278,db-backup" {
+		t.Fatalf("%v %+v", err, cfg)
+	}
+	for _, tc := range []struct{ name, jobs, want string }{
+		{"clash", "  - {name: a, every: 1h, aliases: [x]}\n  - {name: b, every: 1h, aliases: [x]}\n",
+			`job "b": alias "x" is also job "a"'s (line 2): an alias names one job`},
+		{"another job's name", "  - {name: a, every: 1h}\n  - {name: b, every: 1h, aliases: [a]}\n",
+			`job "b": alias "a" is also job "a"'s (line 2)`},
+		{"twice", "  - {name: a, every: 1h, aliases: [x, x]}\n", `job "a": alias "x" is the job's name or given twice`},
+		{"upper case", "  - {name: a, every: 1h, aliases: [5BF66975-D4C7-4BF5-BCC8-B8D8A82EA278]}\n", `alias "5BF66975-D4C7-4BF5-BCC8-B8D8A82EA278" must match`},
+		{"slash", "  - {name: a, every: 1h, aliases: [a/b]}\n", `alias "a/b" must match`},
+		{"too long", "  - {name: a, every: 1h, aliases: [" + strings.Repeat("x", 129) + "]}\n", "at most 128 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader("jobs:\n" + tc.jobs))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nlacks %q", err, tc.want)
+			}
+		})
+	}
+}
