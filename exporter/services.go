@@ -139,15 +139,32 @@ type Route struct {
 func (e *Exporter) Routes() []Route {
 	var out []Route
 	for _, s := range e.services {
-		out = append(out, Route{s.typ.Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if svc := s.loaded(); svc != nil {
 				svc.ServeHTTP(w, r)
 				return
 			}
 			s.typ.Off(w, r, s.count)
-		})})
+		})
+		for _, p := range append([]string{s.typ.Path}, s.typ.MorePaths...) {
+			out = append(out, Route{p, h})
+		}
 	}
 	return out
+}
+
+// Root hands a request of the root to the service that claims it
+// (sources.RootClaimer: check-ins at /<uuid>), else to next.
+func (e *Exporter) Root(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, s := range e.services {
+			if c, ok := s.loaded().(sources.RootClaimer); ok && c.ClaimsRoot(r) {
+				s.loaded().ServeHTTP(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // View is the state as last saved: what scrapes and the status page show.

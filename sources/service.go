@@ -27,6 +27,13 @@ type Service interface {
 	Close() error
 }
 
+// RootClaimer is implemented by a service that may answer paths at the
+// root too (check-ins at /<uuid> with checkins.root_paths): ClaimsRoot
+// says whether a request of the root is its.
+type RootClaimer interface {
+	ClaimsRoot(r *http.Request) bool
+}
+
 // OutputReader is implemented by a service that keeps the outputs it
 // receives (the check-in spool) and hands them over as references
 // (model.Event.OutputRef, "<type>:..."): ReadOutput reads one, or says why
@@ -52,6 +59,9 @@ type ServiceType struct {
 	Type string
 	// Path is the URL path pattern the server hands it ("/ping/").
 	Path string
+	// MorePaths are further patterns it answers (other monitors' URL
+	// shapes: "/api/", "/p/").
+	MorePaths []string
 	// LateWindow is its source's late window (RunReporter's).
 	LateWindow time.Duration
 	// Enabled says whether a configuration turns it on.

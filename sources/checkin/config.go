@@ -3,6 +3,8 @@ package checkin
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"sync"
 
 	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/internal/jobruns"
@@ -31,7 +33,30 @@ type Config struct {
 	MySQLDSNFile string `yaml:"mysql_dsn_file"`
 	// Table is store: mysql's table; default "job_runs".
 	Table string `yaml:"table"`
+	// Keys are the keys other monitors' URLs carry (dialects.go): a
+	// check-in in their shape is accepted only with one of them.
+	Keys Keys `yaml:"keys"`
+	// RootPaths serves Healthchecks' paths at the root too (/<uuid>,
+	// /<ping-key>/<slug>), for a host name moved from hc-ping.com.
+	RootPaths bool `yaml:"root_paths"`
 }
+
+// Keys are the keys of the other monitors' URLs, each a string or a list.
+type Keys struct {
+	// Healthchecks are project ping keys, of /ping/<ping-key>/<slug>.
+	Healthchecks config.StringSet `yaml:"healthchecks"`
+	// Sentry are DSN public keys, of /api/<project>/cron/<slug>/<key>/
+	// and of envelopes' X-Sentry-Auth.
+	Sentry config.StringSet `yaml:"sentry"`
+	// Cronitor are telemetry keys, of /p/<key>/<monitor-key>.
+	Cronitor config.StringSet `yaml:"cronitor"`
+}
+
+// KeyPattern is what a key may look like: the characters of each monitor's
+// keys (URL-safe base64, hex, alphanumerics), long enough to be a secret.
+const KeyPattern = `^[A-Za-z0-9_-]{8,128}$`
+
+var keyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(KeyPattern) })
 
 // Where check-ins are stored.
 const (
@@ -62,7 +87,7 @@ func decodeBlock(b config.ServiceBlock) (any, []error) {
 		errs = config.Decode(b.Node, c, "")
 	}
 	if len(errs) == 0 {
-		errs = c.validate(b.Config.JobNames(), b.Config.Path)
+		errs = c.validate(b.Config.JobNames(), identifiers(b.Config.Jobs), b.Config.Path)
 	}
 	if len(errs) == 0 {
 		errs = c.checkReader(b.Config.Sources)
@@ -73,7 +98,7 @@ func decodeBlock(b config.ServiceBlock) (any, []error) {
 	return c, errs
 }
 
-func (c *Config) validate(jobs map[string]bool, resolve func(string) string) []error {
+func (c *Config) validate(jobs, ids map[string]bool, resolve func(string) string) []error {
 	errs := c.validateStore(resolve)
 	if c.MaxBody < 0 || c.MaxBody > maxMaxBody {
 		errs = append(errs, fmt.Errorf("max_body must be between 0 and %d bytes (10MiB), got %d", maxMaxBody, c.MaxBody))
@@ -84,6 +109,27 @@ func (c *Config) validate(jobs map[string]bool, resolve func(string) string) []e
 	for _, j := range c.Jobs {
 		if !jobs[j] {
 			errs = append(errs, fmt.Errorf("jobs: %q is not a configured job", j))
+		}
+	}
+	return append(errs, c.Keys.validate(ids)...)
+}
+
+// validate checks every key; ids are the configured jobs' names and
+// aliases, which a Healthchecks key must not be (/ping/<key>/... would be
+// both). A key is a secret: a message names its place, never its value.
+func (k *Keys) validate(ids map[string]bool) []error {
+	var errs []error
+	for _, set := range []struct {
+		name string
+		keys config.StringSet
+	}{{"healthchecks", k.Healthchecks}, {"sentry", k.Sentry}, {"cronitor", k.Cronitor}} {
+		for i, key := range set.keys {
+			switch {
+			case !keyRE().MatchString(key):
+				errs = append(errs, fmt.Errorf("keys.%s[%d] must match %s", set.name, i, KeyPattern))
+			case set.name == "healthchecks" && ids[key]:
+				errs = append(errs, fmt.Errorf("keys.%s[%d] is also a job's name or alias", set.name, i))
+			}
 		}
 	}
 	return errs
@@ -145,4 +191,16 @@ func (c *Config) Accepted(all []config.Job) []string {
 		out = append(out, j.Name)
 	}
 	return out
+}
+
+// identifiers are the names and aliases of jobs.
+func identifiers(jobs []config.Job) map[string]bool {
+	ids := map[string]bool{}
+	for _, j := range jobs {
+		ids[j.Name] = true
+		for _, a := range j.Aliases {
+			ids[a] = true
+		}
+	}
+	return ids
 }

@@ -19,6 +19,7 @@ func init() {
 	sources.RegisterService(sources.ServiceType{
 		Type:       Type,
 		Path:       "/ping/",
+		MorePaths:  []string{sentryPrefix, cronitorPrefix},
 		LateWindow: LateWindow,
 		Enabled:    func(c *config.Config) bool { return ConfigOf(c).Enabled },
 		Open:       open,
@@ -56,7 +57,14 @@ func open(d sources.ServiceDeps) (sources.Service, error) {
 	return r, nil
 }
 
-var _ sources.Service = (*Receiver)(nil)
+var (
+	_ sources.Service     = (*Receiver)(nil)
+	_ sources.RootClaimer = (*Receiver)(nil)
+)
+
+// ClaimsRoot says whether r, of the root, is a Healthchecks ping the
+// config's root_paths has this receiver answer.
+func (r *Receiver) ClaimsRoot(req *http.Request) bool { return r.routes.Load().rootPing(req.URL.Path) }
 
 // Configure sets the jobs a configuration accepts check-ins of (none while
 // it has check-ins off) and its body limit.
@@ -68,7 +76,7 @@ func (r *Receiver) Configure(cfg *config.Config) sources.Source {
 	}
 	r.SetMaxBody(int64(c.MaxBody))
 	r.useStore(c)
-	r.SetJobs(c.Accepted(cfg.Jobs))
+	r.SetRoutes(c.Accepted(cfg.Jobs), cfg.Jobs, c)
 	// With store: mysql the spool takes no more check-ins, and its source
 	// only applies what it acknowledged before: the table's rows are
 	// applied by the mysql source that reads them back.
