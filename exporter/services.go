@@ -85,6 +85,7 @@ func (e *Exporter) attachServices(g *generation) error {
 				Deps:     sources.Deps{Logger: e.opts.Logger, Now: e.tracker.Now}.WithDefaults(),
 				StateDir: e.opts.StateDir,
 				Count:    s.count,
+				Reload:   e.Reload,
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.typ.Type, err)
@@ -310,7 +311,7 @@ func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*
 		}
 		cfg = merged
 	}
-	g, err := e.prepare(cfg)
+	g, err := e.prepare(e.withServiceJobs(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -422,4 +423,21 @@ func (d discoveryCollector) Collect(ch chan<- prometheus.Metric) {
 	d.e.discoveryWatched.Collect(ch)
 	d.e.discoveryLast.Collect(ch)
 	d.e.discoveryErrors.Collect(ch)
+}
+
+// withServiceJobs is cfg with the jobs services made (sources.ServiceType's
+// Jobs: check-ins' ?create=1), or cfg itself when they made none.
+func (e *Exporter) withServiceJobs(cfg *config.Config) *config.Config {
+	var made []config.Job
+	for _, s := range e.services {
+		if s.typ.Jobs != nil && s.typ.Enabled(cfg) {
+			made = append(made, s.typ.Jobs(e.opts.StateDir, cfg)...)
+		}
+	}
+	if len(made) == 0 {
+		return cfg
+	}
+	out := *cfg
+	out.Jobs = append(append([]config.Job(nil), cfg.Jobs...), made...)
+	return &out
 }

@@ -51,6 +51,8 @@ type ServiceDeps struct {
 	// Count adds one to the service's counter of that name (one of its
 	// type's Counters) for the label value.
 	Count func(counter, value string)
+	// Reload loads the config again, for a service whose Jobs changed.
+	Reload func() error
 }
 
 // ServiceType is a registered kind of service.
@@ -81,6 +83,10 @@ type ServiceType struct {
 	// Counters are what it counts besides records (check-ins refused, by
 	// reason); the exporter exports them as jobwatch_<Name>.
 	Counters []Counter
+	// Jobs, when set, are jobs the service made (check-ins' ?create=1),
+	// kept in stateDir, as cfg configures them: the exporter watches them
+	// with cfg's own.
+	Jobs func(stateDir string, cfg *config.Config) []config.Job
 }
 
 // Counter is a service's counter, by one label whose values are bounded.

@@ -55,6 +55,9 @@ type Options struct {
 	Logger     *slog.Logger
 	// OnReject is called with the reason of every refused check-in.
 	OnReject func(reason string)
+	// Reload loads the config again, once ?create=1 created a job, so
+	// that the job is watched; nil: the job waits for the next load.
+	Reload func() error
 	// OnNotSaved is called with the store (StoreSpool or
 	// StoreMySQL) of every check-in answered 503, not stored.
 	OnNotSaved func(store string)
@@ -75,6 +78,10 @@ type Receiver struct {
 	tableMu sync.Mutex // opening and closing table
 	// storeErr is why store: mysql could not be opened, or nil.
 	storeErr atomic.Pointer[error]
+	// createRule is checkins.create, nil when off; created are the jobs
+	// it made (create.go).
+	createRule atomic.Pointer[createRule]
+	created    *created
 }
 
 // OpenReceiver opens the spool. It accepts no job until SetJobs.
@@ -101,7 +108,12 @@ func OpenReceiver(o Options) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Receiver{opts: o, spool: sp, dedup: newRecent()}
+	made, err := readCreated(o.Dir)
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	r := &Receiver{opts: o, spool: sp, dedup: newRecent(), created: &created{dir: o.Dir, jobs: made}}
 	r.SetJobs(nil)
 	r.SetMaxBody(o.MaxBody)
 	if err := r.rememberSaved(); err != nil {

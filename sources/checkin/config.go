@@ -39,6 +39,9 @@ type Config struct {
 	// RootPaths serves Healthchecks' paths at the root too (/<uuid>,
 	// /<ping-key>/<slug>), for a host name moved from hc-ping.com.
 	RootPaths bool `yaml:"root_paths"`
+	// Create lets ?create=1 under a Healthchecks ping key create jobs
+	// (create.go).
+	Create Create `yaml:"create"`
 }
 
 // Keys are the keys of the other monitors' URLs, each a string or a list.
@@ -111,6 +114,7 @@ func (c *Config) validate(jobs, ids map[string]bool, resolve func(string) string
 			errs = append(errs, fmt.Errorf("jobs: %q is not a configured job", j))
 		}
 	}
+	errs = append(errs, c.Create.validate()...)
 	return append(errs, c.Keys.validate(ids)...)
 }
 

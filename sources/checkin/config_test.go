@@ -95,3 +95,41 @@ func TestConfigStore(t *testing.T) {
 		})
 	}
 }
+
+// keys, root_paths and create: each key a string or a list, never shown
+// in a message; create needs match and one schedule.
+func TestConfigKeysAndCreate(t *testing.T) {
+	const jobs = "jobs:\n  - {name: a, every: 1h, aliases: [5bf66975-d4c7-4bf5-bcc8-b8d8a82ea278]}\n"
+	cfg, err := config.Parse(strings.NewReader(jobs + `checkins:
+  enabled: true
+  root_paths: true
+  keys: {healthchecks: [fqOOd6-F4MMNuCEnzTU01w, second-key-1234], sentry: 0123456789abcdef0123456789abcdef}
+  create: {match: ^tmp-, schedule: "0 * * * *", grace: 5m}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := checkin.ConfigOf(cfg)
+	if !c.RootPaths || len(c.Keys.Healthchecks) != 2 || len(c.Keys.Sentry) != 1 || c.Create.Max != checkin.DefaultCreateMax {
+		t.Errorf("%+v", c)
+	}
+	for _, tc := range []struct{ name, block, want string }{
+		{"short key", "{keys: {cronitor: abc}}", "checkins: keys.cronitor[0] must match"},
+		{"key a job's alias", "{keys: {healthchecks: [good-key-123, 5bf66975-d4c7-4bf5-bcc8-b8d8a82ea278]}}", "checkins: keys.healthchecks[1] is also a job's name or alias"},
+		{"create without match", "{create: {every: 1h}}", "checkins: create: needs match"},
+		{"create without schedule", "{create: {match: x}}", "checkins: create needs exactly one of every and schedule"},
+		{"create bad match", "{create: {match: '(', every: 1h}}", "checkins: create.match: error parsing regexp"},
+		{"create bad schedule", "{create: {match: x, schedule: '99 * * * *'}}", "checkins: create: "},
+		{"create max", "{create: {match: x, every: 1h, max: 5000}}", "checkins: create.max must be between 1 and 1000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse(strings.NewReader(jobs + "checkins: " + tc.block + "\n"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nlacks %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "5bf66975") && tc.name == "key a job's alias" {
+				t.Errorf("a key is shown: %v", err)
+			}
+		})
+	}
+}

@@ -123,11 +123,27 @@ func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // check-ins and Healthchecks'.
 func (s *Receiver) servePing(w http.ResponseWriter, r *http.Request, rt *routes, rest string) {
 	p, ref := rt.pingPath(rest)
+	created := false
+	if ref != nil && p.slug != "" && r.URL.Query().Get("create") == "1" {
+		if !s.create(w, p.slug) {
+			return
+		}
+		created = true
+		p, ref = s.routes.Load().pingPath(rest)
+	}
 	if ref == nil {
 		var rec spoolRecord
 		rec, ref = s.read(w, r, p.job, p.verb)
 		if ref == nil {
-			s.answerPing(w, p, s.keep(r.Context(), rec))
+			saved := s.keep(r.Context(), rec)
+			if created && saved {
+				// Healthchecks' answer to a ping that created its check.
+				w.Header().Set("Ping-Body-Limit", strconv.FormatInt(s.maxBody.Load(), 10))
+				w.WriteHeader(http.StatusCreated)
+				_, _ = io.WriteString(w, "Created")
+				return
+			}
+			s.answerPing(w, p, saved)
 			return
 		}
 	}

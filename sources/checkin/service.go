@@ -34,6 +34,7 @@ func init() {
 			count(rejected, RejectUnknownJob)
 			http.Error(w, "check-ins are not enabled (checkins: in jobwatch.yml)", http.StatusNotFound)
 		},
+		Jobs: createdJobs,
 		Counters: []sources.Counter{
 			{Name: rejected, Help: "Check-ins refused, by reason (docs/checkins.md).", Label: "reason", Values: RejectReasons},
 			{Name: notSaved, Help: "Check-ins answered 503 because their store (the spool's disk, store: mysql's database) could not keep them, by store (docs/checkins.md).",
@@ -50,6 +51,7 @@ func open(d sources.ServiceDeps) (sources.Service, error) {
 		Logger:     d.Logger.With("source", Type),
 		OnReject:   func(reason string) { d.Count(rejected, reason) },
 		OnNotSaved: func(store string) { d.Count(notSaved, store) },
+		Reload:     d.Reload,
 	})
 	if err != nil {
 		return nil, err
@@ -76,7 +78,15 @@ func (r *Receiver) Configure(cfg *config.Config) sources.Source {
 	}
 	r.SetMaxBody(int64(c.MaxBody))
 	r.useStore(c)
-	r.SetRoutes(c.Accepted(cfg.Jobs), cfg.Jobs, c)
+	r.createRule.Store(ruleOf(c.Create))
+	accepted := c.Accepted(cfg.Jobs)
+	if len(c.Jobs) > 0 {
+		// An allow-list names the file's jobs; those created are accepted.
+		for _, j := range jobsOf(r.created.snapshot(), cfg) {
+			accepted = append(accepted, j.Name)
+		}
+	}
+	r.SetRoutes(accepted, cfg.Jobs, c)
 	// With store: mysql the spool takes no more check-ins, and its source
 	// only applies what it acknowledged before: the table's rows are
 	// applied by the mysql source that reads them back.
