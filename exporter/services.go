@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/discover"
+	"github.com/jobwatch/jobwatch/internal/labelname"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/sources"
 )
@@ -375,11 +377,30 @@ func (e *Exporter) adopt(g *generation) {
 	e.opts.Logger.Info("the host's jobs changed; watching them", "jobs", len(g.jobs), "host_jobs", g.hostJobs, "sources", len(g.sources))
 }
 
+// The label names of the services' and discovery's metrics, which no job's
+// labels: may take (package labelname).
+var (
+	findingsLabels   = []string{"kind", "severity"}
+	statusPageLabels = []string{"url"}
+)
+
+func init() {
+	labelname.Reserve(func() []string {
+		names := slices.Concat(findingsLabels, statusPageLabels)
+		for _, t := range sources.Services() {
+			for _, c := range t.Counters {
+				names = append(names, c.Label)
+			}
+		}
+		return names
+	})
+}
+
 // newServiceMetrics are the metrics of the services and of discovery.
 func (e *Exporter) newServiceMetrics() []prometheus.Collector {
 	e.discoveryFindings = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "jobwatch_discovery_findings", Help: "Scheduling mistakes the last discovery found on the host, by kind and severity (docs/discover.md)."},
-		[]string{"kind", "severity"})
+		findingsLabels)
 	e.discoveryUnwatched = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jobwatch_discovery_unwatched_jobs", Help: "Scheduled jobs on the host (cron lines, timers) that no configured job watches, as the last discovery found them."})
 	e.discoveryWatched = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -390,7 +411,7 @@ func (e *Exporter) newServiceMetrics() []prometheus.Collector {
 		Name: "jobwatch_discovery_errors_total", Help: "Discoveries that failed (the config or the host could not be read)."})
 	statusPage := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "jobwatch_status_page_info", Help: "The status page's URL (--web.external-url), for alerts to link a job's page; always 1, absent without the flag."},
-		[]string{"url"})
+		statusPageLabels)
 	if e.opts.StatusPageURL != "" {
 		statusPage.WithLabelValues(e.opts.StatusPageURL).Set(1)
 	}
