@@ -47,6 +47,7 @@ type Handler struct {
 	errorLog *log.Logger
 	fallback http.Handler
 	errCount *prometheus.CounterVec
+	opts     Options
 
 	mu     sync.Mutex // one cache update at a time
 	caches [2]*cache  // by format: fmtText, fmtOpenMetrics
@@ -69,6 +70,7 @@ type HandlerOpts struct {
 	// Now is the clock of the values computed at scrape time.
 	Now      func() time.Time
 	ErrorLog *log.Logger
+	Options
 }
 
 // NewHandler returns the /metrics handler of o.
@@ -77,9 +79,9 @@ func NewHandler(o HandlerOpts) *Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	h := &Handler{gatherer: o.Registry, saved: o.Saved, now: o.Now, errorLog: o.ErrorLog}
+	h := &Handler{gatherer: o.Registry, saved: o.Saved, now: o.Now, errorLog: o.ErrorLog, opts: o.Options}
 	jobs := prometheus.NewRegistry()
-	jobs.MustRegister(New(savedFunc(o.Saved), o.Now)) // jobs and sources, from one View
+	jobs.MustRegister(New(savedFunc(o.Saved), o.Now, o.Options)) // jobs and sources, from one View
 	h.fallback = promhttp.HandlerFor(prometheus.Gatherers{o.Registry, jobs}, promhttp.HandlerOpts{
 		ErrorLog:                            o.ErrorLog,
 		Registry:                            o.Registry,
@@ -132,7 +134,7 @@ func (h *Handler) segments(saved *model.Saved, format int, now time.Time) []*seg
 	defer h.mu.Unlock()
 	c := h.caches[format]
 	if c == nil {
-		c = &cache{format: format}
+		c = &cache{format: format, opts: h.opts}
 		h.caches[format] = c
 	}
 	c.used = now

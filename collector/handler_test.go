@@ -77,15 +77,19 @@ func savedOf(tr *model.Tracker) *model.Saved { return (*model.Saved)(nil).With(t
 
 // servers are today's client_golang handler (every metric through the
 // Collector) and the Handler, on the same state.
-func servers(saved func() *model.Saved, now func() time.Time) (old, cur http.Handler) {
+func servers(saved func() *model.Saved, now func() time.Time, opts ...Options) (old, cur http.Handler) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	full := prometheus.NewPedanticRegistry()
-	full.MustRegister(New(savedFunc(saved), now), collectors.NewBuildInfoCollector())
+	full.MustRegister(New(savedFunc(saved), now, o), collectors.NewBuildInfoCollector())
 	old = promhttp.InstrumentMetricHandler(full, promhttp.HandlerFor(full, promhttp.HandlerOpts{
 		Registry: full, EnableOpenMetrics: true, EnableOpenMetricsTextCreatedSamples: true,
 	}))
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(collectors.NewBuildInfoCollector())
-	cur = promhttp.InstrumentMetricHandler(reg, NewHandler(HandlerOpts{Registry: reg, Saved: saved, Now: now}))
+	cur = promhttp.InstrumentMetricHandler(reg, NewHandler(HandlerOpts{Registry: reg, Saved: saved, Now: now, Options: o}))
 	return old, cur
 }
 
@@ -194,13 +198,19 @@ func TestHandlerRetiredJob(t *testing.T) {
 
 // The Handler writes what client_golang wrote, for text and OpenMetrics,
 // at every step of a changing state: the same lines, the families whole
-// and in the same order.
+// and in the same order; with the classic buckets and without.
 func TestHandlerMatchesClientGolang(t *testing.T) {
+	for _, o := range []Options{{}, {ClassicBuckets: true}} {
+		t.Run(fmt.Sprintf("classic=%v", o.ClassicBuckets), func(t *testing.T) { testHandlerMatchesClientGolang(t, o) })
+	}
+}
+
+func testHandlerMatchesClientGolang(t *testing.T, o Options) {
 	now := t0.Add(2*time.Hour + 30*time.Minute)
 	tr := everyKind(t, now)
 	var saved *model.Saved
 	clock := now
-	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return clock })
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return clock }, o)
 	steps := []struct {
 		name   string
 		change func()
@@ -282,7 +292,7 @@ func TestHandlerRendersManyJobsInParallel(t *testing.T) {
 func TestHandlerChunksKeepTheBody(t *testing.T) {
 	defer func(n int) { chunkSize = n }(chunkSize)
 	now := t0.Add(2 * time.Hour)
-	saved := savedOf(manyJobs(10*segmentJobs, now))
+	saved := savedOf(manyJobs(20*segmentJobs, now))
 	h := NewHandler(HandlerOpts{Registry: prometheus.NewPedanticRegistry(), Saved: func() *model.Saved { return saved }, Now: func() time.Time { return now }})
 	for _, accept := range []string{acceptText, acceptOM} {
 		chunkSize = math.MaxInt
@@ -545,9 +555,9 @@ func TestRenderMatchesReference(t *testing.T) {
 	}
 	for _, v := range views {
 		name := v.Spec.Name
-		{
+		for _, o := range []Options{{}, {ClassicBuckets: true}} {
 			for _, format := range []int{fmtText, fmtOpenMetrics} {
-				var r renderer
+				r := renderer{opts: o}
 				want := r.renderReference(v, format, now)
 				var got entry
 				r.render(&got, v, format, now)

@@ -77,6 +77,8 @@ func newLayout(format int) layout {
 		JobState: &model.JobState{
 			FirstWatched: t, LastStart: t, LastSuccess: t, LastFailure: t,
 			HasLastDuration: true, HasLastExitCode: true,
+			// A series per kind appears once it counts: one of each.
+			SkipCounts: [4]uint64{1}, LockLostCounts: [2]uint64{1}, DupCounts: [3]uint64{1},
 		},
 		History: model.History{DurationHistory: []float64{1}},
 		Open:    []model.Run{{Host: "h", PID: 1, Start: t}},
@@ -116,6 +118,7 @@ func newLayout(format int) layout {
 // renderer turns one job view into expfmt's bytes, family by family; its
 // buffers are reused from job to job.
 type renderer struct {
+	opts    Options
 	metrics [][]*dto.Metric // by family
 	pool    []dto.Metric
 	used    int
@@ -149,7 +152,7 @@ func (r *renderer) collect(v *model.JobView, now time.Time) {
 		}
 		i := familyOf[m.Desc()]
 		r.metrics[i] = append(r.metrics[i], d)
-	}), v, now, 0)
+	}), v, now, 0, r.opts)
 	for _, ms := range r.metrics {
 		if len(ms) > 1 {
 			slices.SortStableFunc(ms, compareMetrics)
@@ -230,7 +233,7 @@ func (r *renderer) render(e *entry, v *model.JobView, format int, now time.Time)
 	tables()
 	e.calendar = calendar(v)
 	r.lines.reset(format, v.Spec.Name, func(i int) bool { return dynamic(i, e.calendar) })
-	collectJob(&r.lines, v, now, 0) // dynamic: written at each scrape
+	collectJob(&r.lines, v, now, 0, r.opts) // dynamic: written at each scrape
 	names := layouts[format].names
 	if len(e.off) != len(families)+1 {
 		e.off = make([]uint32, len(families)+1)

@@ -46,6 +46,7 @@ type where struct {
 // cache is the segments of one format for one saved state.
 type cache struct {
 	format int
+	opts   Options
 	used   time.Time // last scrape of the format
 	saved  *model.Saved
 	segs   []*segment
@@ -105,7 +106,7 @@ const parallelSegments = 16
 func (c *cache) buildAll(segs []*segment, todo []int, segViews func(int) []*model.JobView, now time.Time) {
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(todo)/parallelSegments))
 	for len(c.rs) < workers {
-		c.rs = append(c.rs, new(renderer))
+		c.rs = append(c.rs, &renderer{opts: c.opts})
 	}
 	if workers == 1 {
 		for _, i := range todo {
