@@ -31,7 +31,7 @@ func (m *durationHistogram) Write(out *dto.Metric) error {
 func newDurationHistogram(d *prometheus.Desc, h *model.Histogram, classic bool, lvs []string) *durationHistogram {
 	m := &durationHistogram{desc: d, labels: prometheus.MakeLabelPairs(d, lvs)}
 	m.h.SampleCount, m.h.SampleSum = new(h.Count), new(h.Sum)
-	m.h.Schema, m.h.ZeroThreshold, m.h.ZeroCount = new(int32(model.NativeSchema)), new(0.0), new(h.Zero)
+	m.h.Schema, m.h.ZeroThreshold, m.h.ZeroCount = new(int32(model.NativeSchema)), new(model.NativeZeroThreshold), new(h.Zero)
 	if classic {
 		m.h.Bucket = make([]*dto.Bucket, 0, len(model.DurationBuckets))
 		for ub, n := range h.Buckets() {
@@ -39,11 +39,6 @@ func newDurationHistogram(d *prometheus.Desc, h *model.Histogram, classic bool, 
 		}
 	}
 	m.h.PositiveSpan, m.h.PositiveDelta = nativeSpans(h.Native)
-	if len(m.h.PositiveSpan) == 0 && h.Zero == 0 {
-		// No bucket and a zero threshold of 0: an empty span says it is a
-		// native histogram all the same, as client_golang writes it.
-		m.h.PositiveSpan = []*dto.BucketSpan{{Offset: new(int32(0)), Length: new(uint32(0))}}
-	}
 	return m
 }
 

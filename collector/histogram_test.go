@@ -36,7 +36,7 @@ func TestDurationHistogramAsClientGolang(t *testing.T) {
 			for _, b := range h.Native {
 				buckets[int(b.Key)] = int64(b.Count)
 			}
-			native := write(t, prometheus.MustNewConstNativeHistogram(d, h.Count, h.Sum, buckets, nil, h.Zero, model.NativeSchema, 0, time.Time{}, "j"))
+			native := write(t, prometheus.MustNewConstNativeHistogram(d, h.Count, h.Sum, buckets, nil, h.Zero, model.NativeSchema, model.NativeZeroThreshold, time.Time{}, "j"))
 			native.Histogram.CreatedTimestamp = nil // const native histograms always have one; jobwatch's none, as before
 			if got := write(t, newDurationHistogram(d, &h, false, []string{"j"})); !proto.Equal(got, native) {
 				t.Errorf("native:\n%v\nclient_golang:\n%v", got, native)

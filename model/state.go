@@ -215,7 +215,7 @@ var DurationBuckets = []float64{0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1200,
 // Histogram counts durations in DurationBuckets (not cumulative; the last
 // count is above the largest bound) and in the buckets of a native
 // histogram (NativeSchema): Native, sorted by key, holds the buckets that
-// have counted, Zero the durations of 0 or less.
+// have counted, Zero the durations of 0 (NativeZeroThreshold) or less.
 type Histogram struct {
 	Counts []uint64
 	Native []NativeBucket
@@ -229,6 +229,12 @@ type Histogram struct {
 // default bucket factor of 1.1), from milliseconds to days in a few
 // buckets for a job whose durations vary little.
 const NativeSchema = 3
+
+// NativeZeroThreshold is the width of the native histogram's zero bucket:
+// client_golang's default (2^-128), far below a nanosecond, so that it
+// holds the durations of 0; a width above 0 is also what tells Prometheus
+// before 2.48 that a histogram without buckets yet is a native one.
+const NativeZeroThreshold = 0x1p-128
 
 // NativeBucket counts the durations in (2^((Key-1)/8), 2^(Key/8)]
 // seconds.
@@ -259,7 +265,7 @@ func (h *Histogram) Observe(v float64) {
 	h.Counts[sort.SearchFloat64s(DurationBuckets, v)]++
 	h.Sum += v
 	h.Count++
-	if !(v > 0) {
+	if !(v > NativeZeroThreshold) {
 		h.Zero++ // a duration of 0 is common (records to the second); below 0, a clock stepped
 		return
 	}
