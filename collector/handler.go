@@ -50,7 +50,7 @@ type Handler struct {
 	opts     Options
 
 	mu     sync.Mutex // one cache update at a time
-	caches [2]*cache  // by format: fmtText, fmtOpenMetrics
+	caches [3]*cache  // by format: fmtText, fmtOpenMetrics, fmtProtobuf
 }
 
 // cacheIdle is how long the cache of a format nobody asks for is kept: a
@@ -118,6 +118,7 @@ func (f savedFunc) Sources() []*model.SourceView {
 const (
 	fmtText = iota
 	fmtOpenMetrics
+	fmtProtobuf // delimited
 )
 
 // gather is the registry's families and those of saved's sources, merged
@@ -138,8 +139,10 @@ func (h *Handler) segments(saved *model.Saved, format int, now time.Time) []*seg
 		h.caches[format] = c
 	}
 	c.used = now
-	if o := h.caches[1-format]; o != nil && now.Sub(o.used) > cacheIdle {
-		h.caches[1-format] = nil
+	for f, o := range h.caches {
+		if o != nil && now.Sub(o.used) > cacheIdle {
+			h.caches[f] = nil
+		}
 	}
 	return c.update(saved, now)
 }
@@ -162,7 +165,9 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 		format = fmtText
 	case expfmt.TypeOpenMetrics:
 		format = fmtOpenMetrics
-	default:
+	case expfmt.TypeProtoDelim:
+		format = fmtProtobuf
+	default: // protobuf as text or compact text, which no Prometheus asks for
 		h.fallback.ServeHTTP(rsp, req)
 		return
 	}
@@ -262,8 +267,6 @@ func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs
 	}
 	return nil
 }
-
-// writeFamily writes family i of every job into s; it stops early once a
 
 // acceptsGzip reports whether an Accept-Encoding header takes gzip.
 func acceptsGzip(h string) bool {

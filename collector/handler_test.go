@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/observation"
@@ -231,6 +232,13 @@ func testHandlerMatchesClientGolang(t *testing.T, o Options) {
 	}
 	for _, st := range steps {
 		st.change()
+		t.Run(st.name+"/protobuf", func(t *testing.T) {
+			_, want := get(t, old, acceptProto, "")
+			_, got := get(t, cur, acceptProto, "")
+			if w, g := protoFamilies(t, want), protoFamilies(t, got); !slices.Equal(w, g) {
+				t.Fatalf("families differ:\n--- client_golang\n%s\n--- Handler\n%s", strings.Join(w, "\n"), strings.Join(g, "\n"))
+			}
+		})
 		for _, accept := range []string{acceptText, acceptOM} {
 			t.Run(st.name+"/"+mediaType(accept), func(t *testing.T) {
 				_, want := get(t, old, accept, "")
@@ -388,30 +396,43 @@ func TestHandlerGzipAndProtobuf(t *testing.T) {
 	if !slices.Equal(sortedLines(want), sortedLines(got)) {
 		t.Fatalf("gzipped lines differ:\n%s", got)
 	}
-	// Protobuf goes to promhttp with the same content.
-	proto := "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
-	_, wantPB := get(t, old, proto, "")
-	_, gotPB := get(t, cur, proto, "")
-	decode := func(b []byte) string {
-		var out bytes.Buffer
-		dec := expfmt.NewDecoder(bytes.NewReader(b), expfmt.NewFormat(expfmt.TypeProtoDelim))
-		for {
-			mf := new(dto.MetricFamily)
-			if err := dec.Decode(mf); err == io.EOF {
-				break
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if strings.HasPrefix(mf.GetName(), "promhttp_") {
-				continue // counts the scrapes of each handler
-			}
-			expfmt.MetricFamilyToText(&out, mf)
+	// Protobuf: the same families, value for value, native buckets
+	// included.
+	_, wantPB := get(t, old, acceptProto, "")
+	_, gotPB := get(t, cur, acceptProto, "")
+	if w, g := protoFamilies(t, wantPB), protoFamilies(t, gotPB); !slices.Equal(w, g) {
+		t.Fatalf("protobuf differs:\n%s\n---\n%s", strings.Join(w, "\n"), strings.Join(g, "\n"))
+	}
+}
+
+const acceptProto = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+
+// protoFamilies are the families of a delimited protobuf body as text,
+// each with its metrics sorted (the Handler writes a family's metrics job
+// by job, a registry by label values), but promhttp's own.
+func protoFamilies(t *testing.T, b []byte) []string {
+	t.Helper()
+	var out []string
+	dec := expfmt.NewDecoder(bytes.NewReader(b), expfmt.NewFormat(expfmt.TypeProtoDelim))
+	for {
+		mf := new(dto.MetricFamily)
+		if err := dec.Decode(mf); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
 		}
-		return out.String()
+		if strings.HasPrefix(mf.GetName(), "promhttp_") {
+			continue // counts the scrapes of each handler
+		}
+		metrics := make([]string, len(mf.Metric))
+		for i, m := range mf.Metric {
+			metrics[i] = prototext.Format(m)
+		}
+		slices.Sort(metrics)
+		mf.Metric = nil
+		out = append(out, prototext.Format(mf)+strings.Join(metrics, "\n"))
 	}
-	if w, g := decode(wantPB), decode(gotPB); w != g {
-		t.Fatalf("protobuf differs:\n%s\n---\n%s", w, g)
-	}
+	return out
 }
 
 // Scrapes in both formats run at once while the state changes (run with

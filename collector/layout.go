@@ -66,6 +66,7 @@ var tables = sync.OnceFunc(func() {
 		layouts[f] = newLayout(f)
 	}
 	descLinesOf = newDescLines()
+	protoHeaders = newProtoHeaders()
 })
 
 // newLayout renders a job that has every family and keeps each family's
@@ -230,6 +231,10 @@ func calendar(v *model.JobView) bool {
 // render makes e the entry of v, its lines in compact form (see
 // compactLines), written by a lineSink; the bytes are in r.compact.
 func (r *renderer) render(e *entry, v *model.JobView, format int, now time.Time) {
+	if format == fmtProtobuf {
+		r.renderProto(e, v, now)
+		return
+	}
 	tables()
 	e.calendar = calendar(v)
 	r.lines.reset(format, v.Spec.Name, func(i int) bool { return dynamic(i, e.calendar) })

@@ -26,6 +26,7 @@ type watch struct {
 // scrape's CPU time, spent while the socket waited (BENCHMARKS.md).
 type scrapeMem struct {
 	watches  []watch
+	family   []byte // a protobuf family computed at scrape time (writeProtoFamily)
 	chunk    []byte   // being filled
 	chunks   [][]byte // every chunk of this scrapeMem, to reuse
 	full     chan []byte
@@ -135,8 +136,13 @@ func (s *scrapeMem) finish() error {
 	return s.err
 }
 
+// writeFamily writes family i of every job into s; it stops early once a
 // write has failed (finish returns the error).
 func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
+	if format == fmtProtobuf {
+		s.writeProtoFamily(i, segs)
+		return
+	}
 	l := &layouts[format]
 	names := l.names[i]
 	headed := false
@@ -154,27 +160,7 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 		}
 		for k := range seg.views {
 			label := seg.label(k)
-			if always || cal && seg.calendar[k] {
-				w := &s.watches[n*segmentJobs+k]
-				if w.retired {
-					continue
-				}
-				var v float64
-				switch i {
-				case famSince:
-					v = w.since
-				case famStale:
-					v = boolFloat(w.stale)
-				case famBehind:
-					v = w.behind
-				case famPeriod:
-					v = w.period
-				case famNext:
-					if !w.hasNext {
-						continue
-					}
-					v = w.next
-				}
+			if v, ok := s.dynamicValue(i, seg, n, k); ok {
 				head()
 				s.chunk = append(s.chunk, l.prefix[i]...)
 				s.chunk = append(s.chunk, label...)
@@ -193,6 +179,35 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 			}
 		}
 	}
+}
+
+// dynamicValue is the value of family i of job k of segs[n] when it is
+// computed at scrape time (see dynamic); ok is false when it is not, or
+// when the job has no such series (a retired job, no next run).
+func (s *scrapeMem) dynamicValue(i int, seg *segment, n, k int) (v float64, ok bool) {
+	if !dynamic(i, seg.calendar != nil && seg.calendar[k]) {
+		return 0, false
+	}
+	w := &s.watches[n*segmentJobs+k]
+	if w.retired {
+		return 0, false
+	}
+	switch i {
+	case famSince:
+		v = w.since
+	case famStale:
+		v = boolFloat(w.stale)
+	case famBehind:
+		v = w.behind
+	case famPeriod:
+		v = w.period
+	case famNext:
+		if !w.hasNext {
+			return 0, false
+		}
+		v = w.next
+	}
+	return v, true
 }
 
 // appendFloat formats f as expfmt does in format.
