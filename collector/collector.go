@@ -54,7 +54,7 @@ var (
 	skipsDesc            = desc("job_skips_total", "Runs of the job that were skipped, by reason: locked (a lock was held), lock_unavailable (the shared lock's server could not be reached), disabled, other, or a reason a regex source declares.", "job_name", "reason")
 	lockLostDesc         = desc("job_lock_lost_total", "Shared locks (redis, mysql) that runs of the job lost while they ran.", "job_name", "lock")
 	consecSkipsDesc      = desc("job_consecutive_skips", "Skips since the job's last run that actually started.", jobLabels...)
-	consecMissedDesc     = desc("job_consecutive_missed_runs", "Expected runs since the job's last run that started (or was skipped) for which no run started within grace; 0 for every: jobs.", jobLabels...)
+	consecMissedDesc     = desc("job_consecutive_missed_runs", "Expected runs since the job's last run that started (or was skipped) for which no run started within grace (calendar schedules: an every: job has no expected runs to miss).", jobLabels...)
 	runningDesc          = desc("job_running", "Runs of the job in progress now.", jobLabels...)
 	overlapsDesc         = desc("job_overlaps_total", "Runs that started while another run of the same job was still in progress.", jobLabels...)
 	runStartDesc         = desc("job_run_start_timestamp_seconds", "Start time of each run in progress, by host and PID.", "job_name", "host", "pid")
@@ -337,14 +337,27 @@ func (e *jobSeries) counts(j *model.JobView) {
 			e.counterBy(lockLostDesc, n, model.LockLayers[i])
 		}
 	}
+	// Missed and unexpected runs are counted against a calendar's expected
+	// runs: a job of a fixed period has none (they stay at 0), unless it
+	// had a calendar before. Overlaps appear when they first count, as
+	// the kinds above (JobwatchJobOverlapping sees a series first seen).
+	slotted := calendar(j)
 	if j.Retired.IsZero() {
 		e.gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
-		e.gauge(consecMissedDesc, float64(j.ConsecutiveMissed))
+		if slotted || j.ConsecutiveMissed > 0 {
+			e.gauge(consecMissedDesc, float64(j.ConsecutiveMissed))
+		}
 	}
 	e.gauge(runningDesc, float64(len(j.Open)))
-	e.counter(overlapsDesc, j.Overlaps)
-	e.counter(missedDesc, j.Missed)
-	e.counter(unexpectedDesc, j.Unexpected)
+	if j.Overlaps > 0 {
+		e.counter(overlapsDesc, j.Overlaps)
+	}
+	if slotted || j.Missed > 0 {
+		e.counter(missedDesc, j.Missed)
+	}
+	if slotted || j.Unexpected > 0 {
+		e.counter(unexpectedDesc, j.Unexpected)
+	}
 	for _, i := range o.dupKinds {
 		if n := j.DupCounts[i]; n > 0 {
 			e.counterBy(duplicateDesc, n, model.DuplicateKinds[i])
