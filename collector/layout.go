@@ -128,6 +128,8 @@ type renderer struct {
 	mf      dto.MetricFamily
 	lines   lineSink
 	compact []byte  // the entries of the segment being built, in compact form (see compactLines)
+	label   []byte  // protobuf: the job's label field (renderProto)
+	pb      []byte  // protobuf: one metric's bytes
 	entries []entry // of the segment being built, by job
 }
 

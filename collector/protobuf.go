@@ -7,6 +7,7 @@
 package collector
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strings"
@@ -52,10 +53,10 @@ func newProtoHeaders() [][]byte {
 	return out
 }
 
-// renderProto makes e the entry of v in protobuf: family i's bytes are the
-// metric fields of the job's metrics of it, sorted as a registry sorts
-// them; e.label is the job_name label field of a metric, for the values
-// written at each scrape.
+// renderProto makes e the entry of v in protobuf: family i's bytes are
+// the job's metrics of it, sorted as a registry sorts them, each as
+// client_golang marshals it in compact form (see appendCompactMetric);
+// e.label is the job_name label field of a metric.
 func (r *renderer) renderProto(e *entry, v *model.JobView, now time.Time) {
 	tables()
 	e.calendar = calendar(v)
@@ -63,24 +64,59 @@ func (r *renderer) renderProto(e *entry, v *model.JobView, now time.Time) {
 	if len(e.off) != len(families)+1 {
 		e.off = make([]uint32, len(families)+1)
 	}
+	r.label = appendJobLabel(r.label[:0], v.Spec.Name)
 	start := len(r.compact)
 	for i := range families {
 		if !dynamic(i, e.calendar) {
 			for _, m := range r.metrics[i] {
-				r.compact = protowire.AppendTag(r.compact, familyMetricField, protowire.BytesType)
-				r.compact = protowire.AppendVarint(r.compact, uint64(proto.Size(m)))
 				var err error
-				if r.compact, err = (proto.MarshalOptions{}).MarshalAppend(r.compact, m); err != nil {
+				if r.pb, err = (proto.MarshalOptions{}).MarshalAppend(r.pb[:0], m); err != nil {
 					panic(err) // const metrics always marshal
 				}
+				r.compact = appendCompactMetric(r.compact, r.pb, r.label)
 			}
 		}
 		e.off[i+1] = uint32(len(r.compact) - start)
 	}
 	end := len(r.compact)
-	r.compact = appendJobLabel(r.compact, v.Spec.Name)
+	r.compact = append(r.compact, r.label...)
 	e.data = r.compact[start:end:end]
 	e.label = r.compact[end:len(r.compact):len(r.compact)]
+}
+
+// appendCompactMetric appends a Metric's bytes m in compact form: the
+// cache keeps a metric without its job_name label field, the same in all
+// of a job's metrics and most of their bytes, and a scrape writes it back
+// (expandMetrics). A varint says the length of what follows, times two,
+// plus one when the metric is kept whole (its first label is not
+// job_name: a run in progress's host sorts first).
+func appendCompactMetric(dst, m, label []byte) []byte {
+	if rest, ok := bytes.CutPrefix(m, label); ok {
+		dst = protowire.AppendVarint(dst, uint64(len(rest))<<1)
+		return append(dst, rest...)
+	}
+	dst = protowire.AppendVarint(dst, uint64(len(m))<<1|1)
+	return append(dst, m...)
+}
+
+// expandMetrics appends the metric fields of compact, made by
+// appendCompactMetric with label.
+func expandMetrics(dst, compact, label []byte) []byte {
+	for len(compact) > 0 {
+		n, l := protowire.ConsumeVarint(compact)
+		size := int(n >> 1)
+		m := compact[l : l+size]
+		compact = compact[l+size:]
+		dst = protowire.AppendTag(dst, familyMetricField, protowire.BytesType)
+		if n&1 == 1 {
+			dst = protowire.AppendVarint(dst, uint64(size))
+		} else {
+			dst = protowire.AppendVarint(dst, uint64(len(label)+size))
+			dst = append(dst, label...)
+		}
+		dst = append(dst, m...)
+	}
+	return dst
 }
 
 // appendJobLabel appends a Metric's label field of job_name="name".
@@ -111,52 +147,31 @@ func appendGaugeMetric(b, label []byte, v float64) []byte {
 }
 
 // writeProtoFamily writes family i of every job into s as one delimited
-// MetricFamily, none when no job has it. A family whose values are
-// computed at scrape time is written into s.family first, for its length;
-// another's length is its segments'.
+// MetricFamily, none when no job has it. The family's metrics are written
+// back into s.family first, for the message's length.
 func (s *scrapeMem) writeProtoFamily(i int, segs []*segment) {
-	body := 0
-	static := !dynamic(i, false)
-	for _, seg := range segs {
-		if seg.calendar != nil && dynamic(i, true) {
-			static = false
+	s.family = s.family[:0]
+	for n, seg := range segs {
+		if len(seg.data[i]) == 0 && !(dynamic(i, seg.calendar != nil)) {
+			continue
 		}
-		body += len(seg.data[i])
-	}
-	if !static {
-		s.family = s.family[:0]
-		for n, seg := range segs {
-			for k := range seg.views {
-				if v, ok := s.dynamicValue(i, seg, n, k); ok {
-					s.family = appendGaugeMetric(s.family, seg.label(k), v)
-				} else {
-					s.family = append(s.family, seg.data[i][seg.off[i][k]:seg.off[i][k+1]]...)
-				}
+		for k := range seg.views {
+			if v, ok := s.dynamicValue(i, seg, n, k); ok {
+				s.family = appendGaugeMetric(s.family, seg.label(k), v)
+			} else {
+				s.family = expandMetrics(s.family, seg.data[i][seg.off[i][k]:seg.off[i][k+1]], seg.label(k))
 			}
 		}
-		body = len(s.family)
 	}
-	if body == 0 {
+	if len(s.family) == 0 {
 		return
 	}
-	s.chunk = protowire.AppendVarint(s.chunk, uint64(len(protoHeaders[i])+body))
+	s.chunk = protowire.AppendVarint(s.chunk, uint64(len(protoHeaders[i])+len(s.family)))
 	s.chunk = append(s.chunk, protoHeaders[i]...)
-	if !static {
-		for b := s.family; len(b) > 0 && !s.failed.Load(); {
-			n := min(len(b), 64<<10)
-			s.chunk = append(s.chunk, b[:n]...)
-			b = b[n:]
-			s.sendFull()
-		}
-		return
-	}
-	for _, seg := range segs {
-		s.chunk = append(s.chunk, seg.data[i]...)
-		if len(s.chunk) >= chunkSize {
-			if s.failed.Load() {
-				return
-			}
-			s.sendFull()
-		}
+	for b := s.family; len(b) > 0 && !s.failed.Load(); {
+		n := min(len(b), 64<<10)
+		s.chunk = append(s.chunk, b[:n]...)
+		b = b[n:]
+		s.sendFull()
 	}
 }
