@@ -251,7 +251,7 @@ receivers:
 // given scrape_configs entries (YAML list items indented by two), and
 // returns its address. The rules' copy only shortens for: durations so a
 // test takes seconds rather than minutes.
-func startPrometheus(t *testing.T, prometheus, dir, amAddr, scrapeConfigs string) string {
+func startPrometheus(t *testing.T, prometheus, dir, amAddr, scrapeConfigs string, flags ...string) string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -269,9 +269,9 @@ alerting:
   alertmanagers:
     - static_configs: [{targets: [%q]}]
 scrape_configs:%s`, rules, amAddr, scrapeConfigs))
-	startProcess(t, "prometheus", prometheus, "--config.file="+promConfig,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr,
-		"--log.level=warn")
+	startProcess(t, "prometheus", prometheus, append([]string{"--config.file=" + promConfig,
+		"--storage.tsdb.path=" + filepath.Join(dir, "tsdb"), "--web.listen-address=" + promAddr,
+		"--log.level=warn"}, flags...)...)
 	waitHTTP(t, "prometheus", "http://"+promAddr+"/-/ready")
 	return promAddr
 }
