@@ -25,6 +25,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/jobwatch/jobwatch/internal/testproc"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/observation"
 	"github.com/jobwatch/jobwatch/schedule"
@@ -503,10 +504,7 @@ func TestHandlerNameFilter(t *testing.T) {
 
 // promtool's linter finds nothing in the Handler's output.
 func TestHandlerPassesPromtool(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool not found: install the Debian package prometheus")
-	}
+	promtool := testproc.Program(t, "promtool", "prometheus")
 	now := t0.Add(2 * time.Hour)
 	saved := savedOf(everyKind(t, now))
 	_, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })

@@ -102,6 +102,7 @@ var (
 // above), once for the package's tests.
 func buildSteppedBinary(t *testing.T) string {
 	t.Helper()
+	skipShortBinary(t)
 	steppedOnce.Do(func() {
 		dir := filepath.Join(binDir, "stepped")
 		if steppedErr = os.MkdirAll(dir, 0o755); steppedErr != nil {
