@@ -27,8 +27,12 @@ const DefaultStaleMultiple = 2
 type Config struct {
 	// StaleMultiple: a job is stale after this many expected runs without success.
 	StaleMultiple int
-	Jobs          []Job
-	Sources       []Source
+	// Labels and AlertAfter are the file's defaults, already merged into
+	// each job's own (docs/ownership.md).
+	Labels     Labels
+	AlertAfter AlertAfter
+	Jobs       []Job
+	Sources    []Source
 	// Checkins and Discovery are the optional services of jobwatch serve
 	// (zero values: off).
 	Checkins  Checkins
@@ -42,6 +46,8 @@ type Config struct {
 // one by one, so that each problem names its job or source.
 type file struct {
 	StaleMultiple int         `yaml:"stale_multiple"`
+	Labels        Labels      `yaml:"labels"`
+	AlertAfter    AlertAfter  `yaml:"alert_after"`
 	Jobs          []yaml.Node `yaml:"jobs"`
 	Sources       []yaml.Node `yaml:"sources"`
 	Checkins      yaml.Node   `yaml:"checkins"`
@@ -74,6 +80,10 @@ type Job struct {
 	// Cron is the cron daemon that runs a schedule: job: "debian" (the
 	// default: Debian's cron, which ignores CRON_TZ) or "cronie".
 	Cron string `yaml:"cron"`
+	// Labels and AlertAfter: the job's owner labels and alert thresholds,
+	// the file's defaults merged in (ownership.go).
+	Labels     Labels     `yaml:"labels"`
+	AlertAfter AlertAfter `yaml:"alert_after"`
 }
 
 // Source is one place records are read from: its name, its type, and its
@@ -158,7 +168,11 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	if cfg.StaleMultiple < 1 {
 		errs = append(errs, fmt.Errorf("stale_multiple must be at least 1, got %d", cfg.StaleMultiple))
 	}
-	errs = append(errs, cfg.decodeJobs(f.Jobs)...)
+	cfg.Labels, cfg.AlertAfter = f.Labels, f.AlertAfter
+	checkLabel := labelChecker()
+	errs = append(errs, checkLabels(cfg.Labels, checkLabel)...)
+	errs = append(errs, cfg.decodeJobs(f.Jobs, checkLabel)...)
+	cfg.withDefaults()
 	errs = append(errs, cfg.decodeSources(f.Sources)...)
 	if f.Checkins.Kind != 0 {
 		e := Decode(&f.Checkins, &cfg.Checkins, "")
@@ -186,7 +200,7 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	return cfg, nil
 }
 
-func (c *Config) decodeJobs(nodes []yaml.Node) []error {
+func (c *Config) decodeJobs(nodes []yaml.Node, checkLabel func(string) error) []error {
 	var errs []error
 	seen := map[string]int{} // name -> line
 	for i := range nodes {
@@ -200,6 +214,7 @@ func (c *Config) decodeJobs(nodes []yaml.Node) []error {
 		// schedule missing.
 		decoded := len(jobErrs) == 0
 		jobErrs = append(jobErrs, j.validate(decoded)...)
+		jobErrs = append(jobErrs, checkLabels(j.Labels, checkLabel)...)
 		if decoded {
 			jobErrs = append(jobErrs, j.ScheduleSpec().Check()...)
 		}

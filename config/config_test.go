@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,4 +230,36 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("a valid config without jobs")
 		}
 	})
+}
+
+// The file's labels and alert_after are each job's defaults: a key or a
+// count the job sets wins, the others are the file's.
+func TestLabelsAndAlertAfterDefaults(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`
+labels: {team: platform, tier: "2"}
+alert_after: {failures: 3, skips: 5}
+jobs:
+  - name: payments
+    every: 1h
+    labels: {team: payments, owner: alice}
+    alert_after: {failures: 1, missed_runs: 2}
+  - name: report
+    every: 1d
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		job    int
+		labels config.Labels
+		after  config.AlertAfter
+	}{
+		{0, config.Labels{"team": "payments", "owner": "alice", "tier": "2"}, config.AlertAfter{Failures: 1, MissedRuns: 2, Skips: 5}},
+		{1, config.Labels{"team": "platform", "tier": "2"}, config.AlertAfter{Failures: 3, Skips: 5}},
+	} {
+		j := cfg.Jobs[tc.job]
+		if !maps.Equal(j.Labels, tc.labels) || j.AlertAfter != tc.after {
+			t.Errorf("job %s: labels %v, alert_after %+v; want %v, %+v", j.Name, j.Labels, j.AlertAfter, tc.labels, tc.after)
+		}
+	}
 }

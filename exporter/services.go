@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/internal/labelname"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/sources"
 )
@@ -149,11 +151,30 @@ func (e *Exporter) Routes() []Route {
 // View is the state as last saved: what scrapes and the status page show.
 func (e *Exporter) View() ([]model.JobView, []model.SourceView) { return e.saved.Load().View() }
 
+// The label names of the services' and discovery's metrics, which no job's
+// labels: may take (package labelname).
+var (
+	findingsLabels   = []string{"kind", "severity"}
+	statusPageLabels = []string{"url"}
+)
+
+func init() {
+	labelname.Reserve(func() []string {
+		names := slices.Concat(findingsLabels, statusPageLabels)
+		for _, t := range sources.Services() {
+			for _, c := range t.Counters {
+				names = append(names, c.Label)
+			}
+		}
+		return names
+	})
+}
+
 // newServiceMetrics are the metrics of the services and of discovery.
 func (e *Exporter) newServiceMetrics() []prometheus.Collector {
 	e.discoveryFindings = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "jobwatch_discovery_findings", Help: "Scheduling mistakes the last discovery found on the host, by kind and severity (docs/discover.md)."},
-		[]string{"kind", "severity"})
+		findingsLabels)
 	e.discoveryUnwatched = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jobwatch_discovery_unwatched_jobs", Help: "Scheduled jobs on the host (cron lines, timers) that no configured job watches, as the last discovery found them."})
 	e.discoveryWatched = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -164,7 +185,7 @@ func (e *Exporter) newServiceMetrics() []prometheus.Collector {
 		Name: "jobwatch_discovery_errors_total", Help: "Discoveries that failed (the config or the host could not be read)."})
 	statusPage := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "jobwatch_status_page_info", Help: "The status page's URL (--web.external-url), for alerts to link a job's page; always 1, absent without the flag."},
-		[]string{"url"})
+		statusPageLabels)
 	if e.opts.StatusPageURL != "" {
 		statusPage.WithLabelValues(e.opts.StatusPageURL).Set(1)
 	}
