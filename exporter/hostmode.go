@@ -158,7 +158,7 @@ func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*
 		}
 		cfg = merged
 	}
-	g, err := e.prepare(cfg)
+	g, err := e.prepare(e.withServiceJobs(cfg))
 	if err != nil {
 		return nil, err
 	}
