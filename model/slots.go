@@ -88,7 +88,7 @@ func (j *job) attribute(r *Run) {
 	switch {
 	case mine >= schedule.Runs(sched, p):
 		kind := DupDoubleTrigger
-		for _, o := range j.open {
+		for _, o := range j.runs.open {
 			if o != r && o.Host == r.Host && o.Slot.Equal(p) {
 				kind = DupOverlap
 				break
