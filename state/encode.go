@@ -333,8 +333,8 @@ func (o *jsonOut) recent(r *recentRecord) {
 
 func (o *jsonOut) held(r *heldRecord) {
 	o.open('{')
-	o.strMember("source", r.Source, false)
-	o.timeMember("time", r.Time, false)
+	o.strMember("source", r.Source, true)
+	o.timeMember("time", r.Time, true)
 	o.strMember("kind", r.Kind, false)
 	o.strMember("host", r.Host, true)
 	o.intMember("pid", int64(r.PID), true)
@@ -351,6 +351,7 @@ func (o *jsonOut) held(r *heldRecord) {
 	o.strMember("output", r.Output, true)
 	o.strMember("output_ref", r.OutputRef, true)
 	o.boolMember("end_unlogged", r.EndUnlogged)
+	o.boolMember("as_before", r.AsBefore)
 	o.close('}')
 }
 

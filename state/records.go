@@ -85,9 +85,14 @@ type jobRecord struct {
 
 // heldRecord is a record held for its job's watermark: what a source read,
 // with the source's name.
+//
+// In a job's list, a record of the same run as the one before it (format
+// 6: AsBefore) leaves out the source, host, PID and run ID, which are
+// that one's, and its time when it is that one's too: a short run's start
+// and end are held together, and most of the end's bytes were its start's.
 type heldRecord struct {
-	Source    string    `json:"source"`
-	Time      time.Time `json:"time"`
+	Source    string    `json:"source,omitempty"`
+	Time      time.Time `json:"time,omitzero"`
 	Kind      string    `json:"kind"`
 	Host      string    `json:"host,omitempty"`
 	PID       int       `json:"pid,omitempty"`
@@ -105,6 +110,50 @@ type heldRecord struct {
 	OutputRef string    `json:"output_ref,omitempty"`
 	// EndUnlogged: a start whose end will not be logged (cron -L 1).
 	EndUnlogged bool `json:"end_unlogged,omitempty"`
+	// AsBefore (format 6): Source, Host, PID and RunID are those of the
+	// record before in the list, and so is Time when it is absent.
+	AsBefore bool `json:"as_before,omitempty"`
+}
+
+// heldToRecords converts a job's records held, each of the same run as
+// the one before it written AsBefore.
+func heldToRecords(held []model.Held) []heldRecord {
+	var rs []heldRecord
+	for i := range held {
+		r := heldToRecord(&held[i])
+		if i > 0 {
+			b := &held[i-1]
+			if h := &held[i]; h.Source == b.Source && h.Host == b.Host && h.PID == b.PID && h.RunID == b.RunID {
+				r.AsBefore, r.Source, r.Host, r.PID, r.RunID = true, "", "", 0, ""
+				if h.Time.Equal(b.Time) && h.Time.Location() == b.Time.Location() {
+					r.Time = time.Time{}
+				}
+			}
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// heldToModel converts a job's records held as read, AsBefore ones filled
+// in from the one before them; a record no record could be is dropped.
+func heldToModel(rs []heldRecord) []model.Held {
+	var held []model.Held
+	for i := range rs {
+		r := rs[i]
+		if r.AsBefore && i > 0 {
+			b := &rs[i-1] // filled in already
+			r.Source, r.Host, r.PID, r.RunID = b.Source, b.Host, b.PID, b.RunID
+			if r.Time.IsZero() {
+				r.Time = b.Time
+			}
+			rs[i] = r
+		}
+		if h, ok := r.toModel(); ok {
+			held = append(held, h)
+		}
+	}
+	return held
 }
 
 func heldToRecord(h *model.Held) heldRecord {
@@ -277,11 +326,10 @@ type sourceRecord struct {
 // added since (RecentAdded), else whole.
 func jobToRecord(v, prev *model.JobView) *jobRecord {
 	if onlyHeldChanged(v, prev) {
-		r := &jobRecord{HeldOnly: true, DecidedUntil: v.DecidedUntil}
-		for i := range v.Pending {
-			r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
-		}
-		return r
+		// Its decided_until is left as the state on disk has it (format 6):
+		// nothing of the job changed as its decisions went on, and a job's
+		// decisions that move on alone are saved with its next change.
+		return &jobRecord{HeldOnly: true, Pending: heldToRecords(v.Pending)}
 	}
 	j := v.JobState
 	r := &jobRecord{
@@ -296,9 +344,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		LockTTL:      j.LockTTL.Seconds(),
 		DecidedUntil: v.DecidedUntil, Discovered: j.Discovered, Retired: j.Retired, Resumed: j.Resumed,
 	}
-	for i := range v.Pending {
-		r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
-	}
+	r.Pending = heldToRecords(v.Pending)
 	if j.HasLastDuration {
 		r.LastDuration = &j.LastDuration
 	}
@@ -422,12 +468,11 @@ func recentToRecord(run model.RecentRun) recentRecord {
 // durations may be what was added to before's (RecentCount).
 func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
 	if r.HeldOnly && before != nil {
+		// Without decided_until (format 6) it is before's.
 		j := *before
-		j.Pending, j.DecidedUntil = nil, r.DecidedUntil
-		for i := range r.Pending {
-			if h, ok := r.Pending[i].toModel(); ok {
-				j.Pending = append(j.Pending, h)
-			}
+		j.Pending = heldToModel(r.Pending)
+		if !r.DecidedUntil.IsZero() {
+			j.DecidedUntil = r.DecidedUntil
 		}
 		return j
 	}
@@ -477,11 +522,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		j.LastExitCode = *r.LastExitCode
 	}
 	j.HasLastExitCode = r.HasLastExitCode || r.LastExitCode != nil
-	for i := range r.Pending {
-		if h, ok := r.Pending[i].toModel(); ok {
-			j.Pending = append(j.Pending, h)
-		}
-	}
+	j.Pending = heldToModel(r.Pending)
 	r.countsTo(&j)
 	j.Recent = recentsToModel(r.Recent)
 	for _, k := range r.LostRuns {

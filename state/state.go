@@ -45,8 +45,10 @@ const (
 // in a log entry only the recent runs and durations a job added since the
 // entry before (jobRecord.RecentAdded); format 3 logs hold them whole.
 // Format 5 writes in a log entry only the records held of a job whose
-// state did not change otherwise (jobRecord.HeldOnly).
-const Version = 5
+// state did not change otherwise (jobRecord.HeldOnly). Format 6 leaves out
+// of such a record its decided_until, and of a record held the fields of
+// its run that the record before it has (heldRecord.AsBefore).
+const Version = 6
 
 const formatName = "jobwatch-state"
 
