@@ -247,7 +247,9 @@ func (o *jsonOut) job(r *jobRecord) {
 	o.countsMember("duplicates", r.Duplicates)
 	o.timeMember("slots_checked_until", r.SlotsCheckedUntil, true)
 	list(o, "recent_slots", r.RecentSlots, o.slot)
-	o.strings("sources", r.Sources, true)
+	if r.Sources != nil { // omitzero
+		o.strings("sources", r.Sources, false)
+	}
 	list(o, "open", r.Open, o.run)
 	list(o, "recent", r.Recent, o.recent)
 	list(o, "duration_history", r.DurationHistory, func(f *float64) { o.float(*f) })

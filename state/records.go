@@ -50,7 +50,10 @@ type jobRecord struct {
 	Duplicates          map[string]uint64 `json:"duplicates,omitempty"`
 	SlotsCheckedUntil   time.Time         `json:"slots_checked_until,omitzero"`
 	RecentSlots         []slotRecord      `json:"recent_slots,omitempty"`
-	Sources             []string          `json:"sources,omitempty"`
+	// Sources, LastDuration and LastExitCode are left out of a log
+	// entry's record that holds RecentCount (format 6) when they are as
+	// before; no sources is then written [].
+	Sources             []string          `json:"sources,omitzero"`
 	Open                []runRecord       `json:"open,omitempty"`
 	Recent              []recentRecord    `json:"recent,omitempty"`
 	DurationHistory     []float64         `json:"duration_history,omitempty"`
@@ -368,6 +371,9 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		}
 		r.DurationHistoryAdded = durations[len(durations)-appended(prev.LastDurations(), durations):]
 		r.DurationHistoryCount = new(len(durations))
+		if !leaveOutUnchanged(r, prev.JobState) {
+			return jobToRecord(v, nil)
+		}
 	}
 	for i, n := range j.RunCounts {
 		if n > 0 {
@@ -395,6 +401,28 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease, EndUnlogged: o.EndUnlogged})
 	}
 	return r
+}
+
+// leaveOutUnchanged leaves out of r, a record that holds what its job
+// added since prev, the sources, last duration and last exit code that are
+// prev's (format 6); false if r holds none of one that prev held, which
+// only a whole record can say.
+func leaveOutUnchanged(r *jobRecord, prev *model.JobState) bool {
+	if (r.LastDuration == nil && prev.HasLastDuration) || (r.LastExitCode == nil && prev.HasLastExitCode) {
+		return false
+	}
+	if slices.Equal(r.Sources, prev.Sources) {
+		r.Sources = nil
+	} else if r.Sources == nil {
+		r.Sources = []string{}
+	}
+	if prev.HasLastDuration && *r.LastDuration == prev.LastDuration {
+		r.LastDuration = nil
+	}
+	if prev.HasLastExitCode && *r.LastExitCode == prev.LastExitCode {
+		r.LastExitCode = nil
+	}
+	return true
 }
 
 // onlyHeldChanged says v differs from prev, the view on disk, in its
@@ -466,7 +494,7 @@ func recentToRecord(run model.RecentRun) recentRecord {
 
 // toModelAfter converts a record of a log entry, whose recent runs and
 // durations may be what was added to before's (RecentCount).
-func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
+func (r *jobRecord) toModelAfter(before *model.SavedJob, version int) model.SavedJob {
 	if r.HeldOnly && before != nil {
 		// Without decided_until (format 6) it is before's.
 		j := *before
@@ -484,6 +512,9 @@ func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
 			j.FirstWatched = before.FirstWatched
 		}
 	}
+	if r.RecentCount != nil && before != nil && version >= 6 {
+		r.unchangedTo(&j, &before.JobState)
+	}
 	if r.RecentCount != nil {
 		j.Recent = afterAdded(prev.Recent, recentsToModel(r.RecentAdded), *r.RecentCount)
 	}
@@ -491,6 +522,19 @@ func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
 		j.DurationHistory = afterAdded(prev.DurationHistory, r.DurationHistoryAdded, *r.DurationHistoryCount)
 	}
 	return j
+}
+
+// unchangedTo sets in j what r leaves out as before's (leaveOutUnchanged).
+func (r *jobRecord) unchangedTo(j *model.SavedJob, before *model.JobState) {
+	if r.Sources == nil {
+		j.Sources = before.Sources
+	}
+	if r.LastDuration == nil {
+		j.LastDuration, j.HasLastDuration = before.LastDuration, before.HasLastDuration
+	}
+	if r.LastExitCode == nil {
+		j.LastExitCode, j.HasLastExitCode = before.LastExitCode, before.HasLastExitCode
+	}
 }
 
 // recentsToModel converts recent runs' records (nil for none).

@@ -294,7 +294,7 @@ func readSnapshot(data []byte, st *model.Snapshot) (uint64, error) {
 		if err := json.Unmarshal(payload, &e); err != nil {
 			return 0, fmt.Errorf("entry at byte %d: %w", off, err)
 		}
-		apply(st, &e)
+		apply(st, &e, h.Version)
 		off = next
 		if e.End {
 			break
@@ -347,13 +347,14 @@ func readLog(data []byte, gen uint64, st *model.Snapshot) error {
 		if err := json.Unmarshal(payload, &e); err != nil {
 			return fmt.Errorf("entry at byte %d: %w", off, err)
 		}
-		apply(st, &e)
+		apply(st, &e, h.Version)
 		off = next
 	}
 	return nil
 }
 
-func apply(st *model.Snapshot, e *entry) {
+// apply applies e, an entry of a file of format version.
+func apply(st *model.Snapshot, e *entry, version int) {
 	if e.Written.After(st.Written) {
 		st.Written = e.Written
 	}
@@ -369,7 +370,7 @@ func apply(st *model.Snapshot, e *entry) {
 			if b, ok := st.Jobs[n]; ok {
 				before = &b
 			}
-			st.Jobs[n] = r.toModelAfter(before)
+			st.Jobs[n] = r.toModelAfter(before, version)
 		}
 	}
 	for n, r := range e.Sources {
