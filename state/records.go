@@ -53,10 +53,10 @@ type jobRecord struct {
 	// Sources, LastDuration and LastExitCode are left out of a log
 	// entry's record that holds RecentCount (format 6) when they are as
 	// before; no sources is then written [].
-	Sources             []string          `json:"sources,omitzero"`
-	Open                []runRecord       `json:"open,omitempty"`
-	Recent              []recentRecord    `json:"recent,omitempty"`
-	DurationHistory     []float64         `json:"duration_history,omitempty"`
+	Sources         []string       `json:"sources,omitzero"`
+	Open            []runRecord    `json:"open,omitempty"`
+	Recent          []recentRecord `json:"recent,omitempty"`
+	DurationHistory []float64      `json:"duration_history,omitempty"`
 	// RecentAdded and RecentCount (format 4, in log entries): the job's
 	// recent runs are the last RecentCount of those it had before the
 	// entry followed by RecentAdded, and Recent is left out; the same for
