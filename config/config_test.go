@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/internal/labelname"
 	_ "github.com/jobwatch/jobwatch/sources/all"
 	"github.com/jobwatch/jobwatch/sources/runlog"
 )
@@ -224,10 +225,27 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("jobs: [{name: a, schedule: '* * * * *', timezone: UTC}]\nsources: [{name: j, type: journal, units: {a.service: a}}]\n"))
 	f.Add([]byte("jobs:\n  - &a {name: x}\n  - *a\n"))
 	f.Add([]byte("jobs:\n  - &b {name: a, every: 1d}\n  - <<: [*b]\n    name: c\nsources:\n  - &s {name: db, type: mysql, dsn: u@/d, columns: {id: i}}\n  - <<: *s\n    name: db2\n"))
+	f.Add([]byte("labels: {team: a, __x: b}\nalert_after: {failures: 2}\njobs:\n  - name: a\n    every: 1h\n    labels: {owner: b, job: c}\n    alert_after: {skips: 0, missed_runs: x}\n"))
+	f.Add([]byte("labels: [a]\njobs: [{name: a, every: 1h, labels: {t: {x: 1}}, alert_after: 3}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := config.Parse(strings.NewReader(string(data)))
 		if err == nil && len(cfg.Jobs) == 0 {
 			t.Fatal("a valid config without jobs")
+		}
+		if err != nil {
+			return
+		}
+		// A valid config's jobs have only allowed label names and
+		// thresholds of at least 1 where set.
+		for _, j := range cfg.Jobs {
+			for k := range j.Labels {
+				if err := labelname.Check(k); err != nil {
+					t.Fatalf("job %q has label %q: %v", j.Name, k, err)
+				}
+			}
+			if a := j.AlertAfter; a.Failures < 0 || a.MissedRuns < 0 || a.Skips < 0 {
+				t.Fatalf("job %q: alert_after %+v", j.Name, a)
+			}
 		}
 	})
 }

@@ -103,3 +103,34 @@ func TestCheck(t *testing.T) {
 }
 
 var _ = http.StatusOK
+
+// FuzzLabelMatches: any list of flags is matches or an error; a match
+// written back reads the same, and a job with the labels matches them.
+func FuzzLabelMatches(f *testing.F) {
+	for _, s := range []string{"team=payments", "team=", "=x", "team", "a=b=c", ""} {
+		f.Add(s, "owner=alice")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ms, err := ParseLabelMatches([]string{a, b})
+		if err != nil {
+			return
+		}
+		j := Job{Labels: map[string]string{}}
+		for _, m := range ms {
+			again, err := ParseLabelMatches([]string{m.String()})
+			if err != nil || len(again) != 1 || again[0] != m {
+				t.Fatalf("%q reads back as %v, %v", m, again, err)
+			}
+			j.Labels[m.Name] = m.Value
+		}
+		if len(ms) == 2 && ms[0].Name == ms[1].Name && ms[0].Value != ms[1].Value {
+			if j.Matches(ms) {
+				t.Fatalf("a job matches %v, two values of one label", ms)
+			}
+			return
+		}
+		if !j.Matches(ms) {
+			t.Fatalf("a job with %v does not match them", j.Labels)
+		}
+	})
+}
