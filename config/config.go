@@ -33,13 +33,16 @@ type Config struct {
 	AlertAfter AlertAfter
 	Jobs       []Job
 	Sources    []Source
-	// Checkins and Discovery are the optional services of jobwatch serve
-	// (zero values: off).
-	Checkins  Checkins
+	// Discovery is an optional service of jobwatch serve (zero value:
+	// off); the other services' blocks (checkins:) are their packages'
+	// (Service).
 	Discovery Discovery
 
 	// Dir is the directory of the config file; relative paths are taken from it.
 	Dir string
+
+	// services are the decoded blocks of the registered services, by key.
+	services map[string]any
 }
 
 // file is the top level of jobwatch.yml; the jobs and sources are decoded
@@ -50,7 +53,6 @@ type file struct {
 	AlertAfter    AlertAfter  `yaml:"alert_after"`
 	Jobs          []yaml.Node `yaml:"jobs"`
 	Sources       []yaml.Node `yaml:"sources"`
-	Checkins      yaml.Node   `yaml:"checkins"`
 	Discovery     yaml.Node   `yaml:"discovery"`
 }
 
@@ -84,6 +86,9 @@ type Job struct {
 	// the file's defaults merged in (ownership.go).
 	Labels     Labels     `yaml:"labels"`
 	AlertAfter AlertAfter `yaml:"alert_after"`
+	// Aliases are the other identifiers the job's check-ins arrive under
+	// (another monitor's check UUIDs, slugs, monitor keys); aliases.go.
+	Aliases []string `yaml:"aliases"`
 }
 
 // Source is one place records are read from: its name, its type, and its
@@ -159,7 +164,7 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	var errs []error
 	var f file
 	if len(doc.Content) > 0 {
-		errs = append(errs, Decode(&doc, &f, "")...)
+		errs = append(errs, Decode(&doc, &f, "", serviceBlockKeys()...)...)
 	}
 	cfg.StaleMultiple = f.StaleMultiple
 	if cfg.StaleMultiple == 0 {
@@ -172,21 +177,10 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	checkLabel := labelChecker()
 	errs = append(errs, checkLabels(cfg.Labels, checkLabel)...)
 	errs = append(errs, cfg.decodeJobs(f.Jobs, checkLabel)...)
+	errs = append(errs, checkAliases(cfg.Jobs, f.Jobs)...)
 	cfg.withDefaults()
 	errs = append(errs, cfg.decodeSources(f.Sources)...)
-	if f.Checkins.Kind != 0 {
-		e := Decode(&f.Checkins, &cfg.Checkins, "")
-		if len(e) == 0 {
-			e = cfg.Checkins.validate(cfg.JobNames(), cfg.Path)
-		}
-		if len(e) == 0 {
-			e = cfg.Checkins.checkReader(cfg.Sources)
-		}
-		errs = append(errs, Prefix("checkins", e)...)
-	}
-	if cfg.Checkins.MaxBody == 0 {
-		cfg.Checkins.MaxBody = DefaultMaxBody
-	}
+	errs = append(errs, cfg.decodeServiceBlocks(&doc)...)
 	if f.Discovery.Kind != 0 {
 		errs = append(errs, Prefix("discovery", Decode(&f.Discovery, &cfg.Discovery, ""))...)
 	}

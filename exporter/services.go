@@ -87,6 +87,7 @@ func (e *Exporter) attachServices(g *generation) error {
 				Deps:     sources.Deps{Logger: e.opts.Logger, Now: e.tracker.Now}.WithDefaults(),
 				StateDir: e.opts.StateDir,
 				Count:    s.count,
+				Reload:   e.Reload,
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.typ.Type, err)
@@ -141,15 +142,32 @@ type Route struct {
 func (e *Exporter) Routes() []Route {
 	var out []Route
 	for _, s := range e.services {
-		out = append(out, Route{s.typ.Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if svc := s.loaded(); svc != nil {
 				svc.ServeHTTP(w, r)
 				return
 			}
 			s.typ.Off(w, r, s.count)
-		})})
+		})
+		for _, p := range append([]string{s.typ.Path}, s.typ.MorePaths...) {
+			out = append(out, Route{p, h})
+		}
 	}
 	return out
+}
+
+// Root hands a request of the root to the service that claims it
+// (sources.RootClaimer: check-ins at /<uuid>), else to next.
+func (e *Exporter) Root(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, s := range e.services {
+			if c, ok := s.loaded().(sources.RootClaimer); ok && c.ClaimsRoot(r) {
+				s.loaded().ServeHTTP(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // View is the state as last saved: what scrapes and the status page show.
@@ -295,7 +313,7 @@ func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*
 		}
 		cfg = merged
 	}
-	g, err := e.prepare(cfg)
+	g, err := e.prepare(e.withServiceJobs(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -426,4 +444,21 @@ func (d discoveryCollector) Collect(ch chan<- prometheus.Metric) {
 	d.e.discoveryWatched.Collect(ch)
 	d.e.discoveryLast.Collect(ch)
 	d.e.discoveryErrors.Collect(ch)
+}
+
+// withServiceJobs is cfg with the jobs services made (sources.ServiceType's
+// Jobs: check-ins' ?create=1), or cfg itself when they made none.
+func (e *Exporter) withServiceJobs(cfg *config.Config) *config.Config {
+	var made []config.Job
+	for _, s := range e.services {
+		if s.typ.Jobs != nil && s.typ.Enabled(cfg) {
+			made = append(made, s.typ.Jobs(e.opts.StateDir, cfg)...)
+		}
+	}
+	if len(made) == 0 {
+		return cfg
+	}
+	out := *cfg
+	out.Jobs = append(append([]config.Job(nil), cfg.Jobs...), made...)
+	return &out
 }
