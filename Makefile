@@ -40,6 +40,9 @@ RPM_ARCH   := $(if $(filter amd64,$(DEB_ARCH)),x86_64,$(if $(filter arm64,$(DEB_
 MAINTAINER ?= jobwatch maintainers <jobwatch@users.noreply.github.com>
 NFPM_ENV    = PKG_VERSION='$(PKG_VERSION)' ARCH='$(DEB_ARCH)' BUILD='$(DIST)/build' \
               MAINTAINER='$(MAINTAINER)' SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
+# Release and lint tools live in a module of their own (tools/go.mod), so
+# that their dependencies stay out of the product's module graph.
+TOOL        = go tool -modfile=tools/go.mod
 
 .PHONY: build example test e2e bench release deb rpm clean FORCE
 # CGO_ENABLED=0: a static binary, which `jobwatch run` starts faster (README).
@@ -72,13 +75,13 @@ $(DIST)/build/linux-%/jobwatch: FORCE
 		-ldflags "$(RELEASE_LDFLAGS)" -o $@ ./cmd/jobwatch
 
 # The Debian and RPM packages, described once in packaging/nfpm.yaml and built
-# by nfpm (pinned in go.mod: go tool nfpm); DEB_ARCH=arm64 for the other one.
+# by nfpm (pinned in tools/go.mod); DEB_ARCH=arm64 for the other one.
 deb: $(DIST)/build/linux-$(DEB_ARCH)/jobwatch $(DIST)/build/changelog.gz $(DIST)/build/jobwatch.1.gz
-	$(NFPM_ENV) go tool nfpm package --config packaging/nfpm.yaml --packager deb \
+	$(NFPM_ENV) $(TOOL) nfpm package --config packaging/nfpm.yaml --packager deb \
 		--target '$(DIST)/jobwatch_$(PKG_VERSION)_$(DEB_ARCH).deb'
 
 rpm: $(DIST)/build/linux-$(DEB_ARCH)/jobwatch $(DIST)/build/changelog.gz $(DIST)/build/jobwatch.1.gz
-	$(NFPM_ENV) go tool nfpm package --config packaging/nfpm.yaml --packager rpm \
+	$(NFPM_ENV) $(TOOL) nfpm package --config packaging/nfpm.yaml --packager rpm \
 		--target '$(DIST)/jobwatch-$(PKG_VERSION)-1.$(RPM_ARCH).rpm'
 
 # /usr/share/doc/jobwatch/changelog.gz, in Debian's format.

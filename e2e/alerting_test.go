@@ -18,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/jobwatch/jobwatch/alerts"
 	"github.com/jobwatch/jobwatch/dashboards"
+	"github.com/jobwatch/jobwatch/exporter"
 	"github.com/jobwatch/jobwatch/internal/promcheck"
 
 	"github.com/jobwatch/jobwatch/internal/testproc"
@@ -156,7 +159,7 @@ sources:
 
 	// Every metric Prometheus scraped from jobwatch is one the rules and
 	// the dashboard are checked against.
-	allowed, err := promcheck.Allowed(t.TempDir())
+	allowed, err := promcheck.Allowed(exporterCollectors(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +254,7 @@ receivers:
 // given scrape_configs entries (YAML list items indented by two), and
 // returns its address. The rules' copy only shortens for: durations so a
 // test takes seconds rather than minutes.
-func startPrometheus(t *testing.T, prometheus, dir, amAddr, scrapeConfigs string) string {
+func startPrometheus(t *testing.T, prometheus, dir, amAddr, scrapeConfigs string, flags ...string) string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -269,9 +272,9 @@ alerting:
   alertmanagers:
     - static_configs: [{targets: [%q]}]
 scrape_configs:%s`, rules, amAddr, scrapeConfigs))
-	startProcess(t, "prometheus", prometheus, "--config.file="+promConfig,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr,
-		"--log.level=warn")
+	startProcess(t, "prometheus", prometheus, append([]string{"--config.file=" + promConfig,
+		"--storage.tsdb.path=" + filepath.Join(dir, "tsdb"), "--web.listen-address=" + promAddr,
+		"--log.level=warn"}, flags...)...)
 	waitHTTP(t, "prometheus", "http://"+promAddr+"/-/ready")
 	return promAddr
 }
@@ -439,4 +442,15 @@ func scrapedNames(t *testing.T, addr string) map[string]bool {
 		names[n] = true
 	}
 	return names
+}
+
+// exporterCollectors are the real exporter's collectors on a one-job
+// config, whose metric names promcheck lists.
+func exporterCollectors(t *testing.T) []prometheus.Collector {
+	t.Helper()
+	e, err := exporter.New(exporter.Options{ConfigFile: promcheck.ProbeConfig(t), StateDir: t.TempDir(), Host: "probe"})
+	if err != nil {
+		t.Fatalf("starting the exporter: %v", err)
+	}
+	return e.Collectors()
 }

@@ -25,6 +25,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // maxExposure is the highest `systemd-analyze security` exposure level the
@@ -64,11 +66,11 @@ func command(t *testing.T, env []string, name string, args ...string) string {
 	return stdout.String()
 }
 
+// need skips the test under go test -short and fails it when cmd, an
+// outside program it starts, is missing (testproc.Program).
 func need(t *testing.T, cmd, pkg string) {
 	t.Helper()
-	if _, err := exec.LookPath(cmd); err != nil {
-		t.Fatalf("%s not found: install the Debian package %s (scripts/test.sh does)", cmd, pkg)
-	}
+	testproc.Program(t, cmd, pkg)
 }
 
 func TestDebVersion(t *testing.T) {

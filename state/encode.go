@@ -268,6 +268,15 @@ func (o *jsonOut) job(r *jobRecord) {
 func (o *jsonOut) histogram(h *histogramRecord) {
 	o.open('{')
 	list(o, "counts", h.Counts, func(n *uint64) { o.uint(*n) })
+	list(o, "native", h.Native, func(b *[2]int64) {
+		o.open('[')
+		o.elem()
+		o.int(b[0])
+		o.elem()
+		o.int(b[1])
+		o.close(']')
+	})
+	o.uintMember("zero", h.Zero, true)
 	o.floatMember("sum", h.Sum, false)
 	o.uintMember("count", h.Count, false)
 	o.close('}')

@@ -175,8 +175,58 @@ type histogramRecord struct {
 	// Counts without its trailing zeros (format 4): most durations fall in
 	// a few buckets of the 18.
 	Counts []uint64 `json:"counts,omitempty"`
-	Sum    float64  `json:"sum"`
-	Count  uint64   `json:"count"`
+	// Native holds the native histogram's buckets that counted, [key,
+	// count] by key (model.NativeSchema), and Zero the durations of 0:
+	// additive keys; a record without them (written before them) loads
+	// with the classic counts placed at their buckets' bounds (nativeOf).
+	Native [][2]int64 `json:"native,omitempty"`
+	Zero   uint64     `json:"zero,omitempty"`
+	Sum    float64    `json:"sum"`
+	Count  uint64     `json:"count"`
+}
+
+// histogramOf is h as saved.
+func histogramOf(h *model.Histogram) histogramRecord {
+	r := histogramRecord{Counts: trimZeros(h.Counts), Zero: h.Zero, Sum: h.Sum, Count: h.Count}
+	if len(h.Native) > 0 {
+		r.Native = make([][2]int64, len(h.Native))
+		for i, b := range h.Native {
+			r.Native[i] = [2]int64{int64(b.Key), int64(b.Count)}
+		}
+	}
+	return r
+}
+
+// toModel is the histogram r saved.
+func (r *histogramRecord) toModel() model.Histogram {
+	h := model.Histogram{Counts: padZeros(r.Counts, len(model.DurationBuckets)+1), Zero: r.Zero, Sum: r.Sum, Count: r.Count}
+	for _, b := range r.Native {
+		if b[1] > 0 && b[0] >= math.MinInt32 && b[0] <= math.MaxInt32 {
+			h.AddNative(int32(b[0]), uint64(b[1]))
+		}
+	}
+	if r.Native == nil && r.Zero == 0 && r.Count > 0 {
+		nativeOf(&h)
+	}
+	return h
+}
+
+// nativeOf fills the native buckets of a histogram saved before them from
+// its classic counts, each at the bucket of its upper bound (those above
+// the last bound one bucket above it): the native histogram then counts
+// every run, its quantiles no finer than the classic buckets' until new
+// runs come.
+func nativeOf(h *model.Histogram) {
+	for i, n := range h.Counts {
+		if n == 0 {
+			continue
+		}
+		if i < len(model.DurationBuckets) {
+			h.AddNative(model.NativeKey(model.DurationBuckets[i]), n)
+		} else {
+			h.AddNative(model.NativeKey(model.DurationBuckets[len(model.DurationBuckets)-1])+1, n)
+		}
+	}
 }
 
 // IsZero: a job with no durations (none finished with one, or a held_only
@@ -240,7 +290,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		LastUnknown: j.LastUnknown, LastUnknownStart: j.LastUnknownStart,
 		ConsecutiveFailures: j.ConsecutiveFailures, ConsecutiveSkips: j.ConsecutiveSkips, ConsecutiveMissed: j.ConsecutiveMissed,
 		Skips: j.Skips, Overlaps: j.Overlaps,
-		Durations: histogramRecord{Counts: trimZeros(j.Durations.Counts), Sum: j.Durations.Sum, Count: j.Durations.Count},
+		Durations: histogramOf(&j.Durations),
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
 		Sources: j.Sources, SkipsByReason: j.SkipsByReason(), LockLost: j.LockLost(),
 		LockTTL:      j.LockTTL.Seconds(),
@@ -414,7 +464,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		LastUnknown: r.LastUnknown, LastUnknownStart: r.LastUnknownStart,
 		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips, ConsecutiveMissed: r.ConsecutiveMissed,
 		Skips: r.Skips, Overlaps: r.Overlaps,
-		Durations: model.Histogram{Counts: padZeros(r.Durations.Counts, len(model.DurationBuckets)+1), Sum: r.Durations.Sum, Count: r.Durations.Count},
+		Durations: r.Durations.toModel(),
 		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
 		LockTTL: lockTTL(r.LockTTL), Discovered: r.Discovered, Retired: r.Retired, Resumed: r.Resumed,

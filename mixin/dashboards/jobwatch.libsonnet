@@ -1063,8 +1063,38 @@ local promql = import '../lib/promql.libsonnet';
             {
               refId: 'D',
               datasource: ds,
-              expr: 'sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_duration_seconds_sum{%(job)s}[$__rate_interval])) / sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_duration_seconds_count{%(job)s}[$__rate_interval]))' % sel,
+              // The duration histogram is native (one series, Prometheus
+              // with native histograms on) or classic (_sum and _count
+              // series): each side of the or is empty in the other form.
+              expr: |||
+                (
+                    sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_duration_seconds_sum{%(job)s}[$__rate_interval]))
+                  /
+                    sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_duration_seconds_count{%(job)s}[$__rate_interval]))
+                )
+                or
+                (
+                    histogram_sum(sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_duration_seconds{%(job)s}[$__rate_interval])))
+                  /
+                    histogram_count(sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_duration_seconds{%(job)s}[$__rate_interval])))
+                )
+              ||| % sel,
               legendFormat: '{{job_name}} mean duration ({{instance}})',
+              range: true,
+              instant: false,
+            },
+            {
+              refId: 'E',
+              datasource: ds,
+              // The 90th percentile of the runs that ended: from the native
+              // buckets, or from the classic ones
+              // (--metrics.classic-duration-buckets).
+              expr: |||
+                histogram_quantile(0.9, sum by (%(cp)sjob_name, instance) (increase(jobwatch_job_duration_seconds{%(job)s}[$__rate_interval])))
+                or
+                histogram_quantile(0.9, sum by (%(cp)sjob_name, instance, le) (increase(jobwatch_job_duration_seconds_bucket{%(job)s}[$__rate_interval])))
+              ||| % sel,
+              legendFormat: '{{job_name}} p90 duration ({{instance}})',
               range: true,
               instant: false,
             },
