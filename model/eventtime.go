@@ -286,7 +286,7 @@ func (t *Tracker) decide(j *job, to time.Time) {
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
 			due = true
-		} else if _, checked := j.missedUntil(sched, j.missedCutoff(sched, to)); !checked.Equal(j.SlotsCheckedUntil) {
+		} else if tally := j.missedUntil(sched, j.missedCutoff(sched, to)); !tally.checked.Equal(j.SlotsCheckedUntil) {
 			due = true
 		}
 	}

@@ -81,6 +81,9 @@ type JobState struct {
 	// Resumed is when a retired job came back: its staleness counts from
 	// then at the earliest, not from a success before it was retired.
 	Resumed time.Time
+	// Pause, MaintenanceUntil, PauseEnded, Excused and Unjudged: see
+	// pause.go.
+	PausedState
 }
 
 // History is a job's latest runs and durations: Recent are the latest
@@ -100,6 +103,7 @@ func (j *JobState) clone() *JobState {
 	c.Durations.Counts = slices.Clone(j.Durations.Counts)
 	c.LostRuns = slices.Clone(j.LostRuns)
 	c.Sources = slices.Clone(j.Sources)
+	c.Excused = slices.Clone(j.Excused)
 	if j.RecentSlots != nil {
 		c.RecentSlots = make([]SlotRuns, len(j.RecentSlots))
 		for i, rs := range j.RecentSlots {
@@ -338,6 +342,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		src.up, src.reason = up, reason
 	}
 	t.adoptRetired()
+	t.excuseDowntime(s.Written, now)
 	t.changedAll()
 	return nil
 }

@@ -40,6 +40,8 @@ type JobSpec struct {
 	// and no job of the config names it. One that disappears is retired,
 	// not dropped (see Configure).
 	Discovered bool
+	// Maintenance are the job's maintenance windows (pause.go).
+	Maintenance []Window
 }
 
 // SourceSpec names a configured source.
@@ -55,6 +57,9 @@ type SourceSpec struct {
 	// LateWindow is how late, in event time, the source may hand over a
 	// record: its watermark is that far behind what it has read.
 	LateWindow time.Duration
+	// Live: the source receives (check-ins) rather than reads: what came
+	// while jobwatch was not running is not known (pause.go).
+	Live bool
 }
 
 // Options configure a Tracker.
@@ -217,7 +222,8 @@ type endedRun struct {
 var endedSeed = maphash.MakeSeed()
 
 type source struct {
-	typ string
+	typ  string
+	live bool
 	SourceState
 	observations []observation.Observation // its latest batch's, not saved
 	clock        sourceClock
@@ -302,7 +308,7 @@ func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 		if src == nil || src.Identity != s.Identity {
 			src = &source{}
 		}
-		src.typ = s.Type
+		src.typ, src.live = s.Type, s.Live
 		src.Identity = s.Identity
 		// Every source starts reading again: the start-up hold waits for
 		// each to read to its end (eventtime.go).
@@ -1057,6 +1063,7 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 		return
 	}
 	if res == Success {
+		j.healthy(end)
 		if end.After(j.LastSuccess) {
 			j.LastSuccess = end
 			j.LastSuccessStart = start
@@ -1151,6 +1158,7 @@ func (t *Tracker) Reap() {
 		}
 	}
 	t.keepReapTo(memo)
+	t.keepPauses(now)
 }
 
 // reapJob decides what j's watermark allows now, and closes its runs on
