@@ -44,7 +44,10 @@ const (
 // save was written); a format-2 state loads with none held. Format 4 writes
 // in a log entry only the recent runs and durations a job added since the
 // entry before (jobRecord.RecentAdded); format 3 logs hold them whole.
-const Version = 4
+// Format 5 adds a job's pauses (pausedRecord): an older jobwatch would
+// drop them and judge a paused job's expected runs missed, so it refuses
+// the state; a format-4 state loads with no job paused.
+const Version = 5
 
 const formatName = "jobwatch-state"
 
