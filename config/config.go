@@ -33,6 +33,8 @@ type Config struct {
 	// (zero values: off).
 	Checkins  Checkins
 	Discovery Discovery
+	// Maintenance are windows of every job, besides each job's own.
+	Maintenance []Window
 
 	// Dir is the directory of the config file; relative paths are taken from it.
 	Dir string
@@ -46,6 +48,7 @@ type file struct {
 	Sources       []yaml.Node `yaml:"sources"`
 	Checkins      yaml.Node   `yaml:"checkins"`
 	Discovery     yaml.Node   `yaml:"discovery"`
+	Maintenance   []Window    `yaml:"maintenance"`
 }
 
 // Job is one scheduled job that jobwatch watches.
@@ -74,6 +77,8 @@ type Job struct {
 	// Cron is the cron daemon that runs a schedule: job: "debian" (the
 	// default: Debian's cron, which ignores CRON_TZ) or "cronie".
 	Cron string `yaml:"cron"`
+	// Maintenance are the job's maintenance windows (config/maintenance.go).
+	Maintenance []Window `yaml:"maintenance"`
 }
 
 // Source is one place records are read from: its name, its type, and its
@@ -158,6 +163,8 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	if cfg.StaleMultiple < 1 {
 		errs = append(errs, fmt.Errorf("stale_multiple must be at least 1, got %d", cfg.StaleMultiple))
 	}
+	cfg.Maintenance = f.Maintenance
+	errs = append(errs, validateWindows(cfg.Maintenance)...)
 	errs = append(errs, cfg.decodeJobs(f.Jobs)...)
 	errs = append(errs, cfg.decodeSources(f.Sources)...)
 	if f.Checkins.Kind != 0 {
@@ -298,6 +305,7 @@ func (j *Job) validate(decoded bool) []error {
 	default:
 		errs = append(errs, fmt.Errorf("scope must be host or cluster, got %q", j.Scope))
 	}
+	errs = append(errs, validateWindows(j.Maintenance)...)
 	return errs
 }
 

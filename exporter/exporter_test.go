@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,7 @@ func TestJobSpecs(t *testing.T) {
 	}
 	for i, j := range jobs {
 		j.Spec.Schedule = nil
-		if j.Spec != want[i] {
+		if !reflect.DeepEqual(j.Spec, want[i]) {
 			t.Errorf("spec %d: %+v, want %+v", i, j.Spec, want[i])
 		}
 	}
