@@ -72,7 +72,7 @@ func Fetch(ctx context.Context, client *http.Client, base, job string) (Report, 
 // ANSI colours of the states, for a terminal.
 var stateColour = map[string]string{
 	StateStale: "\x1b[1;31m", StateFailing: "\x1b[31m", StateOverlapping: "\x1b[35m", StateLate: "\x1b[33m",
-	StateRunning: "\x1b[34m", StateNeverSeen: "\x1b[2m", StateOK: "\x1b[32m", StateRetired: "\x1b[2m",
+	StateRunning: "\x1b[34m", StateNeverSeen: "\x1b[2m", StateOK: "\x1b[32m", StateRetired: "\x1b[2m", StatePaused: "\x1b[2m",
 }
 
 // WriteTable prints one line a job; colour only for a terminal.

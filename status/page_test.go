@@ -25,7 +25,7 @@ func everyState(t *testing.T) *model.Tracker {
 	spec := func(name string) model.JobSpec {
 		return model.JobSpec{Name: name, Schedule: schedule.Every(time.Hour), StaleMultiple: 2, Scope: "host"}
 	}
-	specs := []model.JobSpec{spec("a-ok"), spec("b-never"), spec("c-running"), spec("d-late"), spec("e-overlap"), spec("f-failing"), spec("g-stale"), spec("h-stale")}
+	specs := []model.JobSpec{spec("a-ok"), spec("b-never"), spec("c-running"), spec("d-late"), spec("e-overlap"), spec("f-failing"), spec("g-stale"), spec("h-stale"), spec("j-paused")}
 	gone := spec("i-retired")
 	gone.Discovered = true
 	srcs := []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/x"}}
@@ -55,6 +55,9 @@ func everyState(t *testing.T) *model.Tracker {
 	now = t0.Add(-30 * time.Second)
 	tr.Configure(specs, srcs)
 	now = t0
+	if _, err := tr.Pause("j-paused", model.Pause{Until: t0.Add(2 * time.Hour), Reason: "db upgrade"}); err != nil {
+		t.Fatal(err)
+	}
 	return tr
 }
 
@@ -84,7 +87,7 @@ func TestIndexOrderAndFilter(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("/status: %d", code)
 	}
-	want := "g-stale=stale h-stale=stale f-failing=failing e-overlap=overlapping d-late=late c-running=running a-ok=ok b-never=never_seen i-retired=retired"
+	want := "g-stale=stale h-stale=stale f-failing=failing e-overlap=overlapping d-late=late c-running=running a-ok=ok b-never=never_seen j-paused=paused i-retired=retired"
 	if got := strings.Join(rows(body), " "); got != want {
 		t.Errorf("rows in the order\n%s\nwant\n%s", got, want)
 	}
@@ -102,7 +105,7 @@ func TestIndexOrderAndFilter(t *testing.T) {
 	if got := strings.Join(rows(body), " "); code != 200 || got != "g-stale=stale h-stale=stale" {
 		t.Errorf("?state=stale: %d, rows %s", code, got)
 	}
-	if !strings.Contains(body, `<a href="/status?state=stale" aria-current="page">`) || !strings.Contains(body, `<a href="/status">all 9</a>`) {
+	if !strings.Contains(body, `<a href="/status?state=stale" aria-current="page">`) || !strings.Contains(body, `<a href="/status">all 10</a>`) {
 		t.Errorf("?state=stale does not mark its count current or link back to all jobs")
 	}
 	// A state with no job: its count is shown, at 0, and says so.

@@ -1,0 +1,38 @@
+package status
+
+import (
+	"time"
+
+	"github.com/jobwatch/jobwatch/model"
+)
+
+// StatePaused: the job is paused (jobwatch pause) or in a maintenance
+// window: its expected runs are not judged, and it is not stale
+// (Job.Paused says why and until when).
+const StatePaused = "paused"
+
+// Paused is why and until when a job is paused.
+type Paused struct {
+	// Why is paused (an operator's pause) or maintenance (a window).
+	Why   string     `json:"why"`
+	Since *time.Time `json:"since"`
+	// Until is when it ends, null when not known: until resumed, or until
+	// the next success (UntilHealthy).
+	Until        *time.Time `json:"until"`
+	UntilHealthy bool       `json:"until_healthy"`
+	// Reason is the operator's text (jobwatch pause --reason).
+	Reason string `json:"reason,omitempty"`
+}
+
+// pausedOf is v's pause in force, nil when it has none.
+func pausedOf(v *model.JobView) *Paused {
+	why := v.PausedWhy()
+	if why == "" {
+		return nil
+	}
+	p := &Paused{Why: why, Until: timePtr(v.PausedUntil())}
+	if why == model.UnjudgedPaused {
+		p.Since, p.UntilHealthy, p.Reason = timePtr(v.Pause.From), v.Pause.UntilHealthy, v.Pause.Reason
+	}
+	return p
+}
