@@ -155,11 +155,11 @@ checkins:
 		return nil
 	})
 	for k, want := range map[string]float64{
-		`jobwatch_job_missed_runs_total{job_name="guarded"}`:      0,
+		`jobwatch_job_missed_runs_total{job_name="guarded"}`:       0,
 		`jobwatch_job_consecutive_missed_runs{job_name="guarded"}`: 0,
-		`jobwatch_job_paused{job_name="guarded"}`:                 1,
-		`jobwatch_job_stale{job_name="guarded"}`:                  0,
-		`jobwatch_job_paused{job_name="open"}`:                    0,
+		`jobwatch_job_paused{job_name="guarded"}`:                  1,
+		`jobwatch_job_stale{job_name="guarded"}`:                   0,
+		`jobwatch_job_paused{job_name="open"}`:                     0,
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %v, want %v", k, got[k], want)
