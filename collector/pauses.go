@@ -23,9 +23,9 @@ var unjudgedOrder = sync.OnceValue(func() []int { return byName(model.UnjudgedRe
 // each scrape.
 func (e *jobSeries) pauses(j *model.JobView) {
 	if j.Retired.IsZero() {
-		e.gauge(pausedDesc, boolFloat(j.PausedWhy() != ""))
+		e.gauge(pausedDesc, boolFloat(j.Pauses.Why() != ""))
 	}
 	for _, i := range unjudgedOrder() {
-		e.counterBy(unjudgedDesc, j.Unjudged[i], model.UnjudgedReasons[i])
+		e.counterBy(unjudgedDesc, j.Pauses.Unjudged[i], model.UnjudgedReasons[i])
 	}
 }

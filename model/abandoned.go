@@ -34,21 +34,21 @@ import (
 // judged against what the job has decided.
 
 // unchecked reports whether r is a run the host cannot check.
-func (t *Tracker) unchecked(r *Run) bool { return r.Host != t.opts.Host || r.PID <= 0 }
+func (m *machine) unchecked(r *Run) bool { return r.Host != m.host || r.PID <= 0 }
 
 // supersede closes as lost the unchecked runs holding a lease that the
 // start of r shows are gone, for a job without timeout.
-func (t *Tracker) supersede(j *job, r *Run) {
+func (m *machine) supersede(j *job, r *Run) {
 	if j.spec.Timeout > 0 {
 		return
 	}
-	for i := 0; i < len(j.open); i++ {
-		o := j.open[i]
-		if o == r || !o.Start.Before(r.Start) || !t.unchecked(o) || o.Lease <= 0 {
+	for i := 0; i < len(j.runs.open); i++ {
+		o := j.runs.open[i]
+		if o == r || !o.Start.Before(r.Start) || !m.unchecked(o) || o.Lease <= 0 {
 			continue
 		}
-		t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "a later run took its shared lock: its lease ran out")
-		t.lose(j, o, r.Start)
+		m.logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "a later run took its shared lock: its lease ran out")
+		m.lose(j, o, r.Start)
 		i--
 	}
 }
@@ -56,14 +56,14 @@ func (t *Tracker) supersede(j *job, r *Run) {
 // hostLockTaken closes as lost the unchecked runs on r's host that
 // started before it: r holds the host's lock file, which they held until
 // their end.
-func (t *Tracker) hostLockTaken(j *job, r *Run) {
-	for i := 0; i < len(j.open); i++ {
-		o := j.open[i]
-		if o.Host != r.Host || !o.Start.Before(r.Start) || !t.unchecked(o) {
+func (m *machine) hostLockTaken(j *job, r *Run) {
+	for i := 0; i < len(j.runs.open); i++ {
+		o := j.runs.open[i]
+		if o.Host != r.Host || !o.Start.Before(r.Start) || !m.unchecked(o) {
 			continue
 		}
-		t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "a later run took the host's lock file")
-		t.lose(j, o, r.Start)
+		m.logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "a later run took the host's lock file")
+		m.lose(j, o, r.Start)
 		i--
 	}
 }
@@ -73,37 +73,37 @@ const DefaultAbandonAfter = 24 * time.Hour
 
 // abandonAfter is how long after its start an unchecked run of a job
 // without timeout ends as lost: the job's abandon_after.
-func (j *job) abandonAfter() time.Duration {
-	return cmp.Or(j.spec.AbandonAfter, DefaultAbandonAfter)
+func (s JobSpec) abandonAfter() time.Duration {
+	return cmp.Or(s.AbandonAfter, DefaultAbandonAfter)
 }
 
 // abandonDue reports whether abandon has a run to close at to.
-func (t *Tracker) abandonDue(j *job, to time.Time) bool {
-	return j.spec.Timeout <= 0 && to.UnixNano() > t.abandonQuiet(j)
+func (m *machine) abandonDue(j *job, to time.Time) bool {
+	return j.spec.Timeout <= 0 && to.UnixNano() > m.abandonQuiet(j)
 }
 
 // abandon closes as lost the unchecked runs of a job without timeout that
 // are older than abandonAfter at at (what the job has decided).
-func (t *Tracker) abandon(j *job, at time.Time) {
-	if j.spec.Timeout > 0 || at.UnixNano() <= t.abandonQuiet(j) {
+func (m *machine) abandon(j *job, at time.Time) {
+	if j.spec.Timeout > 0 || at.UnixNano() <= m.abandonQuiet(j) {
 		return
 	}
-	for i := 0; i < len(j.open); i++ {
-		o := j.open[i]
-		if !t.unchecked(o) || at.UnixNano() < o.readLate {
+	for i := 0; i < len(j.runs.open); i++ {
+		o := j.runs.open[i]
+		if !m.unchecked(o) || at.UnixNano() < o.readLate {
 			continue
 		}
-		after := j.abandonAfter()
+		after := j.spec.abandonAfter()
 		if !o.Start.Add(after).Before(at) {
 			continue
 		}
 		if o.EndUnlogged {
 			// Another host's cron at -L 1: nothing will end it, and
 			// nothing says it failed.
-			t.endUnlogged(j, o)
+			m.endUnlogged(j, o)
 		} else {
-			t.opts.Logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "open for abandon_after, and jobwatch cannot check it")
-			t.lose(j, o, o.Start.Add(after))
+			m.logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "open for abandon_after, and jobwatch cannot check it")
+			m.lose(j, o, o.Start.Add(after))
 		}
 		i--
 	}
@@ -114,21 +114,21 @@ func (t *Tracker) abandon(j *job, at time.Time) {
 // changed since (a run that ends only moves it later): abandon is asked at
 // every record decided, and looking at each open run each time was a
 // tenth of a catch-up's model time.
-func (t *Tracker) abandonQuiet(j *job) int64 {
-	if j.abandonQuiet != 0 {
-		return j.abandonQuiet
+func (m *machine) abandonQuiet(j *job) int64 {
+	if j.runs.abandonQuiet != 0 {
+		return j.runs.abandonQuiet
 	}
 	quiet := int64(math.MaxInt64)
-	for _, o := range j.open {
-		after := j.abandonAfter()
-		if !t.unchecked(o) {
+	for _, o := range j.runs.open {
+		after := j.spec.abandonAfter()
+		if !m.unchecked(o) {
 			continue
 		}
 		// Closed at an at after its start plus after, and not before it
 		// was read.
 		quiet = min(quiet, max(o.Start.Add(after).UnixNano(), o.readLate-1))
 	}
-	j.abandonQuiet = quiet
+	j.runs.abandonQuiet = quiet
 	return quiet
 }
 
@@ -141,11 +141,8 @@ const TimeoutMargin = 15 * time.Second
 
 // timeoutDue reports whether r, open at at, has outlived its job's
 // timeout, its source's late window and TimeoutMargin.
-func (t *Tracker) timeoutDue(j *job, r *Run, at time.Time) bool {
-	cut := j.spec.Timeout + TimeoutMargin
-	if src := t.sources[r.Source]; src != nil {
-		cut += src.clock.window
-	}
+func (m *machine) timeoutDue(j *job, r *Run, at time.Time) bool {
+	cut := j.spec.Timeout + TimeoutMargin + m.window(r.Source)
 	return r.Start.Add(cut).Before(at)
 }
 
@@ -153,8 +150,8 @@ func (t *Tracker) timeoutDue(j *job, r *Run, at time.Time) bool {
 // known) and failed, is a timeout: jobwatch run's exit codes for a command
 // it stopped at --timeout (124) or killed after it (137, SIGKILL), at or
 // after the job's timeout.
-func (j *job) timedOut(ev *Event, dur time.Duration, hasDur bool) bool {
-	return j.spec.Timeout > 0 && hasDur && dur >= j.spec.Timeout && ev.HasExitCode && (ev.ExitCode == 124 || ev.ExitCode == 137)
+func (s JobSpec) timedOut(ev *Event, dur time.Duration, hasDur bool) bool {
+	return s.Timeout > 0 && hasDur && dur >= s.Timeout && ev.HasExitCode && (ev.ExitCode == 124 || ev.ExitCode == 137)
 }
 
 // lostEnd takes an end of the run of key, closed as lost already (its

@@ -57,27 +57,27 @@ func (v *JobView) withFacts() *JobView {
 	st := v.JobState.clone()
 	st.takeFacts(s.JobState)
 	out.JobState = st
-	out.Recent, out.DurationHistory = s.recent.ordered(), s.durations.ordered()
-	out.Open = s.sortedOpen()
+	out.Recent, out.DurationHistory = s.history.recent.ordered(), s.history.durations.ordered()
+	out.Open = s.runs.sorted()
 	return &out
 }
 
 // scratch is a job holding v's state, to apply facts to: its own copy of
 // everything a fact changes.
 func (v *JobView) scratch() *job {
-	s := &job{spec: v.Spec, JobState: v.JobState.clone(), pending: v.Pending}
+	s := &job{spec: v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
 	for i := range v.Pending {
 		if declines(&v.Pending[i].Event) {
-			s.declining++
+			s.held.declining++
 		}
 	}
 	for i := range v.Open {
 		r := v.Open[i]
-		s.open = append(s.open, &r)
+		s.runs.open = append(s.runs.open, &r)
 	}
-	s.recent.load(v.Recent, MaxRecentRuns)
-	s.durations.load(v.DurationHistory, MaxDurationHistory)
-	s.ended.buf = slices.Clone(v.ended)
+	s.history.recent.load(v.Recent, MaxRecentRuns)
+	s.history.durations.load(v.DurationHistory, MaxDurationHistory)
+	s.runs.ended.buf = slices.Clone(v.ended)
 	return s
 }
 
@@ -115,14 +115,14 @@ func (j *job) fact(ev *Event) {
 // factStart shows a run in progress (applyStart's run, without its slot
 // or overlap).
 func (j *job) factStart(ev *Event) {
-	if j.openAt(runKey(ev.RunID, ev.Host, ev.PID)) >= 0 {
+	if j.runs.at(runKey(ev.RunID, ev.Host, ev.PID)) >= 0 {
 		return
 	}
 	r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Lease: ev.LockTTL, EndUnlogged: ev.EndUnlogged}
-	if j.declinedHeld(r) {
+	if j.held.declined(r) {
 		return
 	}
-	j.addOpen(r)
+	j.runs.add(r)
 	if ev.LockTTL > 0 && !ev.Time.Before(j.LastStart) {
 		j.LockTTL = ev.LockTTL
 	}

@@ -27,6 +27,9 @@ const (
 	skewBucket   = time.Minute
 )
 
+// hostSkews are other hosts' clocks, by host.
+type hostSkews map[string]*hostSkew
+
 // hostSkew is one host's largest offsets in the current minute and the one
 // before (set: which of them holds one).
 type hostSkew struct {
@@ -41,9 +44,9 @@ type HostSkew struct {
 	Offset time.Duration
 }
 
-// observeSkew takes the record of host dated at, read at now from a source
+// observe takes the record of host dated at, read at now from a source
 // with the late window window; live: its batch is at the source's end.
-func (t *Tracker) observeSkew(host string, at, now time.Time, window time.Duration, live bool) {
+func (s *hostSkews) observe(host string, at, now time.Time, window time.Duration, live bool) {
 	d := at.Sub(now)
 	if d <= 0 {
 		if !live {
@@ -51,17 +54,17 @@ func (t *Tracker) observeSkew(host string, at, now time.Time, window time.Durati
 		}
 		d = min(d+window, 0)
 	}
-	if t.skews == nil {
-		t.skews = map[string]*hostSkew{}
+	if *s == nil {
+		*s = hostSkews{}
 	}
 	bucket := now.Unix() / int64(skewBucket/time.Second)
-	h := t.skews[host]
+	h := (*s)[host]
 	if h == nil {
-		if len(t.skews) >= maxSkewHosts {
-			t.forgetOldestSkew()
+		if len(*s) >= maxSkewHosts {
+			s.forgetOldest()
 		}
 		h = &hostSkew{bucket: bucket}
-		t.skews[host] = h
+		(*s)[host] = h
 	}
 	switch {
 	case bucket == h.bucket:
@@ -77,15 +80,15 @@ func (t *Tracker) observeSkew(host string, at, now time.Time, window time.Durati
 	}
 }
 
-// forgetOldestSkew forgets the host whose latest record is the oldest.
-func (t *Tracker) forgetOldestSkew() {
+// forgetOldest forgets the host whose latest record is the oldest.
+func (s *hostSkews) forgetOldest() {
 	oldest, at := "", int64(0)
-	for host, h := range t.skews {
+	for host, h := range *s {
 		if oldest == "" || h.bucket < at || h.bucket == at && host < oldest {
 			oldest, at = host, h.bucket
 		}
 	}
-	delete(t.skews, oldest)
+	delete(*s, oldest)
 }
 
 // estimate is the host's offset: the largest of the last two minutes'.

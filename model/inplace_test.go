@@ -36,7 +36,7 @@ func inPlaceRecords(rng *rand.Rand) []Event {
 // a batch), in batches of random size, with the clock and decisions moving
 // on between them. Two trackers given the same rng seed see the same
 // calls.
-func replay(tr *Tracker, clock *fakeClock, rng *rand.Rand, records []Event, k int) string {
+func replay(tr *Tracker, apply applier, clock *fakeClock, rng *rand.Rand, records []Event, k int) string {
 	queues := make([][]arrival, k)
 	for _, ev := range records {
 		delay := time.Duration(rng.Int64N(int64(oracleWindow / 2)))
@@ -52,12 +52,12 @@ func replay(tr *Tracker, clock *fakeClock, rng *rand.Rand, records []Event, k in
 	for clock.now.Before(oracleEnd) {
 		clock.Advance(time.Duration(1 + rng.Int64N(int64(3*oracleWindow))))
 		for _, s := range rng.Perm(k) {
-			queues[s] = handOver(tr, fmt.Sprintf("s%d", s), queues[s], clock.now, rng, 200, func(last bool) bool { return last && rng.IntN(2) == 0 })
+			queues[s] = handOver(apply, fmt.Sprintf("s%d", s), queues[s], clock.now, rng, 200, func(last bool) bool { return last && rng.IntN(2) == 0 })
 		}
 		decideSometimes(tr, rng)
 	}
 	for s := range k {
-		tr.Apply(Batch{Source: fmt.Sprintf("s%d", s), AtEnd: true})
+		apply.Apply(Batch{Source: fmt.Sprintf("s%d", s), AtEnd: true})
 	}
 	return finalVerdicts(tr, clock)
 }
@@ -78,8 +78,11 @@ func TestDecideInPlaceAsHeld(t *testing.T) {
 			for i, holdAll := range []bool{false, true} {
 				clock := &fakeClock{now: oracleStart}
 				tr := oracleTracker(clock, k)
-				tr.holdAll = holdAll
-				got[i] = replay(tr, clock, rand.New(rand.NewPCG(seed, 4)), records, k)
+				var apply applier = tr
+				if holdAll {
+					apply = holdingApplier{tr}
+				}
+				got[i] = replay(tr, apply, clock, rand.New(rand.NewPCG(seed, 4)), records, k)
 			}
 			if got[0] != got[1] {
 				t.Fatalf("seed %d over %d sources: deciding in place differs from holding:\n%s", seed, k, firstDiff(got[0], got[1]))
@@ -87,3 +90,9 @@ func TestDecideInPlaceAsHeld(t *testing.T) {
 		}
 	}
 }
+
+// holdingApplier applies batches holding every record until the batch's
+// end (Tracker.applyHolding).
+type holdingApplier struct{ tr *Tracker }
+
+func (h holdingApplier) Apply(b Batch) { h.tr.applyHolding(b) }

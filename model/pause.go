@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -37,8 +38,8 @@ var UnjudgedReasons = []string{UnjudgedPaused, UnjudgedMaintenance, UnjudgedUnkn
 // (a source down) keeps the latest.
 const maxExcused = 16
 
-// PausedState is a job's pauses and what they left unjudged.
-type PausedState struct {
+// Pauses are a job's pauses and what they left unjudged (JobState.Pauses).
+type Pauses struct {
 	// Pause is the operator's pause in force (zero From: none).
 	Pause Pause
 	// MaintenanceUntil is the end of the maintenance window in force
@@ -86,35 +87,35 @@ var ErrUnknownJob = errors.New("no such job")
 // ErrNotPaused: a resume of a job that is not paused.
 var ErrNotPaused = errors.New("job is not paused")
 
-// PausedWhy says why the job is paused now: UnjudgedPaused (an operator's
+// Why says why the job is paused now: UnjudgedPaused (an operator's
 // pause), UnjudgedMaintenance (one of its windows), or "" when it is not.
 // It reads the state alone: the model ends a pause whose time is up, and
 // opens and closes windows, at each reap (Tracker.Reap).
-func (j *JobState) PausedWhy() string {
+func (p *Pauses) Why() string {
 	switch {
-	case !j.Pause.From.IsZero():
+	case !p.Pause.From.IsZero():
 		return UnjudgedPaused
-	case !j.MaintenanceUntil.IsZero():
+	case !p.MaintenanceUntil.IsZero():
 		return UnjudgedMaintenance
 	}
 	return ""
 }
 
-// PausedUntil is when the pause or window in force ends; zero when not
-// known (until resumed, or until healthy) or when the job is not paused.
-func (j *JobState) PausedUntil() time.Time {
-	if !j.Pause.From.IsZero() {
-		return j.Pause.Until
+// Until is when the pause or window in force ends; zero when not known
+// (until resumed, or until healthy) or when the job is not paused.
+func (p *Pauses) Until() time.Time {
+	if !p.Pause.From.IsZero() {
+		return p.Pause.Until
 	}
-	return j.MaintenanceUntil
+	return p.MaintenanceUntil
 }
 
 // UnjudgedByReason are the unjudged expected runs by reason, every reason
 // included.
-func (j *JobState) UnjudgedByReason() map[string]uint64 {
+func (p *Pauses) UnjudgedByReason() map[string]uint64 {
 	m := make(map[string]uint64, len(UnjudgedReasons))
 	for i, r := range UnjudgedReasons {
-		m[r] = j.Unjudged[i]
+		m[r] = p.Unjudged[i]
 	}
 	return m
 }
@@ -136,15 +137,16 @@ func (s *JobSpec) windowAt(t time.Time) time.Time {
 }
 
 // unjudgedAt says why an expected run at t that had no run is not judged
-// missed: the index in UnjudgedReasons, or -1 when it is missed.
-func (j *job) unjudgedAt(t time.Time) int {
-	if p := j.Pause; !p.From.IsZero() && !t.Before(p.From) && (p.Until.IsZero() || t.Before(p.Until)) {
+// missed, of a job with spec: the index in UnjudgedReasons, or -1 when it
+// is missed.
+func (p *Pauses) unjudgedAt(spec *JobSpec, t time.Time) int {
+	if pp := p.Pause; !pp.From.IsZero() && !t.Before(pp.From) && (pp.Until.IsZero() || t.Before(pp.Until)) {
 		return 0
 	}
-	if !j.spec.windowAt(t).IsZero() {
+	if !spec.windowAt(t).IsZero() {
 		return 1
 	}
-	for _, s := range j.Excused {
+	for _, s := range p.Excused {
 		if !t.Before(s.From) && t.Before(s.Until) {
 			return slices.Index(UnjudgedReasons, s.Reason)
 		}
@@ -153,40 +155,41 @@ func (j *job) unjudgedAt(t time.Time) int {
 }
 
 // excuse keeps s, the oldest dropped past maxExcused.
-func (j *job) excuse(s Span) {
+func (p *Pauses) excuse(s Span) {
 	if !s.Until.After(s.From) {
 		return
 	}
-	j.Excused = append(j.Excused, s)
-	if len(j.Excused) > maxExcused {
-		j.Excused = slices.Delete(j.Excused, 0, len(j.Excused)-maxExcused)
+	p.Excused = append(p.Excused, s)
+	if len(p.Excused) > maxExcused {
+		p.Excused = slices.Delete(p.Excused, 0, len(p.Excused)-maxExcused)
 	}
 }
 
-// pruneExcused drops the spans whose every slot is decided.
-func (j *job) pruneExcused() {
-	if len(j.Excused) > 0 && !j.SlotsCheckedUntil.IsZero() {
-		j.Excused = slices.DeleteFunc(j.Excused, func(s Span) bool { return !j.SlotsCheckedUntil.Before(s.Until) })
+// prune drops the spans whose every slot is decided: those that end by
+// checked (JobState.SlotsCheckedUntil).
+func (p *Pauses) prune(checked time.Time) {
+	if len(p.Excused) > 0 && !checked.IsZero() {
+		p.Excused = slices.DeleteFunc(p.Excused, func(s Span) bool { return !checked.Before(s.Until) })
 	}
 }
 
-// endPause ends the operator's pause at end: its slots stay unjudged
-// until decided, and staleness counts from end.
-func (j *job) endPause(end time.Time) {
-	if end.Before(j.Pause.From) {
-		end = j.Pause.From
+// end ends the operator's pause at end: its slots stay unjudged until
+// decided, and staleness counts from end.
+func (p *Pauses) end(end time.Time) {
+	if end.Before(p.Pause.From) {
+		end = p.Pause.From
 	}
-	j.excuse(Span{From: j.Pause.From, Until: end, Reason: UnjudgedPaused})
-	j.Pause = Pause{}
-	if end.After(j.PauseEnded) {
-		j.PauseEnded = end
+	p.excuse(Span{From: p.Pause.From, Until: end, Reason: UnjudgedPaused})
+	p.Pause = Pause{}
+	if end.After(p.PauseEnded) {
+		p.PauseEnded = end
 	}
 }
 
 // healthy ends a pause until healthy at a success that ended at end.
-func (j *job) healthy(end time.Time) {
-	if j.Pause.UntilHealthy && !end.Before(j.Pause.From) {
-		j.endPause(end)
+func (p *Pauses) healthy(end time.Time) {
+	if p.Pause.UntilHealthy && !end.Before(p.Pause.From) {
+		p.end(end)
 	}
 }
 
@@ -197,7 +200,7 @@ func (j *job) healthy(end time.Time) {
 func (t *Tracker) Pause(name string, p Pause) (Pause, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	j := t.jobs[name]
+	j := t.order.jobs[name]
 	if j == nil || !j.Retired.IsZero() {
 		return Pause{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
@@ -207,12 +210,12 @@ func (t *Tracker) Pause(name string, p Pause) (Pause, error) {
 	}
 	j.own()
 	p.From = now
-	if !j.Pause.From.IsZero() {
-		p.From = j.Pause.From
+	if !j.Pauses.Pause.From.IsZero() {
+		p.From = j.Pauses.Pause.From
 	}
-	j.Pause = p
+	j.Pauses.Pause = p
 	j.ConsecutiveMissed = 0
-	t.markJob(j)
+	t.log.markJob(j)
 	t.opts.Logger.Info("job paused", "job", name, "until", p.Until, "until_healthy", p.UntilHealthy, "reason", p.Reason)
 	return p, nil
 }
@@ -221,50 +224,52 @@ func (t *Tracker) Pause(name string, p Pause) (Pause, error) {
 func (t *Tracker) Resume(name string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	j := t.jobs[name]
+	j := t.order.jobs[name]
 	if j == nil || !j.Retired.IsZero() {
 		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
-	if j.Pause.From.IsZero() {
+	if j.Pauses.Pause.From.IsZero() {
 		return fmt.Errorf("%w: %q", ErrNotPaused, name)
 	}
 	j.own()
-	j.endPause(t.clock.now())
-	t.markJob(j)
+	j.Pauses.end(t.clock.now())
+	t.log.markJob(j)
 	t.opts.Logger.Info("job resumed", "job", name)
 	return nil
 }
 
 // keepPauses ends the pauses whose time is up, and opens and closes the
-// jobs' maintenance windows, at now; Reap calls it.
-func (t *Tracker) keepPauses(now time.Time) {
-	for name, j := range t.jobs {
-		if j.Pause.From.IsZero() && j.MaintenanceUntil.IsZero() && len(j.spec.Maintenance) == 0 {
+// jobs' maintenance windows, at now; Tracker.Reap calls it.
+func keepPauses(jobs map[string]*job, log *changeLog, logger *slog.Logger, now time.Time) {
+	for name, j := range jobs {
+		if j.Pauses.Pause.From.IsZero() && j.Pauses.MaintenanceUntil.IsZero() && len(j.spec.Maintenance) == 0 {
 			continue
 		}
-		if p := j.Pause; !p.From.IsZero() && !p.Until.IsZero() && !now.Before(p.Until) {
+		if p := j.Pauses.Pause; !p.From.IsZero() && !p.Until.IsZero() && !now.Before(p.Until) {
 			j.own()
-			j.endPause(p.Until)
-			t.markJob(j)
-			t.opts.Logger.Info("job's pause ended", "job", name, "until", p.Until)
+			j.Pauses.end(p.Until)
+			log.markJob(j)
+			logger.Info("job's pause ended", "job", name, "until", p.Until)
 		}
 		end := j.spec.windowAt(now)
-		if end.Equal(j.MaintenanceUntil) {
+		p := &j.Pauses
+		if end.Equal(p.MaintenanceUntil) {
 			continue
 		}
 		j.own()
+		p = &j.Pauses // the job's own copy
 		if end.IsZero() {
 			// The window closed: staleness counts from its end.
-			closed := j.MaintenanceUntil
+			closed := p.MaintenanceUntil
 			if now.Before(closed) {
 				closed = now // the window is gone from the config
 			}
-			if closed.After(j.PauseEnded) {
-				j.PauseEnded = closed
+			if closed.After(p.PauseEnded) {
+				p.PauseEnded = closed
 			}
 		}
-		j.MaintenanceUntil = end
-		t.markJob(j)
+		p.MaintenanceUntil = end
+		log.markJob(j)
 	}
 }
 
@@ -272,28 +277,28 @@ func (t *Tracker) keepPauses(now time.Time) {
 // that receive, SourceSpec.Live), the expected runs from grace before the
 // state was written to now as unknown: jobwatch was not running to receive
 // their pings. A source that reads (a run log) is read afterwards, so its
-// jobs' expected runs are judged.
-func (t *Tracker) excuseDowntime(written, now time.Time) {
+// jobs' expected runs are judged. Tracker.Restore calls it.
+func excuseDowntime(jobs map[string]*job, sources map[string]*source, written, now time.Time) {
 	if written.IsZero() || !now.After(written) {
 		return
 	}
-	for _, j := range t.jobs {
-		if !j.Retired.IsZero() || j.calendar() == nil || !t.liveOnly(j) {
+	for _, j := range jobs {
+		if !j.Retired.IsZero() || j.calendar() == nil || !liveOnly(j, sources) {
 			continue
 		}
 		j.own()
-		j.excuse(Span{From: written.Add(-j.spec.Grace), Until: now, Reason: UnjudgedUnknown})
+		j.Pauses.excuse(Span{From: written.Add(-j.spec.Grace), Until: now, Reason: UnjudgedUnknown})
 	}
 }
 
 // liveOnly reports whether every source that has reported the job is one
 // that receives (check-ins), and one has.
-func (t *Tracker) liveOnly(j *job) bool {
+func liveOnly(j *job, sources map[string]*source) bool {
 	if len(j.Sources) == 0 {
 		return false
 	}
 	for _, name := range j.Sources {
-		if src := t.sources[name]; src == nil || !src.live {
+		if src := sources[name]; src == nil || !src.live {
 			return false
 		}
 	}

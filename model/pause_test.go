@@ -84,16 +84,16 @@ func TestPauseUnjudgesSlots(t *testing.T) {
 			t.Fatalf("at %s: stale (deadline %s)", r.clock.now.Sub(t0), w.Deadline.Sub(t0))
 		}
 		inPause := r.clock.now.Before(at(4*time.Minute + 30*time.Second))
-		if got := v.PausedWhy() == UnjudgedPaused; got != inPause {
+		if got := v.Pauses.Why() == UnjudgedPaused; got != inPause {
 			t.Fatalf("at %s: paused %v, want %v", r.clock.now.Sub(t0), got, inPause)
 		}
 	})
 	v := r.view()
-	if v.Missed != 1 || v.Unjudged != [3]uint64{3, 0, 0} {
-		t.Errorf("missed %d, unjudged %v; want 1, [3 0 0]", v.Missed, v.Unjudged)
+	if v.Missed != 1 || v.Pauses.Unjudged != [3]uint64{3, 0, 0} {
+		t.Errorf("missed %d, unjudged %v; want 1, [3 0 0]", v.Missed, v.Pauses.Unjudged)
 	}
-	if !v.PauseEnded.Equal(at(4*time.Minute+30*time.Second)) || len(v.Excused) != 0 {
-		t.Errorf("pause ended %v, excused %v: want 4:30 and none left", v.PauseEnded.Sub(t0), v.Excused)
+	if !v.Pauses.PauseEnded.Equal(at(4*time.Minute+30*time.Second)) || len(v.Pauses.Excused) != 0 {
+		t.Errorf("pause ended %v, excused %v: want 4:30 and none left", v.Pauses.PauseEnded.Sub(t0), v.Pauses.Excused)
 	}
 }
 
@@ -114,11 +114,11 @@ func TestPauseUntilHealthy(t *testing.T) {
 	})
 	r.until(7*time.Minute, ran, nil)
 	v := r.view()
-	if v.PausedWhy() != "" || !v.PauseEnded.Equal(at(5*time.Minute+5*time.Second)) {
-		t.Errorf("paused %q, ended %v: want resumed at the success's end, 5:05", v.PausedWhy(), v.PauseEnded.Sub(t0))
+	if v.Pauses.Why() != "" || !v.Pauses.PauseEnded.Equal(at(5*time.Minute+5*time.Second)) {
+		t.Errorf("paused %q, ended %v: want resumed at the success's end, 5:05", v.Pauses.Why(), v.Pauses.PauseEnded.Sub(t0))
 	}
-	if v.Missed != 1 || v.Unjudged[0] != 3 {
-		t.Errorf("missed %d, unjudged %v; want 1 (slot 6), 3 paused (2, 3, 4)", v.Missed, v.Unjudged)
+	if v.Missed != 1 || v.Pauses.Unjudged[0] != 3 {
+		t.Errorf("missed %d, unjudged %v; want 1 (slot 6), 3 paused (2, 3, 4)", v.Missed, v.Pauses.Unjudged)
 	}
 }
 
@@ -177,19 +177,19 @@ func TestMaintenanceWindow(t *testing.T) {
 			t.Fatalf("at %s: stale", r.clock.now.Sub(t0))
 		}
 		open := !r.clock.now.Before(at(5*time.Minute)) && r.clock.now.Before(at(8*time.Minute))
-		if got := v.PausedWhy() == UnjudgedMaintenance; got != open {
+		if got := v.Pauses.Why() == UnjudgedMaintenance; got != open {
 			t.Fatalf("at %s: in maintenance %v, want %v", r.clock.now.Sub(t0), got, open)
 		}
-		if open && !v.PausedUntil().Equal(at(8*time.Minute)) {
-			t.Fatalf("window until %v, want 8:00", v.PausedUntil().Sub(t0))
+		if open && !v.Pauses.Until().Equal(at(8*time.Minute)) {
+			t.Fatalf("window until %v, want 8:00", v.Pauses.Until().Sub(t0))
 		}
 	})
 	v := r.view()
-	if v.Missed != 1 || v.Unjudged != [3]uint64{0, 3, 0} {
-		t.Errorf("missed %d, unjudged %v; want 1, [0 3 0]", v.Missed, v.Unjudged)
+	if v.Missed != 1 || v.Pauses.Unjudged != [3]uint64{0, 3, 0} {
+		t.Errorf("missed %d, unjudged %v; want 1, [0 3 0]", v.Missed, v.Pauses.Unjudged)
 	}
-	if !v.PauseEnded.Equal(at(8 * time.Minute)) {
-		t.Errorf("window ended %v, want 8:00", v.PauseEnded.Sub(t0))
+	if !v.Pauses.PauseEnded.Equal(at(8 * time.Minute)) {
+		t.Errorf("window ended %v, want 8:00", v.Pauses.PauseEnded.Sub(t0))
 	}
 }
 
@@ -221,8 +221,8 @@ func TestDowntimeIsUnknownForCheckins(t *testing.T) {
 			r.tr.SetHealth(tc.src.Name, true, nil)
 			r.until(12*time.Minute, ran, nil)
 			v := r.view()
-			if v.Missed != tc.missed || v.Unjudged[2] != tc.unk {
-				t.Errorf("missed %d, unknown %d; want %d, %d", v.Missed, v.Unjudged[2], tc.missed, tc.unk)
+			if v.Missed != tc.missed || v.Pauses.Unjudged[2] != tc.unk {
+				t.Errorf("missed %d, unknown %d; want %d, %d", v.Missed, v.Pauses.Unjudged[2], tc.missed, tc.unk)
 			}
 		})
 	}
@@ -246,7 +246,7 @@ func TestPauseSurvivesRestore(t *testing.T) {
 	r.tr.SetHealth("runs", true, nil)
 	r.until(6*time.Minute, between(2, 100), nil)
 	v := r.view()
-	if v.PausedWhy() != UnjudgedPaused || v.Pause.Reason != "migrating" || v.Missed != 0 || v.Unjudged[0] != 4 {
-		t.Errorf("paused %q (%q), missed %d, unjudged %v; want paused, 0 missed, 4 unjudged", v.PausedWhy(), v.Pause.Reason, v.Missed, v.Unjudged)
+	if v.Pauses.Why() != UnjudgedPaused || v.Pauses.Pause.Reason != "migrating" || v.Missed != 0 || v.Pauses.Unjudged[0] != 4 {
+		t.Errorf("paused %q (%q), missed %d, unjudged %v; want paused, 0 missed, 4 unjudged", v.Pauses.Why(), v.Pauses.Pause.Reason, v.Missed, v.Pauses.Unjudged)
 	}
 }

@@ -10,54 +10,68 @@ import (
 // but the time the job has decided to (a job every hour, between its
 // runs), and visiting 10,000 jobs to learn it was the largest part of a
 // stream's CPU after the saver's (a cache miss a job). So Reap walks a
-// compact list instead, one entry a job, holding until when in event time
-// the job is quiet: no record held, no run open, no slot due. A quiet job is passed over while its source's watermark is before
-// that time, and visited once it is, or as soon as anything changes it
-// (markJob). The time it would have decided to is the reap's per source
-// (reapTo), which a passed-over job takes when a record of it comes
-// (catchUp) and shows in its views (decidedOf): what was late stays late.
+// compact list instead (reapIndex), one entry a job, holding until when in
+// event time the job is quiet: no record held, no run open, no slot due. A
+// quiet job is passed over while its source's watermark is before that
+// time, and visited once it is, or as soon as anything changes it
+// (orderer.changed). The time it would have decided to is the reap's per
+// source (reapIndex.to), which a passed-over job takes when a record of it
+// comes (catchUp) and shows in its views (decidedOf): what was late stays
+// late. TestReapPassesOverQuietJobs compares it with a reap that visits
+// every job (export_test.go).
 
 // reapEntry is one job in the reap's list.
 type reapEntry struct {
 	// quietUntil: deciding the job at an event time before it (Unix
 	// nanoseconds) only moves its decided time; 0: visit it every reap.
 	quietUntil int64
-	key        int32 // its one source's (or none's) index in Tracker.reapKeys
+	key        int32 // its one source's (or none's) index in reapIndex.keys
 	j          *job  // nil: forgotten since the list was built
 }
 
-// buildReapList lists every job, each to be visited at the next reap.
-func (t *Tracker) buildReapList() {
-	t.reapList = t.reapList[:0]
-	for _, j := range t.jobs {
-		j.reapSlot = len(t.reapList)
-		t.reapList = append(t.reapList, reapEntry{j: j})
-	}
-	t.reapStale, t.reapForgotten = false, 0
+// reapIndex is the reap's list of jobs, and what the reaps decided each
+// source's jobs to.
+type reapIndex struct {
+	list      []reapEntry
+	stale     bool // jobs came or went: rebuild it
+	forgotten int  // entries of jobs forgotten since it was built
+	keys      []string
+	keyIndex  map[string]int32
+	to        map[string]time.Time
 }
 
-// wakeReap has the next reap visit j: it changed.
-func (t *Tracker) wakeReap(j *job) {
-	if s := j.reapSlot; s < len(t.reapList) && t.reapList[s].j == j {
-		t.reapList[s].quietUntil = 0
+// build lists every job, each to be visited at the next reap.
+func (r *reapIndex) build(jobs map[string]*job) {
+	r.list = r.list[:0]
+	for _, j := range jobs {
+		j.reapSlot = len(r.list)
+		r.list = append(r.list, reapEntry{j: j})
+	}
+	r.stale, r.forgotten = false, 0
+}
+
+// wake has the next reap visit j: it changed.
+func (r *reapIndex) wake(j *job) {
+	if s := j.reapSlot; s < len(r.list) && r.list[s].j == j {
+		r.list[s].quietUntil = 0
 	}
 }
 
-// reapKey is the index of the memo key of j's one source (decidableIn),
+// key is the index of the memo key of j's one source (decidableIn),
 // and false when it has more than one: such a job is visited every reap.
-func (t *Tracker) reapKey(j *job) (int32, bool) {
-	key, single := j.memoKey()
+func (r *reapIndex) key(j *job) (int32, bool) {
+	key, single := memoKey(j)
 	if !single {
 		return 0, false
 	}
-	i, ok := t.reapKeyIndex[key]
+	i, ok := r.keyIndex[key]
 	if !ok {
-		if t.reapKeyIndex == nil {
-			t.reapKeyIndex = map[string]int32{}
+		if r.keyIndex == nil {
+			r.keyIndex = map[string]int32{}
 		}
-		i = int32(len(t.reapKeys))
-		t.reapKeys = append(t.reapKeys, key)
-		t.reapKeyIndex[key] = i
+		i = int32(len(r.keys))
+		r.keys = append(r.keys, key)
+		r.keyIndex[key] = i
 	}
 	return i, true
 }
@@ -67,8 +81,8 @@ func (t *Tracker) reapKey(j *job) (int32, bool) {
 // calendar (a bound: the slot counts as missed only after its grace). A
 // job with a run open is visited every reap: its timeout, abandonment and
 // process are looked at.
-func (j *job) quietUntil() int64 {
-	if len(j.pending) > 0 || len(j.open) > 0 || !j.Retired.IsZero() {
+func quietUntil(j *job) int64 {
+	if len(j.held.list) > 0 || len(j.runs.open) > 0 || !j.Retired.IsZero() {
 		return 0
 	}
 	until := int64(math.MaxInt64)
@@ -85,13 +99,13 @@ func (j *job) quietUntil() int64 {
 
 // passOver reports whether the reap may pass over e: quiet until after
 // what its source's watermark allows now (keyTo: the pass's, per key).
-func (t *Tracker) passOver(e *reapEntry, keyTo []reapKeyTo, memo decidableMemo, now time.Time) bool {
-	if e.quietUntil == 0 || t.reapAll {
+func (o *orderer) passOver(e *reapEntry, keyTo []reapKeyTo, memo decidableMemo, now time.Time) bool {
+	if e.quietUntil == 0 {
 		return false
 	}
 	k := &keyTo[e.key]
 	if !k.known {
-		to, ok := t.decidableIn(memo, e.j, now)
+		to, ok := o.marks.decidableIn(memo, e.j, now)
 		k.to, k.ok, k.known = to.UnixNano(), ok, true
 	}
 	return !k.ok || k.to < e.quietUntil
@@ -103,36 +117,36 @@ type reapKeyTo struct {
 	ok, known bool
 }
 
-// reapVisited classifies a job the reap has just visited.
-func (t *Tracker) reapVisited(e *reapEntry) {
-	key, single := t.reapKey(e.j)
+// visited classifies a job the reap has just visited.
+func (r *reapIndex) visited(e *reapEntry) {
+	key, single := r.key(e.j)
 	e.key, e.quietUntil = key, 0
 	if single {
-		e.quietUntil = e.j.quietUntil()
+		e.quietUntil = quietUntil(e.j)
 	}
 }
 
-// keepReapTo keeps what the pass decided each key's jobs to.
-func (t *Tracker) keepReapTo(memo decidableMemo) {
+// keep keeps what the pass decided each key's jobs to.
+func (r *reapIndex) keep(memo decidableMemo) {
 	for key, m := range memo {
 		if m.ok {
-			if t.reapTo == nil {
-				t.reapTo = map[string]time.Time{}
+			if r.to == nil {
+				r.to = map[string]time.Time{}
 			}
-			t.reapTo[key] = m.to
+			r.to[key] = m.to
 		}
 	}
 }
 
 // decidedOf is the time j has decided to, counting the reaps that passed
 // over it.
-func (t *Tracker) decidedOf(j *job) time.Time {
+func (r *reapIndex) decidedOf(j *job) time.Time {
 	d := j.decided
-	key, single := j.memoKey()
+	key, single := memoKey(j)
 	if !single {
 		return d
 	}
-	if to, ok := t.reapTo[key]; ok && to.After(d) {
+	if to, ok := r.to[key]; ok && to.After(d) {
 		return to
 	}
 	return d
@@ -142,6 +156,6 @@ func (t *Tracker) decidedOf(j *job) time.Time {
 // before a record of it is taken (or a reload starts the watermarks
 // again): a record dated before it is late, as it was when every reap
 // visited every job.
-func (t *Tracker) catchUp(j *job) {
-	j.decided = t.decidedOf(j)
+func (r *reapIndex) catchUp(j *job) {
+	j.decided = r.decidedOf(j)
 }

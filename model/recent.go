@@ -181,8 +181,15 @@ func (r RecentRun) Result() Result {
 	return r.more.wide.result
 }
 
+// runHistory holds a job's History, which only views of the job carry
+// (see ring).
+type runHistory struct {
+	recent    ring[RecentRun]
+	durations ring[float64]
+}
+
 // remember adds r to the job's recent runs.
-func (j *job) remember(f RecentRunFields) { j.recent.push(NewRecentRun(f), MaxRecentRuns) }
+func (h *runHistory) remember(f RecentRunFields) { h.recent.push(NewRecentRun(f), MaxRecentRuns) }
 
 // RecentRuns are the job's latest finished and skipped runs, oldest first,
 // at most MaxRecentRuns.
@@ -261,7 +268,7 @@ func lastN[T any](s []T, n int) []T {
 const MaxDurationHistory = 100
 
 // observeDuration adds seconds to the job's duration history.
-func (j *job) observeDuration(seconds float64) { j.durations.push(seconds, MaxDurationHistory) }
+func (h *runHistory) observeDuration(seconds float64) { h.durations.push(seconds, MaxDurationHistory) }
 
 // DurationQuantile returns the q-quantile (0 < q <= 1) of the durations by
 // nearest rank, and false when there are none.

@@ -88,7 +88,7 @@ func (j *job) attribute(r *Run) {
 	switch {
 	case mine >= schedule.Runs(sched, p):
 		kind := DupDoubleTrigger
-		for _, o := range j.open {
+		for _, o := range j.runs.open {
 			if o != r && o.Host == r.Host && o.Slot.Equal(p) {
 				kind = DupOverlap
 				break
@@ -188,10 +188,10 @@ func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
 	j.Missed += tally.missed
 	j.ConsecutiveMissed += tally.missed
 	for i, n := range tally.unjudged {
-		j.Unjudged[i] += n
+		j.Pauses.Unjudged[i] += n
 	}
 	j.SlotsCheckedUntil = tally.checked
-	j.pruneExcused()
+	j.Pauses.prune(j.SlotsCheckedUntil)
 }
 
 // slotTally is what accountMissed adds and where it moves
@@ -215,7 +215,7 @@ func (j *job) missedUntil(sched schedule.Schedule, until time.Time) (tally slotT
 			break
 		}
 		if !slices.ContainsFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(t) }) {
-			if why := j.unjudgedAt(t); why >= 0 {
+			if why := j.Pauses.unjudgedAt(&j.spec, t); why >= 0 {
 				tally.unjudged[why] += uint64(schedule.Runs(sched, t))
 			} else {
 				tally.missed += uint64(schedule.Runs(sched, t))

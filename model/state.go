@@ -81,9 +81,9 @@ type JobState struct {
 	// Resumed is when a retired job came back: its staleness counts from
 	// then at the earliest, not from a success before it was retired.
 	Resumed time.Time
-	// Pause, MaintenanceUntil, PauseEnded, Excused and Unjudged: see
-	// pause.go.
-	PausedState
+	// Pauses: the job's pause in force and what pauses left unjudged
+	// (pause.go).
+	Pauses Pauses
 }
 
 // History is a job's latest runs and durations: Recent are the latest
@@ -103,7 +103,7 @@ func (j *JobState) clone() *JobState {
 	c.Durations.Counts = slices.Clone(j.Durations.Counts)
 	c.LostRuns = slices.Clone(j.LostRuns)
 	c.Sources = slices.Clone(j.Sources)
-	c.Excused = slices.Clone(j.Excused)
+	c.Pauses.Excused = slices.Clone(j.Pauses.Excused)
 	if j.RecentSlots != nil {
 		c.RecentSlots = make([]SlotRuns, len(j.RecentSlots))
 		for i, rs := range j.RecentSlots {
@@ -278,12 +278,12 @@ type SavedJob struct {
 func (t *Tracker) Snapshot() *Snapshot {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	s := &Snapshot{Jobs: make(map[string]SavedJob, len(t.jobs)), Sources: make(map[string]*SourceState, len(t.sources))}
-	for name, j := range t.jobs {
-		v := j.view(t.decidedOf(j))
+	s := &Snapshot{Jobs: make(map[string]SavedJob, len(t.order.jobs)), Sources: make(map[string]*SourceState, len(t.order.marks.sources))}
+	for name, j := range t.order.jobs {
+		v := j.view(t.order.reap.decidedOf(j))
 		s.Jobs[name] = SavedJob{JobState: *v.JobState, History: v.History, Open: v.Open, Pending: v.Pending, DecidedUntil: v.DecidedUntil}
 	}
-	for name, src := range t.sources {
+	for name, src := range t.order.marks.sources {
 		c := src.SourceState.clone()
 		s.Sources[name] = &c
 	}
@@ -306,21 +306,21 @@ func (t *Tracker) Snapshot() *Snapshot {
 func (t *Tracker) Restore(s *Snapshot) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	defer t.signalHeld() // the records the state holds wait for their watermarks again
+	defer t.order.signalHeld() // the records the state holds wait for their watermarks again
 	now := t.clock.now()
 	for name, sj := range s.Jobs {
-		j := t.jobs[name]
+		j := t.order.jobs[name]
 		configured := j != nil
 		if !configured && !sj.Discovered {
 			continue
 		}
 		if !configured {
 			j = &job{spec: retiredSpec(name)}
-			t.jobs[name] = j
+			t.order.jobs[name] = j
 		}
 		t.restoreJob(name, j, &sj, configured, now)
 	}
-	t.reapStale = true
+	t.order.reap.stale = true
 	t.clock.atLeast(s.Written)
 	for name, r := range s.Retired {
 		if r != nil {
@@ -331,7 +331,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		if ss == nil {
 			continue
 		}
-		src := t.sources[name]
+		src := t.order.marks.sources[name]
 		if src == nil || src.Identity != ss.Identity {
 			// Removed or changed while jobwatch was stopped.
 			t.retire(name, *ss)
@@ -342,8 +342,8 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		src.up, src.reason = up, reason
 	}
 	t.adoptRetired()
-	t.excuseDowntime(s.Written, now)
-	t.changedAll()
+	excuseDowntime(t.order.jobs, t.order.marks.sources, s.Written, now)
+	t.log.changedAll()
 	return nil
 }
 
@@ -358,28 +358,28 @@ func (t *Tracker) restoreJob(name string, j *job, sj *SavedJob, configured bool,
 	} else {
 		j.retire(now) // gone from the host, maybe while jobwatch was stopped
 	}
-	j.recent.load(sj.Recent, MaxRecentRuns)
-	j.durations.load(sj.DurationHistory, MaxDurationHistory)
-	j.open = make([]*Run, 0, len(sj.Open))
+	j.history.recent.load(sj.Recent, MaxRecentRuns)
+	j.history.durations.load(sj.DurationHistory, MaxDurationHistory)
+	j.runs.open = make([]*Run, 0, len(sj.Open))
 	for i := range sj.Open {
 		r := sj.Open[i]
 		// Its end may be among the records read again, dated before
 		// what the state had decided: it is closed for its age only
 		// once decisions have passed the restart (timeOut, abandon).
 		r.readLate = now.UnixNano()
-		if j.openAt(r.Key()) < 0 {
-			j.open = append(j.open, &r)
+		if j.runs.at(r.Key()) < 0 {
+			j.runs.open = append(j.runs.open, &r)
 		}
 	}
-	slices.SortFunc(j.open, compareRuns)
-	j.abandonQuiet = 0
+	slices.SortFunc(j.runs.open, compareRuns)
+	j.runs.abandonQuiet = 0
 	j.decided = sj.DecidedUntil
-	j.pending, j.declining = j.pending[:0], 0
+	j.held.list, j.held.declining = j.held.list[:0], 0
 	for i := range sj.Pending {
 		ev := sj.Pending[i].Event
 		ev.Job = name // the state holds a job's records without their job's name
-		j.hold(&ev, sj.Pending[i].Source)
-		t.holding[j] = struct{}{}
+		j.held.add(&ev, sj.Pending[i].Source)
+		t.order.holding[j] = struct{}{}
 	}
-	j.sorted()
+	j.held.sort()
 }

@@ -74,12 +74,12 @@ func TestHoldingShrinksAfterPeak(t *testing.T) {
 	tr.Configure(specs, []SourceSpec{{Name: "runs", Type: "runlog", Runs: true, LateWindow: 2 * time.Second}})
 	tr.Apply(Batch{Source: "runs", Events: evs, AtEnd: true})
 	tr.DecideHeld()
-	if len(tr.holding) != len(specs) {
-		t.Fatalf("%d jobs holding records, want %d", len(tr.holding), len(specs))
+	if len(tr.order.holding) != len(specs) {
+		t.Fatalf("%d jobs holding records, want %d", len(tr.order.holding), len(specs))
 	}
 	clock.Advance(3 * time.Second)
 	tr.DecideHeld()
-	if len(tr.holding) != 0 || tr.holdingPeak != 0 {
-		t.Errorf("after the records were decided: %d jobs holding, peak %d; want the set rebuilt empty", len(tr.holding), tr.holdingPeak)
+	if len(tr.order.holding) != 0 || tr.order.holdingPeak != 0 {
+		t.Errorf("after the records were decided: %d jobs holding, peak %d; want the set rebuilt empty", len(tr.order.holding), tr.order.holdingPeak)
 	}
 }

@@ -43,7 +43,7 @@ func (j *JobView) Watch(now time.Time) Watch {
 	// Nothing is due while the job is paused: it is judged from the end
 	// of its latest pause or window (pause.go), and while paused is
 	// stale no earlier than its end (none when not known).
-	paused := j.PausedWhy() != ""
+	paused := j.Pauses.Why() != ""
 	if p := pausedRef(j, paused); p.After(ref) {
 		ref = p
 	}
@@ -86,7 +86,7 @@ func (j *JobView) Watch(now time.Time) Watch {
 			w.Deadline = t.Add(j.Spec.Grace)
 		}
 	}
-	if paused && j.PausedUntil().IsZero() {
+	if paused && j.Pauses.Until().IsZero() {
 		w.Deadline = time.Time{} // until resumed: not known
 	}
 	w.Stale = !paused && !w.Deadline.IsZero() && now.After(w.Deadline)
@@ -96,8 +96,8 @@ func (j *JobView) Watch(now time.Time) Watch {
 // pausedRef is what staleness counts from at the earliest, for a pause:
 // the end of the pause in force (paused), else when the last one ended.
 func pausedRef(j *JobView, paused bool) time.Time {
-	if end := j.PausedUntil(); paused && end.After(j.PauseEnded) {
+	if end := j.Pauses.Until(); paused && end.After(j.Pauses.PauseEnded) {
 		return end
 	}
-	return j.PauseEnded
+	return j.Pauses.PauseEnded
 }

@@ -33,7 +33,7 @@ type spanRecord struct {
 }
 
 // pausedToRecord converts a job's pauses.
-func pausedToRecord(p *model.PausedState) pausedRecord {
+func pausedToRecord(p *model.Pauses) pausedRecord {
 	r := pausedRecord{MaintenanceUntil: p.MaintenanceUntil, PauseEnded: p.PauseEnded}
 	if !p.Pause.From.IsZero() {
 		r.Pause = &pauseRecord{From: p.Pause.From, Until: p.Pause.Until, UntilHealthy: p.Pause.UntilHealthy, Reason: p.Pause.Reason}
@@ -54,8 +54,8 @@ func pausedToRecord(p *model.PausedState) pausedRecord {
 
 // toModel converts the record back; a span or count of a reason this
 // version does not know is dropped.
-func (r *pausedRecord) toModel() model.PausedState {
-	p := model.PausedState{MaintenanceUntil: r.MaintenanceUntil, PauseEnded: r.PauseEnded}
+func (r *pausedRecord) toModel() model.Pauses {
+	p := model.Pauses{MaintenanceUntil: r.MaintenanceUntil, PauseEnded: r.PauseEnded}
 	if r.Pause != nil && !r.Pause.From.IsZero() {
 		p.Pause = model.Pause{From: r.Pause.From, Until: r.Pause.Until, UntilHealthy: r.Pause.UntilHealthy, Reason: r.Pause.Reason}
 	}

@@ -32,7 +32,7 @@ func TestPausesRoundTrip(t *testing.T) {
 	}
 	jobs, _ := m2.tr.View()
 	for _, j := range jobs {
-		if j.PausedWhy() != model.UnjudgedPaused {
+		if j.Pauses.Why() != model.UnjudgedPaused {
 			t.Errorf("%s: not paused after a load", j.Spec.Name)
 		}
 	}
@@ -45,8 +45,8 @@ func TestPausesOfFormat4(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0},"missed":3}`), &r); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.toModel(); got.PausedWhy() != "" || got.Unjudged != [3]uint64{} || got.Excused != nil || got.Missed != 3 {
-		t.Errorf("a format-4 record loads as %+v", got.PausedState)
+	if got := r.toModel(); got.Pauses.Why() != "" || got.Pauses.Unjudged != [3]uint64{} || got.Pauses.Excused != nil || got.Missed != 3 {
+		t.Errorf("a format-4 record loads as %+v", got.Pauses)
 	}
 	b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &model.JobState{}}, nil))
 	if err != nil {
@@ -57,7 +57,7 @@ func TestPausesOfFormat4(t *testing.T) {
 			t.Errorf("a job never paused saved as %s", b)
 		}
 	}
-	p := model.PausedState{Pause: model.Pause{From: t0, Reason: "x"}, Excused: []model.Span{{From: t0, Until: t0.Add(time.Hour), Reason: "unknown"}, {From: t0, Until: t0, Reason: "a reason from the future"}}}
+	p := model.Pauses{Pause: model.Pause{From: t0, Reason: "x"}, Excused: []model.Span{{From: t0, Until: t0.Add(time.Hour), Reason: "unknown"}, {From: t0, Until: t0, Reason: "a reason from the future"}}}
 	p.Unjudged[1] = 4
 	rec := pausedToRecord(&p)
 	rec.Excused[1].Reason = "a reason from the future"
@@ -80,8 +80,8 @@ func TestFormat4MigratesToFormat5(t *testing.T) {
 	}
 	m := newTestModel(t, dir)
 	v := jobOf(t, m.tr, "backup")
-	if v.Missed != 2 || !v.LastSuccess.Equal(t0.Add(30*time.Minute)) || v.PausedWhy() != "" {
-		t.Fatalf("format 4 loaded as missed %d, last success %v, paused %q", v.Missed, v.LastSuccess, v.PausedWhy())
+	if v.Missed != 2 || !v.LastSuccess.Equal(t0.Add(30*time.Minute)) || v.Pauses.Why() != "" {
+		t.Fatalf("format 4 loaded as missed %d, last success %v, paused %q", v.Missed, v.LastSuccess, v.Pauses.Why())
 	}
 	if _, err := m.tr.Pause("backup", model.Pause{Reason: "moving"}); err != nil {
 		t.Fatal(err)
@@ -94,8 +94,8 @@ func TestFormat4MigratesToFormat5(t *testing.T) {
 		}
 	}
 	m2 := newTestModel(t, dir)
-	if v := jobOf(t, m2.tr, "backup"); v.Missed != 2 || v.Pause.Reason != "moving" {
-		t.Errorf("after the save: missed %d, pause %+v", v.Missed, v.Pause)
+	if v := jobOf(t, m2.tr, "backup"); v.Missed != 2 || v.Pauses.Pause.Reason != "moving" {
+		t.Errorf("after the save: missed %d, pause %+v", v.Missed, v.Pauses.Pause)
 	}
 }
 

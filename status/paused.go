@@ -26,13 +26,13 @@ type Paused struct {
 
 // pausedOf is v's pause in force, nil when it has none.
 func pausedOf(v *model.JobView) *Paused {
-	why := v.PausedWhy()
+	why := v.Pauses.Why()
 	if why == "" {
 		return nil
 	}
-	p := &Paused{Why: why, Until: timePtr(v.PausedUntil())}
+	p := &Paused{Why: why, Until: timePtr(v.Pauses.Until())}
 	if why == model.UnjudgedPaused {
-		p.Since, p.UntilHealthy, p.Reason = timePtr(v.Pause.From), v.Pause.UntilHealthy, v.Pause.Reason
+		p.Since, p.UntilHealthy, p.Reason = timePtr(v.Pauses.Pause.From), v.Pauses.Pause.UntilHealthy, v.Pauses.Pause.Reason
 	}
 	return p
 }

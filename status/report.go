@@ -219,7 +219,7 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		Running:                 []RunningRun{},
 		RecentRuns:              []Run{},
 		Paused:                  pausedOf(v),
-		Unjudged:                v.UnjudgedByReason(),
+		Unjudged:                v.Pauses.UnjudgedByReason(),
 	}
 	if j.Scope == "" {
 		j.Scope = "host"
@@ -294,7 +294,7 @@ func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) st
 	switch {
 	case !v.Retired.IsZero():
 		return StateRetired // expected no more: whatever it last did alarms no one
-	case v.PausedWhy() != "":
+	case v.Pauses.Why() != "":
 		return StatePaused // not judged now: it says why
 	case w.Stale:
 		return StateStale
