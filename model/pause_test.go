@@ -250,3 +250,25 @@ func TestPauseSurvivesRestore(t *testing.T) {
 		t.Errorf("paused %q (%q), missed %d, unjudged %v; want paused, 0 missed, 4 unjudged", v.Pauses.Why(), v.Pauses.Pause.Reason, v.Missed, v.Pauses.Unjudged)
 	}
 }
+
+// A job that missed runs before it is paused does not page for them while
+// paused: the pause forgives the runs in a row missed, and the ones in the
+// pause add none.
+func TestPauseForgivesMissedRunsInARow(t *testing.T) {
+	r := newPauseRig(t, JobSpec{}, runLog())
+	r.until(3*time.Minute+45*time.Second, between(2, 100), nil)
+	if v := r.view(); v.ConsecutiveMissed != 2 {
+		t.Fatalf("%d missed in a row before the pause, want 2 (slots 2 and 3)", v.ConsecutiveMissed)
+	}
+	if _, err := r.tr.Pause("job", Pause{}); err != nil {
+		t.Fatal(err)
+	}
+	r.until(8*time.Minute, between(2, 100), func() {
+		if v := r.view(); v.ConsecutiveMissed != 0 || v.Watch(r.clock.now).Stale {
+			t.Fatalf("at %s: %d missed in a row, stale %v; want neither while paused", r.clock.now.Sub(t0), v.ConsecutiveMissed, v.Watch(r.clock.now).Stale)
+		}
+	})
+	if v := r.view(); v.Missed != 2 || v.Pauses.Unjudged[0] != 4 {
+		t.Errorf("missed %d, unjudged %v; want the 2 before the pause, 4 in it", v.Missed, v.Pauses.Unjudged)
+	}
+}
