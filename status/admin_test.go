@@ -141,6 +141,9 @@ func TestAdminAPIPauseResume(t *testing.T) {
 	if _, page := get(t, r.pages.(*Handler), "/status/job/backup"); !strings.Contains(page, `<p id="paused">Paused`) || !strings.Contains(page, "(db upgrade)") {
 		t.Errorf("the job's page does not say it is paused and why")
 	}
+	if code, line := Check(j, CheckOptions{CriticalLate: time.Second}); code != CheckOK || !strings.Contains(line, "paused until 2026-") || !strings.Contains(line, "(db upgrade)") {
+		t.Errorf("jobwatch check of the paused job: %d %q, want OK saying why", code, line)
+	}
 	if log := r.log.String(); !strings.Contains(log, `msg="admin API: job paused"`) || !strings.Contains(log, "user=alice") || strings.Contains(log, "s3cret") {
 		t.Errorf("audit log %q: want the pause, the user, never the password", log)
 	}

@@ -137,6 +137,10 @@ func Check(j Job, o CheckOptions) (int, string) {
 		// Gone from the host: nothing to check, whatever it last did.
 		return code, fmt.Sprintf("JOBWATCH OK - %s: retired since %s, gone from the host", j.Name, j.RetiredSince.Format(time.RFC3339))
 	}
+	if j.Paused != nil {
+		// Told "not now": nothing is judged until the pause ends.
+		return code, fmt.Sprintf("JOBWATCH OK - %s: %s", j.Name, j.Paused.text())
+	}
 	worse := func(c int, reason string) {
 		if c > code {
 			code, why = c, reason

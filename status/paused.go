@@ -1,6 +1,7 @@
 package status
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/jobwatch/jobwatch/model"
@@ -35,4 +36,25 @@ func pausedOf(v *model.JobView) *Paused {
 		p.Since, p.UntilHealthy, p.Reason = timePtr(v.Pauses.Pause.From), v.Pauses.Pause.UntilHealthy, v.Pauses.Pause.Reason
 	}
 	return p
+}
+
+// text says why and until when, for jobwatch check: "paused until
+// 2026-12-06T14:00:00Z (db upgrade)", "in a maintenance window until ...".
+func (p *Paused) text() string {
+	what := "paused"
+	if p.Why == "maintenance" {
+		what = "in a maintenance window"
+	}
+	switch {
+	case p.Until != nil:
+		what += " until " + p.Until.Format(time.RFC3339)
+	case p.UntilHealthy:
+		what += " until its next success"
+	default:
+		what += " until resumed"
+	}
+	if p.Reason != "" {
+		what += fmt.Sprintf(" (%s)", p.Reason)
+	}
+	return what
 }
