@@ -180,7 +180,7 @@ func BenchmarkHandler(b *testing.B) {
 	tr := manyJobs(benchJobs, now)
 	saved := savedOf(tr)
 	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
-	for _, f := range []struct{ name, accept string }{{"text", acceptText}, {"openmetrics", acceptOM}} {
+	for _, f := range []struct{ name, accept string }{{"text", acceptText}, {"openmetrics", acceptOM}, {"protobuf", acceptProto}} {
 		_, body := get(b, cur, f.accept, "")
 		b.Run(f.name+"/client_golang", func(b *testing.B) { serveBench(b, old, f.accept, nil) })
 		b.Run(f.name+"/handler", func(b *testing.B) { serveBench(b, cur, f.accept, nil) })
@@ -215,7 +215,7 @@ func BenchmarkRenderAll(b *testing.B) {
 	for _, f := range []struct {
 		name   string
 		format int
-	}{{"text", fmtText}, {"openmetrics", fmtOpenMetrics}} {
+	}{{"text", fmtText}, {"openmetrics", fmtOpenMetrics}, {"protobuf", fmtProtobuf}} {
 		b.Run(f.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var segs []*segment

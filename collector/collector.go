@@ -54,7 +54,7 @@ var (
 	skipsDesc            = desc("job_skips_total", "Runs of the job that were skipped, by reason: locked (a lock was held), lock_unavailable (the shared lock's server could not be reached), disabled, other, or a reason a regex source declares.", "job_name", "reason")
 	lockLostDesc         = desc("job_lock_lost_total", "Shared locks (redis, mysql) that runs of the job lost while they ran.", "job_name", "lock")
 	consecSkipsDesc      = desc("job_consecutive_skips", "Skips since the job's last run that actually started.", jobLabels...)
-	consecMissedDesc     = desc("job_consecutive_missed_runs", "Expected runs since the job's last run that started (or was skipped) for which no run started within grace; 0 for every: jobs.", jobLabels...)
+	consecMissedDesc     = desc("job_consecutive_missed_runs", "Expected runs since the job's last run that started (or was skipped) for which no run started within grace (calendar schedules: an every: job has no expected runs to miss).", jobLabels...)
 	runningDesc          = desc("job_running", "Runs of the job in progress now.", jobLabels...)
 	overlapsDesc         = desc("job_overlaps_total", "Runs that started while another run of the same job was still in progress.", jobLabels...)
 	runStartDesc         = desc("job_run_start_timestamp_seconds", "Start time of each run in progress, by host and PID.", "job_name", "host", "pid")
@@ -87,6 +87,16 @@ type Collector struct {
 	model Viewer
 	now   func() time.Time
 	parts parts
+	opts  Options
+}
+
+// Options change what a Collector or Handler renders.
+type Options struct {
+	// ClassicBuckets gives jobwatch_job_duration_seconds its classic
+	// buckets (model.DurationBuckets) beside its native ones: 18 series a
+	// job more, for a Prometheus that does not ingest native histograms
+	// and wants quantiles.
+	ClassicBuckets bool
 }
 
 // parts are what a Collector renders.
@@ -100,12 +110,17 @@ const (
 var _ prometheus.Collector = (*Collector)(nil)
 
 // New returns a collector of m; now is the clock ("seconds since" metrics
-// are computed at scrape time).
-func New(m Viewer, now func() time.Time) *Collector {
+// are computed at scrape time); opts, the first if any, what it renders
+// beyond the defaults.
+func New(m Viewer, now func() time.Time, opts ...Options) *Collector {
 	if now == nil {
 		now = time.Now
 	}
-	return &Collector{model: m, now: now}
+	c := &Collector{model: m, now: now}
+	if len(opts) > 0 {
+		c.opts = opts[0]
+	}
+	return c
 }
 
 // NewSources returns a collector of m's sources and their observations only: the jobs
@@ -154,7 +169,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			srcs[i] = &sources[i]
 		}
 		for i := range jobs {
-			collectJob(emit, &jobs[i], now, jobs[i].DecisionsBehind(srcs, now))
+			collectJob(emit, &jobs[i], now, jobs[i].DecisionsBehind(srcs, now), c.opts)
 		}
 	}
 	for i := range sources {
@@ -181,8 +196,9 @@ type sink interface {
 	// counter: created is when it started counting (zero: unknown), the
 	// _created sample of OpenMetrics.
 	counter(d *prometheus.Desc, v float64, created time.Time, labelValues ...string)
-	// histogram: h's buckets are model.DurationBuckets.
-	histogram(d *prometheus.Desc, h *model.Histogram, labelValues ...string)
+	// histogram: h's native buckets, and its classic ones
+	// (model.DurationBuckets) when classic.
+	histogram(d *prometheus.Desc, h *model.Histogram, classic bool, labelValues ...string)
 }
 
 // constSink passes each metric on as a const metric.
@@ -200,19 +216,19 @@ func (f constSink) counter(d *prometheus.Desc, v float64, created time.Time, lvs
 	f(prometheus.MustNewConstMetricWithCreatedTimestamp(d, prometheus.CounterValue, v, created, lvs...))
 }
 
-func (f constSink) histogram(d *prometheus.Desc, h *model.Histogram, lvs ...string) {
-	f(prometheus.MustNewConstHistogram(d, h.Count, h.Sum, h.Cumulative(), lvs...))
+func (f constSink) histogram(d *prometheus.Desc, h *model.Histogram, classic bool, lvs ...string) {
+	f(newDurationHistogram(d, h, classic, lvs))
 }
 
 // collectJob emits the metrics of one job; Collect and the Handler's
 // rendering of a changed job share it. behind is JobView.DecisionsBehind
 // (the Handler writes its own at each scrape).
-func collectJob(s sink, j *model.JobView, now time.Time, behind time.Duration) {
+func collectJob(s sink, j *model.JobView, now time.Time, behind time.Duration, o Options) {
 	// A job's counters count from when jobwatch first knew of the job (its
 	// earliest record, or when it was first watched), which is saved: a
 	// restart does not move it, so Prometheus 3 places a counter first seen
 	// with a value (history read on first start) where it began.
-	e := jobSeries{s: s, created: j.FirstWatched}
+	e := jobSeries{s: s, created: j.FirstWatched, opts: o}
 	e.lv[0] = j.Spec.Name
 	e.schedule(j, j.Watch(now), behind)
 	e.lastRuns(j)
@@ -229,6 +245,7 @@ type jobSeries struct {
 	s       sink
 	lv      [3]string
 	created time.Time
+	opts    Options
 }
 
 func (e *jobSeries) gauge(d *prometheus.Desc, v float64) { e.s.gauge(d, v, e.lv[:1]...) }
@@ -279,7 +296,7 @@ func (e *jobSeries) schedule(j *model.JobView, w model.Watch, behind time.Durati
 
 // lastRuns: the durations and the last finished runs.
 func (e *jobSeries) lastRuns(j *model.JobView) {
-	e.s.histogram(durationDesc, &j.Durations, e.lv[:1]...)
+	e.s.histogram(durationDesc, &j.Durations, e.opts.ClassicBuckets, e.lv[:1]...)
 	if j.HasLastDuration {
 		e.gauge(lastDurationDesc, j.LastDuration)
 	}
@@ -297,31 +314,55 @@ func (e *jobSeries) lastRuns(j *model.JobView) {
 	}
 }
 
-// counts: the job's counters, every label value of each.
+// counts: the job's counters. Of those with a series per kind, only the
+// results every job has (complete) are there from zero; a series
+// of another kind appears when it first counts (docs/metrics.md), which
+// keeps a job at about 30 series rather than 14 more, mostly zeros.
 func (e *jobSeries) counts(j *model.JobView) {
 	o := seriesOrder()
 	for _, i := range o.results {
-		e.counterBy(runsDesc, j.RunCounts[i], string(model.Results[i]))
+		if n := j.RunCounts[i]; n > 0 || complete(model.Results[i]) {
+			e.counterBy(runsDesc, n, string(model.Results[i]))
+		}
 	}
 	for _, i := range o.skipReasons {
-		e.counterBy(skipsDesc, j.SkipCounts[i], model.SkipReasons[i])
+		if n := j.SkipCounts[i]; n > 0 {
+			e.counterBy(skipsDesc, n, model.SkipReasons[i])
+		}
 	}
 	for _, r := range sortedKeys(j.SkipsDeclared) {
 		e.counterBy(skipsDesc, j.SkipsDeclared[r], r)
 	}
 	for _, i := range o.lockLayers {
-		e.counterBy(lockLostDesc, j.LockLostCounts[i], model.LockLayers[i])
+		if n := j.LockLostCounts[i]; n > 0 {
+			e.counterBy(lockLostDesc, n, model.LockLayers[i])
+		}
 	}
+	// Missed and unexpected runs are counted against a calendar's expected
+	// runs: a job of a fixed period has none (they stay at 0), unless it
+	// had a calendar before. Overlaps appear when they first count, as
+	// the kinds above (JobwatchJobOverlapping sees a series first seen).
+	slotted := calendar(j)
 	if j.Retired.IsZero() {
 		e.gauge(consecSkipsDesc, float64(j.ConsecutiveSkips))
-		e.gauge(consecMissedDesc, float64(j.ConsecutiveMissed))
+		if slotted || j.ConsecutiveMissed > 0 {
+			e.gauge(consecMissedDesc, float64(j.ConsecutiveMissed))
+		}
 	}
 	e.gauge(runningDesc, float64(len(j.Open)))
-	e.counter(overlapsDesc, j.Overlaps)
-	e.counter(missedDesc, j.Missed)
-	e.counter(unexpectedDesc, j.Unexpected)
+	if j.Overlaps > 0 {
+		e.counter(overlapsDesc, j.Overlaps)
+	}
+	if slotted || j.Missed > 0 {
+		e.counter(missedDesc, j.Missed)
+	}
+	if slotted || j.Unexpected > 0 {
+		e.counter(unexpectedDesc, j.Unexpected)
+	}
 	for _, i := range o.dupKinds {
-		e.counterBy(duplicateDesc, j.DupCounts[i], model.DuplicateKinds[i])
+		if n := j.DupCounts[i]; n > 0 {
+			e.counterBy(duplicateDesc, n, model.DuplicateKinds[i])
+		}
 	}
 }
 
@@ -338,6 +379,15 @@ func (e *jobSeries) running(j *model.JobView) {
 		e.s.gauge(runStartDesc, unix(r.Start), e.lv[:3]...)
 	}
 }
+
+// complete reports whether the runs_total series of result r is there
+// from zero: success and failure, the two every job's runs end in, so that
+// increase() over them (the dashboard's runs and failure ratio) counts a
+// job's first failure. The rare results (timeout, lost, too_short,
+// unknown) appear when they first count, as skip reasons, lock layers and
+// duplicate kinds do: the alerts that judge those (JobwatchJobLockLost,
+// JobwatchJobDuplicateRuns) also fire on a series first seen with a value.
+func complete(r model.Result) bool { return r == model.Success || r == model.Failure }
 
 // sortedKeys are m's keys in order: nil, and no allocation, when m is empty.
 func sortedKeys(m map[string]uint64) []string {

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/observation"
@@ -77,15 +78,19 @@ func savedOf(tr *model.Tracker) *model.Saved { return (*model.Saved)(nil).With(t
 
 // servers are today's client_golang handler (every metric through the
 // Collector) and the Handler, on the same state.
-func servers(saved func() *model.Saved, now func() time.Time) (old, cur http.Handler) {
+func servers(saved func() *model.Saved, now func() time.Time, opts ...Options) (old, cur http.Handler) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	full := prometheus.NewPedanticRegistry()
-	full.MustRegister(New(savedFunc(saved), now), collectors.NewBuildInfoCollector())
+	full.MustRegister(New(savedFunc(saved), now, o), collectors.NewBuildInfoCollector())
 	old = promhttp.InstrumentMetricHandler(full, promhttp.HandlerFor(full, promhttp.HandlerOpts{
 		Registry: full, EnableOpenMetrics: true, EnableOpenMetricsTextCreatedSamples: true,
 	}))
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(collectors.NewBuildInfoCollector())
-	cur = promhttp.InstrumentMetricHandler(reg, NewHandler(HandlerOpts{Registry: reg, Saved: saved, Now: now}))
+	cur = promhttp.InstrumentMetricHandler(reg, NewHandler(HandlerOpts{Registry: reg, Saved: saved, Now: now, Options: o}))
 	return old, cur
 }
 
@@ -194,13 +199,19 @@ func TestHandlerRetiredJob(t *testing.T) {
 
 // The Handler writes what client_golang wrote, for text and OpenMetrics,
 // at every step of a changing state: the same lines, the families whole
-// and in the same order.
+// and in the same order; with the classic buckets and without.
 func TestHandlerMatchesClientGolang(t *testing.T) {
+	for _, o := range []Options{{}, {ClassicBuckets: true}} {
+		t.Run(fmt.Sprintf("classic=%v", o.ClassicBuckets), func(t *testing.T) { testHandlerMatchesClientGolang(t, o) })
+	}
+}
+
+func testHandlerMatchesClientGolang(t *testing.T, o Options) {
 	now := t0.Add(2*time.Hour + 30*time.Minute)
 	tr := everyKind(t, now)
 	var saved *model.Saved
 	clock := now
-	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return clock })
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return clock }, o)
 	steps := []struct {
 		name   string
 		change func()
@@ -221,6 +232,13 @@ func TestHandlerMatchesClientGolang(t *testing.T) {
 	}
 	for _, st := range steps {
 		st.change()
+		t.Run(st.name+"/protobuf", func(t *testing.T) {
+			_, want := get(t, old, acceptProto, "")
+			_, got := get(t, cur, acceptProto, "")
+			if w, g := protoFamilies(t, want), protoFamilies(t, got); !slices.Equal(w, g) {
+				t.Fatalf("families differ:\n--- client_golang\n%s\n--- Handler\n%s", strings.Join(w, "\n"), strings.Join(g, "\n"))
+			}
+		})
 		for _, accept := range []string{acceptText, acceptOM} {
 			t.Run(st.name+"/"+mediaType(accept), func(t *testing.T) {
 				_, want := get(t, old, accept, "")
@@ -282,7 +300,7 @@ func TestHandlerRendersManyJobsInParallel(t *testing.T) {
 func TestHandlerChunksKeepTheBody(t *testing.T) {
 	defer func(n int) { chunkSize = n }(chunkSize)
 	now := t0.Add(2 * time.Hour)
-	saved := savedOf(manyJobs(10*segmentJobs, now))
+	saved := savedOf(manyJobs(20*segmentJobs, now))
 	h := NewHandler(HandlerOpts{Registry: prometheus.NewPedanticRegistry(), Saved: func() *model.Saved { return saved }, Now: func() time.Time { return now }})
 	for _, accept := range []string{acceptText, acceptOM} {
 		chunkSize = math.MaxInt
@@ -378,30 +396,43 @@ func TestHandlerGzipAndProtobuf(t *testing.T) {
 	if !slices.Equal(sortedLines(want), sortedLines(got)) {
 		t.Fatalf("gzipped lines differ:\n%s", got)
 	}
-	// Protobuf goes to promhttp with the same content.
-	proto := "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
-	_, wantPB := get(t, old, proto, "")
-	_, gotPB := get(t, cur, proto, "")
-	decode := func(b []byte) string {
-		var out bytes.Buffer
-		dec := expfmt.NewDecoder(bytes.NewReader(b), expfmt.NewFormat(expfmt.TypeProtoDelim))
-		for {
-			mf := new(dto.MetricFamily)
-			if err := dec.Decode(mf); err == io.EOF {
-				break
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if strings.HasPrefix(mf.GetName(), "promhttp_") {
-				continue // counts the scrapes of each handler
-			}
-			expfmt.MetricFamilyToText(&out, mf)
+	// Protobuf: the same families, value for value, native buckets
+	// included.
+	_, wantPB := get(t, old, acceptProto, "")
+	_, gotPB := get(t, cur, acceptProto, "")
+	if w, g := protoFamilies(t, wantPB), protoFamilies(t, gotPB); !slices.Equal(w, g) {
+		t.Fatalf("protobuf differs:\n%s\n---\n%s", strings.Join(w, "\n"), strings.Join(g, "\n"))
+	}
+}
+
+const acceptProto = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+
+// protoFamilies are the families of a delimited protobuf body as text,
+// each with its metrics sorted (the Handler writes a family's metrics job
+// by job, a registry by label values), but promhttp's own.
+func protoFamilies(t *testing.T, b []byte) []string {
+	t.Helper()
+	var out []string
+	dec := expfmt.NewDecoder(bytes.NewReader(b), expfmt.NewFormat(expfmt.TypeProtoDelim))
+	for {
+		mf := new(dto.MetricFamily)
+		if err := dec.Decode(mf); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
 		}
-		return out.String()
+		if strings.HasPrefix(mf.GetName(), "promhttp_") {
+			continue // counts the scrapes of each handler
+		}
+		metrics := make([]string, len(mf.Metric))
+		for i, m := range mf.Metric {
+			metrics[i] = prototext.Format(m)
+		}
+		slices.Sort(metrics)
+		mf.Metric = nil
+		out = append(out, prototext.Format(mf)+strings.Join(metrics, "\n"))
 	}
-	if w, g := decode(wantPB), decode(gotPB); w != g {
-		t.Fatalf("protobuf differs:\n%s\n---\n%s", w, g)
-	}
+	return out
 }
 
 // Scrapes in both formats run at once while the state changes (run with
@@ -545,9 +576,9 @@ func TestRenderMatchesReference(t *testing.T) {
 	}
 	for _, v := range views {
 		name := v.Spec.Name
-		{
+		for _, o := range []Options{{}, {ClassicBuckets: true}} {
 			for _, format := range []int{fmtText, fmtOpenMetrics} {
-				var r renderer
+				r := renderer{opts: o}
 				want := r.renderReference(v, format, now)
 				var got entry
 				r.render(&got, v, format, now)

@@ -268,8 +268,10 @@ func (s *lineSink) counter(d *prometheus.Desc, v float64, created time.Time, lvs
 	s.sample(d, v, lvs, created)
 }
 
-// histogram writes h's lines, its buckets those of model.DurationBuckets.
-func (s *lineSink) histogram(d *prometheus.Desc, h *model.Histogram, lvs ...string) {
+// histogram writes h's lines: its classic buckets (model.DurationBuckets)
+// when classic, else the +Inf bucket alone, as expfmt writes a histogram
+// with native buckets only.
+func (s *lineSink) histogram(d *prometheus.Desc, h *model.Histogram, classic bool, lvs ...string) {
 	dl := s.descLines(d)
 	if s.skip[dl.fam] {
 		return
@@ -283,10 +285,12 @@ func (s *lineSink) histogram(d *prometheus.Desc, h *model.Histogram, lvs ...stri
 		s.add(dl, l)
 		return &s.lines[dl.fam][len(s.lines[dl.fam])-1]
 	}
-	k := 0
-	for _, n := range h.Buckets() {
-		add(tags.bucket, dl.bucket, le[k]).value = s.count(n)
-		k++
+	if classic {
+		k := 0
+		for _, n := range h.Buckets() {
+			add(tags.bucket, dl.bucket, le[k]).value = s.count(n)
+			k++
+		}
 	}
 	add(tags.bucket, dl.bucket, le[len(le)-1]).value = s.count(h.Count)
 	add(tags.sum, dl.sum, "} ").value = s.value(h.Sum)

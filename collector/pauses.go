@@ -18,7 +18,7 @@ func init() { jobDescs = append(jobDescs, pausedDesc, unjudgedDesc) }
 var unjudgedOrder = sync.OnceValue(func() []int { return byName(model.UnjudgedReasons) })
 
 // pauses: whether the job is paused now, and the runs its pauses left
-// unjudged. Paused reads the state alone, which the model changes when a
+// unjudged, by reason, each from when it first counts. Paused reads the state alone, which the model changes when a
 // pause or window begins or ends: it is rendered with the job, not at
 // each scrape.
 func (e *jobSeries) pauses(j *model.JobView) {
@@ -26,6 +26,8 @@ func (e *jobSeries) pauses(j *model.JobView) {
 		e.gauge(pausedDesc, boolFloat(j.Pauses.Why() != ""))
 	}
 	for _, i := range unjudgedOrder() {
-		e.counterBy(unjudgedDesc, j.Pauses.Unjudged[i], model.UnjudgedReasons[i])
+		if n := j.Pauses.Unjudged[i]; n > 0 { // appears when it first counts, as skips do
+			e.counterBy(unjudgedDesc, n, model.UnjudgedReasons[i])
+		}
 	}
 }

@@ -131,7 +131,7 @@ func unknownFields(n *yaml.Node, t reflect.Type, what string, skip []string, dep
 	if n.Kind != yaml.MappingNode {
 		return nil // a type error, which Decode reports
 	}
-	fields := yamlFields(t)
+	fields := fieldsOf(t)
 	var errs []lineError
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -159,6 +159,20 @@ func unknownFields(n *yaml.Node, t reflect.Type, what string, skip []string, dep
 		errs = append(errs, unknownKeys(val, ft, what, nil, depth+1)...)
 	}
 	return errs
+}
+
+// fieldCache holds yamlFields of each struct type checked: a config of
+// 50,000 jobs checked each job's keys against a map made anew, 50 MB of
+// garbage at every load.
+var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+
+// fieldsOf is yamlFields(t), made once per type; callers only read it.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m, _ := fieldCache.LoadOrStore(t, yamlFields(t))
+	return m.(map[string]reflect.Type)
 }
 
 // yamlFields maps the keys of a struct type to their field types, as

@@ -51,6 +51,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 	testproc.WriteFile(t, runLog, "")
 	jwConfig := filepath.Join(dir, "jobwatch.yml")
 	testproc.WriteFile(t, jwConfig, fmt.Sprintf(`stale_multiple: 2
+labels: {team: e2e}
 jobs:
   - name: e2e_stale
     every: 2s
@@ -128,7 +129,7 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": jwAddr, "job_name": ".*"}
+	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": jwAddr, "job_name": ".*", "team": ".*", "owner": ".*", "user": ".*", "unit": ".*"}
 	for k, v := range dashboards.Builtin {
 		vals[k] = v
 	}
@@ -250,7 +251,7 @@ receivers:
 // given scrape_configs entries (YAML list items indented by two), and
 // returns its address. The rules' copy only shortens for: durations so a
 // test takes seconds rather than minutes.
-func startPrometheus(t *testing.T, prometheus, dir, amAddr, scrapeConfigs string) string {
+func startPrometheus(t *testing.T, prometheus, dir, amAddr, scrapeConfigs string, flags ...string) string {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -268,9 +269,9 @@ alerting:
   alertmanagers:
     - static_configs: [{targets: [%q]}]
 scrape_configs:%s`, rules, amAddr, scrapeConfigs))
-	startProcess(t, "prometheus", prometheus, "--config.file="+promConfig,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr,
-		"--log.level=warn")
+	startProcess(t, "prometheus", prometheus, append([]string{"--config.file=" + promConfig,
+		"--storage.tsdb.path=" + filepath.Join(dir, "tsdb"), "--web.listen-address=" + promAddr,
+		"--log.level=warn"}, flags...)...)
 	waitHTTP(t, "prometheus", "http://"+promAddr+"/-/ready")
 	return promAddr
 }

@@ -125,9 +125,6 @@ jobwatch_job_unexpected_runs_total{job_name="daily_timer"} 0
 jobwatch_job_duplicate_runs_total{job_name="daily_cron",kind="double_trigger"} 1
 jobwatch_job_duplicate_runs_total{job_name="daily_cron",kind="multi_host"} 1
 jobwatch_job_duplicate_runs_total{job_name="daily_cron",kind="overlap"} 1
-jobwatch_job_duplicate_runs_total{job_name="daily_timer",kind="double_trigger"} 0
-jobwatch_job_duplicate_runs_total{job_name="daily_timer",kind="multi_host"} 0
-jobwatch_job_duplicate_runs_total{job_name="daily_timer",kind="overlap"} 0
 # HELP jobwatch_job_deadline_timestamp_seconds Time at which the job becomes stale unless it succeeds again.
 # TYPE jobwatch_job_deadline_timestamp_seconds gauge
 jobwatch_job_deadline_timestamp_seconds{job_name="daily_cron"} %d

@@ -50,7 +50,11 @@ func JobSpecs(cfg *config.Config, local *time.Location) ([]model.JobSpec, error)
 			Persistent:    j.Persistent,
 			Scope:         scope,
 			StaleMultiple: cfg.StaleMultiple,
-			Maintenance:   windows,
+			Labels:        j.Labels,
+			AlertAfter: model.AlertAfter{
+				Failures: int(j.AlertAfter.Failures), MissedRuns: int(j.AlertAfter.MissedRuns), Skips: int(j.AlertAfter.Skips),
+			},
+			Maintenance: windows,
 		})
 	}
 	return specs, config.Join(errs...)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"iter"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -101,6 +102,7 @@ func (j *JobState) clone() *JobState {
 	c := *j
 	c.SkipsDeclared = maps.Clone(j.SkipsDeclared)
 	c.Durations.Counts = slices.Clone(j.Durations.Counts)
+	c.Durations.Native = slices.Clone(j.Durations.Native)
 	c.LostRuns = slices.Clone(j.LostRuns)
 	c.Sources = slices.Clone(j.Sources)
 	c.Pauses.Excused = slices.Clone(j.Pauses.Excused)
@@ -215,11 +217,48 @@ func (s SourceState) clone() SourceState {
 var DurationBuckets = []float64{0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400}
 
 // Histogram counts durations in DurationBuckets (not cumulative; the last
-// count is above the largest bound).
+// count is above the largest bound) and in the buckets of a native
+// histogram (NativeSchema): Native, sorted by key, holds the buckets that
+// have counted, Zero the durations of 0 (NativeZeroThreshold) or less.
 type Histogram struct {
 	Counts []uint64
+	Native []NativeBucket
+	Zero   uint64
 	Sum    float64
 	Count  uint64
+}
+
+// NativeSchema is the schema of Histogram's native buckets: 8 buckets per
+// power of two, each about 9% wider than the one below (client_golang's
+// default bucket factor of 1.1), from milliseconds to days in a few
+// buckets for a job whose durations vary little.
+const NativeSchema = 3
+
+// NativeZeroThreshold is the width of the native histogram's zero bucket:
+// client_golang's default (2^-128), far below a nanosecond, so that it
+// holds the durations of 0; a width above 0 is also what tells Prometheus
+// before 2.48 that a histogram without buckets yet is a native one.
+const NativeZeroThreshold = 0x1p-128
+
+// NativeBucket counts the durations in (2^((Key-1)/8), 2^(Key/8)]
+// seconds.
+type NativeBucket struct {
+	Key   int32
+	Count uint64
+}
+
+// nativeBounds are the fractions (of math.Frexp) at which the buckets of
+// one power of two end, client_golang's for schema 3 so that a duration
+// falls in the same bucket as there.
+var nativeBounds = []float64{
+	0.5, 0.5452538663326288, 0.5946035575013605, 0.6484197773255048,
+	0.7071067811865475, 0.7711054127039704, 0.8408964152537144, 0.9170040432046711,
+}
+
+// NativeKey is the key of the native bucket of a duration v > 0.
+func NativeKey(v float64) int32 {
+	frac, exp := math.Frexp(v)
+	return int32(sort.SearchFloat64s(nativeBounds, frac) + (exp-1)*len(nativeBounds))
 }
 
 // Observe adds one duration in seconds.
@@ -230,6 +269,20 @@ func (h *Histogram) Observe(v float64) {
 	h.Counts[sort.SearchFloat64s(DurationBuckets, v)]++
 	h.Sum += v
 	h.Count++
+	if !(v > NativeZeroThreshold) {
+		h.Zero++ // a duration of 0 is common (records to the second); below 0, a clock stepped
+		return
+	}
+	h.AddNative(NativeKey(min(v, math.MaxFloat64)), 1)
+}
+
+// AddNative adds n to the native bucket of key.
+func (h *Histogram) AddNative(key int32, n uint64) {
+	i, found := slices.BinarySearchFunc(h.Native, key, func(b NativeBucket, k int32) int { return int(b.Key - k) })
+	if !found {
+		h.Native = slices.Insert(h.Native, i, NativeBucket{Key: key})
+	}
+	h.Native[i].Count += n
 }
 
 // Buckets are the upper bounds of DurationBuckets with their cumulative

@@ -108,6 +108,10 @@ func fill(r *rand.Rand, v reflect.Value, depth int) {
 			m.SetMapIndex(k, e)
 		}
 		v.Set(m)
+	case reflect.Array:
+		for i := range v.Len() {
+			fill(r, v.Index(i), depth+1)
+		}
 	case reflect.Struct:
 		for i := range v.NumField() {
 			fill(r, v.Field(i), depth+1)

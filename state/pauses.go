@@ -7,10 +7,10 @@ import (
 	"github.com/jobwatch/jobwatch/model"
 )
 
-// The keys of a job's pauses (format 5): the operator's pause in force,
+// The keys of a job's pauses (format 6): the operator's pause in force,
 // the maintenance window in force, when the latest ended, the spans whose
 // expected runs are not judged, and those runs counted by reason
-// (model/pause.go). A state of format 4 or before holds none.
+// (model/pause.go). A state of format 5 or before holds none.
 type pausedRecord struct {
 	Pause            *pauseRecord      `json:"pause,omitempty"`
 	MaintenanceUntil time.Time         `json:"maintenance_until,omitzero"`

@@ -38,15 +38,15 @@ func TestPausesRoundTrip(t *testing.T) {
 	}
 }
 
-// The record's keys for pauses: absent in a state of format 4, which
+// The record's keys for pauses: absent in a state of format 5, which
 // loads with none; written only when there is something to say.
-func TestPausesOfFormat4(t *testing.T) {
+func TestPausesOfFormat5(t *testing.T) {
 	var r jobRecord
 	if err := json.Unmarshal([]byte(`{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0},"missed":3}`), &r); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.toModel(); got.Pauses.Why() != "" || got.Pauses.Unjudged != [3]uint64{} || got.Pauses.Excused != nil || got.Missed != 3 {
-		t.Errorf("a format-4 record loads as %+v", got.Pauses)
+		t.Errorf("a format-5 record loads as %+v", got.Pauses)
 	}
 	b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &model.JobState{}}, nil))
 	if err != nil {
@@ -67,11 +67,11 @@ func TestPausesOfFormat4(t *testing.T) {
 	}
 }
 
-// A state directory of format 4 (a snapshot written before pauses) loads
-// as it is, and the first save writes format 5 with the job's pause.
-func TestFormat4MigratesToFormat5(t *testing.T) {
+// A state directory of format 5 (a snapshot written before pauses) loads
+// as it is, and the first save writes format 6 with the job's pause.
+func TestFormat5MigratesToFormat6(t *testing.T) {
 	dir := t.TempDir()
-	h, _ := json.Marshal(header{Format: formatName, Version: 4, Kind: "snapshot", Generation: 3, Written: t0.Add(time.Hour), Jobwatch: "0.1.0"})
+	h, _ := json.Marshal(header{Format: formatName, Version: 5, Kind: "snapshot", Generation: 3, Written: t0.Add(time.Hour), Jobwatch: "0.1.0"})
 	buf := appendFrame(nil, h)
 	buf = appendFrame(buf, []byte(`{"jobs":{"backup":{"first_watched":"2026-11-30T10:00:00Z","last_success":"2026-11-30T10:30:00Z","durations":{"sum":0,"count":0},"missed":2}}}`))
 	buf = appendFrame(buf, []byte(`{"end":true}`))
@@ -81,7 +81,7 @@ func TestFormat4MigratesToFormat5(t *testing.T) {
 	m := newTestModel(t, dir)
 	v := jobOf(t, m.tr, "backup")
 	if v.Missed != 2 || !v.LastSuccess.Equal(t0.Add(30*time.Minute)) || v.Pauses.Why() != "" {
-		t.Fatalf("format 4 loaded as missed %d, last success %v, paused %q", v.Missed, v.LastSuccess, v.Pauses.Why())
+		t.Fatalf("format 5 loaded as missed %d, last success %v, paused %q", v.Missed, v.LastSuccess, v.Pauses.Why())
 	}
 	if _, err := m.tr.Pause("backup", model.Pause{Reason: "moving"}); err != nil {
 		t.Fatal(err)
@@ -89,8 +89,8 @@ func TestFormat4MigratesToFormat5(t *testing.T) {
 	m.save(t)
 	m.store.Close()
 	for _, file := range []string{SnapshotFile, LogFile} {
-		if b, err := os.ReadFile(filepath.Join(dir, file)); err == nil && strings.Contains(string(b), `"version":4`) {
-			t.Errorf("%s still says format 4 after a save", file)
+		if b, err := os.ReadFile(filepath.Join(dir, file)); err == nil && strings.Contains(string(b), `"version":5`) {
+			t.Errorf("%s still says format 5 after a save", file)
 		}
 	}
 	m2 := newTestModel(t, dir)

@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -42,7 +43,7 @@ type jobRecord struct {
 	SkipsByReason       map[string]uint64 `json:"skips_by_reason,omitempty"`
 	LockLost            map[string]uint64 `json:"lock_lost,omitempty"`
 	Overlaps            uint64            `json:"overlaps,omitempty"`
-	Durations           histogramRecord   `json:"durations"`
+	Durations           histogramRecord   `json:"durations,omitzero"`
 	LostRuns            []runKeyRecord    `json:"lost_runs,omitempty"`
 	Missed              uint64            `json:"missed,omitempty"`
 	Unexpected          uint64            `json:"unexpected,omitempty"`
@@ -68,6 +69,11 @@ type jobRecord struct {
 	// event time, and the records held for its watermark (format 3).
 	DecidedUntil time.Time    `json:"decided_until,omitzero"`
 	Pending      []heldRecord `json:"pending,omitempty"`
+	// HeldOnly (format 5, in log entries): the job is as the entry before
+	// left it but for its records held (Pending), which are all the record
+	// holds, with DecidedUntil. A live record is saved so when it is read
+	// (its fact); its job is written whole once its verdict is made.
+	HeldOnly bool `json:"held_only,omitempty"`
 	// Discovered, Retired and Resumed: a job host mode found, when it
 	// disappeared from the host, when it came back. Optional, as
 	// lock_ttl_seconds: absent (a state written before them) is a job of
@@ -170,9 +176,63 @@ type histogramRecord struct {
 	// Counts without its trailing zeros (format 4): most durations fall in
 	// a few buckets of the 18.
 	Counts []uint64 `json:"counts,omitempty"`
-	Sum    float64  `json:"sum"`
-	Count  uint64   `json:"count"`
+	// Native holds the native histogram's buckets that counted, [key,
+	// count] by key (model.NativeSchema), and Zero the durations of 0:
+	// additive keys; a record without them (written before them) loads
+	// with the classic counts placed at their buckets' bounds (nativeOf).
+	Native [][2]int64 `json:"native,omitempty"`
+	Zero   uint64     `json:"zero,omitempty"`
+	Sum    float64    `json:"sum"`
+	Count  uint64     `json:"count"`
 }
+
+// histogramOf is h as saved.
+func histogramOf(h *model.Histogram) histogramRecord {
+	r := histogramRecord{Counts: trimZeros(h.Counts), Zero: h.Zero, Sum: h.Sum, Count: h.Count}
+	if len(h.Native) > 0 {
+		r.Native = make([][2]int64, len(h.Native))
+		for i, b := range h.Native {
+			r.Native[i] = [2]int64{int64(b.Key), int64(b.Count)}
+		}
+	}
+	return r
+}
+
+// toModel is the histogram r saved.
+func (r *histogramRecord) toModel() model.Histogram {
+	h := model.Histogram{Counts: padZeros(r.Counts, len(model.DurationBuckets)+1), Zero: r.Zero, Sum: r.Sum, Count: r.Count}
+	for _, b := range r.Native {
+		if b[1] > 0 && b[0] >= math.MinInt32 && b[0] <= math.MaxInt32 {
+			h.AddNative(int32(b[0]), uint64(b[1]))
+		}
+	}
+	if r.Native == nil && r.Zero == 0 && r.Count > 0 {
+		nativeOf(&h)
+	}
+	return h
+}
+
+// nativeOf fills the native buckets of a histogram saved before them from
+// its classic counts, each at the bucket of its upper bound (those above
+// the last bound one bucket above it): the native histogram then counts
+// every run, its quantiles no finer than the classic buckets' until new
+// runs come.
+func nativeOf(h *model.Histogram) {
+	for i, n := range h.Counts {
+		if n == 0 {
+			continue
+		}
+		if i < len(model.DurationBuckets) {
+			h.AddNative(model.NativeKey(model.DurationBuckets[i]), n)
+		} else {
+			h.AddNative(model.NativeKey(model.DurationBuckets[len(model.DurationBuckets)-1])+1, n)
+		}
+	}
+}
+
+// IsZero: a job with no durations (none finished with one, or a held_only
+// record) leaves its histogram out (format 5); absent reads as empty.
+func (h histogramRecord) IsZero() bool { return len(h.Counts) == 0 && h.Sum == 0 && h.Count == 0 }
 
 type runKeyRecord struct {
 	RunID string `json:"run_id,omitempty"`
@@ -217,6 +277,13 @@ type sourceRecord struct {
 // disk holds of it, its recent runs and durations are written as what was
 // added since (RecentAdded), else whole.
 func jobToRecord(v, prev *model.JobView) *jobRecord {
+	if onlyHeldChanged(v, prev) {
+		r := &jobRecord{HeldOnly: true, DecidedUntil: v.DecidedUntil}
+		for i := range v.Pending {
+			r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
+		}
+		return r
+	}
 	j := v.JobState
 	r := &jobRecord{
 		FirstWatched: j.FirstWatched, LastStart: j.LastStart, LastSuccess: j.LastSuccess,
@@ -224,7 +291,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		LastUnknown: j.LastUnknown, LastUnknownStart: j.LastUnknownStart,
 		ConsecutiveFailures: j.ConsecutiveFailures, ConsecutiveSkips: j.ConsecutiveSkips, ConsecutiveMissed: j.ConsecutiveMissed,
 		Skips: j.Skips, Overlaps: j.Overlaps,
-		Durations: histogramRecord{Counts: trimZeros(j.Durations.Counts), Sum: j.Durations.Sum, Count: j.Durations.Count},
+		Durations: histogramOf(&j.Durations),
 		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
 		Sources: j.Sources, SkipsByReason: j.SkipsByReason(), LockLost: j.LockLost(),
 		LockTTL:      j.LockTTL.Seconds(),
@@ -286,6 +353,19 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 	return r
 }
 
+// onlyHeldChanged says v differs from prev, the view on disk, in its
+// records held and how far it has decided at most: its state is prev's
+// (shared, or copied before a change that did not come: model's job.own),
+// and so are its runs in progress, recent runs and durations. A state
+// equal but told apart (a time in another location) is written whole.
+func onlyHeldChanged(v, prev *model.JobView) bool {
+	return prev != nil && v.Spec.Name == prev.Spec.Name &&
+		(v.JobState == prev.JobState || reflect.DeepEqual(*v.JobState, *prev.JobState)) &&
+		slices.Equal(v.Open, prev.Open) &&
+		slices.Equal(v.LastDurations(), prev.LastDurations()) &&
+		slices.EqualFunc(v.RecentRuns(), prev.RecentRuns(), func(a, b model.RecentRun) bool { return a == b })
+}
+
 // appended is how many of now's last elements were added after before:
 // now is the last len(now) of before followed by them. An element equal
 // to one before may be taken for it, which gives the same list.
@@ -343,6 +423,16 @@ func recentToRecord(run model.RecentRun) recentRecord {
 // toModelAfter converts a record of a log entry, whose recent runs and
 // durations may be what was added to before's (RecentCount).
 func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
+	if r.HeldOnly && before != nil {
+		j := *before
+		j.Pending, j.DecidedUntil = nil, r.DecidedUntil
+		for i := range r.Pending {
+			if h, ok := r.Pending[i].toModel(); ok {
+				j.Pending = append(j.Pending, h)
+			}
+		}
+		return j
+	}
 	j := r.toModel()
 	var prev model.History
 	if before != nil {
@@ -376,7 +466,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		LastUnknown: r.LastUnknown, LastUnknownStart: r.LastUnknownStart,
 		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips, ConsecutiveMissed: r.ConsecutiveMissed,
 		Skips: r.Skips, Overlaps: r.Overlaps,
-		Durations: model.Histogram{Counts: padZeros(r.Durations.Counts, len(model.DurationBuckets)+1), Sum: r.Durations.Sum, Count: r.Durations.Count},
+		Durations: r.Durations.toModel(),
 		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
 		LockTTL: lockTTL(r.LockTTL), Discovered: r.Discovered, Retired: r.Retired, Resumed: r.Resumed,

@@ -44,10 +44,12 @@ const (
 // save was written); a format-2 state loads with none held. Format 4 writes
 // in a log entry only the recent runs and durations a job added since the
 // entry before (jobRecord.RecentAdded); format 3 logs hold them whole.
-// Format 5 adds a job's pauses (pausedRecord): an older jobwatch would
+// Format 5 writes in a log entry only the records held of a job whose
+// state did not change otherwise (jobRecord.HeldOnly).
+// Format 6 adds a job's pauses (pausedRecord): an older jobwatch would
 // drop them and judge a paused job's expected runs missed, so it refuses
-// the state; a format-4 state loads with no job paused.
-const Version = 5
+// the state; a format-5 state loads with no job paused.
+const Version = 6
 
 const formatName = "jobwatch-state"
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -69,6 +70,7 @@ type webOptions struct {
 	readTimeout       time.Duration
 	writeTimeout      time.Duration
 	idleTimeout       time.Duration
+	classicBuckets    bool
 	toolkit           *web.FlagConfig
 }
 
@@ -83,8 +85,18 @@ func addWebFlags(serve *kingpin.CmdClause) *webOptions {
 	serve.Flag("web.read-timeout", "Close a connection whose whole request takes longer than this.").Default(defaultReadTimeout.String()).DurationVar(&o.readTimeout)
 	serve.Flag("web.write-timeout", "Give up on a response not written within this time after its request's headers.").Default(defaultWriteTimeout.String()).DurationVar(&o.writeTimeout)
 	serve.Flag("web.idle-timeout", "Close a kept-alive connection idle for this long.").Default(defaultIdleTimeout.String()).DurationVar(&o.idleTimeout)
+	serve.Flag("metrics.classic-duration-buckets", "Give jobwatch_job_duration_seconds its classic buckets ("+bucketList()+" seconds) beside its native ones: 18 series a job more, for a Prometheus that does not ingest native histograms and wants quantiles (docs/metrics.md).").BoolVar(&o.classicBuckets)
 	o.toolkit = kingpinflag.AddFlags(serve, defaultPort)
 	return o
+}
+
+// bucketList is model.DurationBuckets as the help of a flag lists them.
+func bucketList() string {
+	var b []string
+	for _, ub := range model.DurationBuckets {
+		b = append(b, strconv.FormatFloat(ub, 'g', -1, 64))
+	}
+	return strings.Join(b, ", ")
 }
 
 func run(args []string) int {
@@ -345,6 +357,7 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 		Saved:    exp.Saved,
 		Now:      exp.Now,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		Options:  collector.Options{ClassicBuckets: o.classicBuckets},
 	})
 	mux.Handle(o.metricsPath, promhttp.InstrumentMetricHandler(reg, metrics))
 	mux.Handle("/-/reload", reloadHandler(exp.Reload, o.enableLifecycle))
@@ -378,7 +391,7 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 		if err != nil {
 			return nil, err
 		}
-		mux.Handle("/", status.WithPageHeaders(landing))
+		mux.Handle("/", exp.Root(status.WithPageHeaders(landing)))
 	}
 	return mux, nil
 }

@@ -17,6 +17,7 @@ local promql = import '../lib/promql.libsonnet';
       'jobwatch_job_period_seconds',
       'jobwatch_job_duration_p99_seconds',
       'jobwatch_job_duration_seconds_count',
+      'jobwatch_job_duration_seconds',  // native
     ]) + {
       // A lock series and its job's series on one jobwatch.
       here: promql.labels(c, ['instance', 'job_name']),
@@ -95,7 +96,7 @@ local promql = import '../lib/promql.libsonnet';
       },
       {
         alert: 'JobwatchJobTimeoutTooTight',
-        comment:: "Value: the configured timeout in seconds, below 1.5 times the P99\nof the job's last durations (with at least 20 finished runs).",
+        comment:: "Value: the configured timeout in seconds, below 1.5 times the P99\nof the job's last durations (with at least 20 finished runs: the\nhistogram's count, classic or native).",
         expr: |||
           (
               %(jobwatch_job_timeout_seconds)s
@@ -103,7 +104,7 @@ local promql = import '../lib/promql.libsonnet';
               1.5 * %(jobwatch_job_duration_p99_seconds)s
           )
           and on(%(here)s)
-          (%(jobwatch_job_duration_seconds_count)s >= 20)
+          ((%(jobwatch_job_duration_seconds_count)s or histogram_count(%(jobwatch_job_duration_seconds)s)) >= 20)
         ||| % s,
         'for': '15m',
         labels: { severity: 'warning' },

@@ -4,9 +4,10 @@
 // benchmark tool (scripts/bench-scrape.sh runs it), not part of jobwatch.
 //
 // For each number of jobs it writes a run log in which every job has a
-// success, a failure, a skip and a run in progress (every per-job series
-// present), starts jobwatch on it, waits for the catch-up to be saved, and
-// then scrapes jobwatch and the floor in turns, in text and OpenMetrics:
+// success, a failure, a skip and a run in progress (the series of a job
+// in use), starts jobwatch on it, waits for the catch-up to be saved, and
+// then scrapes jobwatch and the floor in turns, in text, OpenMetrics and
+// protobuf (against the floor's text):
 // first with nothing changing, then with records arriving at -rate a
 // second. It prints one Markdown table row per case, with jobwatch's CPU
 // time per scrape and its resident memory, then times scrapes of each
@@ -37,7 +38,13 @@ import (
 const (
 	acceptText = "text/plain;version=0.0.4"
 	acceptOM   = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+	// acceptProto is what a Prometheus with native histograms asks for.
+	acceptProto = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.8,text/plain;version=0.0.4;q=0.4"
 )
+
+// formats are the formats scraped, each against the floor's text (the
+// floor serves OpenMetrics to an OpenMetrics request, text to any other).
+var formats = []struct{ name, accept string }{{"text", acceptText}, {"OpenMetrics", acceptOM}, {"protobuf", acceptProto}}
 
 func main() {
 	floor := flag.String("floor", "", "serve: the text body file (OpenMetrics in FILE.om) on -addr")
@@ -172,8 +179,9 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 		return err
 	}
 	defer fl.stop()
-	fmt.Fprintf(os.Stderr, "%d jobs: catch-up of %d records saved in %.1f s; first scrapes (render of every job) %.2f s text, %.2f s OpenMetrics (jobwatch CPU %.2f s, %.2f s)\n",
-		n, records, catchUp.Seconds(), first[0].Seconds(), first[1].Seconds(), firstCPU[0].Seconds(), firstCPU[1].Seconds())
+	fmt.Fprintf(os.Stderr, "%d jobs: catch-up of %d records saved in %.1f s; first scrapes (render of every job) %.2f s text, %.2f s OpenMetrics, %.2f s protobuf (jobwatch CPU %.2f s, %.2f s, %.2f s)\n",
+		n, records, catchUp.Seconds(), first[0].Seconds(), first[1].Seconds(), first[2].Seconds(), firstCPU[0].Seconds(), firstCPU[1].Seconds(), firstCPU[2].Seconds())
+	fmt.Fprintf(os.Stderr, "%d jobs: %d series per job (%s), text body %d bytes\n", n, seriesOf(bodies[0], scale.JobName(0)), scale.JobName(0), len(bodies[0]))
 
 	b := &bench{jw: jw, fl: fl, n: n, scrapes: scrapes, rate: rate, rssCatchUp: rssCatchUp}
 	for _, arriving := range []bool{false, true} {
@@ -211,8 +219,8 @@ func startJobwatch(binary, dir string, pprof bool) (*proc, error) {
 // every job, and returns the bodies of a second one for the floor. The
 // first bodies are discarded: reading half a gigabyte into memory would
 // time this program, not jobwatch.
-func firstScrapes(jw *proc) (first, cpu [2]time.Duration, bodies [2][]byte, err error) {
-	for i, accept := range []string{acceptText, acceptOM} {
+func firstScrapes(jw *proc) (first, cpu [3]time.Duration, bodies [2][]byte, err error) {
+	for i, accept := range []string{acceptText, acceptOM, acceptProto} {
 		c0 := cpuTime(jw.cmd.Process.Pid)
 		d, _, err := timed(jw.addr, accept)
 		if err != nil {
@@ -226,6 +234,17 @@ func firstScrapes(jw *proc) (first, cpu [2]time.Duration, bodies [2][]byte, err 
 		}
 	}
 	return first, cpu, bodies, nil
+}
+
+// seriesOf counts the sample lines of job in a text body.
+func seriesOf(body []byte, job string) int {
+	n := 0
+	for line := range bytes.Lines(body) {
+		if line[0] != '#' && bytes.Contains(line, []byte(`job_name="`+job+`"`)) {
+			n++
+		}
+	}
+	return n
 }
 
 // startFloor starts the floor server (this program, with -floor) on the
@@ -278,8 +297,8 @@ func (b *bench) rows(logPath string, arriving bool) error {
 		go func() { defer wg.Done(); written = stream(ctx, logPath, b.n, b.rate) }()
 		time.Sleep(2 * time.Second) // saves under way before the first scrape
 	}
-	for i, accept := range []string{acceptText, acceptOM} {
-		m, err := b.measure(accept)
+	for _, f := range formats {
+		m, err := b.measure(f.accept)
 		if err != nil {
 			return err
 		}
@@ -287,7 +306,7 @@ func (b *bench) rows(logPath string, arriving bool) error {
 		if arriving {
 			state = fmt.Sprintf("%d/s", b.rate)
 		}
-		format := []string{"text", "OpenMetrics"}[i]
+		format := f.name
 		fmt.Printf("| %d | %s | %s | %.3f s (%.3f–%.3f) | %.3f s | %.1f× | %.2f | %.0f MB | %d MB | %d MB |\n",
 			b.n, state, format, median(m.jw).Seconds(), slices.Min(m.jw).Seconds(), slices.Max(m.jw).Seconds(),
 			median(m.fl).Seconds(), median(m.jw).Seconds()/median(m.fl).Seconds(),
@@ -335,7 +354,8 @@ func (b *bench) measure(accept string) (scrapeTimes, error) {
 // by default (scrape_configs' enable_compression); the floor writes no
 // compressed bytes to compare.
 func (b *bench) gzipScrapes() error {
-	for _, accept := range []string{acceptText, acceptOM} {
+	for _, f := range formats {
+		accept := f.accept
 		var ds []time.Duration
 		size := 0
 		for range b.scrapes {
@@ -345,7 +365,7 @@ func (b *bench) gzipScrapes() error {
 			}
 			ds, size = append(ds, d), sz
 		}
-		fmt.Fprintf(os.Stderr, "%d jobs: gzip scrapes, %s: %.3f s (%.3f–%.3f), %.1f MB\n", b.n, map[string]string{acceptText: "text", acceptOM: "OpenMetrics"}[accept],
+		fmt.Fprintf(os.Stderr, "%d jobs: gzip scrapes, %s: %.3f s (%.3f–%.3f), %.1f MB\n", b.n, f.name,
 			median(ds).Seconds(), slices.Min(ds).Seconds(), slices.Max(ds).Seconds(), float64(size)/1e6)
 	}
 	return nil

@@ -1,0 +1,209 @@
+// The cache of the jobs' lines: segments of consecutive jobs, rebuilt
+// when one of their views changes.
+
+package collector
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jobwatch/jobwatch/model"
+)
+
+// segmentJobs is how many jobs, consecutive in name order, a segment
+// holds: a change of one job re-renders it and copies the others' bytes.
+const segmentJobs = 64
+
+// segment is the cached exposition of consecutive jobs, laid out family by
+// family, so that a scrape writes each family of 64 jobs from one piece of
+// memory. A segment is never changed once made.
+type segment struct {
+	views []*model.JobView
+	// data[i] holds family i's sample lines of every job in compact form
+	// (see compactLines); job k's are data[i][off[i][k]:off[i][k+1]].
+	data [][]byte
+	off  [][]uint32
+	// labels holds each job's `{job_name="..."}`: job k's is
+	// labels[loff[k]:loff[k+1]].
+	labels []byte
+	loff   []uint32
+	// calendar[k]: job k's period and next run are computed at scrape
+	// time; nil when no job of the segment has a calendar schedule.
+	calendar []bool
+}
+
+func (s *segment) label(k int) []byte { return s.labels[s.loff[k]:s.loff[k+1]] }
+
+// where is a job's place in the current segments.
+type where struct {
+	seg *segment
+	k   int
+}
+
+// cache is the segments of one format for one saved state.
+type cache struct {
+	format int
+	opts   Options
+	used   time.Time // last scrape of the format
+	saved  *model.Saved
+	segs   []*segment
+	where  map[string]where
+	rs     []*renderer // one per goroutine of buildAll
+}
+
+// update brings c to saved, rendering the jobs whose views changed, and
+// returns the segments in name order.
+func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
+	if saved == c.saved && c.where != nil {
+		return c.segs
+	}
+	names := saved.JobNames()
+	if c.where == nil {
+		c.where = make(map[string]where, len(names))
+	}
+	segs := make([]*segment, (len(names)+segmentJobs-1)/segmentJobs)
+	views := make([]*model.JobView, len(names))
+	for i, name := range names {
+		views[i] = saved.Job(name).Shown() // facts at once (model/facts.go)
+	}
+	segViews := func(i int) []*model.JobView { return views[i*segmentJobs : min((i+1)*segmentJobs, len(views))] }
+	var todo []int // the segments to build
+	for i := range segs {
+		if i < len(c.segs) && slices.Equal(c.segs[i].views, segViews(i)) {
+			segs[i] = c.segs[i]
+			continue
+		}
+		todo = append(todo, i)
+	}
+	c.buildAll(segs, todo, segViews, now)
+	for _, i := range todo {
+		for k, v := range segs[i].views {
+			c.where[v.Spec.Name] = where{segs[i], k}
+		}
+	}
+	if len(c.where) > len(names) {
+		for name := range c.where {
+			if saved.Job(name) == nil {
+				delete(c.where, name)
+			}
+		}
+	}
+	c.saved, c.segs = saved, segs
+	return segs
+}
+
+// parallelSegments is how many segments to build make it worth another
+// goroutine: the first scrape of a format renders every job, 100,000 of
+// them in about half a second on one core.
+const parallelSegments = 16
+
+// buildAll builds segs[i], of the views segViews(i), for each i of todo:
+// on as many cores as there are when there are many segments to build.
+// Segments are independent, and builds only read c.where.
+func (c *cache) buildAll(segs []*segment, todo []int, segViews func(int) []*model.JobView, now time.Time) {
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(todo)/parallelSegments))
+	for len(c.rs) < workers {
+		c.rs = append(c.rs, &renderer{opts: c.opts})
+	}
+	if workers == 1 {
+		for _, i := range todo {
+			segs[i] = c.build(c.rs[0], segViews(i), now)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	panics := make([]any, workers)
+	for w := range workers {
+		wg.Go(func() {
+			// A panic goes on in the scrape's goroutine, not in this one,
+			// where nothing would recover it.
+			defer func() { panics[w] = recover() }()
+			for n := int(next.Add(1)) - 1; n < len(todo); n = int(next.Add(1)) - 1 {
+				segs[todo[n]] = c.build(c.rs[w], segViews(todo[n]), now)
+			}
+		})
+	}
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
+}
+
+// build makes the segment of views with r: the bytes of a job whose view
+// is the one rendered before are copied, the others rendered.
+func (c *cache) build(r *renderer, views []*model.JobView, now time.Time) *segment {
+	tables()
+	nf := len(families)
+	r.compact = r.compact[:0]
+	if r.entries == nil {
+		r.entries = make([]entry, segmentJobs)
+	}
+	s := &segment{views: views, data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
+	// Where each job's bytes come from: an old segment or a new entry.
+	olds := make([]where, len(views))
+	news := make([]*entry, len(views))
+	sizes := make([]int, nf)
+	labels := 0
+	for k, v := range views {
+		if w, ok := c.where[v.Spec.Name]; ok && w.seg.views[w.k] == v {
+			olds[k] = w
+			for i := range sizes {
+				sizes[i] += int(w.seg.off[i][w.k+1] - w.seg.off[i][w.k])
+			}
+			labels += len(w.seg.label(w.k))
+			continue
+		}
+		e := &r.entries[k]
+		r.render(e, v, c.format, now)
+		news[k] = e
+		for i := range sizes {
+			sizes[i] += int(e.off[i+1] - e.off[i])
+		}
+		labels += len(e.label)
+	}
+	offs := make([]uint32, nf*(len(views)+1))
+	for i := range nf {
+		s.data[i] = make([]byte, 0, sizes[i])
+		s.off[i] = offs[i*(len(views)+1) : i*(len(views)+1)+1 : (i+1)*(len(views)+1)]
+	}
+	s.labels = make([]byte, 0, labels)
+	for k := range views {
+		s.appendJob(k, news[k], olds[k])
+	}
+	return s
+}
+
+// appendJob appends job k's bytes to s: those of e, its new entry, or of
+// its place in an old segment when e is nil.
+func (s *segment) appendJob(k int, e *entry, w where) {
+	calendar := false
+	if e != nil {
+		for i := range s.data {
+			s.data[i] = append(s.data[i], e.data[e.off[i]:e.off[i+1]]...)
+		}
+		s.labels = append(s.labels, e.label...)
+		calendar = e.calendar
+	} else {
+		for i := range s.data {
+			s.data[i] = append(s.data[i], w.seg.data[i][w.seg.off[i][w.k]:w.seg.off[i][w.k+1]]...)
+		}
+		s.labels = append(s.labels, w.seg.label(w.k)...)
+		calendar = w.seg.calendar != nil && w.seg.calendar[w.k]
+	}
+	for i := range s.data {
+		s.off[i] = append(s.off[i], uint32(len(s.data[i])))
+	}
+	s.loff[k+1] = uint32(len(s.labels))
+	if calendar {
+		if s.calendar == nil {
+			s.calendar = make([]bool, len(s.views))
+		}
+		s.calendar[k] = true
+	}
+}
