@@ -215,8 +215,7 @@ func (t *Tracker) Pause(name string, p Pause) (Pause, error) {
 	}
 	j.Pauses.Pause = p
 	j.ConsecutiveMissed = 0
-	t.log.markJob(j)
-	t.opts.Logger.Info("job paused", "job", name, "until", p.Until, "until_healthy", p.UntilHealthy, "reason", p.Reason)
+	t.log.markJob(j) // logged by the caller, with who asked (status.AdminHandler)
 	return p, nil
 }
 
@@ -234,7 +233,6 @@ func (t *Tracker) Resume(name string) error {
 	j.own()
 	j.Pauses.end(t.clock.now())
 	t.log.markJob(j)
-	t.opts.Logger.Info("job resumed", "job", name)
 	return nil
 }
 
