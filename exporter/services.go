@@ -63,7 +63,9 @@ func (e *Exporter) serviceSpecs(cfg *config.Config) []model.SourceSpec {
 	for _, s := range e.services {
 		if s.typ.Enabled(cfg) {
 			t := s.typ.Type
-			out = append(out, model.SourceSpec{Name: t, Type: t, Identity: t, Runs: true, LateWindow: s.typ.LateWindow})
+			// Live: what it would have received while jobwatch was
+			// stopped is not known (model/pause.go).
+			out = append(out, model.SourceSpec{Name: t, Type: t, Identity: t, Runs: true, LateWindow: s.typ.LateWindow, Live: true})
 		}
 	}
 	return out

@@ -81,6 +81,7 @@ type jobRecord struct {
 	Discovered bool      `json:"discovered,omitempty"`
 	Retired    time.Time `json:"retired,omitzero"`
 	Resumed    time.Time `json:"resumed,omitzero"`
+	pausedRecord
 }
 
 // heldRecord is a record held for its job's watermark: what a source read,
@@ -295,6 +296,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		Sources: j.Sources, SkipsByReason: j.SkipsByReason(), LockLost: j.LockLost(),
 		LockTTL:      j.LockTTL.Seconds(),
 		DecidedUntil: v.DecidedUntil, Discovered: j.Discovered, Retired: j.Retired, Resumed: j.Resumed,
+		pausedRecord: pausedToRecord(&j.Pauses),
 	}
 	for i := range v.Pending {
 		r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
@@ -468,6 +470,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
 		LockTTL: lockTTL(r.LockTTL), Discovered: r.Discovered, Retired: r.Retired, Resumed: r.Resumed,
+		Pauses: r.pausedRecord.toModel(),
 	}, History: model.History{DurationHistory: r.DurationHistory}, DecidedUntil: r.DecidedUntil}
 	if r.LastDuration != nil {
 		j.LastDuration = *r.LastDuration

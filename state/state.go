@@ -46,7 +46,10 @@ const (
 // entry before (jobRecord.RecentAdded); format 3 logs hold them whole.
 // Format 5 writes in a log entry only the records held of a job whose
 // state did not change otherwise (jobRecord.HeldOnly).
-const Version = 5
+// Format 6 adds a job's pauses (pausedRecord): an older jobwatch would
+// drop them and judge a paused job's expected runs missed, so it refuses
+// the state; a format-5 state loads with no job paused.
+const Version = 6
 
 const formatName = "jobwatch-state"
 

@@ -105,6 +105,12 @@ type Job struct {
 	DecisionsBehindSeconds float64 `json:"decisions_behind_seconds"`
 	HeldRecords            int     `json:"held_records"`
 
+	// Paused: why and until when the job is paused, null when it is not;
+	// Unjudged: its expected runs left unjudged by reason (paused,
+	// maintenance, unknown).
+	Paused   *Paused           `json:"paused"`
+	Unjudged map[string]uint64 `json:"unjudged_runs_total"`
+
 	// Note says what jobwatch cannot know of the job and how to make it
 	// known: ResultsUnloggedNote when its latest run's result is unknown
 	// (cron at -L 1 logs starts only). Empty when there is nothing to say.
@@ -232,6 +238,8 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		Unexpected:              v.Unexpected,
 		Running:                 []RunningRun{},
 		RecentRuns:              []Run{},
+		Paused:                  pausedOf(v),
+		Unjudged:                v.Pauses.UnjudgedByReason(),
 	}
 	if j.Scope == "" {
 		j.Scope = "host"
@@ -317,6 +325,8 @@ func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) st
 	switch {
 	case !v.Retired.IsZero():
 		return StateRetired // expected no more: whatever it last did alarms no one
+	case v.Pauses.Why() != "":
+		return StatePaused // not judged now: it says why
 	case w.Stale:
 		return StateStale
 	case v.LastFailure.After(v.LastSuccess):
