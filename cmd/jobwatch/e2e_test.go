@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -197,6 +198,10 @@ func (in *instance) scrape() (map[string]float64, string) {
 	return samples, string(body)
 }
 
+// noSeries, wanted of a sample, is its absence: a counter that appears
+// once it counts (docs/metrics.md) and never did.
+var noSeries = math.Inf(-1)
+
 // waitFor polls /metrics until every wanted sample has its value. within
 // is what it takes on a quiet machine; the wait is bounded by minWait at
 // least.
@@ -207,7 +212,9 @@ func (in *instance) waitFor(within time.Duration, want map[string]float64) map[s
 		got, _ = in.scrape()
 		var diffs []string
 		for k, v := range want {
-			if g, ok := got[k]; !ok || g != v {
+			if g, ok := got[k]; v == noSeries && ok {
+				diffs = append(diffs, fmt.Sprintf("%s = %v, want no series", k, g))
+			} else if v != noSeries && (!ok || g != v) {
 				diffs = append(diffs, fmt.Sprintf("%s = %v (present %v), want %v", k, g, ok, v))
 			}
 		}
