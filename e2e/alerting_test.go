@@ -23,9 +23,9 @@ import (
 	"github.com/jobwatch/jobwatch/alerts"
 	"github.com/jobwatch/jobwatch/dashboards"
 	"github.com/jobwatch/jobwatch/exporter"
-	"github.com/jobwatch/jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/internal/testsupport/promcheck"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // The hosts in the run-log records are not this machine, so jobwatch's

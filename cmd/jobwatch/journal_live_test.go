@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/journaltest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/journaltest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // TestJournalFollowLive: the journal source following a journal while a
