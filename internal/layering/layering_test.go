@@ -236,15 +236,18 @@ func TestOnlyCmdImportsExporter(t *testing.T) {
 	}
 }
 
-// The binary links no test rig (go list -deps ./cmd/jobwatch).
+// The shipped binaries (cmd/...: jobwatch, jobwatch-run) link no test rig
+// (go list -deps ./cmd/jobwatch).
 func TestBinaryLinksNoRig(t *testing.T) {
-	deps := goList(t, "-deps", module+"/cmd/jobwatch")
-	if !slices.Contains(deps, module+"/exporter") {
-		t.Fatalf("go list -deps cmd/jobwatch lacks the exporter: %v", deps)
+	binaries := goList(t, "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, module+"/cmd/...")
+	if !slices.Contains(binaries, module+"/cmd/jobwatch") {
+		t.Fatalf("go list cmd/... lacks cmd/jobwatch: %v", binaries)
 	}
-	for _, d := range deps {
-		if isTestRig(d) {
-			t.Errorf("the binary links the test rig %s", d)
+	for _, bin := range binaries {
+		for _, d := range goList(t, "-deps", bin) {
+			if isTestRig(d) {
+				t.Errorf("%s links the test rig %s", bin, d)
+			}
 		}
 	}
 }
