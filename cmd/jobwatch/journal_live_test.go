@@ -22,6 +22,7 @@ import (
 // the baseline: how soon the journal itself hands the entry over. It logs
 // both medians and maxima, BENCHMARKS.md's figure.
 func TestJournalFollowLive(t *testing.T) {
+	skipShortBinary(t)
 	t.Parallel()
 	if _, err := journaltest.RemoteBinary(); err != nil {
 		t.Fatal(err)
