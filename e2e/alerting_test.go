@@ -179,13 +179,11 @@ sources:
 	}
 }
 
+// need is the path of cmd, an outside program the test starts; the test
+// skips under -short and fails when cmd is missing (testproc.Program).
 func need(t *testing.T, cmd, pkg string) string {
 	t.Helper()
-	p, err := exec.LookPath(cmd)
-	if err != nil {
-		t.Fatalf("%s not found: install the Debian package %s", cmd, pkg)
-	}
-	return p
+	return testproc.Program(t, cmd, pkg)
 }
 
 // startProcess starts a process that the test stops on cleanup (SIGTERM,
