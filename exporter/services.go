@@ -126,6 +126,18 @@ func (e *Exporter) Output(ref string) (string, error) {
 	return "", fmt.Errorf("no service keeps the output %q", ref)
 }
 
+// Proposals are the jobs services know the config file does not list
+// (sources.Proposer), for the status page.
+func (e *Exporter) Proposals() []sources.Proposal {
+	var out []sources.Proposal
+	for _, s := range e.services {
+		if p, ok := s.loaded().(sources.Proposer); ok {
+			out = append(out, p.Proposals()...)
+		}
+	}
+	return out
+}
+
 // Route is a URL path a service answers and its handler.
 type Route struct {
 	Pattern string

@@ -38,6 +38,9 @@ type Report struct {
 	Sources     []SourceStatus `json:"sources"`
 	// Next is the ?after= of the job list's next page, when it has one.
 	Next string `json:"next,omitempty"`
+	// Proposals are jobs for the config file check-ins made or proposed
+	// (the index page's, not the API's).
+	Proposals []Proposal `json:"-"`
 }
 
 // Job is one job's status.

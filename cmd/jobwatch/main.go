@@ -349,7 +349,14 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	pages := &status.Handler{View: exp, Now: exp.Now, Output: exp.Output, Page: status.PageOptions{Title: "jobwatch on " + host, Prefix: prefix}}
+	pages := &status.Handler{View: exp, Now: exp.Now, Output: exp.Output, Page: status.PageOptions{Title: "jobwatch on " + host, Prefix: prefix},
+		Proposals: func() []status.Proposal {
+			var out []status.Proposal
+			for _, p := range exp.Proposals() {
+				out = append(out, status.Proposal(p))
+			}
+			return out
+		}}
 	for _, p := range []string{"/status", "/status/", "/api/v1/jobs", "/api/v1/jobs/"} {
 		mux.Handle(p, pages)
 	}
