@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // Clocks through the binary (issue 39). A step of this host's wall clock

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // instance is one running jobwatch process.

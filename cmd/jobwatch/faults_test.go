@@ -32,7 +32,7 @@ import (
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/state"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // waitUntil polls /metrics until ok accepts the samples (bounded by minWait

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // jobwatchRun runs `jobwatch run ARGS...` to the end and returns its exit code.

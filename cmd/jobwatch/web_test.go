@@ -30,7 +30,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/model"
 )
 
