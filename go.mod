@@ -6,6 +6,7 @@ require (
 	github.com/alecthomas/kingpin/v2 v2.4.0
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/getsentry/sentry-go v0.46.2
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/google/go-jsonnet v0.22.0
 	github.com/hashicorp/go-multierror v1.1.1

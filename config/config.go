@@ -27,24 +27,32 @@ const DefaultStaleMultiple = 2
 type Config struct {
 	// StaleMultiple: a job is stale after this many expected runs without success.
 	StaleMultiple int
-	Jobs          []Job
-	Sources       []Source
-	// Checkins and Discovery are the optional services of jobwatch serve
-	// (zero values: off).
-	Checkins  Checkins
+	// Labels and AlertAfter are the file's defaults, already merged into
+	// each job's own (docs/ownership.md).
+	Labels     Labels
+	AlertAfter AlertAfter
+	Jobs       []Job
+	Sources    []Source
+	// Discovery is an optional service of jobwatch serve (zero value:
+	// off); the other services' blocks (checkins:) are their packages'
+	// (Service).
 	Discovery Discovery
 
 	// Dir is the directory of the config file; relative paths are taken from it.
 	Dir string
+
+	// services are the decoded blocks of the registered services, by key.
+	services map[string]any
 }
 
 // file is the top level of jobwatch.yml; the jobs and sources are decoded
 // one by one, so that each problem names its job or source.
 type file struct {
 	StaleMultiple int         `yaml:"stale_multiple"`
+	Labels        Labels      `yaml:"labels"`
+	AlertAfter    AlertAfter  `yaml:"alert_after"`
 	Jobs          []yaml.Node `yaml:"jobs"`
 	Sources       []yaml.Node `yaml:"sources"`
-	Checkins      yaml.Node   `yaml:"checkins"`
 	Discovery     yaml.Node   `yaml:"discovery"`
 }
 
@@ -74,6 +82,13 @@ type Job struct {
 	// Cron is the cron daemon that runs a schedule: job: "debian" (the
 	// default: Debian's cron, which ignores CRON_TZ) or "cronie".
 	Cron string `yaml:"cron"`
+	// Labels and AlertAfter: the job's owner labels and alert thresholds,
+	// the file's defaults merged in (ownership.go).
+	Labels     Labels     `yaml:"labels"`
+	AlertAfter AlertAfter `yaml:"alert_after"`
+	// Aliases are the other identifiers the job's check-ins arrive under
+	// (another monitor's check UUIDs, slugs, monitor keys); aliases.go.
+	Aliases []string `yaml:"aliases"`
 }
 
 // Source is one place records are read from: its name, its type, and its
@@ -149,7 +164,7 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	var errs []error
 	var f file
 	if len(doc.Content) > 0 {
-		errs = append(errs, Decode(&doc, &f, "")...)
+		errs = append(errs, Decode(&doc, &f, "", serviceBlockKeys()...)...)
 	}
 	cfg.StaleMultiple = f.StaleMultiple
 	if cfg.StaleMultiple == 0 {
@@ -158,21 +173,14 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	if cfg.StaleMultiple < 1 {
 		errs = append(errs, fmt.Errorf("stale_multiple must be at least 1, got %d", cfg.StaleMultiple))
 	}
-	errs = append(errs, cfg.decodeJobs(f.Jobs)...)
+	cfg.Labels, cfg.AlertAfter = f.Labels, f.AlertAfter
+	checkLabel := labelChecker()
+	errs = append(errs, checkLabels(cfg.Labels, checkLabel)...)
+	errs = append(errs, cfg.decodeJobs(f.Jobs, checkLabel)...)
+	errs = append(errs, checkAliases(cfg.Jobs, f.Jobs)...)
+	cfg.withDefaults()
 	errs = append(errs, cfg.decodeSources(f.Sources)...)
-	if f.Checkins.Kind != 0 {
-		e := Decode(&f.Checkins, &cfg.Checkins, "")
-		if len(e) == 0 {
-			e = cfg.Checkins.validate(cfg.JobNames(), cfg.Path)
-		}
-		if len(e) == 0 {
-			e = cfg.Checkins.checkReader(cfg.Sources)
-		}
-		errs = append(errs, Prefix("checkins", e)...)
-	}
-	if cfg.Checkins.MaxBody == 0 {
-		cfg.Checkins.MaxBody = DefaultMaxBody
-	}
+	errs = append(errs, cfg.decodeServiceBlocks(&doc)...)
 	if f.Discovery.Kind != 0 {
 		errs = append(errs, Prefix("discovery", Decode(&f.Discovery, &cfg.Discovery, ""))...)
 	}
@@ -186,7 +194,7 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	return cfg, nil
 }
 
-func (c *Config) decodeJobs(nodes []yaml.Node) []error {
+func (c *Config) decodeJobs(nodes []yaml.Node, checkLabel func(string) error) []error {
 	var errs []error
 	seen := map[string]int{} // name -> line
 	for i := range nodes {
@@ -200,6 +208,7 @@ func (c *Config) decodeJobs(nodes []yaml.Node) []error {
 		// schedule missing.
 		decoded := len(jobErrs) == 0
 		jobErrs = append(jobErrs, j.validate(decoded)...)
+		jobErrs = append(jobErrs, checkLabels(j.Labels, checkLabel)...)
 		if decoded {
 			jobErrs = append(jobErrs, j.ScheduleSpec().Check()...)
 		}

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jobwatch/jobwatch/config"
+	"github.com/jobwatch/jobwatch/internal/labelname"
 	_ "github.com/jobwatch/jobwatch/sources/all"
 	"github.com/jobwatch/jobwatch/sources/runlog"
 )
@@ -223,10 +225,59 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("jobs: [{name: a, schedule: '* * * * *', timezone: UTC}]\nsources: [{name: j, type: journal, units: {a.service: a}}]\n"))
 	f.Add([]byte("jobs:\n  - &a {name: x}\n  - *a\n"))
 	f.Add([]byte("jobs:\n  - &b {name: a, every: 1d}\n  - <<: [*b]\n    name: c\nsources:\n  - &s {name: db, type: mysql, dsn: u@/d, columns: {id: i}}\n  - <<: *s\n    name: db2\n"))
+	f.Add([]byte("labels: {team: a, __x: b}\nalert_after: {failures: 2}\njobs:\n  - name: a\n    every: 1h\n    labels: {owner: b, job: c}\n    alert_after: {skips: 0, missed_runs: x}\n"))
+	f.Add([]byte("labels: [a]\njobs: [{name: a, every: 1h, labels: {t: {x: 1}}, alert_after: 3}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := config.Parse(strings.NewReader(string(data)))
 		if err == nil && len(cfg.Jobs) == 0 {
 			t.Fatal("a valid config without jobs")
 		}
+		if err != nil {
+			return
+		}
+		// A valid config's jobs have only allowed label names and
+		// thresholds of at least 1 where set.
+		for _, j := range cfg.Jobs {
+			for k := range j.Labels {
+				if err := labelname.Check(k); err != nil {
+					t.Fatalf("job %q has label %q: %v", j.Name, k, err)
+				}
+			}
+			if a := j.AlertAfter; a.Failures < 0 || a.MissedRuns < 0 || a.Skips < 0 {
+				t.Fatalf("job %q: alert_after %+v", j.Name, a)
+			}
+		}
 	})
+}
+
+// The file's labels and alert_after are each job's defaults: a key or a
+// count the job sets wins, the others are the file's.
+func TestLabelsAndAlertAfterDefaults(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`
+labels: {team: platform, tier: "2"}
+alert_after: {failures: 3, skips: 5}
+jobs:
+  - name: payments
+    every: 1h
+    labels: {team: payments, owner: alice}
+    alert_after: {failures: 1, missed_runs: 2}
+  - name: report
+    every: 1d
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		job    int
+		labels config.Labels
+		after  config.AlertAfter
+	}{
+		{0, config.Labels{"team": "payments", "owner": "alice", "tier": "2"}, config.AlertAfter{Failures: 1, MissedRuns: 2, Skips: 5}},
+		{1, config.Labels{"team": "platform", "tier": "2"}, config.AlertAfter{Failures: 3, Skips: 5}},
+	} {
+		j := cfg.Jobs[tc.job]
+		if !maps.Equal(j.Labels, tc.labels) || j.AlertAfter != tc.after {
+			t.Errorf("job %s: labels %v, alert_after %+v; want %v, %+v", j.Name, j.Labels, j.AlertAfter, tc.labels, tc.after)
+		}
+	}
 }

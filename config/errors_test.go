@@ -9,6 +9,7 @@ import (
 
 	promodel "github.com/prometheus/common/model"
 
+	_ "github.com/jobwatch/jobwatch/collector" // the label names of the metrics, which labels: may not take
 	"github.com/jobwatch/jobwatch/config"
 )
 
@@ -17,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // A bad duration or an unknown key does not stop the reading: every problem
 // of the file is reported, each with its line and its job or source.
 func TestTypeErrorsAreCollected(t *testing.T) {
-	for _, name := range []string{"collects-type-errors"} {
+	for _, name := range []string{"collects-type-errors", "labels"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open("testdata/" + name + ".yml")
 			if err != nil {

@@ -1,31 +1,23 @@
 package config
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 )
 
-func TestCheckinsAndDiscovery(t *testing.T) {
+func TestDiscovery(t *testing.T) {
 	cfg, err := Parse(strings.NewReader(`
 jobs:
   - name: backup
     every: 1d
-  - name: ci
-    every: 1h
-checkins:
-  enabled: true
-  max_body: 64KiB
-  jobs: [ci]
 discovery:
   enabled: true
   interval: 10m
 `))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !cfg.Checkins.Enabled || cfg.Checkins.MaxBody != 64<<10 || strings.Join(cfg.Checkins.Accepted(cfg.Jobs), ",") != "ci" {
-		t.Errorf("checkins %+v", cfg.Checkins)
 	}
 	if !cfg.Discovery.Enabled || cfg.Discovery.Root != "/" || cfg.Discovery.Interval.D().Minutes() != 10 || cfg.Discovery.RetiredRetention.D() != DefaultRetiredRetention {
 		t.Errorf("discovery %+v", cfg.Discovery)
@@ -34,30 +26,19 @@ discovery:
 	if err != nil || cfg.Discovery.RetiredRetention.D() != 30*24*time.Hour {
 		t.Errorf("retired_retention: 30d: %v %+v", err, cfg)
 	}
-
-	cfg, err = Parse(strings.NewReader("jobs:\n  - name: a\n    every: 1h\ncheckins: {enabled: true, max_body: 2048}\n"))
-	if err != nil {
-		t.Fatal(err)
+	cfg, err = Parse(strings.NewReader("jobs:\n  - name: a\n    every: 1h\n"))
+	if err != nil || cfg.Discovery.Enabled {
+		t.Errorf("defaults: %v %+v", err, cfg.Discovery)
 	}
-	if cfg.Checkins.MaxBody != 2048 || strings.Join(cfg.Checkins.Accepted(cfg.Jobs), ",") != "a" || cfg.Discovery.Enabled {
-		t.Errorf("defaults: %+v %+v", cfg.Checkins, cfg.Discovery)
-	}
-
 	_, err = Parse(strings.NewReader(`
 jobs:
   - name: a
     every: 1h
-checkins:
-  enabled: true
-  max_body: 1GiB
-  jobs: [nosuch]
-  colour: blue
 discovery:
   interval: 1s
   retired_retention: -1h
 `))
 	for _, want := range []string{
-		`checkins: line 9: unknown field "colour"`,
 		`discovery: interval must be at least 10s, got 1s`,
 		`discovery: retired_retention must be positive, like 7d, got -1h`,
 	} {
@@ -65,45 +46,45 @@ discovery:
 			t.Errorf("error %v\nlacks %q", err, want)
 		}
 	}
-	_, err = Parse(strings.NewReader("jobs:\n  - name: a\n    every: 1h\ncheckins:\n  max_body: 1GiB\n  jobs: [nosuch]\n"))
-	for _, want := range []string{"checkins: max_body must be between 0 and 10485760 bytes", `checkins: jobs: "nosuch" is not a configured job`} {
+}
+
+// A top-level block a service registers is handed to its decoder, absent
+// too (for its defaults); its problems are prefixed with its key; without
+// the registration the key is unknown.
+func TestServiceBlocks(t *testing.T) {
+	const jobs = "jobs:\n  - name: a\n    every: 1h\n"
+	if _, err := Parse(strings.NewReader(jobs + "widgets: {on: true}\n")); err == nil || !strings.Contains(err.Error(), `unknown field "widgets"`) {
+		t.Fatalf("unregistered block: %v", err)
+	}
+	type widgets struct {
+		On   bool `yaml:"on"`
+		Jobs int
+	}
+	RegisterServiceBlock("widgets", func(b ServiceBlock) (any, []error) {
+		w := &widgets{Jobs: len(b.Config.Jobs)}
+		if b.Node == nil {
+			return w, nil
+		}
+		errs := Decode(b.Node, w, "")
+		if !w.On {
+			errs = append(errs, errors.New("on must be true"))
+		}
+		return w, errs
+	})
+	defer func() { blocksMu.Lock(); delete(blocks, "widgets"); blocksMu.Unlock() }()
+	cfg, err := Parse(strings.NewReader(jobs + "widgets: {on: true}\n"))
+	if err != nil || *cfg.Service("widgets").(*widgets) != (widgets{On: true, Jobs: 1}) {
+		t.Fatalf("widgets: %v %+v", err, cfg.Service("widgets"))
+	}
+	cfg, err = Parse(strings.NewReader(jobs))
+	if err != nil || *cfg.Service("widgets").(*widgets) != (widgets{Jobs: 1}) {
+		t.Fatalf("no widgets block: %v %+v", err, cfg.Service("widgets"))
+	}
+	_, err = Parse(strings.NewReader(jobs + "widgets: {on: false, colour: blue}\n"))
+	for _, want := range []string{`widgets: line 4: unknown field "colour"`, "widgets: on must be true"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v\nlacks %q", err, want)
 		}
-	}
-	_, err = Parse(strings.NewReader("jobs:\n  - name: a\n    every: 1h\ncheckins:\n  max_body: lots\n"))
-	if err == nil || !strings.Contains(err.Error(), `bad size "lots"`) {
-		t.Errorf("bad size: %v", err)
-	}
-}
-
-// store: mysql needs one DSN and a plain table; spool, the default, takes
-// neither.
-func TestCheckinsStore(t *testing.T) {
-	const jobs = "jobs:\n  - name: a\n    every: 1h\n"
-	cfg, err := Parse(strings.NewReader(jobs + "checkins: {enabled: true}\n"))
-	if err != nil || cfg.Checkins.Store != StoreSpool {
-		t.Fatalf("default store %q, %v", cfg.Checkins.Store, err)
-	}
-	const reader = "sources:\n  - {name: shared, type: mysql, dsn: x}\n"
-	cfg, err = Parse(strings.NewReader(jobs + reader + "checkins: {enabled: true, store: mysql, mysql_dsn_file: dsn}\n"))
-	if err != nil || cfg.Checkins.Store != StoreMySQL || cfg.Checkins.Table != DefaultCheckTable || cfg.Checkins.MySQLDSNFile != cfg.Path("dsn") {
-		t.Fatalf("store: mysql: %+v, %v", cfg.Checkins, err)
-	}
-	for _, tc := range []struct{ name, block, want string }{
-		{"unknown store", "{store: redis}", `checkins: store must be spool or mysql, got "redis"`},
-		{"no dsn", "{store: mysql}", "checkins: store: mysql needs exactly one of mysql_dsn and mysql_dsn_file"},
-		{"two dsns", "{store: mysql, mysql_dsn: a, mysql_dsn_file: b}", "exactly one of mysql_dsn and mysql_dsn_file"},
-		{"dsn for the spool", "{mysql_dsn: a}", "checkins: mysql_dsn and mysql_dsn_file are for store: mysql"},
-		{"bad table", "{store: mysql, mysql_dsn: a, table: 'x; DROP TABLE y'}", `checkins: table "x; DROP TABLE y": must be a plain identifier`},
-		{"no mysql source", "{enabled: true, store: mysql, mysql_dsn: a}", "checkins: store: mysql needs a source of type: mysql reading table job_runs"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(strings.NewReader(jobs + "checkins: " + tc.block + "\n"))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v\nlacks %q", err, tc.want)
-			}
-		})
 	}
 }
 
@@ -123,6 +104,41 @@ func TestDiscoveryWatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(strings.NewReader(tc.text))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v\nlacks %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Aliases are slugs (lowercase UUIDs included), each naming one job; a
+// clash names both jobs.
+func TestAliases(t *testing.T) {
+	const ok = `
+jobs:
+  - name: backup
+    every: 1d
+    aliases: [5bf66975-d4c7-4bf5-bcc8-b8d8a82ea278, db-backup]
+  - name: report
+    every: 1h
+    aliases: [nightly_report]
+`
+	cfg, err := Parse(strings.NewReader(ok))
+	if err != nil || strings.Join(cfg.Jobs[0].Aliases, ",") != "5bf66975-d4c7-4bf5-bcc8-b8d8a82ea278,db-backup" {
+		t.Fatalf("%v %+v", err, cfg)
+	}
+	for _, tc := range []struct{ name, jobs, want string }{
+		{"clash", "  - {name: a, every: 1h, aliases: [x]}\n  - {name: b, every: 1h, aliases: [x]}\n",
+			`job "b": alias "x" is also job "a"'s (line 2): an alias names one job`},
+		{"another job's name", "  - {name: a, every: 1h}\n  - {name: b, every: 1h, aliases: [a]}\n",
+			`job "b": alias "a" is also job "a"'s (line 2)`},
+		{"twice", "  - {name: a, every: 1h, aliases: [x, x]}\n", `job "a": alias "x" is the job's name or given twice`},
+		{"upper case", "  - {name: a, every: 1h, aliases: [5BF66975-D4C7-4BF5-BCC8-B8D8A82EA278]}\n", `alias "5BF66975-D4C7-4BF5-BCC8-B8D8A82EA278" must match`},
+		{"slash", "  - {name: a, every: 1h, aliases: [a/b]}\n", `alias "a/b" must match`},
+		{"too long", "  - {name: a, every: 1h, aliases: [" + strings.Repeat("x", 129) + "]}\n", "at most 128 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader("jobs:\n" + tc.jobs))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v\nlacks %q", err, tc.want)
 			}

@@ -107,10 +107,14 @@ func (d *Dashboard) AllPanels() []Panel {
 	return out
 }
 
-var labelValuesRE = regexp.MustCompile(`^\s*label_values\((.*),\s*[a-zA-Z_][a-zA-Z0-9_]*\s*\)\s*$`)
+var (
+	labelValuesRE = regexp.MustCompile(`^\s*label_values\((.*),\s*[a-zA-Z_][a-zA-Z0-9_]*\s*\)\s*$`)
+	queryResultRE = regexp.MustCompile(`^\s*query_result\((.*)\)\s*$`)
+)
 
 // Queries lists every PromQL query of the dashboard: each panel target's
-// expr, and the series selector of each label_values() variable query.
+// expr, the series selector of each label_values() variable query, and
+// the query of each query_result() one.
 func (d *Dashboard) Queries() ([]Query, error) {
 	var out []Query
 	for _, p := range d.AllPanels() {
@@ -127,7 +131,10 @@ func (d *Dashboard) Queries() ([]Query, error) {
 		}
 		m := labelValuesRE.FindStringSubmatch(v.Definition)
 		if m == nil {
-			return nil, fmt.Errorf("variable %s: query %q is not label_values(selector, label)", v.Name, v.Definition)
+			m = queryResultRE.FindStringSubmatch(v.Definition)
+		}
+		if m == nil {
+			return nil, fmt.Errorf("variable %s: query %q is not label_values(selector, label) or query_result(query)", v.Name, v.Definition)
 		}
 		out = append(out, Query{Where: "variable " + v.Name, Expr: m[1], Instant: true})
 	}

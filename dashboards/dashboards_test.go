@@ -22,6 +22,10 @@ var checkVars = map[string]string{
 	"job":        ".*",
 	"instance":   ".*",
 	"job_name":   ".*",
+	"team":       ".*",
+	"owner":      ".*",
+	"user":       ".*",
+	"unit":       ".*",
 	"datasource": "prometheus",
 }
 
@@ -92,14 +96,20 @@ func TestImportable(t *testing.T) {
 	if v := byName["datasource"]; v.Type != "datasource" || string(v.Query) != `"prometheus"` || v.Multi || v.IncludeAll {
 		t.Errorf("variable datasource = %+v, want a single-value prometheus datasource variable", v)
 	}
-	for _, name := range []string{"cluster", "instance", "job_name"} {
+	// job_name's All is the jobs it lists, those of the team (owner)
+	// chosen: the others' All is every value, .*.
+	for _, name := range []string{"cluster", "instance", "team", "owner", "user", "unit", "job_name"} {
 		v, ok := byName[name]
 		if !ok {
 			t.Errorf("variable %s missing", name)
 			continue
 		}
-		if v.Type != "query" || !v.Multi || !v.IncludeAll || v.AllValue != ".*" {
-			t.Errorf("variable %s = %+v, want a multi-value query variable with All = .*", name, v)
+		allValue := ".*"
+		if name == "job_name" {
+			allValue = ""
+		}
+		if v.Type != "query" || !v.Multi || !v.IncludeAll || v.AllValue != allValue {
+			t.Errorf("variable %s = %+v, want a multi-value query variable with All = %q", name, v, allValue)
 		}
 		if v.Datasource == nil || v.Datasource.UID != "${datasource}" {
 			t.Errorf("variable %s does not query ${datasource}", name)

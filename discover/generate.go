@@ -231,6 +231,9 @@ func jobValue(j *Job) value {
 	if j.Persistent && len(j.OnCalendar) > 0 {
 		m.set("persistent", boolean(true))
 	}
+	if l := jobLabels(j); l != nil {
+		m.set("labels", *l)
+	}
 	what := "cron line"
 	if j.Origin == "timer" {
 		what = j.Timer
@@ -240,6 +243,30 @@ func jobValue(j *Job) value {
 		m.comment = fmt.Sprintf("%s (%s, user %s)", j.Where(), what, j.User)
 	}
 	return *m
+}
+
+// Label names of a discovered job's labels (docs/discover.md): the user
+// a cron line runs as, the timer unit that starts a timer's service.
+const (
+	LabelUser = "user"
+	LabelUnit = "unit"
+)
+
+// jobLabels are the labels of a discovered job (nil: none), which its
+// alerts carry: the host's users and units are few, and the config is
+// where they are read from.
+func jobLabels(j *Job) *value {
+	m := newMap()
+	switch {
+	case j.Origin == "timer" && j.Timer != "":
+		m.set(LabelUnit, str(strings.ToValidUTF8(j.Timer, "\uFFFD")))
+	case j.User != "":
+		m.set(LabelUser, str(strings.ToValidUTF8(j.User, "\uFFFD")))
+	}
+	if len(m.keys) == 0 {
+		return nil
+	}
+	return m
 }
 
 // watchKind says which source sees a job's runs.

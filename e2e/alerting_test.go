@@ -51,6 +51,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 	testproc.WriteFile(t, runLog, "")
 	jwConfig := filepath.Join(dir, "jobwatch.yml")
 	testproc.WriteFile(t, jwConfig, fmt.Sprintf(`stale_multiple: 2
+labels: {team: e2e}
 jobs:
   - name: e2e_stale
     every: 2s
@@ -128,7 +129,7 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": jwAddr, "job_name": ".*"}
+	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": jwAddr, "job_name": ".*", "team": ".*", "owner": ".*", "user": ".*", "unit": ".*"}
 	for k, v := range dashboards.Builtin {
 		vals[k] = v
 	}

@@ -95,6 +95,7 @@ type Exporter struct {
 	saveFailures  prometheus.Counter
 	lastSaveTime  prometheus.Gauge
 	registerables []prometheus.Collector
+	jobConfig     *collector.JobConfig   // the jobs' labels and alert thresholds
 	served        []prometheus.Collector // registerables, the jobs left to collector.Handler
 
 	// services (check-ins) are opened once a config turns them on.
@@ -218,8 +219,9 @@ func newExporter(o Options) *Exporter {
 			Name: "jobwatch_state_last_save_timestamp_seconds", Help: "Time of the last successful state save."}),
 		services:     newServices(),
 		rediscovered: make(chan *generation, 1),
+		jobConfig:    collector.NewJobConfig(),
 	}
-	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime, collector.NewClocks(e.tracker)}, e.newServiceMetrics()...)
+	own := append([]prometheus.Collector{e.reloadOK, e.reloadTime, e.saveFailures, e.lastSaveTime, collector.NewClocks(e.tracker), e.jobConfig}, e.newServiceMetrics()...)
 	// Scrapes judge "seconds since" by the model's clock, which a
 	// backward step of the host's clock does not move back.
 	e.registerables = append([]prometheus.Collector{collector.New(savedView{e}, e.tracker.Now)}, own...)
@@ -298,6 +300,7 @@ func (e *Exporter) prepare(cfg *config.Config) (*generation, error) {
 func (e *Exporter) configure(g *generation) {
 	e.tracker.SetRetiredRetention(g.cfg.Discovery.RetiredRetention.D())
 	e.tracker.Configure(g.jobs, g.specs)
+	e.jobConfig.Configure(g.jobs)
 }
 
 // start runs g's sources, each from its saved position.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -143,19 +144,22 @@ func TestNewRefusesABadStateFile(t *testing.T) {
 func TestJobSpecs(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "jobwatch.yml")
-	writeFile(t, cfg, "stale_multiple: 3\njobs:\n  - name: a\n    every: 10m\n    timeout: 5m\n    grace: 1m\n    scope: cluster\n  - name: b\n    every: 1h\n")
+	writeFile(t, cfg, "stale_multiple: 3\nlabels: {team: ops}\nalert_after: {failures: 3}\njobs:\n"+
+		"  - name: a\n    every: 10m\n    timeout: 5m\n    grace: 1m\n    scope: cluster\n    labels: {team: payments, owner: alice}\n    alert_after: {skips: 5}\n"+
+		"  - name: b\n    every: 1h\n")
 	e, err := New(Options{StartupHold: -1, ConfigFile: cfg, StateDir: filepath.Join(dir, "state")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	jobs, _ := e.Tracker().View()
 	want := []model.JobSpec{
-		{Name: "a", Timeout: 5 * time.Minute, Grace: time.Minute, Scope: "cluster", StaleMultiple: 3},
-		{Name: "b", Scope: "host", StaleMultiple: 3},
+		{Name: "a", Timeout: 5 * time.Minute, Grace: time.Minute, Scope: "cluster", StaleMultiple: 3,
+			Labels: map[string]string{"team": "payments", "owner": "alice"}, AlertAfter: model.AlertAfter{Failures: 3, Skips: 5}},
+		{Name: "b", Scope: "host", StaleMultiple: 3, Labels: map[string]string{"team": "ops"}, AlertAfter: model.AlertAfter{Failures: 3}},
 	}
 	for i, j := range jobs {
 		j.Spec.Schedule = nil
-		if j.Spec != want[i] {
+		if !reflect.DeepEqual(j.Spec, want[i]) {
 			t.Errorf("spec %d: %+v, want %+v", i, j.Spec, want[i])
 		}
 	}

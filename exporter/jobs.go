@@ -44,6 +44,10 @@ func JobSpecs(cfg *config.Config, local *time.Location) ([]model.JobSpec, error)
 			Persistent:    j.Persistent,
 			Scope:         scope,
 			StaleMultiple: cfg.StaleMultiple,
+			Labels:        j.Labels,
+			AlertAfter: model.AlertAfter{
+				Failures: int(j.AlertAfter.Failures), MissedRuns: int(j.AlertAfter.MissedRuns), Skips: int(j.AlertAfter.Skips),
+			},
 		})
 	}
 	return specs, config.Join(errs...)

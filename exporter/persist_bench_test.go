@@ -63,6 +63,31 @@ func benchHistory() int {
 	return 1
 }
 
+// benchAge is how long before it is written the writer dates each record
+// (JOBWATCH_BENCH_AGE, a duration; default 0: stamped when written, as
+// applications write them). Records older than the run log's late window
+// are decided as they are read; live ones are held for it, their facts
+// shown at once and their verdicts saved later.
+func benchAge(b *testing.B) time.Duration {
+	v := os.Getenv("JOBWATCH_BENCH_AGE")
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		b.Fatalf("JOBWATCH_BENCH_AGE: %v", err)
+	}
+	return d
+}
+
+// stampLayout is the fixed-width time of the writer's records, and
+// stampSlot what stands for it in the records formatted before the writer
+// starts: it writes the time of each write there, less its age.
+const (
+	stampLayout = "2006-01-02T15:04:05.000000Z"
+	stampSlot   = "@@@@-@@-@@T@@:@@:@@.@@@@@@Z"
+)
+
 // streamBench is a running jobwatch watching n jobs in one run log, every
 // job with a finished run already, and a writer that appends records at a
 // steady rate.
@@ -117,13 +142,14 @@ func startStreamBench(b *testing.B, n int) *streamBench {
 
 // write appends records: start and end pairs, each pair on the next job.
 func (s *streamBench) write(b *testing.B, records int) {
-	if _, err := s.log.Write(s.format(records)); err != nil {
+	if _, err := s.log.Write(s.format(records, false)); err != nil {
 		b.Fatal(err)
 	}
 }
 
-// format is the next records of write, start and end pairs.
-func (s *streamBench) format(records int) []byte {
+// format is the next records of write, start and end pairs; stamped
+// later by the writer (stampSlot) if stampLater, else dated from s.when.
+func (s *streamBench) format(records int, stampLater bool) []byte {
 	var w bytes.Buffer
 	for range records / 2 {
 		job := fmt.Sprintf("job_%05d", s.next%s.n)
@@ -131,6 +157,9 @@ func (s *streamBench) format(records int) []byte {
 		s.pid++
 		s.when = s.when.Add(time.Millisecond)
 		t := s.when.UTC().Format(time.RFC3339Nano)
+		if stampLater {
+			t = stampSlot
+		}
 		fmt.Fprintf(&w, `{"time":%q,"job":%q,"event":"start","host":"web1","pid":%d}`+"\n", t, job, s.pid)
 		fmt.Fprintf(&w, `{"time":%q,"job":%q,"event":"end","host":"web1","pid":%d,"status":"success","exit_code":0,"duration_seconds":0.2}`+"\n", t, job, s.pid)
 	}
@@ -178,7 +207,7 @@ func (s *streamBench) startWriter(b *testing.B, rate int, d time.Duration) *stre
 	writes := benchWrites()
 	var chunks []byte
 	for range int(d.Seconds()*float64(writes)) + 2*writes {
-		chunk := s.format(max(rate/writes, 2))
+		chunk := s.format(max(rate/writes, 2), true)
 		chunks = binary.AppendUvarint(chunks, uint64(len(chunk)))
 		chunks = append(chunks, chunk...)
 	}
@@ -187,7 +216,8 @@ func (s *streamBench) startWriter(b *testing.B, rate int, d time.Duration) *stre
 		b.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestStreamWriterProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "JOBWATCH_STREAM_CHUNKS="+path, "JOBWATCH_STREAM_LOG="+s.log.Name(), fmt.Sprintf("JOBWATCH_STREAM_WRITES=%d", writes))
+	cmd.Env = append(os.Environ(), "JOBWATCH_STREAM_CHUNKS="+path, "JOBWATCH_STREAM_LOG="+s.log.Name(), fmt.Sprintf("JOBWATCH_STREAM_WRITES=%d", writes),
+		"JOBWATCH_STREAM_AGE="+benchAge(b).String())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	stdin, err := cmd.StdinPipe()
@@ -227,7 +257,8 @@ func (w *streamWriter) stop(b *testing.B) time.Duration {
 // TestStreamWriterProcess is the writer process of startWriter: it appends
 // the chunks of JOBWATCH_STREAM_CHUNKS (each a uvarint length and its bytes)
 // to JOBWATCH_STREAM_LOG, JOBWATCH_STREAM_WRITES a second, until its stdin
-// closes; it fails if it runs out of them first.
+// closes; it fails if it runs out of them first. Each write's records are
+// stamped as it writes them, less JOBWATCH_STREAM_AGE.
 func TestStreamWriterProcess(t *testing.T) {
 	path := os.Getenv("JOBWATCH_STREAM_CHUNKS")
 	if path == "" {
@@ -240,6 +271,10 @@ func TestStreamWriterProcess(t *testing.T) {
 	writes, err := strconv.Atoi(os.Getenv("JOBWATCH_STREAM_WRITES"))
 	if err != nil || writes <= 0 {
 		t.Fatalf("JOBWATCH_STREAM_WRITES: %v", err)
+	}
+	age, err := time.ParseDuration(os.Getenv("JOBWATCH_STREAM_AGE"))
+	if err != nil {
+		t.Fatalf("JOBWATCH_STREAM_AGE: %v", err)
 	}
 	log, err := os.OpenFile(os.Getenv("JOBWATCH_STREAM_LOG"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -266,7 +301,8 @@ func TestStreamWriterProcess(t *testing.T) {
 		if k <= 0 || uint64(len(data)-k) < n {
 			t.Fatal("chunks file cut short")
 		}
-		if _, err := log.Write(data[k : k+int(n)]); err != nil {
+		chunk := bytes.ReplaceAll(data[k:k+int(n)], []byte(stampSlot), []byte(time.Now().Add(-age).UTC().Format(stampLayout)))
+		if _, err := log.Write(chunk); err != nil {
 			t.Fatal(err)
 		}
 		data = data[k+int(n):]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/discover"
+	"github.com/jobwatch/jobwatch/internal/labelname"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/sources"
 )
@@ -85,6 +87,7 @@ func (e *Exporter) attachServices(g *generation) error {
 				Deps:     sources.Deps{Logger: e.opts.Logger, Now: e.tracker.Now}.WithDefaults(),
 				StateDir: e.opts.StateDir,
 				Count:    s.count,
+				Reload:   e.Reload,
 			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.typ.Type, err)
@@ -139,15 +142,32 @@ type Route struct {
 func (e *Exporter) Routes() []Route {
 	var out []Route
 	for _, s := range e.services {
-		out = append(out, Route{s.typ.Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if svc := s.loaded(); svc != nil {
 				svc.ServeHTTP(w, r)
 				return
 			}
 			s.typ.Off(w, r, s.count)
-		})})
+		})
+		for _, p := range append([]string{s.typ.Path}, s.typ.MorePaths...) {
+			out = append(out, Route{p, h})
+		}
 	}
 	return out
+}
+
+// Root hands a request of the root to the service that claims it
+// (sources.RootClaimer: check-ins at /<uuid>), else to next.
+func (e *Exporter) Root(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, s := range e.services {
+			if c, ok := s.loaded().(sources.RootClaimer); ok && c.ClaimsRoot(r) {
+				s.loaded().ServeHTTP(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // View is the state as last saved: what scrapes and the status page show.
@@ -293,7 +313,7 @@ func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*
 		}
 		cfg = merged
 	}
-	g, err := e.prepare(cfg)
+	g, err := e.prepare(e.withServiceJobs(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -357,11 +377,30 @@ func (e *Exporter) adopt(g *generation) {
 	e.opts.Logger.Info("the host's jobs changed; watching them", "jobs", len(g.jobs), "host_jobs", g.hostJobs, "sources", len(g.sources))
 }
 
+// The label names of the services' and discovery's metrics, which no job's
+// labels: may take (package labelname).
+var (
+	findingsLabels   = []string{"kind", "severity"}
+	statusPageLabels = []string{"url"}
+)
+
+func init() {
+	labelname.Reserve(func() []string {
+		names := slices.Concat(findingsLabels, statusPageLabels)
+		for _, t := range sources.Services() {
+			for _, c := range t.Counters {
+				names = append(names, c.Label)
+			}
+		}
+		return names
+	})
+}
+
 // newServiceMetrics are the metrics of the services and of discovery.
 func (e *Exporter) newServiceMetrics() []prometheus.Collector {
 	e.discoveryFindings = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "jobwatch_discovery_findings", Help: "Scheduling mistakes the last discovery found on the host, by kind and severity (docs/discover.md)."},
-		[]string{"kind", "severity"})
+		findingsLabels)
 	e.discoveryUnwatched = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jobwatch_discovery_unwatched_jobs", Help: "Scheduled jobs on the host (cron lines, timers) that no configured job watches, as the last discovery found them."})
 	e.discoveryWatched = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -372,7 +411,7 @@ func (e *Exporter) newServiceMetrics() []prometheus.Collector {
 		Name: "jobwatch_discovery_errors_total", Help: "Discoveries that failed (the config or the host could not be read)."})
 	statusPage := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "jobwatch_status_page_info", Help: "The status page's URL (--web.external-url), for alerts to link a job's page; always 1, absent without the flag."},
-		[]string{"url"})
+		statusPageLabels)
 	if e.opts.StatusPageURL != "" {
 		statusPage.WithLabelValues(e.opts.StatusPageURL).Set(1)
 	}
@@ -405,4 +444,21 @@ func (d discoveryCollector) Collect(ch chan<- prometheus.Metric) {
 	d.e.discoveryWatched.Collect(ch)
 	d.e.discoveryLast.Collect(ch)
 	d.e.discoveryErrors.Collect(ch)
+}
+
+// withServiceJobs is cfg with the jobs services made (sources.ServiceType's
+// Jobs: check-ins' ?create=1), or cfg itself when they made none.
+func (e *Exporter) withServiceJobs(cfg *config.Config) *config.Config {
+	var made []config.Job
+	for _, s := range e.services {
+		if s.typ.Jobs != nil && s.typ.Enabled(cfg) {
+			made = append(made, s.typ.Jobs(e.opts.StateDir, cfg)...)
+		}
+	}
+	if len(made) == 0 {
+		return cfg
+	}
+	out := *cfg
+	out.Jobs = append(append([]config.Job(nil), cfg.Jobs...), made...)
+	return &out
 }

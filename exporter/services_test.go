@@ -103,6 +103,7 @@ func TestCheckinsThroughTheExporter(t *testing.T) {
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP jobwatch_checkins_rejected_total Check-ins refused, by reason (docs/checkins.md).
 # TYPE jobwatch_checkins_rejected_total counter
+jobwatch_checkins_rejected_total{reason="bad_checkin"} 0
 jobwatch_checkins_rejected_total{reason="bad_exit_code"} 0
 jobwatch_checkins_rejected_total{reason="bad_host"} 0
 jobwatch_checkins_rejected_total{reason="bad_path"} 0
@@ -110,9 +111,11 @@ jobwatch_checkins_rejected_total{reason="bad_pid"} 0
 jobwatch_checkins_rejected_total{reason="bad_reason"} 0
 jobwatch_checkins_rejected_total{reason="bad_rid"} 0
 jobwatch_checkins_rejected_total{reason="body_too_large"} 0
+jobwatch_checkins_rejected_total{reason="create_refused"} 0
 jobwatch_checkins_rejected_total{reason="cross_site"} 0
 jobwatch_checkins_rejected_total{reason="method_not_allowed"} 0
 jobwatch_checkins_rejected_total{reason="unknown_job"} 2
+jobwatch_checkins_rejected_total{reason="wrong_key"} 0
 `), "jobwatch_checkins_rejected_total"); err != nil {
 		t.Error(err)
 	}

@@ -27,6 +27,15 @@
     // variable's "All".
     dashboardClusterLabel: if self.clusterLabel != '' then self.clusterLabel else 'cluster',
 
+    // The labels of a job (its labels: in jobwatch.yml, exported as
+    // jobwatch_job_labels_info) that every alert about the job carries, for
+    // Alertmanager to route on, and the dashboard has a variable for
+    // (docs/ownership.md): team and owner, and user and unit, which
+    // discover gives the jobs it finds. A job without one of them alerts
+    // without it; an empty list leaves the alerts as they are. Keep out the
+    // labels your scrape config gives jobwatch's targets.
+    jobLabels: ['team', 'owner', 'user', 'unit'],
+
     // Prefix of every alert's runbook_url; the alert's name in lower case
     // follows it. The default is the published runbook, an absolute URL
     // that Alertmanager's receivers can open; set 'alerts/runbook.md#' for

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -447,7 +448,7 @@ func TestConfigDocumented(t *testing.T) {
 // their variables filled as the dashboards package's tests fill them.
 func checkDashboardQueries(t *testing.T, o *Output) {
 	t.Helper()
-	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": ".*", "job_name": ".*"}
+	vals := map[string]string{"cluster": ".*", "job": ".*", "instance": ".*", "job_name": ".*", "team": ".*", "owner": ".*", "user": ".*", "unit": ".*"}
 	for k, v := range dashboards.Builtin {
 		vals[k] = v
 	}
@@ -567,4 +568,49 @@ tests:
               runbook_url: https://github.com/jobwatch/jobwatch/blob/main/alerts/runbook.md#jobwatchabsent
 `)
 	promtool(t, "test", "rules", filepath.Join(dir, "tests", "target.yml"))
+}
+
+// TestJobLabels: every job and lock alert carries the labels jobLabels
+// names, and only those, joined so that no alert is lost; the alerts
+// about jobwatch itself carry none; an empty list leaves the rules as
+// they were, and the dashboard gets a variable per label.
+func TestJobLabels(t *testing.T) {
+	jobAlert := regexp.MustCompile(`^Jobwatch(Job|Lock)`)
+	for _, tc := range []struct {
+		config, groupLeft string
+		variables         []string
+	}{
+		{"", "group_left(team, owner, user, unit)", []string{"team", "owner", "user", "unit"}},
+		{`{"jobLabels": ["tier"]}`, "group_left(tier)", []string{"tier"}},
+		{`{"jobLabels": []}`, "", nil},
+	} {
+		o := generate(t, tc.config)
+		for _, r := range rules(t, o) {
+			joined := strings.Contains(r.Expr, "jobwatch_job_labels_info")
+			switch {
+			case !jobAlert.MatchString(r.Alert) && joined:
+				t.Errorf("config %s: %s is no job alert and joins the job's labels", tc.config, r.Alert)
+			case jobAlert.MatchString(r.Alert) && tc.groupLeft == "" && joined:
+				t.Errorf("config %s: %s joins the job's labels", tc.config, r.Alert)
+			case jobAlert.MatchString(r.Alert) && tc.groupLeft != "" &&
+				(!strings.Contains(r.Expr, "* on(job_name) "+tc.groupLeft) || !strings.Contains(r.Expr, "or on(job_name)\n    group by (job_name) (jobwatch_job_info)")):
+				t.Errorf("config %s: %s does not carry the labels by %s, keeping a job without labels:\n%s", tc.config, r.Alert, tc.groupLeft, r.Expr)
+			}
+		}
+		var got []string
+		for _, data := range o.Dashboards {
+			d, err := dashboards.Parse(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range d.Templating.List {
+				if strings.Contains(v.Definition, "label_values(jobwatch_job_labels_info") {
+					got = append(got, v.Name)
+				}
+			}
+		}
+		if !slices.Equal(got, tc.variables) {
+			t.Errorf("config %s: dashboard label variables %q, want %q", tc.config, got, tc.variables)
+		}
+	}
 }

@@ -259,16 +259,16 @@ func (w *watermarks) decidableBy(j *job, now time.Time, force bool) (time.Time, 
 	var mark, readMark time.Time
 	some, reported, someRead := false, true, false
 	w.reporting(j, now, func(src *source) {
-		w, ok := src.clock.watermark(now, startingUp)
+		at, ok := src.clock.watermark(now, startingUp)
 		if !ok {
 			reported = false
 			return
 		}
-		if !some || w.Before(mark) {
-			mark, some = w, true
+		if !some || at.Before(mark) {
+			mark, some = at, true
 		}
-		if !src.clock.seen.IsZero() && (!someRead || w.Before(readMark)) {
-			readMark, someRead = w, true
+		if !src.clock.seen.IsZero() && (!someRead || at.Before(readMark)) {
+			readMark, someRead = at, true
 		}
 	})
 	to, ok := mark, reported && some

@@ -35,6 +35,10 @@ type JobSpec struct {
 	// and no job of the config names it. One that disappears is retired,
 	// not dropped (see Configure).
 	Discovered bool
+	// Labels and AlertAfter are the config's labels: and alert_after:,
+	// kept for the collector and the status page (ownership.go).
+	Labels     map[string]string
+	AlertAfter AlertAfter
 }
 
 // SourceSpec names a configured source.

@@ -27,6 +27,13 @@ type Service interface {
 	Close() error
 }
 
+// RootClaimer is implemented by a service that may answer paths at the
+// root too (check-ins at /<uuid> with checkins.root_paths): ClaimsRoot
+// says whether a request of the root is its.
+type RootClaimer interface {
+	ClaimsRoot(r *http.Request) bool
+}
+
 // OutputReader is implemented by a service that keeps the outputs it
 // receives (the check-in spool) and hands them over as references
 // (model.Event.OutputRef, "<type>:..."): ReadOutput reads one, or says why
@@ -44,6 +51,8 @@ type ServiceDeps struct {
 	// Count adds one to the service's counter of that name (one of its
 	// type's Counters) for the label value.
 	Count func(counter, value string)
+	// Reload loads the config again, for a service whose Jobs changed.
+	Reload func() error
 }
 
 // ServiceType is a registered kind of service.
@@ -52,6 +61,9 @@ type ServiceType struct {
 	Type string
 	// Path is the URL path pattern the server hands it ("/ping/").
 	Path string
+	// MorePaths are further patterns it answers (other monitors' URL
+	// shapes: "/api/", "/p/").
+	MorePaths []string
 	// LateWindow is its source's late window (RunReporter's).
 	LateWindow time.Duration
 	// Enabled says whether a configuration turns it on.
@@ -71,6 +83,10 @@ type ServiceType struct {
 	// Counters are what it counts besides records (check-ins refused, by
 	// reason); the exporter exports them as jobwatch_<Name>.
 	Counters []Counter
+	// Jobs, when set, are jobs the service made (check-ins' ?create=1),
+	// kept in stateDir, as cfg configures them: the exporter watches them
+	// with cfg's own.
+	Jobs func(stateDir string, cfg *config.Config) []config.Job
 }
 
 // Counter is a service's counter, by one label whose values are bounded.

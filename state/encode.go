@@ -237,8 +237,10 @@ func (o *jsonOut) job(r *jobRecord) {
 	o.countsMember("skips_by_reason", r.SkipsByReason)
 	o.countsMember("lock_lost", r.LockLost)
 	o.uintMember("overlaps", r.Overlaps, true)
-	o.key("durations")
-	o.histogram(&r.Durations)
+	if !r.Durations.IsZero() {
+		o.key("durations")
+		o.histogram(&r.Durations)
+	}
 	list(o, "lost_runs", r.LostRuns, o.runKey)
 	o.uintMember("missed", r.Missed, true)
 	o.uintMember("unexpected", r.Unexpected, true)
@@ -256,6 +258,7 @@ func (o *jsonOut) job(r *jobRecord) {
 	o.floatMember("lock_ttl_seconds", r.LockTTL, true)
 	o.timeMember("decided_until", r.DecidedUntil, true)
 	list(o, "pending", r.Pending, o.held)
+	o.boolMember("held_only", r.HeldOnly)
 	o.boolMember("discovered", r.Discovered)
 	o.timeMember("retired", r.Retired, true)
 	o.timeMember("resumed", r.Resumed, true)

@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -42,7 +43,7 @@ type jobRecord struct {
 	SkipsByReason       map[string]uint64 `json:"skips_by_reason,omitempty"`
 	LockLost            map[string]uint64 `json:"lock_lost,omitempty"`
 	Overlaps            uint64            `json:"overlaps,omitempty"`
-	Durations           histogramRecord   `json:"durations"`
+	Durations           histogramRecord   `json:"durations,omitzero"`
 	LostRuns            []runKeyRecord    `json:"lost_runs,omitempty"`
 	Missed              uint64            `json:"missed,omitempty"`
 	Unexpected          uint64            `json:"unexpected,omitempty"`
@@ -68,6 +69,11 @@ type jobRecord struct {
 	// event time, and the records held for its watermark (format 3).
 	DecidedUntil time.Time    `json:"decided_until,omitzero"`
 	Pending      []heldRecord `json:"pending,omitempty"`
+	// HeldOnly (format 5, in log entries): the job is as the entry before
+	// left it but for its records held (Pending), which are all the record
+	// holds, with DecidedUntil. A live record is saved so when it is read
+	// (its fact); its job is written whole once its verdict is made.
+	HeldOnly bool `json:"held_only,omitempty"`
 	// Discovered, Retired and Resumed: a job host mode found, when it
 	// disappeared from the host, when it came back. Optional, as
 	// lock_ttl_seconds: absent (a state written before them) is a job of
@@ -223,6 +229,12 @@ func nativeOf(h *model.Histogram) {
 	}
 }
 
+// IsZero: a job with no durations (none finished with one, or a held_only
+// record) leaves its histogram out (format 5); absent reads as empty.
+func (h histogramRecord) IsZero() bool {
+	return len(h.Counts) == 0 && len(h.Native) == 0 && h.Zero == 0 && h.Sum == 0 && h.Count == 0
+}
+
 type runKeyRecord struct {
 	RunID string `json:"run_id,omitempty"`
 	Host  string `json:"host,omitempty"`
@@ -266,6 +278,13 @@ type sourceRecord struct {
 // disk holds of it, its recent runs and durations are written as what was
 // added since (RecentAdded), else whole.
 func jobToRecord(v, prev *model.JobView) *jobRecord {
+	if onlyHeldChanged(v, prev) {
+		r := &jobRecord{HeldOnly: true, DecidedUntil: v.DecidedUntil}
+		for i := range v.Pending {
+			r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
+		}
+		return r
+	}
 	j := v.JobState
 	r := &jobRecord{
 		FirstWatched: j.FirstWatched, LastStart: j.LastStart, LastSuccess: j.LastSuccess,
@@ -334,6 +353,19 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 	return r
 }
 
+// onlyHeldChanged says v differs from prev, the view on disk, in its
+// records held and how far it has decided at most: its state is prev's
+// (shared, or copied before a change that did not come: model's job.own),
+// and so are its runs in progress, recent runs and durations. A state
+// equal but told apart (a time in another location) is written whole.
+func onlyHeldChanged(v, prev *model.JobView) bool {
+	return prev != nil && v.Spec.Name == prev.Spec.Name &&
+		(v.JobState == prev.JobState || reflect.DeepEqual(*v.JobState, *prev.JobState)) &&
+		slices.Equal(v.Open, prev.Open) &&
+		slices.Equal(v.LastDurations(), prev.LastDurations()) &&
+		slices.EqualFunc(v.RecentRuns(), prev.RecentRuns(), func(a, b model.RecentRun) bool { return a == b })
+}
+
 // appended is how many of now's last elements were added after before:
 // now is the last len(now) of before followed by them. An element equal
 // to one before may be taken for it, which gives the same list.
@@ -391,6 +423,16 @@ func recentToRecord(run model.RecentRun) recentRecord {
 // toModelAfter converts a record of a log entry, whose recent runs and
 // durations may be what was added to before's (RecentCount).
 func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
+	if r.HeldOnly && before != nil {
+		j := *before
+		j.Pending, j.DecidedUntil = nil, r.DecidedUntil
+		for i := range r.Pending {
+			if h, ok := r.Pending[i].toModel(); ok {
+				j.Pending = append(j.Pending, h)
+			}
+		}
+		return j
+	}
 	j := r.toModel()
 	var prev model.History
 	if before != nil {

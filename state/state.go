@@ -44,7 +44,9 @@ const (
 // save was written); a format-2 state loads with none held. Format 4 writes
 // in a log entry only the recent runs and durations a job added since the
 // entry before (jobRecord.RecentAdded); format 3 logs hold them whole.
-const Version = 4
+// Format 5 writes in a log entry only the records held of a job whose
+// state did not change otherwise (jobRecord.HeldOnly).
+const Version = 5
 
 const formatName = "jobwatch-state"
 

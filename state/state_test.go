@@ -825,3 +825,67 @@ func TestWrittenByTheSetClock(t *testing.T) {
 		t.Fatalf("written %s, want the clock's %s", snap.Written, at)
 	}
 }
+
+// A live record is held for its source's late window: the save that holds
+// it writes the job's records held alone (format 5's held_only), the save
+// after its verdict the job whole; each loads back as it was.
+func TestLiveRecordSavesHeldOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	now := t0.Add(time.Hour)
+	open := func() *testModel {
+		tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return now }})
+		tr.Configure([]model.JobSpec{{Name: "stats", Schedule: schedule.Every(time.Hour), StaleMultiple: 2}},
+			[]model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/var/log/runs.log", Runs: true, LateWindow: time.Minute}})
+		s, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		snap, err := s.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap != nil {
+			if err := tr.Restore(snap); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return &testModel{tr: tr, store: s}
+	}
+	m := open()
+	m.tr.Apply(model.Batch{Source: "runs", AtEnd: true, Position: json.RawMessage(`{"offset":1}`),
+		Events: []model.Event{ev(model.Start, "stats", 1, 0), ev(model.End, "stats", 1, time.Second)}})
+	m.save(t) // the snapshot
+	logged := func(step string) string {
+		t.Helper()
+		before := fileSize(t, filepath.Join(dir, LogFile))
+		m.save(t)
+		b, err := os.ReadFile(filepath.Join(dir, LogFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := views(m.tr)
+		m.store.Close()
+		m = open()
+		if got := views(m.tr); got != want {
+			t.Fatalf("%s: loaded state differs:\n got %s\nwant %s", step, got, want)
+		}
+		m.save(t) // a snapshot again after a load
+		return string(b[before:])
+	}
+	// A run stamped now: held for a minute, its job otherwise unchanged.
+	live := func(pid int) []model.Event {
+		start, end := ev(model.Start, "stats", pid, now.Sub(t0)), ev(model.End, "stats", pid, now.Sub(t0))
+		return []model.Event{start, end}
+	}
+	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":2}`), Events: live(2)})
+	if entry := logged("held"); !strings.Contains(entry, `"held_only":true`) || strings.Contains(entry, `"runs":{"success"`) || len(entry) > 600 {
+		t.Errorf("the save of a held record wrote %d bytes, want its records held alone:\n%s", len(entry), entry)
+	}
+	// Its verdict, a minute later: the job whole.
+	now = now.Add(2 * time.Minute)
+	m.tr.Apply(model.Batch{Source: "runs", AtEnd: true, Position: json.RawMessage(`{"offset":3}`)})
+	if entry := logged("decided"); strings.Contains(entry, `"held_only"`) || !strings.Contains(entry, `"runs":{"success":2}`) {
+		t.Errorf("the save of the verdict did not write the job whole:\n%s", entry)
+	}
+}

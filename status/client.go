@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // DefaultURL is where `jobwatch status` and `jobwatch check` find jobwatch:
@@ -25,8 +28,9 @@ var ErrUnknownJob = errors.New("unknown job")
 // maxAPIBody bounds an API answer read by the commands.
 const maxAPIBody = 64 << 20
 
-// Fetch reads the report of the jobwatch at base (one job when job is set).
-func Fetch(ctx context.Context, client *http.Client, base, job string) (Report, error) {
+// Fetch reads the report of the jobwatch at base (one job when job is
+// set), of the jobs with every label of labels.
+func Fetch(ctx context.Context, client *http.Client, base, job string, labels ...LabelMatch) (Report, error) {
 	u, err := url.Parse(strings.TrimSuffix(base, "/"))
 	if err != nil {
 		return Report{}, fmt.Errorf("url: %w", err)
@@ -36,6 +40,9 @@ func Fetch(ctx context.Context, client *http.Client, base, job string) (Report, 
 		path += "/" + url.PathEscape(job)
 	}
 	u = u.JoinPath(path)
+	if job == "" && len(labels) > 0 {
+		u.RawQuery = labelQuery(labels).Encode()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Report{}, err
@@ -66,7 +73,7 @@ func Fetch(ctx context.Context, client *http.Client, base, job string) (Report, 
 	if err := json.Unmarshal(body, &j); err != nil {
 		return Report{}, fmt.Errorf("%s: %w", u.Redacted(), err)
 	}
-	return Report{GeneratedAt: time.Now().UTC(), Jobs: []Job{j}}, nil
+	return FilterLabels(Report{GeneratedAt: time.Now().UTC(), Jobs: []Job{j}}, labels), nil
 }
 
 // ANSI colours of the states, for a terminal.
@@ -143,12 +150,20 @@ func Check(j Job, o CheckOptions) (int, string) {
 		}
 	}
 	since := time.Duration(j.SecondsSinceLastSuccess * float64(time.Second))
+	// Critical at the failures in a row the bundled rules page at: the
+	// job's alert_after (an older jobwatch's API has none: the default).
+	failAt := cmp.Or(j.AlertAfter.Failures, model.DefaultAlertAfter.Failures)
 	switch {
 	case j.State == StateStale:
 		worse(CheckCritical, "stale: no success for "+durText(j.SecondsSinceLastSuccess))
-	case j.ConsecutiveFailures >= 2:
+	case j.LastRunFailed && j.HeldEnds == 0 && j.ConsecutiveFailures >= uint64(failAt):
+		// The last run's result is a fact, shown when read; how many
+		// failed in a row is a verdict, counted once the watermark has
+		// passed every end read.
 		worse(CheckCritical, fmt.Sprintf("failing: %d runs in a row failed", j.ConsecutiveFailures))
-	case j.ConsecutiveFailures == 1:
+	case j.LastRunFailed && j.HeldEnds == 0 && j.ConsecutiveFailures > 1:
+		worse(CheckWarning, fmt.Sprintf("%d runs in a row failed (alert_after.failures: %d)", j.ConsecutiveFailures, failAt))
+	case j.LastRunFailed:
 		worse(CheckWarning, "the last run failed")
 	}
 	if len(j.Running) > 1 {

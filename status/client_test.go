@@ -32,6 +32,16 @@ func TestFetchAndTable(t *testing.T) {
 	if err != nil || len(one.Jobs) != 1 || one.Jobs[0].Name != "stats" {
 		t.Fatalf("one job: %+v %v", one, err)
 	}
+	// --label: the jobs with the label, asked of the API; one job
+	// without it is no job.
+	platform := []LabelMatch{{"team", "platform"}}
+	byLabel, err := Fetch(context.Background(), srv.Client(), srv.URL, "", platform...)
+	if err != nil || len(byLabel.Jobs) != 1 || byLabel.Jobs[0].Name != "backup" {
+		t.Errorf("--label team=platform: %+v %v", byLabel.Jobs, err)
+	}
+	if none, err := Fetch(context.Background(), srv.Client(), srv.URL, "stats", platform...); err != nil || len(none.Jobs) != 0 {
+		t.Errorf("--job stats --label team=platform: %+v %v", none.Jobs, err)
+	}
 	if _, err := Fetch(context.Background(), srv.Client(), srv.URL, "nosuch"); !errors.Is(err, ErrUnknownJob) {
 		t.Errorf("unknown job: %v", err)
 	}
@@ -53,6 +63,12 @@ func TestCheck(t *testing.T) {
 	oneFailure.ConsecutiveFailures = 1
 	okJob := jobs["stats"]
 	okJob.State, okJob.Running, okJob.ConsecutiveSkips = StateOK, nil, 0
+	// backup sets alert_after.failures: 3; an older jobwatch's API has
+	// no alert_after (the default, 2).
+	thirdFailure := jobs["backup"]
+	thirdFailure.ConsecutiveFailures = 3
+	olderAPI := jobs["backup"]
+	olderAPI.AlertAfter = AlertAfter{}
 	skipping := okJob
 	skipping.ConsecutiveSkips = 3
 	for _, tc := range []struct {
@@ -69,7 +85,9 @@ func TestCheck(t *testing.T) {
 		{"one failure", oneFailure, CheckOptions{}, CheckWarning, "JOBWATCH WARNING - backup: the last run failed"},
 		{"never seen", jobs["fresh"], CheckOptions{}, CheckWarning, "JOBWATCH WARNING - fresh: never seen"},
 		{"stale", jobs["cleanup"], CheckOptions{}, CheckCritical, "JOBWATCH CRITICAL - cleanup: stale: no success for 2h59m"},
-		{"failing", jobs["backup"], CheckOptions{}, CheckCritical, "JOBWATCH CRITICAL - backup: failing: 2 runs in a row failed"},
+		{"failing below alert_after", jobs["backup"], CheckOptions{}, CheckWarning, "JOBWATCH WARNING - backup: 2 runs in a row failed (alert_after.failures: 3)"},
+		{"failing at alert_after", thirdFailure, CheckOptions{}, CheckCritical, "JOBWATCH CRITICAL - backup: failing: 3 runs in a row failed"},
+		{"failing, default", olderAPI, CheckOptions{}, CheckCritical, "JOBWATCH CRITICAL - backup: failing: 2 runs in a row failed"},
 		{"overlapping", overlapping, CheckOptions{}, CheckCritical, "JOBWATCH CRITICAL - stats: overlapping: 2 runs in progress"},
 		{"warning threshold", okJob, CheckOptions{WarningLate: time.Minute, CriticalLate: time.Hour}, CheckWarning,
 			"JOBWATCH WARNING - stats: no success for 6m00s | 'seconds_since_success'=360s;60;3600;;"},
@@ -85,3 +103,34 @@ func TestCheck(t *testing.T) {
 }
 
 var _ = http.StatusOK
+
+// FuzzLabelMatches: any list of flags is matches or an error; a match
+// written back reads the same, and a job with the labels matches them.
+func FuzzLabelMatches(f *testing.F) {
+	for _, s := range []string{"team=payments", "team=", "=x", "team", "a=b=c", ""} {
+		f.Add(s, "owner=alice")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ms, err := ParseLabelMatches([]string{a, b})
+		if err != nil {
+			return
+		}
+		j := Job{Labels: map[string]string{}}
+		for _, m := range ms {
+			again, err := ParseLabelMatches([]string{m.String()})
+			if err != nil || len(again) != 1 || again[0] != m {
+				t.Fatalf("%q reads back as %v, %v", m, again, err)
+			}
+			j.Labels[m.Name] = m.Value
+		}
+		if len(ms) == 2 && ms[0].Name == ms[1].Name && ms[0].Value != ms[1].Value {
+			if j.Matches(ms) {
+				t.Fatalf("a job matches %v, two values of one label", ms)
+			}
+			return
+		}
+		if !j.Matches(ms) {
+			t.Fatalf("a job with %v does not match them", j.Labels)
+		}
+	})
+}

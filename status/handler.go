@@ -57,7 +57,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("unknown state %q: one of %s", state, strings.Join(States, ", ")), http.StatusBadRequest)
 			return
 		}
-		if err := WriteIndex(&buf, rep, h.Page, state); err != nil {
+		// ?label=team=payments (repeatable) lists that team's jobs.
+		labels, err := ParseLabelMatches(r.URL.Query()["label"])
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := WriteIndex(&buf, rep, h.Page, state, labels...); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

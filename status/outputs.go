@@ -54,6 +54,11 @@ func listPage(rep Report, q url.Values, read OutputFunc) (Report, error) {
 		}
 		limit = n
 	}
+	ms, err := ParseLabelMatches(q["label"])
+	if err != nil {
+		return rep, apiError(err.Error())
+	}
+	rep = FilterLabels(rep, ms)
 	after := q.Get("after")
 	var jobs []Job
 	for _, j := range rep.Jobs {

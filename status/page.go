@@ -31,6 +31,7 @@ var pages = sync.OnceValue(func() *template.Template {
 		"plural":   plural,
 		"since":    func(now time.Time, t *time.Time) string { return durCoarse(max(now.Sub(*t).Seconds(), 0)) },
 		"label":    stateLabel,
+		"labels":   sortedLabels,
 		"timeline": func(j Job, slots []Slot, now time.Time) template.HTML { return timeline(j, slots, now) },
 		"window":   func(j Job) string { return durText(chartSpan(j).Seconds()) },
 		"deref":    func(p any) any { return deref(p) },
@@ -68,11 +69,19 @@ type pageData struct {
 	State string
 	All   int
 	Now   time.Time
+	// Labels are the labels the index is filtered to (?label=), and
+	// LabelCounts every label value of the jobs, to filter by.
+	Labels      []LabelMatch
+	LabelCounts []labelCount
+	// AllHref is the index in every state, with the label filter;
+	// AnyLabelHref in the state, without it.
+	AllHref, AnyLabelHref string
 }
 
 type stateCount struct {
 	State string
 	N     int
+	Href  string // the index filtered to the state, and to the labels
 }
 
 // States are the job states, most urgent first: the order of the status
@@ -93,16 +102,35 @@ func stateRank(s string) int {
 func stateLabel(s string) string { return strings.ReplaceAll(s, "_", " ") }
 
 // WriteIndex writes the status page of all jobs, the most urgent first.
-// With state set (one of States) it lists only the jobs in that state.
-func WriteIndex(w io.Writer, rep Report, o PageOptions, state string) error {
-	d := pageData{PageOptions: defaults(o), Report: rep, Now: rep.GeneratedAt, State: state, All: len(rep.Jobs)}
+// With state set (one of States) it lists only the jobs in that state,
+// with labels only the jobs that have each.
+func WriteIndex(w io.Writer, rep Report, o PageOptions, state string, labels ...LabelMatch) error {
+	d := pageData{PageOptions: defaults(o), Report: rep, Now: rep.GeneratedAt, State: state, Labels: labels}
+	d.LabelCounts = labelCounts(rep.Jobs)
+	rep = FilterLabels(rep, labels)
+	d.All = len(rep.Jobs)
+	href := func(state string, labels []LabelMatch) string {
+		q := labelQuery(labels)
+		if state != "" {
+			q.Set("state", state)
+		}
+		if len(q) == 0 {
+			return d.Prefix + "/status"
+		}
+		return d.Prefix + "/status?" + q.Encode()
+	}
+	d.AllHref, d.AnyLabelHref = href("", labels), href(state, nil)
+	for i := range d.LabelCounts {
+		lc := &d.LabelCounts[i]
+		lc.Href, lc.Current = href(state, []LabelMatch{lc.Match}), slices.Contains(labels, lc.Match)
+	}
 	n := map[string]int{}
 	for _, j := range rep.Jobs {
 		n[j.State]++
 	}
 	for _, s := range States {
 		if n[s] > 0 || s == state {
-			d.Counts = append(d.Counts, stateCount{s, n[s]})
+			d.Counts = append(d.Counts, stateCount{s, n[s], href(s, labels)})
 		}
 	}
 	jobs := make([]Job, 0, len(rep.Jobs))

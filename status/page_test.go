@@ -1,6 +1,7 @@
 package status
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http/httptest"
@@ -26,6 +27,11 @@ func everyState(t *testing.T) *model.Tracker {
 		return model.JobSpec{Name: name, Schedule: schedule.Every(time.Hour), StaleMultiple: 2, Scope: "host"}
 	}
 	specs := []model.JobSpec{spec("a-ok"), spec("b-never"), spec("c-running"), spec("d-late"), spec("e-overlap"), spec("f-failing"), spec("g-stale"), spec("h-stale")}
+	// Labels: two teams, one owner, and jobs without any.
+	specs[0].Labels = map[string]string{"team": "platform"}
+	specs[5].Labels = map[string]string{"team": "payments", "owner": "alice"}
+	specs[5].AlertAfter = model.AlertAfter{Failures: 3}
+	specs[6].Labels = map[string]string{"team": "payments"}
 	gone := spec("i-retired")
 	gone.Discovered = true
 	srcs := []model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/x"}}
@@ -283,5 +289,57 @@ func TestRetiredJob(t *testing.T) {
 	h := &Handler{View: everyState(t), Now: func() time.Time { return t0 }}
 	if code, body := get(t, h, "/status/job/i-retired"); code != 200 || !strings.Contains(body, `<p id="retired">Retired`) {
 		t.Errorf("/status/job/i-retired: %d, no word of its retirement:\n%s", code, body)
+	}
+}
+
+// ?label=NAME=VALUE (repeatable) lists the jobs with each label, on the
+// page and in the API; the page's label counts link there.
+func TestLabelFilter(t *testing.T) {
+	h := &Handler{View: everyState(t), Now: func() time.Time { return t0 }}
+	for _, tc := range []struct{ path, want string }{
+		{"/status?label=team%3Dpayments", "g-stale=stale f-failing=failing"},
+		{"/status?label=team%3Dpayments&label=owner%3Dalice", "f-failing=failing"},
+		{"/status?label=team%3Dpayments&state=stale", "g-stale=stale"},
+		{"/status?label=team%3Dnobody", ""},
+	} {
+		code, body := get(t, h, tc.path)
+		if got := strings.Join(rows(body), " "); code != 200 || got != tc.want {
+			t.Errorf("%s: %d, rows %q, want %q", tc.path, code, got, tc.want)
+		}
+	}
+	_, body := get(t, h, "/status?label=team%3Dpayments")
+	for _, want := range []string{
+		`<a href="/status?label=team%3Dpayments" aria-current="page"><code>team=payments</code> 2</a>`,
+		`<a href="/status?label=team%3Dplatform"><code>team=platform</code> 1</a>`,
+		`<a href="/status?label=owner%3Dalice"><code>owner=alice</code> 1</a>`,
+		`<a href="/status?label=team%3Dpayments&amp;state=stale">`,
+		`<a href="/status">any labels</a>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("?label=team=payments has no %s", want)
+		}
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"label=team%3Dpayments", "f-failing g-stale"},
+		{"label=team%3D", "b-never c-running d-late e-overlap h-stale i-retired"},
+		{"label=owner%3Dalice&label=team%3Dpayments", "f-failing"},
+	} {
+		code, body := get(t, h, "/api/v1/jobs?"+tc.query)
+		var rep Report
+		if err := json.Unmarshal([]byte(body), &rep); code != 200 || err != nil {
+			t.Fatalf("%s: %d %v", tc.query, code, err)
+		}
+		var names []string
+		for _, j := range rep.Jobs {
+			names = append(names, j.Name)
+		}
+		if got := strings.Join(names, " "); got != tc.want {
+			t.Errorf("/api/v1/jobs?%s: %q, want %q", tc.query, got, tc.want)
+		}
+	}
+	for _, path := range []string{"/status?label=team", "/api/v1/jobs?label=%3Dpayments"} {
+		if code, body := get(t, h, path); code != 400 || !strings.Contains(body, "want NAME=VALUE") {
+			t.Errorf("%s: %d %s, want 400 naming NAME=VALUE", path, code, body)
+		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // Job states, from the most to the least urgent.
 const (
 	StateStale   = "stale"   // no success for stale_multiple periods: JobwatchJobStale fires
-	StateFailing = "failing" // the last finished run did not succeed
+	StateFailing = "failing" // the last finished run read did not succeed
 	// StateOverlapping: two runs are in progress at once where one is
 	// allowed (on one host, or anywhere for a cluster-scope job).
 	StateOverlapping = "overlapping"
@@ -46,6 +46,11 @@ type Job struct {
 	State    string `json:"state"`
 	Scope    string `json:"scope"`
 	Schedule string `json:"schedule"`
+	// Labels are the job's labels from the config ({} for none), and
+	// AlertAfter the runs in a row the bundled rules alert at
+	// (docs/ownership.md).
+	Labels     map[string]string `json:"labels"`
+	AlertAfter AlertAfter        `json:"alert_after"`
 
 	// RetiredSince is when a job host mode found disappeared from the host
 	// (state retired); nil while it is watched.
@@ -72,6 +77,14 @@ type Job struct {
 	// has.
 	LockTTLSeconds *float64 `json:"lock_ttl_seconds"`
 
+	// LastRunFailed: the job's latest finished run by its end, a success or
+	// a failure (unknown results pass over), failed. A fact, shown the
+	// moment its record is read; ConsecutiveFailures is a verdict, made at
+	// the watermark (docs/metrics.md, "Facts and verdicts").
+	// HeldEnds counts its records of finished runs read but not decided
+	// yet: while there are any, the runs in a row are those before them.
+	LastRunFailed       bool              `json:"last_run_failed"`
+	HeldEnds            int               `json:"held_ends"`
 	ConsecutiveFailures uint64            `json:"consecutive_failures"`
 	ConsecutiveSkips    uint64            `json:"consecutive_skips"`
 	ConsecutiveMissed   uint64            `json:"consecutive_missed_runs"`
@@ -191,12 +204,16 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		Name:                    v.Spec.Name,
 		Scope:                   v.Spec.Scope,
 		Schedule:                describe(v.Spec.Schedule),
+		Labels:                  nonNilLabels(v.Spec.Labels),
+		AlertAfter:              alertAfterOf(v.Spec.AlertAfter),
 		SecondsSinceLastSuccess: w.SinceSuccess.Seconds(),
 		RetiredSince:            timePtr(v.Retired),
 		HeldRecords:             len(v.Pending),
 		LastSuccess:             timePtr(v.LastSuccess),
 		LastFailure:             timePtr(v.LastFailure),
 		LastStart:               timePtr(v.LastStart),
+		LastRunFailed:           v.LastFailure.After(v.LastSuccess),
+		HeldEnds:                heldEnds(v.Pending),
 		NextRun:                 timePtr(w.NextRun),
 		Deadline:                timePtr(w.Deadline),
 		PeriodSeconds:           w.Period.Seconds(),
@@ -232,6 +249,17 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		j.Note = ResultsUnloggedNote
 	}
 	return j
+}
+
+// heldEnds counts the ends among a job's records held for its watermark.
+func heldEnds(held []model.Held) int {
+	n := 0
+	for i := range held {
+		if held[i].Kind == model.End {
+			n++
+		}
+	}
+	return n
 }
 
 // ResultsUnloggedNote is a job's Note when its latest run's result is
@@ -288,8 +316,8 @@ func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) st
 		return StateRetired // expected no more: whatever it last did alarms no one
 	case w.Stale:
 		return StateStale
-	case v.ConsecutiveFailures > 0:
-		return StateFailing
+	case v.LastFailure.After(v.LastSuccess):
+		return StateFailing // a fact: the runs in a row wait for the watermark
 	case overlapping(v):
 		return StateOverlapping
 	case late(v, w, now):

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,8 @@ func fixture(t *testing.T) *model.Tracker {
 		t.Fatal(err)
 	}
 	tr.Configure([]model.JobSpec{
-		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: time.Hour, StaleMultiple: 2, Scope: "host"},
+		{Name: "backup", Schedule: schedule.Every(24 * time.Hour), Timeout: time.Hour, StaleMultiple: 2, Scope: "host",
+			Labels: map[string]string{"team": "platform", "owner": "alice"}, AlertAfter: model.AlertAfter{Failures: 3, Skips: 5}},
 		{Name: "cleanup", Schedule: schedule.Every(time.Hour), StaleMultiple: 2, Scope: "host"},
 		{Name: "report", Schedule: hourly, Grace: time.Minute, StaleMultiple: 3, Scope: "cluster"},
 		{Name: "stats", Schedule: schedule.Every(10 * time.Minute), Timeout: 5 * time.Minute, StaleMultiple: 2, Scope: "host"},
@@ -193,4 +195,63 @@ func TestPageSaysDecisionsWait(t *testing.T) {
 	if body := w.Body.String(); !strings.Contains(body, `<span class="down">down</span>: no journal files in /var/log/journal`) {
 		t.Errorf("the status page does not say why the source is down:\n%s", body)
 	}
+}
+
+// A run's result is a fact: the state and `jobwatch check` show it the
+// moment its record is read, while its source's records are still held for
+// the watermark; the failures in a row, a verdict, wait for the watermark.
+func TestFailingIsAFact(t *testing.T) {
+	now := t0
+	tr := model.New(model.Options{StartupHold: model.NoStartupHold, Host: "here", Now: func() time.Time { return now }, Alive: func(int) bool { return true }})
+	tr.Configure([]model.JobSpec{{Name: "j", Schedule: schedule.Every(time.Hour), StaleMultiple: 3, Scope: "host"}},
+		[]model.SourceSpec{{Name: "runs", Type: "runlog", Identity: "runlog:/x", Runs: true, LateWindow: time.Minute}})
+	pid := 0
+	// run is a run of a second ending at now+at: its start and its end.
+	run := func(at time.Duration, res model.Result) []model.Event {
+		pid++
+		return []model.Event{{Time: now.Add(at - time.Second), Job: "j", Kind: model.Start, Host: "web1", PID: pid},
+			{Time: now.Add(at), Job: "j", Kind: model.End, Host: "web1", PID: pid, Result: res}}
+	}
+	report := func() Job {
+		t.Helper()
+		jobs, srcs := tr.View()
+		shown := []model.JobView{*jobs[0].Shown()} // as the saved state hands them out
+		return Build(shown, srcs, now).Jobs[0]
+	}
+	type want struct {
+		state, check string
+		held         int
+		code         int
+	}
+	step := func(name string, evs []model.Event, w want) {
+		t.Helper()
+		if len(evs) > 0 {
+			tr.Apply(model.Batch{Source: "runs", Events: evs})
+		}
+		j := report()
+		code, line := Check(j, CheckOptions{})
+		if j.State != w.state || j.HeldEnds != w.held || code != w.code || !strings.HasPrefix(line, w.check) {
+			t.Errorf("%s: state %q, %d ends held, check %d %q\nwant state %q, %d held, check %d %q...", name, j.State, j.HeldEnds, code, line, w.state, w.held, w.code, w.check)
+		}
+	}
+	// Two failures read to the source's end, past its late window:
+	// decided, two in a row.
+	tr.Apply(model.Batch{Source: "runs", AtEnd: true, Events: slices.Concat(run(-3*time.Hour, model.Success), run(-2*time.Hour, model.Failure), run(-time.Hour, model.Failure))})
+	step("two decided failures", nil, want{StateFailing, "JOBWATCH CRITICAL - j: failing: 2 runs in a row failed", 0, CheckCritical})
+	// A success stamped now, held for the late window: the job is no
+	// longer failing, though its failures in a row are still 2.
+	step("a live success", run(0, model.Success), want{StateOK, "JOBWATCH OK - j: ok", 1, CheckOK})
+	if j := report(); j.ConsecutiveFailures != 2 || j.Runs["success"] != 2 {
+		t.Errorf("consecutive failures %d, successes %d; want the verdict 2 and the fact 2", j.ConsecutiveFailures, j.Runs["success"])
+	}
+	// A failure stamped a second later: failing at once, a warning only,
+	// since the runs in a row before it are not decided.
+	now = now.Add(time.Second)
+	step("a live failure", run(0, model.Failure), want{StateFailing, "JOBWATCH WARNING - j: the last run failed", 2, CheckWarning})
+	// The watermark passes both: one failure in a row, decided.
+	now = now.Add(2 * time.Minute)
+	step("decided", run(-10*time.Second, model.Failure), want{StateFailing, "JOBWATCH WARNING - j: the last run failed", 1, CheckWarning})
+	now = now.Add(2 * time.Minute)
+	tr.Apply(model.Batch{Source: "runs", AtEnd: true})
+	step("all decided", nil, want{StateFailing, "JOBWATCH CRITICAL - j: failing: 2 runs in a row failed", 0, CheckCritical})
 }

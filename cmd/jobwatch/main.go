@@ -386,7 +386,7 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 		if err != nil {
 			return nil, err
 		}
-		mux.Handle("/", status.WithPageHeaders(landing))
+		mux.Handle("/", exp.Root(status.WithPageHeaders(landing)))
 	}
 	return mux, nil
 }

@@ -30,8 +30,14 @@ func addStatusCommands(app *kingpin.Application) map[string]func(stdout, stderr 
 	st := app.Command("status", "Print the jobs' state from a running jobwatch.")
 	stURL, stJob := urlFlag(st), st.Flag("job", "Only this job.").String()
 	stFormat := st.Flag("format", "table or json.").Default("table").Enum("table", "json")
+	stLabels := st.Flag("label", "Only the jobs with this label, as NAME=VALUE (team=payments); repeat for several, all of which a job must have.").Strings()
 	cmds[st.FullCommand()] = func(stdout, stderr io.Writer) int {
-		rep, err := fetch(*stURL, *stJob)
+		labels, err := status.ParseLabelMatches(*stLabels)
+		if err != nil {
+			fmt.Fprintln(stderr, "jobwatch status:", err)
+			return 2
+		}
+		rep, err := fetch(*stURL, *stJob, labels...)
 		if err != nil {
 			fmt.Fprintln(stderr, "jobwatch status:", err)
 			return 1
@@ -82,10 +88,10 @@ func addStatusCommands(app *kingpin.Application) map[string]func(stdout, stderr 
 	return cmds
 }
 
-func fetch(url, job string) (status.Report, error) {
+func fetch(url, job string, labels ...status.LabelMatch) (status.Report, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
-	rep, err := status.Fetch(ctx, &http.Client{Timeout: clientTimeout}, url, job)
+	rep, err := status.Fetch(ctx, &http.Client{Timeout: clientTimeout}, url, job, labels...)
 	if errors.Is(err, status.ErrUnknownJob) {
 		return rep, fmt.Errorf("%w (not configured in the jobwatch at %s)", err, url)
 	}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -22,12 +23,15 @@ import (
 )
 
 const statusConfig = `
+labels: {team: platform}
 jobs:
   - name: backup
     every: 1h
     timeout: 20m
   - name: cleanup
     every: 1h
+    labels: {team: payments, owner: alice}
+    alert_after: {missed_runs: 2}
   - name: fresh
     every: 1h
   - name: report
@@ -147,9 +151,61 @@ func TestStatusThroughBinary(t *testing.T) {
 		if err != nil || !bytes.Contains(out, []byte(`"state": "stale"`)) || !bytes.Contains(out, []byte(`"generated_at"`)) {
 			t.Errorf("jobwatch status --format json: %v\n%s", err, out)
 		}
+		// --label: the jobs with the label, all of them with several.
+		for _, tc := range []struct {
+			labels []string
+			jobs   string
+		}{
+			{[]string{"team=payments"}, "cleanup"},
+			{[]string{"team=platform"}, "backup fresh report stats sync"},
+			{[]string{"team=payments", "owner=bob"}, ""},
+		} {
+			args := []string{"status", "--url", base}
+			for _, l := range tc.labels {
+				args = append(args, "--label", l)
+			}
+			out, err := exec.Command(bin, args...).CombinedOutput()
+			var jobs []string
+			for _, line := range strings.Split(string(out), "\n")[1:] {
+				if f := strings.Fields(line); len(f) > 0 && !strings.HasSuffix(f[0], ":") {
+					jobs = append(jobs, f[0])
+				}
+			}
+			slices.Sort(jobs)
+			if err != nil || strings.Join(jobs, " ") != tc.jobs {
+				t.Errorf("jobwatch status --label %v: %v, jobs %q, want %q\n%s", tc.labels, err, jobs, tc.jobs, out)
+			}
+		}
+		out, err = exec.Command(bin, "status", "--url", base, "--label", "team").CombinedOutput()
+		if exitCode(err) != 2 || !strings.Contains(string(out), "want NAME=VALUE") {
+			t.Errorf("jobwatch status --label team: exit %d\n%s", exitCode(err), out)
+		}
 		out, err = exec.Command(bin, "status", "--url", base, "--job", "nosuch").CombinedOutput()
 		if exitCode(err) != 1 || !strings.Contains(string(out), "unknown job") {
 			t.Errorf("jobwatch status --job nosuch: exit %d\n%s", exitCode(err), out)
+		}
+	})
+
+	// The jobs' labels and thresholds on /metrics, which promtool's
+	// linter passes.
+	t.Run("labels on metrics", func(t *testing.T) {
+		_, body := in.scrape()
+		for _, want := range []string{
+			`jobwatch_job_labels_info{job_name="cleanup",owner="alice",team="payments"} 1`,
+			`jobwatch_job_labels_info{job_name="sync",owner="",team="platform"} 1`,
+			`jobwatch_job_alert_after_missed_runs{job_name="cleanup"} 2`,
+		} {
+			if !strings.Contains(body, want+"\n") {
+				t.Errorf("/metrics has no %s", want)
+			}
+		}
+		if strings.Contains(body, `jobwatch_job_alert_after_missed_runs{job_name="sync"}`) || strings.Contains(body, "jobwatch_job_alert_after_failures{") {
+			t.Errorf("/metrics has a threshold no job sets")
+		}
+		promtool := exec.Command("promtool", "check", "metrics")
+		promtool.Stdin = strings.NewReader(body)
+		if out, err := promtool.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
 		}
 	})
 

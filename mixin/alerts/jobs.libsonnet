@@ -19,6 +19,9 @@ local promql = import '../lib/promql.libsonnet';
       'jobwatch_job_lock_lost_total',
       'jobwatch_job_consecutive_missed_runs',
       'jobwatch_job_unexpected_runs_total',
+      'jobwatch_job_alert_after_failures',
+      'jobwatch_job_alert_after_missed_runs',
+      'jobwatch_job_alert_after_skips',
     ]) + {
       cluster_info: promql.metric(c, 'jobwatch_job_info', ['scope="cluster"']),
       // by (...) and on(...) of a job across its instances. A job's series
@@ -46,6 +49,13 @@ local promql = import '../lib/promql.libsonnet';
     // countedDay(x): what counter x counted in the last day, for a
     // description's printf (x is a printf format with its matchers):
     // the counter's whole value for a series younger than a day.
+    // atLeast(x, t, d): x where it reached its job's threshold t (an
+    // alert_after: count, exported only when set), or the default d where
+    // the job sets none. x and t are one target's series, matched on every
+    // label; on(job) matches a cluster job's x, by job alone.
+    local atLeast(x, t, d, on='') =
+      if on == '' then '(\n    %(x)s >= %(t)s\n  or\n    %(x)s >= %(d)d unless %(t)s\n)' % { x: x, t: t, d: d }
+      else '(\n    %(x)s >= on(%(on)s) max by (%(on)s) (%(t)s)\n  or\n    %(x)s >= %(d)d unless on(%(on)s) %(t)s\n)' % { x: x, t: t, d: d, on: on };
     local countedDay(x) = '(increase(%(x)s[1d]) and %(x)s offset 1d) or %(x)s' % { x: x };
     [
       {
@@ -112,14 +122,14 @@ local promql = import '../lib/promql.libsonnet';
         alert: 'JobwatchJobSkippingRepeatedly',
         comment:: 'Value: consecutive skips on this instance.\nA cluster job that succeeded on some host within the last 1.5\nperiods is not stuck: its skips are the hosts that lost the lock.',
         expr: |||
-          %(jobwatch_job_consecutive_skips)s >= 3
+          %(atLeast)s
           unless on(%(job)s)
           (
               time() - max by (%(job)s) (%(jobwatch_job_last_success_timestamp_seconds)s and ignoring(scope) %(cluster_info)s)
             < on(%(job)s)
               1.5 * max by (%(job)s) (%(jobwatch_job_period_seconds)s)
           )
-        ||| % s,
+        ||| % (s { atLeast: atLeast(s.jobwatch_job_consecutive_skips, s.jobwatch_job_alert_after_skips, 3) }),
         'for': '0m',
         labels: { severity: 'warning' },
         annotations: {
@@ -131,14 +141,14 @@ local promql = import '../lib/promql.libsonnet';
         alert: 'JobwatchJobFailing',
         comment:: "Value: consecutive failures on this instance.\nA cluster job's failures on one host are over once any host\nsucceeded after them.",
         expr: |||
-          %(jobwatch_job_consecutive_failures)s >= 2
+          %(atLeast)s
           unless
           (
               (%(jobwatch_job_last_failure_timestamp_seconds)s and ignoring(scope) %(cluster_info)s)
             < on(%(job)s) group_left
               max by (%(job)s) (%(jobwatch_job_last_success_timestamp_seconds)s)
           )
-        ||| % s,
+        ||| % (s { atLeast: atLeast(s.jobwatch_job_consecutive_failures, s.jobwatch_job_alert_after_failures, 2) }),
         'for': '0m',
         labels: { severity: 'warning' },
         annotations: {
@@ -191,15 +201,19 @@ local promql = import '../lib/promql.libsonnet';
         comment:: 'Value: expected runs in a row for which no run started within grace\n(jobwatch_job_consecutive_missed_runs, a decided verdict: 0 again once a\nrun starts or is skipped). A cluster job misses a run only when no host\nstarted it: the fewest missed on any instance that reports it.',
         expr: |||
           (
-              %(jobwatch_job_consecutive_missed_runs)s >= 1
+            %(host)s
             unless ignoring(scope)
               %(cluster_info)s
           )
           or
-          (
-            min by (%(job)s) (%(jobwatch_job_consecutive_missed_runs)s and ignoring(scope) %(cluster_info)s) >= 1
-          )
-        ||| % s,
+          %(cluster)s
+        ||| % (s {
+                 host: std.strReplace(atLeast(s.jobwatch_job_consecutive_missed_runs, s.jobwatch_job_alert_after_missed_runs, 1), '\n', '\n  '),
+                 cluster: atLeast('min by (%(job)s) (%(jobwatch_job_consecutive_missed_runs)s and ignoring(scope) %(cluster_info)s)' % s,
+                                  s.jobwatch_job_alert_after_missed_runs,
+                                  1,
+                                  s.job),
+               }),
         'for': '2m',
         labels: { severity: 'warning' },
         annotations: {

@@ -78,7 +78,39 @@ local promql = import '../lib/promql.libsonnet';
     local clusterVariable = queryVariable('cluster', 'Cluster', [], cl) + { hide: if c.clusterLabel == '' then 2 else 0 };
     local scrapeJobVariable = queryVariable('job', 'Scrape job', [clusterMatcher], 'job');
     local instanceVariable = queryVariable('instance', 'Instance', [clusterMatcher, scrapeJobMatcher], 'instance');
-    local jobVariable = queryVariable('job_name', 'Job', [clusterMatcher, scrapeJobMatcher, 'instance=~"$instance"'], 'job_name');
+    // A variable per label of _config.jobLabels (team, owner), from
+    // jobwatch_job_labels_info; All matches a job without the label too.
+    local targetMatchers = [clusterMatcher, scrapeJobMatcher, 'instance=~"$instance"'];
+    local labelVariables = [
+      queryVariable(l, std.asciiUpper(l[0]) + l[1:], targetMatchers, l) {
+        local q = 'label_values(%s, %s)' % [promql.metric(c, 'jobwatch_job_labels_info', targetMatchers), l],
+        definition: q,
+        query+: { query: q },
+      }
+      for l in c.jobLabels
+    ];
+    // The jobs whose labels match the label variables: those of
+    // jobwatch_job_labels_info, and those of a jobwatch whose config has no
+    // labels (no labels info at all). Its All is the jobs listed, not
+    // every job, so that the panels show the chosen team's jobs.
+    local labelMatchers = targetMatchers + ['%s=~"$%s"' % [l, l] for l in c.jobLabels];
+    local jobVariable =
+      if std.length(c.jobLabels) == 0 then queryVariable('job_name', 'Job', targetMatchers, 'job_name')
+      else queryVariable('job_name', 'Job', targetMatchers, 'job_name') {
+        local q = 'query_result(group by (%s) (%s) or on(%s) group by (%s) (%s unless on(%s) %s))' % [
+          sel.by,
+          promql.metric(c, 'jobwatch_job_labels_info', labelMatchers),
+          sel.by,
+          sel.by,
+          promql.metric(c, 'jobwatch_job_info', targetMatchers),
+          sel.by,
+          promql.metric(c, 'jobwatch_job_labels_info', targetMatchers),
+        ],
+        definition: q,
+        query+: { query: q, qryType: 3 },
+        regex: '/job_name="([^"]*)"/',
+        allValue: null,
+      };
     // The status page's URL (jobwatch --web.external-url), one value, for
     // the dashboard's link; empty when no jobwatch selected has the flag.
     local statusPageVariable = {
@@ -2003,7 +2035,7 @@ local promql = import '../lib/promql.libsonnet';
       refresh: '1m',
       schemaVersion: 38,
       tags: c.dashboardTags,
-      templating: { list: [datasourceVariable, clusterVariable, scrapeJobVariable, instanceVariable, jobVariable, statusPageVariable] },
+      templating: { list: [datasourceVariable, clusterVariable, scrapeJobVariable, instanceVariable] + labelVariables + [jobVariable, statusPageVariable] },
       time: {
         from: 'now-24h',
         to: 'now',

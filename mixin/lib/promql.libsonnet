@@ -32,4 +32,29 @@
 
   // runbook is an alert's runbook_url.
   runbook(c, alert):: c.runbookURLPrefix + std.asciiLower(alert),
+
+  // withJobLabels gives a job alert's expression the labels c.jobLabels
+  // names of its job's jobwatch_job_labels_info (x * 1 keeps the value).
+  // One series per job is joined: the labels info (topk: one of the
+  // instances that report the job), or else its jobwatch_job_info, which
+  // every job has, so that an alert of a job without labels is kept as it
+  // is. group_left copies only the listed labels.
+  withJobLabels(c, expr)::
+    if std.length(c.jobLabels) == 0 then expr
+    else |||
+      (
+      %(expr)s)
+      * on(%(job)s) group_left(%(keys)s)
+      (
+          topk by (%(job)s) (1, %(labels)s)
+        or on(%(job)s)
+          group by (%(job)s) (%(info)s)
+      )
+    ||| % {
+      expr: std.join('\n', ['  ' + l for l in std.split(std.rstripChars(expr, '\n'), '\n')]) + '\n',
+      job: $.labels(c, ['job_name']),
+      keys: std.join(', ', c.jobLabels),
+      labels: $.metric(c, 'jobwatch_job_labels_info'),
+      info: $.metric(c, 'jobwatch_job_info'),
+    },
 }

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/sources"
 )
@@ -54,8 +55,11 @@ type Options struct {
 	Logger     *slog.Logger
 	// OnReject is called with the reason of every refused check-in.
 	OnReject func(reason string)
-	// OnNotSaved is called with the store (config.StoreSpool or
-	// config.StoreMySQL) of every check-in answered 503, not stored.
+	// Reload loads the config again, once ?create=1 created a job, so
+	// that the job is watched; nil: the job waits for the next load.
+	Reload func() error
+	// OnNotSaved is called with the store (StoreSpool or
+	// StoreMySQL) of every check-in answered 503, not stored.
 	OnNotSaved func(store string)
 }
 
@@ -65,7 +69,7 @@ type Receiver struct {
 	opts    Options
 	spool   *spool
 	dedup   *recent
-	jobs    atomic.Pointer[map[string]bool]
+	routes  atomic.Pointer[routes]
 	maxBody atomic.Int64
 	kept    kept // where the outputs of the jobs' latest runs are
 	// table, when the config says store: mysql, is where check-ins go
@@ -74,6 +78,10 @@ type Receiver struct {
 	tableMu sync.Mutex // opening and closing table
 	// storeErr is why store: mysql could not be opened, or nil.
 	storeErr atomic.Pointer[error]
+	// createRule is checkins.create, nil when off; created are the jobs
+	// it made (create.go).
+	createRule atomic.Pointer[createRule]
+	created    *created
 }
 
 // OpenReceiver opens the spool. It accepts no job until SetJobs.
@@ -100,7 +108,12 @@ func OpenReceiver(o Options) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Receiver{opts: o, spool: sp, dedup: newRecent()}
+	made, err := readCreated(o.Dir)
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	r := &Receiver{opts: o, spool: sp, dedup: newRecent(), created: &created{dir: o.Dir, jobs: made}}
 	r.SetJobs(nil)
 	r.SetMaxBody(o.MaxBody)
 	if err := r.rememberSaved(); err != nil {
@@ -149,16 +162,14 @@ func (r *Receiver) SetMaxBody(n int64) {
 	r.maxBody.Store(n)
 }
 
-// SetJobs sets the jobs whose check-ins are accepted.
-func (r *Receiver) SetJobs(jobs []string) {
-	m := make(map[string]bool, len(jobs))
-	for _, j := range jobs {
-		m[j] = true
-	}
-	r.jobs.Store(&m)
-}
+// SetJobs sets the jobs whose check-ins are accepted, by name only.
+func (r *Receiver) SetJobs(jobs []string) { r.routes.Store(routesOf(jobs, nil, Config{})) }
 
-func (r *Receiver) accepts(job string) bool { return (*r.jobs.Load())[job] }
+// SetRoutes sets the jobs whose check-ins are accepted, under their names
+// and aliases (jobs' Aliases), and the keys and paths of c.
+func (r *Receiver) SetRoutes(accepted []string, jobs []config.Job, c Config) {
+	r.routes.Store(routesOf(accepted, jobs, c))
+}
 
 // Close stops accepting check-ins (they are answered 503) and closes the
 // spool, once what was acknowledged is on disk.
@@ -275,6 +286,9 @@ func (s *Source) batchOf(lines []spoolLine, next Position) model.Batch {
 	b := model.Batch{Source: Type, Events: make([]model.Event, 0, len(lines)), AtEnd: len(lines) < batchLines}
 	for _, line := range lines {
 		ev, err := decode(line.data)
+		if errors.Is(err, errNoRun) {
+			continue
+		}
 		if err != nil {
 			b.ParseErrors++
 			continue
@@ -288,6 +302,10 @@ func (s *Source) batchOf(lines []spoolLine, next Position) model.Batch {
 	b.Position, _ = json.Marshal(next)
 	return b
 }
+
+// errNoRun is decode's answer to a record that is no event of a run (a
+// Healthchecks /log): it is read past, not counted as a parse error.
+var errNoRun = errors.New("check-in of no run")
 
 // decode turns a spool line into an event.
 func decode(line []byte) (model.Event, error) {
@@ -315,6 +333,8 @@ func decode(line []byte) (model.Event, error) {
 	case "skip":
 		ev.Kind = model.Skip
 		ev.Reason, ev.SkipLabel = rec.Reason, rec.Reason // one of model.SkipReasons
+	case eventLog:
+		return model.Event{}, errNoRun
 	default:
 		return model.Event{}, errors.New("check-in event " + rec.Event)
 	}

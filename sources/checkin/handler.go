@@ -1,6 +1,9 @@
 package checkin
 
 import (
+	"bytes"
+	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/internal/ratelog"
 	"github.com/jobwatch/jobwatch/model"
 )
@@ -30,12 +32,21 @@ const (
 	RejectMethod       = "method_not_allowed"
 	RejectCrossSite    = "cross_site"
 	RejectBadPath      = "bad_path"
+	// RejectWrongKey: a key of another monitor's URL (a ping key, a DSN's
+	// key, a telemetry key) that checkins.keys does not hold.
+	RejectWrongKey = "wrong_key"
+	// RejectBadCheckin: a Sentry check-in or envelope that does not read.
+	RejectBadCheckin = "bad_checkin"
+	// RejectCreateRefused: ?create=1 of a slug not allowed, or past
+	// checkins.create.max.
+	RejectCreateRefused = "create_refused"
 )
 
 // RejectReasons lists every reason, so that each series exists from the
 // start.
 var RejectReasons = []string{RejectUnknownJob, RejectBadExitCode, RejectBodyTooLarge, RejectBadRunID,
-	RejectBadHost, RejectBadPID, RejectBadReason, RejectMethod, RejectCrossSite, RejectBadPath}
+	RejectBadHost, RejectBadPID, RejectBadReason, RejectMethod, RejectCrossSite, RejectBadPath,
+	RejectWrongKey, RejectBadCheckin, RejectCreateRefused}
 
 // SkipReasons are the reasons a skip check-in may give (?reason=); they
 // become the reason label of jobwatch_job_skips_total, so they are bounded.
@@ -60,7 +71,7 @@ type spoolRecord struct {
 	V        int       `json:"v"`
 	Time     time.Time `json:"time"`
 	Job      string    `json:"job"`
-	Event    string    `json:"event"`            // start, end or skip
+	Event    string    `json:"event"`            // start, end, skip or log
 	Status   string    `json:"status,omitempty"` // end: success or failure
 	ExitCode *int      `json:"exit_code,omitempty"`
 	RunID    string    `json:"rid,omitempty"`
@@ -72,38 +83,111 @@ type spoolRecord struct {
 
 const spoolVersion = 1
 
-// ServeHTTP answers /ping/{job}[/{start|fail|skip|exit_code}]. A check-in is
-// acknowledged (200) only once it is on disk.
+// eventLog is a spool record of Healthchecks' /log: its output, no run.
+const eventLog = "log"
+
+// ServeHTTP answers a check-in in any of the shapes it takes (dialects.go):
+// jobwatch's and Healthchecks' /ping/..., Sentry's /api/..., Cronitor's
+// /p/..., and Healthchecks' at the root with root_paths. A check-in is
+// acknowledged only once it is stored.
 func (s *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD, POST")
 		s.refuse(w, &refusal{http.StatusMethodNotAllowed, RejectMethod, "check-ins take GET or POST"})
 		return
 	}
-	rec, ref := s.read(w, r)
-	if ref != nil {
-		s.refuse(w, ref)
+	// A check-in changes state. curl, wget and PowerShell send neither
+	// header; a browser sends them, and a page on another site must not be
+	// able to report a job's success through its visitors' browsers.
+	if crossSite(r) {
+		s.refuse(w, &refusal{http.StatusForbidden, RejectCrossSite, "cross-site check-ins are refused"})
 		return
 	}
-	if s.storeErr.Load() != nil {
-		s.opts.OnNotSaved(config.StoreMySQL)
-		acknowledge(w, false)
-		return
+	rt := s.routes.Load()
+	path := r.URL.Path
+	switch {
+	case strings.HasPrefix(path, s.opts.Prefix):
+		s.servePing(w, r, rt, path[len(s.opts.Prefix):])
+	case strings.HasPrefix(path, sentryPrefix):
+		s.serveSentry(w, r, rt, path[len(sentryPrefix):])
+	case strings.HasPrefix(path, cronitorPrefix):
+		s.serveCronitor(w, r, rt, path[len(cronitorPrefix):])
+	case rt.rootPing(path):
+		s.servePing(w, r, rt, strings.TrimPrefix(path, "/"))
+	default:
+		s.refuse(w, badPath)
 	}
-	if t := s.table.Load(); t != nil {
-		s.saveRow(w, r, t, rec)
-		return
-	}
-	s.save(w, rec)
 }
 
-// saveRow stores rec as a row of the shared table and acknowledges it once
-// committed. A retry needs no local memory: the table's unique key on
-// (job_name, run_id) makes it a no-op on any replica.
-func (s *Receiver) saveRow(w http.ResponseWriter, r *http.Request, t *tableStore, rec spoolRecord) {
-	err := t.Save(r.Context(), rec)
-	s.notSaved(config.StoreMySQL, rec.Job, err)
-	acknowledge(w, err == nil)
+// servePing answers /ping/... (rest, the path after it): jobwatch's
+// check-ins and Healthchecks'.
+func (s *Receiver) servePing(w http.ResponseWriter, r *http.Request, rt *routes, rest string) {
+	p, ref := rt.pingPath(rest)
+	created := false
+	if ref != nil && p.slug != "" && r.URL.Query().Get("create") == "1" {
+		if !s.create(w, p.slug) {
+			return
+		}
+		created = true
+		p, ref = s.routes.Load().pingPath(rest)
+	}
+	if ref == nil {
+		var rec spoolRecord
+		rec, ref = s.read(w, r, p.job, p.verb)
+		if ref == nil {
+			saved := s.keep(r.Context(), rec)
+			if created && saved {
+				// Healthchecks' answer to a ping that created its check.
+				w.Header().Set("Ping-Body-Limit", strconv.FormatInt(s.maxBody.Load(), 10))
+				w.WriteHeader(http.StatusCreated)
+				_, _ = io.WriteString(w, "Created")
+				return
+			}
+			s.answerPing(w, p, saved)
+			return
+		}
+	}
+	if p.alias && ref.code == http.StatusBadRequest {
+		// Healthchecks' words, which its clients may show.
+		ref.msg = "invalid url format"
+		if ref.reason == RejectBadRunID {
+			ref.msg = "invalid uuid format"
+		}
+	}
+	s.refuse(w, ref)
+}
+
+// answerPing answers a ping stored (saved) or not: a Healthchecks
+// identifier as Healthchecks does ("OK"), with the body limit its
+// clients (runitor) cut their bodies to.
+func (s *Receiver) answerPing(w http.ResponseWriter, p ping, saved bool) {
+	w.Header().Set("Ping-Body-Limit", strconv.FormatInt(s.maxBody.Load(), 10))
+	if !p.alias || !saved {
+		acknowledge(w, saved)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "OK")
+}
+
+// keep stores rec where the config says (the spool, or store: mysql's
+// table) and reports whether it is stored.
+func (s *Receiver) keep(ctx context.Context, rec spoolRecord) bool {
+	if s.storeErr.Load() != nil {
+		s.opts.OnNotSaved(StoreMySQL)
+		return false
+	}
+	if t := s.table.Load(); t != nil {
+		if rec.Event == eventLog {
+			return true // the table has no place for a log: docs/checkins.md
+		}
+		// A retry needs no local memory: the table's unique key on
+		// (job_name, run_id) makes it a no-op on any replica.
+		err := t.Save(ctx, rec)
+		s.notSaved(StoreMySQL, rec.Job, err)
+		return err == nil
+	}
+	return s.save(rec)
 }
 
 // A refusal is the answer to a check-in that is not saved, counted under
@@ -121,19 +205,9 @@ func (s *Receiver) refuse(w http.ResponseWriter, ref *refusal) {
 	http.Error(w, ref.msg, ref.code)
 }
 
-// read is the check-in r makes: its job and event from the path, its run
-// id, host, pid and skip reason from the query, its output from the body.
-func (s *Receiver) read(w http.ResponseWriter, r *http.Request) (spoolRecord, *refusal) {
-	// A check-in changes state. curl, wget and PowerShell send neither
-	// header; a browser sends them, and a page on another site must not be
-	// able to report a job's success through its visitors' browsers.
-	if crossSite(r) {
-		return spoolRecord{}, &refusal{http.StatusForbidden, RejectCrossSite, "cross-site check-ins are refused"}
-	}
-	job, verb, ref := s.route(r.URL.Path)
-	if ref != nil {
-		return spoolRecord{}, ref
-	}
+// read is the check-in r makes of job: its event from verb, its run id,
+// host, pid and skip reason from the query, its output from the body.
+func (s *Receiver) read(w http.ResponseWriter, r *http.Request, job, verb string) (spoolRecord, *refusal) {
 	rec := spoolRecord{V: spoolVersion, Job: job}
 	if ref := readVerb(&rec, verb); ref != nil {
 		return spoolRecord{}, ref
@@ -150,22 +224,6 @@ func (s *Receiver) read(w http.ResponseWriter, r *http.Request) (spoolRecord, *r
 	return rec, nil
 }
 
-// route splits a check-in's path into an accepted job and the verb after it.
-func (s *Receiver) route(path string) (job, verb string, ref *refusal) {
-	rest, ok := strings.CutPrefix(path, s.opts.Prefix)
-	if !ok {
-		return "", "", &refusal{http.StatusNotFound, RejectBadPath, "not a check-in URL"}
-	}
-	job, verb, _ = strings.Cut(rest, "/")
-	if strings.Contains(verb, "/") || job == "" {
-		return "", "", &refusal{http.StatusNotFound, RejectBadPath, "not a check-in URL: want /ping/JOB or /ping/JOB/{start,fail,skip,EXIT_CODE}"}
-	}
-	if !s.accepts(job) {
-		return "", "", &refusal{http.StatusNotFound, RejectUnknownJob, "unknown job"}
-	}
-	return job, verb, nil
-}
-
 // readVerb sets rec's event, and an end's status and exit code, from verb.
 func readVerb(rec *spoolRecord, verb string) *refusal {
 	switch verb {
@@ -177,6 +235,9 @@ func readVerb(rec *spoolRecord, verb string) *refusal {
 		rec.Event, rec.Status = "end", "failure"
 	case "skip":
 		rec.Event = "skip"
+	case "log":
+		// Healthchecks' /log: an output that says nothing of a run.
+		rec.Event = eventLog
 	default:
 		code, err := strconv.Atoi(verb)
 		if err != nil || code < 0 || code > 255 || verb != strconv.Itoa(code) {
@@ -229,13 +290,9 @@ func readQuery(rec *spoolRecord, r *http.Request) *refusal {
 
 // readOutput is the end of r's body, up to model.OutputExcerpt.
 func (s *Receiver) readOutput(w http.ResponseWriter, r *http.Request) (string, *refusal) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody.Load()))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return "", &refusal{http.StatusRequestEntityTooLarge, RejectBodyTooLarge, "body larger than max_body (" + strconv.FormatInt(s.maxBody.Load(), 10) + " bytes)"}
-		}
-		return "", &refusal{http.StatusBadRequest, "", "reading the body: " + err.Error()}
+	body, ref := s.readBody(w, r)
+	if ref != nil {
+		return "", ref
 	}
 	if len(body) > model.OutputExcerpt {
 		body = body[len(body)-model.OutputExcerpt:]
@@ -243,16 +300,47 @@ func (s *Receiver) readOutput(w http.ResponseWriter, r *http.Request) (string, *
 	return string(body), nil
 }
 
-// save appends rec to the spool and acknowledges it once it is there.
-func (s *Receiver) save(w http.ResponseWriter, rec spoolRecord) {
+// readBody reads r's body, up to max_body, gunzipped when it says it is
+// gzipped (as Sentry's SDKs send envelopes): max_body bounds both.
+func (s *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *refusal) {
+	limit := s.maxBody.Load()
+	tooLarge := &refusal{http.StatusRequestEntityTooLarge, RejectBodyTooLarge, "body larger than max_body (" + strconv.FormatInt(limit, 10) + " bytes)"}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, tooLarge
+		}
+		return nil, &refusal{http.StatusBadRequest, "", "reading the body: " + err.Error()}
+	}
+	switch r.Header.Get("Content-Encoding") {
+	case "", "identity":
+		return body, nil
+	case "gzip":
+	default:
+		return nil, &refusal{http.StatusUnsupportedMediaType, RejectBadCheckin, "Content-Encoding must be gzip or none"}
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err == nil {
+		body, err = io.ReadAll(io.LimitReader(zr, limit+1))
+	}
+	switch {
+	case err != nil:
+		return nil, &refusal{http.StatusBadRequest, RejectBadCheckin, "gzipped body does not read"}
+	case int64(len(body)) > limit:
+		return nil, tooLarge
+	}
+	return body, nil
+}
+
+// save appends rec to the spool and reports whether it is there.
+func (s *Receiver) save(rec spoolRecord) bool {
 	// A retry of a check-in already acknowledged (same run id and event)
 	// is acknowledged again and applied once.
 	key := dedupKey{job: rec.Job, rid: rec.RunID, event: rec.Event}
 	if rec.RunID != "" {
 		if earlier := s.dedup.claim(key); earlier != nil {
 			<-earlier.done
-			acknowledge(w, earlier.ok)
-			return
+			return earlier.ok
 		}
 	}
 	line, err := json.Marshal(rec)
@@ -262,8 +350,8 @@ func (s *Receiver) save(w http.ResponseWriter, rec spoolRecord) {
 	if rec.RunID != "" {
 		s.dedup.settle(key, err == nil)
 	}
-	s.notSaved(config.StoreSpool, rec.Job, err)
-	acknowledge(w, err == nil)
+	s.notSaved(StoreSpool, rec.Job, err)
+	return err == nil
 }
 
 // notSaved counts and logs a check-in that store could not keep (err
@@ -395,4 +483,11 @@ func (r *recent) saved(k dedupKey) {
 	close(c.done)
 	r.set[k] = c
 	r.remember(k)
+}
+
+// has reports whether k was saved, or is being saved.
+func (r *recent) has(k dedupKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.set[k] != nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/internal/jobruns"
 	"github.com/jobwatch/jobwatch/internal/secret"
 	"github.com/jobwatch/jobwatch/sources"
@@ -113,7 +112,7 @@ func loadStore(dsn, dsnFile, table string, log *slog.Logger) (*jobruns.Table, dr
 // that cannot be reached is an error wrapping sources.ErrUnreachable; one
 // that answers and refuses (a wrong password, an unknown database) is an
 // error.
-func checkStore(ctx context.Context, c config.Checkins) error {
+func checkStore(ctx context.Context, c Config) error {
 	t, conn, red, err := loadStore(c.MySQLDSN, c.MySQLDSNFile, c.Table, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err

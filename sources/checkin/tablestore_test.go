@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/config"
 	"github.com/jobwatch/jobwatch/internal/mariadbtest"
 	"github.com/jobwatch/jobwatch/sources"
 )
@@ -29,8 +28,8 @@ func tableReceiver(t *testing.T, srv *mariadbtest.Server, db string) *Receiver {
 }
 
 // tableConfig is store: mysql on db's job_runs.
-func tableConfig(srv *mariadbtest.Server, db string) config.Checkins {
-	return config.Checkins{Store: config.StoreMySQL, MySQLDSN: srv.RootDSN(db), Table: "job_runs"}
+func tableConfig(srv *mariadbtest.Server, db string) Config {
+	return Config{Store: StoreMySQL, MySQLDSN: srv.RootDSN(db), Table: "job_runs"}
 }
 
 // jobRunsDB is a fresh database with examples/job_runs.sql's table, and an
@@ -154,7 +153,7 @@ func TestTableStoreReload(t *testing.T) {
 	ping("spool")
 	r.useStore(tableConfig(srv, db))
 	ping("table")
-	r.useStore(config.Checkins{Store: config.StoreSpool})
+	r.useStore(Config{Store: StoreSpool})
 	ping("spool again")
 	if n := len(spooled(t, dir)); n != 2 {
 		t.Errorf("%d check-ins spooled, want 2", n)
@@ -213,7 +212,7 @@ func TestTableStoreHung(t *testing.T) {
 	r := tableReceiver(t, srv, db)
 	var notSaved atomic.Int64
 	r.opts.OnNotSaved = func(store string) {
-		if store == config.StoreMySQL {
+		if store == StoreMySQL {
 			notSaved.Add(1)
 		}
 	}
