@@ -40,11 +40,16 @@ RPM_ARCH   := $(if $(filter amd64,$(DEB_ARCH)),x86_64,$(if $(filter arm64,$(DEB_
 MAINTAINER ?= jobwatch maintainers <jobwatch@users.noreply.github.com>
 NFPM_ENV    = PKG_VERSION='$(PKG_VERSION)' ARCH='$(DEB_ARCH)' BUILD='$(DIST)/build' \
               MAINTAINER='$(MAINTAINER)' SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)'
+# Release and lint tools live in a module of their own (tools/go.mod), so
+# that their dependencies stay out of the product's module graph.
+TOOL        = go tool -modfile=tools/go.mod
 
 .PHONY: build example test e2e bench release deb rpm clean FORCE
-# CGO_ENABLED=0: a static binary, which `jobwatch run` starts faster (README).
+# CGO_ENABLED=0: static binaries, which start faster (README). jobwatch-run
+# is the run wrapper alone, for cron jobs (docs/run.md).
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o jobwatch ./cmd/jobwatch
+	CGO_ENABLED=0 go build -trimpath -o jobwatch-run ./cmd/jobwatch-run
 
 # The quick start: build, write the example run log relative to now, run
 # jobwatch on the bundled jobwatch.yml (Ctrl-C stops it).
@@ -64,21 +69,27 @@ bench:
 
 # Static, stripped, reproducible binaries and archives for linux/amd64 and
 # linux/arm64: dist/jobwatch-PKG_VERSION.linux-ARCH.tar.gz and dist/sha256sums.txt.
-release: $(foreach a,$(RELEASE_ARCHES),$(DIST)/build/linux-$(a)/jobwatch)
+release: $(foreach a,$(RELEASE_ARCHES),$(DIST)/build/linux-$(a)/jobwatch $(DIST)/build/linux-$(a)/jobwatch-run)
 	packaging/release.sh '$(DIST)' '$(PKG_VERSION)' '$(SOURCE_DATE_EPOCH)' $(RELEASE_ARCHES)
 
 $(DIST)/build/linux-%/jobwatch: FORCE
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* go build -trimpath -buildvcs=false \
 		-ldflags "$(RELEASE_LDFLAGS)" -o $@ ./cmd/jobwatch
 
+# The version flags are jobwatch's: jobwatch-run has none (it hands
+# --version to jobwatch run).
+$(DIST)/build/linux-%/jobwatch-run: FORCE
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* go build -trimpath -buildvcs=false \
+		-ldflags "-s -w -buildid=" -o $@ ./cmd/jobwatch-run
+
 # The Debian and RPM packages, described once in packaging/nfpm.yaml and built
-# by nfpm (pinned in go.mod: go tool nfpm); DEB_ARCH=arm64 for the other one.
-deb: $(DIST)/build/linux-$(DEB_ARCH)/jobwatch $(DIST)/build/changelog.gz $(DIST)/build/jobwatch.1.gz
-	$(NFPM_ENV) go tool nfpm package --config packaging/nfpm.yaml --packager deb \
+# by nfpm (pinned in tools/go.mod); DEB_ARCH=arm64 for the other one.
+deb: $(DIST)/build/linux-$(DEB_ARCH)/jobwatch $(DIST)/build/linux-$(DEB_ARCH)/jobwatch-run $(DIST)/build/changelog.gz $(DIST)/build/jobwatch.1.gz
+	$(NFPM_ENV) $(TOOL) nfpm package --config packaging/nfpm.yaml --packager deb \
 		--target '$(DIST)/jobwatch_$(PKG_VERSION)_$(DEB_ARCH).deb'
 
-rpm: $(DIST)/build/linux-$(DEB_ARCH)/jobwatch $(DIST)/build/changelog.gz $(DIST)/build/jobwatch.1.gz
-	$(NFPM_ENV) go tool nfpm package --config packaging/nfpm.yaml --packager rpm \
+rpm: $(DIST)/build/linux-$(DEB_ARCH)/jobwatch $(DIST)/build/linux-$(DEB_ARCH)/jobwatch-run $(DIST)/build/changelog.gz $(DIST)/build/jobwatch.1.gz
+	$(NFPM_ENV) $(TOOL) nfpm package --config packaging/nfpm.yaml --packager rpm \
 		--target '$(DIST)/jobwatch-$(PKG_VERSION)-1.$(RPM_ARCH).rpm'
 
 # /usr/share/doc/jobwatch/changelog.gz, in Debian's format.
@@ -92,6 +103,6 @@ $(DIST)/build/jobwatch.1.gz: FORCE
 	packaging/manpage.sh '$(PKG_VERSION)' '$(SOURCE_DATE_EPOCH)' | gzip -n -9 >$@
 
 clean:
-	rm -rf $(DIST) jobwatch
+	rm -rf $(DIST) jobwatch jobwatch-run
 
 FORCE:

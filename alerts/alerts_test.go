@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/jobwatch/jobwatch/exporter"
 	"github.com/jobwatch/jobwatch/internal/promcheck"
 )
 
@@ -61,10 +63,7 @@ func loadRules(t *testing.T) []rule {
 
 func promtool(t *testing.T, args ...string) {
 	t.Helper()
-	p, err := promcheck.Promtool()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := promcheck.Promtool(t)
 	out, err := exec.Command(p, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -210,7 +209,7 @@ func TestAnnotationQueries(t *testing.T) {
 	if len(queries) == 0 {
 		t.Fatal("found no query in any annotation")
 	}
-	if err := promcheck.CheckQueries(t.TempDir(), queries); err != nil {
+	if err := promcheck.CheckQueries(t, queries); err != nil {
 		t.Error(err)
 	}
 }
@@ -278,9 +277,20 @@ func TestEveryAlertTested(t *testing.T) {
 // Prometheus' up.
 func allowedNames(t *testing.T) map[string]bool {
 	t.Helper()
-	a, err := promcheck.Allowed(t.TempDir())
+	a, err := promcheck.Allowed(exporterCollectors(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// exporterCollectors are the real exporter's collectors on a one-job
+// config, whose metric names promcheck lists.
+func exporterCollectors(t *testing.T) []prometheus.Collector {
+	t.Helper()
+	e, err := exporter.New(exporter.Options{ConfigFile: promcheck.ProbeConfig(t), StateDir: t.TempDir(), Host: "probe"})
+	if err != nil {
+		t.Fatalf("starting the exporter: %v", err)
+	}
+	return e.Collectors()
 }

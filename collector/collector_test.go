@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/jobwatch/jobwatch/internal/testproc"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/schedule"
 )
@@ -107,10 +108,7 @@ func TestCollectorGolden(t *testing.T) {
 
 // promtool's linter must find nothing in the exposition.
 func TestExpositionPassesPromtool(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool not found: install the Debian package prometheus")
-	}
+	promtool := testproc.Program(t, "promtool", "prometheus")
 	now := t0.Add(2 * time.Hour)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(New(populated(now), func() time.Time { return now }))

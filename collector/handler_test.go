@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/encoding/prototext"
 
+	"github.com/jobwatch/jobwatch/internal/testproc"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/observation"
 	"github.com/jobwatch/jobwatch/schedule"
@@ -534,10 +535,7 @@ func TestHandlerNameFilter(t *testing.T) {
 
 // promtool's linter finds nothing in the Handler's output.
 func TestHandlerPassesPromtool(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool not found: install the Debian package prometheus")
-	}
+	promtool := testproc.Program(t, "promtool", "prometheus")
 	now := t0.Add(2 * time.Hour)
 	saved := savedOf(everyKind(t, now))
 	_, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/jobwatch/jobwatch/exporter"
 	"github.com/jobwatch/jobwatch/internal/promcheck"
 )
 
@@ -177,7 +179,7 @@ func TestQueries(t *testing.T) {
 			t.Errorf("%s uses metrics jobwatch does not export: %q", q.Where, unknown)
 		}
 	}
-	if err := promcheck.CheckQueries(t.TempDir(), expanded); err != nil {
+	if err := promcheck.CheckQueries(t, expanded); err != nil {
 		t.Error(err)
 	}
 }
@@ -243,7 +245,7 @@ func TestExpand(t *testing.T) {
 // pending contract ones and Prometheus' up.
 func allowedNames(t *testing.T) map[string]bool {
 	t.Helper()
-	a, err := promcheck.Allowed(t.TempDir())
+	a, err := promcheck.Allowed(exporterCollectors(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,10 +341,7 @@ func TestStaleMatchesAlert(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := promcheck.Promtool()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := promcheck.Promtool(t)
 	if out, err := exec.Command(p, "test", "rules", path).CombinedOutput(); err != nil {
 		t.Errorf("promtool test rules: %v\n%s", err, out)
 	}
@@ -406,4 +405,15 @@ func TestOperatorLinks(t *testing.T) {
 	if vars["cluster"] > vars["job"] || vars["job"] > vars["instance"] || vars["instance"] > vars["job_name"] {
 		t.Errorf("variables out of order (cluster, job, instance, job_name): %v", vars)
 	}
+}
+
+// exporterCollectors are the real exporter's collectors on a one-job
+// config, whose metric names promcheck lists.
+func exporterCollectors(t *testing.T) []prometheus.Collector {
+	t.Helper()
+	e, err := exporter.New(exporter.Options{ConfigFile: promcheck.ProbeConfig(t), StateDir: t.TempDir(), Host: "probe"})
+	if err != nil {
+		t.Fatalf("starting the exporter: %v", err)
+	}
+	return e.Collectors()
 }

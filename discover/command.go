@@ -26,7 +26,7 @@ type Command struct {
 	// RunParts is the directory when the command is run-parts DIR.
 	RunParts string
 
-	Lock         string // flock FILE or jobwatch run --lock FILE
+	Lock         string // flock FILE or jobwatch-run (jobwatch run) --lock FILE
 	LockBlocking bool   // flock without -n, --nonblock or -w
 	Timeout      time.Duration
 	// Run is set when the command runs under jobwatch run, with its --job
@@ -267,6 +267,8 @@ func (c *Command) unwrap(w []string, depth int) []string {
 				return w
 			}
 			w = c.jobwatchRun(w[2:])
+		case "jobwatch-run":
+			w = c.jobwatchRun(w[1:])
 		default:
 			return w
 		}

@@ -39,6 +39,8 @@ func TestParseCommand(t *testing.T) {
 		{name: "jobwatch run flags discover does not read, with their values",
 			line: "jobwatch run --skipped-exit 75 --lock-redis redis://db1:6379/0 --job sync --skipped-output '^lock held' --timeout 1d -- /home/a/sync.sh",
 			want: Command{Core: "/home/a/sync.sh", Name: "sync", Timeout: 24 * time.Hour, Run: true, RunJob: "sync"}},
+		{name: "jobwatch-run, the wrapper alone", line: "/usr/bin/jobwatch-run --job sync --lock /run/lock/s.lock --timeout 5m -- /home/a/sync.sh",
+			want: Command{Core: "/home/a/sync.sh", Name: "sync", Lock: "/run/lock/s.lock", Timeout: 5 * time.Minute, Run: true, RunJob: "sync"}},
 		{name: "smallest timeout wins", line: "timeout 1h jobwatch run --job x --timeout 30m -- /bin/job",
 			want: Command{Core: "/bin/job", Name: "job", Timeout: 30 * time.Minute, Run: true, RunJob: "x"}},
 	}

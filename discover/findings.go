@@ -131,7 +131,7 @@ func Check(h *Host, o Options) []Finding {
 		j := &h.Jobs[i]
 		out = append(out, checkJob(j, o)...)
 		if watchKind(h, j) == "" {
-			fix := "wrap the command: jobwatch run --job " + j.Name + " -- CMD"
+			fix := "wrap the command: jobwatch-run --job " + j.Name + " -- CMD"
 			if j.Origin == "timer" {
 				fix = "point Unit= at a service"
 			}
@@ -191,7 +191,7 @@ func checkLocks(h *Host) []Finding {
 		if j.Cmd.LockBlocking {
 			out = append(out, at(j, KindFlockBlocking, Warning,
 				"flock without -n waits for the lock: runs queue up behind a slow one and fire together later",
-				"use flock -n "+l+" (skip the run while another holds the lock), or jobwatch run --lock"))
+				"use flock -n "+l+" (skip the run while another holds the lock), or jobwatch-run --lock"))
 		}
 		if d := cleanedDir(h, l); d != "" {
 			out = append(out, at(j, KindLockInTmp, Warning,
@@ -271,7 +271,7 @@ func checkJob(j *Job, o Options) []Finding {
 
 // noTimeout is the finding of a job without a timeout.
 func noTimeout(j *Job) Finding {
-	fix := "wrap the command: timeout 1h CMD, or jobwatch run --timeout 1h -- CMD"
+	fix := "wrap the command: timeout 1h CMD, or jobwatch-run --timeout 1h -- CMD"
 	if j.Origin == "timer" {
 		fix = "set RuntimeMaxSec= in " + j.Service
 		if j.ServiceType == "oneshot" {
@@ -300,7 +300,7 @@ func noLock(j *Job, o Options) Finding {
 		msg = fmt.Sprintf("no lock, and its runs take up to %s (P99 of the runs jobwatch saw) while it is scheduled every %s: runs overlap", fmtDuration(p99), fmtDuration(period))
 	}
 	return at(j, KindNoLock, Info, msg,
-		"wrap the command: flock -n /run/lock/"+j.Name+".lock CMD, or jobwatch run --lock")
+		"wrap the command: flock -n /run/lock/"+j.Name+".lock CMD, or jobwatch-run --lock")
 }
 
 // checkTimer checks a timer's Persistent= and AccuracySec=.

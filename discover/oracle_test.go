@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobwatch/jobwatch/internal/testproc"
 	"github.com/jobwatch/jobwatch/schedule"
 )
 
@@ -49,10 +50,7 @@ func analyze(t *testing.T, bin, tz, expr string, base time.Time, n int) []time.T
 }
 
 func TestOnCalendarOracle(t *testing.T) {
-	bin, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze not found (Debian package systemd); OnCalendar oracle skipped")
-	}
+	bin := testproc.Program(t, "systemd-analyze", "systemd")
 	checked := 0
 	for _, name := range fixtures {
 		h, _ := readFixture(t, name)

@@ -18,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/jobwatch/jobwatch/alerts"
 	"github.com/jobwatch/jobwatch/dashboards"
+	"github.com/jobwatch/jobwatch/exporter"
 	"github.com/jobwatch/jobwatch/internal/promcheck"
 
 	"github.com/jobwatch/jobwatch/internal/testproc"
@@ -156,7 +159,7 @@ sources:
 
 	// Every metric Prometheus scraped from jobwatch is one the rules and
 	// the dashboard are checked against.
-	allowed, err := promcheck.Allowed(t.TempDir())
+	allowed, err := promcheck.Allowed(exporterCollectors(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,4 +442,15 @@ func scrapedNames(t *testing.T, addr string) map[string]bool {
 		names[n] = true
 	}
 	return names
+}
+
+// exporterCollectors are the real exporter's collectors on a one-job
+// config, whose metric names promcheck lists.
+func exporterCollectors(t *testing.T) []prometheus.Collector {
+	t.Helper()
+	e, err := exporter.New(exporter.Options{ConfigFile: promcheck.ProbeConfig(t), StateDir: t.TempDir(), Host: "probe"})
+	if err != nil {
+		t.Fatalf("starting the exporter: %v", err)
+	}
+	return e.Collectors()
 }

@@ -353,10 +353,7 @@ func writeFile(t *testing.T, path, data string) {
 
 func promtool(t *testing.T, args ...string) {
 	t.Helper()
-	p, err := promcheck.Promtool()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := promcheck.Promtool(t)
 	out, err := exec.Command(p, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -470,7 +467,7 @@ func checkDashboardQueries(t *testing.T, o *Output) {
 			queries[name+" "+q.Where] = e
 		}
 	}
-	if err := promcheck.CheckQueries(t.TempDir(), queries); err != nil {
+	if err := promcheck.CheckQueries(t, queries); err != nil {
 		t.Error(err)
 	}
 }

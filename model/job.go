@@ -133,7 +133,7 @@ func (j *job) endRun(r *Run, ev *Event) {
 	j.history.remember(rr)
 }
 
-// applySkip counts a skip, attributed to its slot.
+// applySkip counts a skip (the slot it fills: machine.apply).
 func (j *job) applySkip(ev *Event) {
 	// A run recorded as started and then marked skipped (a job_runs row
 	// whose status became "skipped", a check-in skip with the start's rid)
@@ -159,13 +159,11 @@ func (j *job) applyDeclined(r *Run, ev *Event) {
 	j.countSkip(ev, began)
 }
 
-// countSkip counts a skip at ev's time, attributed to its slot; began is
-// when its run started, when known.
+// countSkip counts a skip at ev's time; began is when its run started,
+// when known. The slot it fills is the machine's to judge (machine.apply):
+// the facts shown of a held skip (facts.go) judge none.
 func (j *job) countSkip(ev *Event, began time.Time) {
 	j.Skips++
-	if !ev.late {
-		j.attributeSkip(ev.Time)
-	}
 	label := ev.SkipLabel
 	if label == "" {
 		label = SkipOther

@@ -40,9 +40,16 @@ func (m *machine) apply(j *job, ev *Event, src string, now time.Time) bool {
 	case Start:
 		m.applyStart(j, ev, src, now)
 	case End:
-		return m.applyEnd(j, ev)
+		ok := m.applyEnd(j, ev)
+		if ok && ev.Result == Skipped && !ev.late { // a run that declined: counted as a skip
+			j.attributeSkip(ev.Time)
+		}
+		return ok
 	case Skip:
 		j.applySkip(ev)
+		if !ev.late {
+			j.attributeSkip(ev.Time)
+		}
 	case LockLost:
 		// The run goes on (--on-lock-lost=warn) or is killed; its end
 		// record follows and finishes it.

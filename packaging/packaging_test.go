@@ -25,6 +25,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // maxExposure is the highest `systemd-analyze security` exposure level the
@@ -64,11 +66,11 @@ func command(t *testing.T, env []string, name string, args ...string) string {
 	return stdout.String()
 }
 
+// need skips the test under go test -short and fails it when cmd, an
+// outside program it starts, is missing (testproc.Program).
 func need(t *testing.T, cmd, pkg string) {
 	t.Helper()
-	if _, err := exec.LookPath(cmd); err != nil {
-		t.Fatalf("%s not found: install the Debian package %s (scripts/test.sh does)", cmd, pkg)
-	}
+	testproc.Program(t, cmd, pkg)
 }
 
 func TestDebVersion(t *testing.T) {
@@ -326,6 +328,7 @@ func checkArchive(t *testing.T, path, dir, arch string, epoch int64) {
 	want := map[string]int64{
 		dir + "/":                          0o755,
 		dir + "/jobwatch":                  0o755,
+		dir + "/jobwatch-run":              0o755,
 		dir + "/LICENSE":                   0o644,
 		dir + "/README.md":                 0o644,
 		dir + "/CHANGELOG.md":              0o644,
@@ -356,7 +359,7 @@ func checkArchive(t *testing.T, path, dir, arch string, epoch int64) {
 			t.Errorf("%s: %s: mode %o uid %d gid %d (%q:%q) time %d, want mode %o, 0:0 numeric, time %d",
 				path, h.Name, h.Mode, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime.Unix(), mode, epoch)
 		}
-		if h.Name == dir+"/jobwatch" {
+		if h.Name == dir+"/jobwatch" || h.Name == dir+"/jobwatch-run" {
 			b, err := io.ReadAll(tr)
 			if err != nil {
 				t.Fatal(err)
@@ -484,23 +487,27 @@ func upgradeDeb(t *testing.T) string {
 	return upgradePath
 }
 
-// makeFromDebBinary runs make target in dist with make deb's amd64 binary
+// makeFromDebBinary runs make target in dist with make deb's amd64 binaries
 // copied in and taken as up to date (make -o), so that a second package is
 // made without linking jobwatch again.
 func makeFromDebBinary(t *testing.T, dist, target string, vars ...string) {
 	t.Helper()
-	bin := filepath.Join(dist, "build/linux-amd64/jobwatch")
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(deb(t)), "build/linux-amd64/jobwatch"))
-	if err != nil {
-		t.Fatal(err)
+	args := []string{"--no-print-directory"}
+	for _, name := range []string{"jobwatch", "jobwatch-run"} {
+		bin := filepath.Join(dist, "build/linux-amd64", name)
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(deb(t)), "build/linux-amd64", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-o", bin)
 	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"--no-print-directory", "-o", bin, target, "DIST=" + dist}, vars...)
+	args = append(append(args, target, "DIST="+dist), vars...)
 	command(t, nil, "make", args...)
 }
 
@@ -537,6 +544,7 @@ func TestDeb(t *testing.T) {
 	listing := command(t, nil, "dpkg-deb", "-c", pkg)
 	for _, f := range []string{
 		"-rwxr-xr-x root/root .* ./usr/bin/jobwatch",
+		"-rwxr-xr-x root/root .* ./usr/bin/jobwatch-run",
 		"-rw-r--r-- root/root .* ./lib/systemd/system/jobwatch.service",
 		"-rw-r--r-- root/root .* ./etc/jobwatch/jobwatch.yml",
 		"-rw-r--r-- root/root .* ./etc/default/jobwatch",
@@ -544,6 +552,7 @@ func TestDeb(t *testing.T) {
 		"-rw-r--r-- root/root .* ./usr/share/doc/jobwatch/copyright",
 		"-rw-r--r-- root/root .* ./usr/share/doc/jobwatch/changelog.gz",
 		"-rw-r--r-- root/root .* ./usr/share/man/man1/jobwatch.1.gz",
+		`l[-rwx]{9} root/root .* ./usr/share/man/man1/jobwatch-run.1.gz -> jobwatch.1.gz`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + f + `$`).MatchString(listing) {
 			t.Errorf("the package has no line matching %q:\n%s", f, listing)
@@ -587,7 +596,7 @@ func TestRPM(t *testing.T) {
 		t.Fatalf("make rpm made %v, want one jobwatch-*.x86_64.rpm", rpms)
 	}
 	got := strings.Fields(command(t, nil, "rpm", "-qpl", rpms[0]))
-	for _, f := range []string{"/usr/bin/jobwatch", "/lib/systemd/system/jobwatch.service", "/etc/jobwatch/jobwatch.yml", "/etc/default/jobwatch", "/etc/logrotate.d/jobwatch", "/usr/share/doc/jobwatch/copyright"} {
+	for _, f := range []string{"/usr/bin/jobwatch", "/usr/bin/jobwatch-run", "/lib/systemd/system/jobwatch.service", "/etc/jobwatch/jobwatch.yml", "/etc/default/jobwatch", "/etc/logrotate.d/jobwatch", "/usr/share/doc/jobwatch/copyright"} {
 		if !strings.Contains(" "+strings.Join(got, " ")+" ", " "+f+" ") {
 			t.Errorf("rpm -qpl: no %s in %v", f, got)
 		}

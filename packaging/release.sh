@@ -1,7 +1,8 @@
 #!/bin/sh
 # Packs the release archives: for each ARCH, DIST/jobwatch-VERSION.linux-ARCH.tar.gz
-# holding DIST/build/linux-ARCH/jobwatch (built by `make release`) beside the
-# LICENSE, README, changelog, example config, rules and dashboard; then
+# holding DIST/build/linux-ARCH/jobwatch and jobwatch-run (built by `make
+# release`) beside the LICENSE, README, changelog, example config, rules and
+# dashboard; then
 # DIST/sha256sums.txt. Byte for byte the same on every run of one commit: file
 # times are SOURCE_DATE_EPOCH (the commit's), owners 0:0, modes set here, names
 # sorted, and gzip writes no name or time.
@@ -17,6 +18,7 @@ for arch in "$@"; do
   rm -rf "$stage"
   mkdir -p "$stage/alerts" "$stage/dashboards"
   install -m 0755 "$dist/build/linux-$arch/jobwatch" "$stage/jobwatch"
+  install -m 0755 "$dist/build/linux-$arch/jobwatch-run" "$stage/jobwatch-run"
   install -m 0644 LICENSE README.md CHANGELOG.md "$stage/"
   # The packaged default configuration: the journal and /var/log/jobwatch.
   install -m 0644 packaging/jobwatch.yml "$stage/jobwatch.yml"

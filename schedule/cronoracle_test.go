@@ -21,8 +21,8 @@ import (
 // mounts over /etc/cron.d, /etc/crontab, /var/spool/cron and /run, so that
 // neither touches a cron of the machine; cron runs under libfaketime
 // (package faketime) with an accelerated clock. The tests skip, saying
-// why, only when not root or when unshare, cron, crontab or faketime is
-// missing.
+// why, under -short and when not root or unshare -m fails; they fail when
+// cron, crontab or faketime is missing.
 //
 // JOBWATCH_CRON_ORACLE=long runs every DST night in cronNights instead of
 // the two the suite runs by default (docs/schedules.md, "Testing"); -short
@@ -37,20 +37,17 @@ const (
 
 func needCronOracle(t *testing.T) {
 	t.Helper()
+	testproc.SkipShort(t, "the real cron under faketime")
 	if os.Geteuid() != 0 {
 		t.Skip("cron oracle skipped: needs root (cron and mount namespaces)")
 	}
 	for _, p := range []string{cronBin, crontabBin} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("cron oracle skipped: %s not found (Debian package cron)", p)
+			t.Fatalf("%s not found: install the Debian package cron", p)
 		}
 	}
-	if _, err := exec.LookPath("faketime"); err != nil {
-		t.Skip("cron oracle skipped: faketime not found (Debian package faketime)")
-	}
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("cron oracle skipped: unshare not found (Debian package util-linux)")
-	}
+	testproc.Program(t, "faketime", "faketime")
+	testproc.Program(t, "unshare", "util-linux")
 	if out, err := exec.Command("unshare", "-m", "--propagation", "private", "true").CombinedOutput(); err != nil {
 		t.Skipf("cron oracle skipped: unshare -m fails here: %v: %s", err, out)
 	}

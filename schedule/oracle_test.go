@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
 // The oracle for OnCalendar is systemd-analyze (Debian package systemd).
@@ -23,12 +25,9 @@ func needSystemdAnalyze(t *testing.T) string {
 	t.Helper()
 	path := systemdAnalyze
 	if _, err := os.Stat(path); err != nil {
-		p, err := exec.LookPath("systemd-analyze")
-		if err != nil {
-			t.Skip("systemd-analyze not found (Debian package systemd); OnCalendar oracle tests skipped")
-		}
-		path = p
+		return testproc.Program(t, "systemd-analyze", "systemd")
 	}
+	testproc.SkipShort(t, "systemd-analyze")
 	return path
 }
 

@@ -59,8 +59,8 @@ func (fl RunFlag) Repeatable() bool { return fl.Name == flagSkippedExit }
 const flagSkippedExit = "skipped-exit"
 
 // RunFlagTable are the run command's flags, in the order of its help: the
-// one table kingpin's run command, cmd/jobwatch/internal/runfirst's early
-// parser and the tests' helper processes read. Durations
+// one table kingpin's run command, ParseArgs (jobwatch run's usual command
+// line, and jobwatch-run's) and the tests' helper processes read. Durations
 // and the skip code are parsed by the wrapper, so that a malformed value in
 // a crontab line is recorded as a failed run instead of only a usage error
 // nobody reads.

@@ -68,6 +68,5 @@ var (
 	events      = wraptest.Events
 	waitFor     = wraptest.WaitFor
 	writeScript = wraptest.WriteScript
-	intp        = wraptest.Intp
 	fmtInt      = wraptest.FmtInt
 )

@@ -123,9 +123,8 @@ type Table interface {
 
 // Remote opens what needs a server: the job_runs table and the shared lock.
 // Package wrapper/remote implements it; without it (Options.Remote nil)
-// those flags are refused. Kept apart so that jobwatch run's start-up path
-// (cmd/jobwatch/internal/runfirst) links no database or Redis client and
-// no network stack.
+// those flags are refused. Kept apart so that cmd/jobwatch-run links no
+// database or Redis client and no network stack.
 type Remote interface {
 	// Table sets up --record-mysql; nothing is dialled yet.
 	Table(o Options, red *redact.Redactor) (Table, error)

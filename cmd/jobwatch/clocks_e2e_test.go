@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,12 +102,18 @@ var (
 // above), once for the package's tests.
 func buildSteppedBinary(t *testing.T) string {
 	t.Helper()
+	skipShortBinary(t)
 	steppedOnce.Do(func() {
 		dir := filepath.Join(binDir, "stepped")
 		if steppedErr = os.MkdirAll(dir, 0o755); steppedErr != nil {
 			return
 		}
-		src := filepath.Join(runtime.GOROOT(), "src", "time")
+		goroot, err := exec.Command("go", "env", "GOROOT").Output()
+		if err != nil {
+			steppedErr = fmt.Errorf("go env GOROOT: %w", err)
+			return
+		}
+		src := filepath.Join(strings.TrimSpace(string(goroot)), "src", "time")
 		orig, err := os.ReadFile(filepath.Join(src, "time.go"))
 		if err != nil {
 			steppedErr = err

@@ -66,6 +66,7 @@ func TestMain(m *testing.M) {
 // whole package (a build per test took a few seconds each, 40 times).
 func buildBinary(t testing.TB) string {
 	t.Helper()
+	skipShortBinary(t)
 	buildOnce.Do(func() {
 		bin := filepath.Join(binDir, "jobwatch")
 		out, err := exec.Command("go", "build", "-o", bin, "github.com/jobwatch/jobwatch/cmd/jobwatch").CombinedOutput()
@@ -79,6 +80,16 @@ func buildBinary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return builtBin
+}
+
+// skipShortBinary skips a test that builds and runs the jobwatch binary
+// under go test -short: a build and a real process per test are what made
+// -short take minutes; the full suite runs them.
+func skipShortBinary(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the jobwatch binary: skipped in -short")
+	}
 }
 
 // minWait is the least a wait on jobwatch is bounded by: what a test says

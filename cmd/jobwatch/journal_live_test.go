@@ -54,7 +54,6 @@ sources:
 	// The baseline: journalctl following the same directory, each line a
 	// MESSAGE it handed over.
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	follow := exec.CommandContext(ctx, "journalctl", "--directory="+filepath.Dir(journal), "--follow", "--lines=0", "--output=cat", "--boot=all")
 	out, err := follow.StdoutPipe()
 	if err != nil {
@@ -63,14 +62,24 @@ sources:
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer follow.Wait()
 	lines := make(chan string, 64)
+	read := make(chan struct{})
+	defer func() { // journalctl --follow runs until it is killed
+		cancel()
+		<-read // its output ends with it
+		follow.Wait()
+	}()
 	go func() {
+		defer close(read)
+		defer close(lines)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			lines <- sc.Text()
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
 		}
-		close(lines)
 	}()
 	handed := func(since time.Time, marker string) time.Duration {
 		t.Helper()

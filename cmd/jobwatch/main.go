@@ -43,6 +43,14 @@ import (
 const defaultPort = ":10474"
 
 func main() {
+	// jobwatch run, under every cron job, is dispatched first: its usual
+	// command line needs neither kingpin's application nor a logger. The
+	// rest of the binary's cost, its packages' initialisation, comes before
+	// main whatever the command: jobwatch-run (docs/run.md) is the wrapper
+	// alone.
+	if f, ok := plainRun(os.Args[1:]); ok {
+		os.Exit(wrapper.RunFlags(f))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -118,9 +126,9 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "jobwatch: %v (try --help)\n", err)
 		return 2
 	}
-	// jobwatch run, under every cron job, logs nothing of its own: it
-	// returns before the logger is built. (A plain run command line does
-	// not get here at all: see package runfirst.)
+	// jobwatch run logs nothing of its own: it returns before the logger
+	// is built. (Its usual command line does not get here at all: see
+	// plainRun.)
 	if cmd == runCmd.FullCommand() {
 		return wrapper.RunFlags(runFlags())
 	}

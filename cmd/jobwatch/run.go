@@ -3,17 +3,26 @@ package main
 import (
 	"github.com/alecthomas/kingpin/v2"
 
-	_ "github.com/jobwatch/jobwatch/cmd/jobwatch/internal/runremote" // runs with a shared lock or a table, from its init
 	"github.com/jobwatch/jobwatch/wrapper"
 	"github.com/jobwatch/jobwatch/wrapper/remote"
 )
 
+// plainRun returns the flags of args (the command line without the program
+// name) when it is `run` and arguments wrapper.ParseArgs reads: main runs
+// those at once. Every other command line goes to kingpin.
+func plainRun(args []string) (wrapper.Flags, bool) {
+	if len(args) == 0 || args[0] != "run" {
+		return wrapper.Flags{}, false
+	}
+	f, ok := wrapper.ParseArgs(args[1:])
+	f.Remote = remote.Remote{}
+	return f, ok
+}
+
 // addRunCommand adds `jobwatch run`; the returned function gives the
-// parsed flags. A plain run command line never gets here: package runfirst
-// runs it before the exporter's packages are initialised, and runremote the
-// same with a shared lock or a table. This one serves help, usage errors and
-// the command lines they leave to kingpin (see runfirst.Parse), with the
-// same flags.
+// parsed flags. The usual command line never gets here (plainRun); this one
+// serves help, usage errors and the command lines ParseArgs leaves to
+// kingpin, with the same flags.
 func addRunCommand(app *kingpin.Application) (*kingpin.CmdClause, func() wrapper.Flags) {
 	cmd := app.Command("run", wrapper.RunHelp)
 	values := make([]*[]string, len(wrapper.RunFlagTable))

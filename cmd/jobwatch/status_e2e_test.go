@@ -308,10 +308,11 @@ func chromium(t *testing.T, browser, url string, extra ...string) []byte {
 // headless Chromium and checks the DOM it rendered (status/browser_test.go
 // takes the screenshots of docs/status.md).
 func TestStatusPageInBrowser(t *testing.T) {
+	skipShortBinary(t)
 	t.Parallel()
 	browser := findChromium()
 	if browser == "" {
-		t.Skip("chromium not found: install the Debian package chromium (scripts/test.sh does)")
+		t.Fatal("chromium not found: install the Debian package chromium (scripts/test.sh does)")
 	}
 	in := statusFixture(t)
 	base := "http://" + in.addr

@@ -431,6 +431,7 @@ func TestHelpShowsServeFlags(t *testing.T) {
 // TestVersionFromBuildInfo: a plain go build, without the Makefile's
 // ldflags, reports what the go command recorded.
 func TestVersionFromBuildInfo(t *testing.T) {
+	skipShortBinary(t)
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "jobwatch")
 	if out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, "github.com/jobwatch/jobwatch/cmd/jobwatch").CombinedOutput(); err != nil {

@@ -52,13 +52,15 @@ type Browser struct {
 // browser must still fail the test.
 const callTimeout = time.Minute
 
-// Start starts Chromium (the test is skipped when it is not installed) and
-// connects to its page; cleanup kills its process group.
+// Start starts Chromium and connects to its page; cleanup kills its process
+// group. The test is skipped under go test -short and fails when Chromium
+// is not installed.
 func Start(t testing.TB) *Browser {
 	t.Helper()
+	testproc.SkipShort(t, "Chromium")
 	bin := Find()
 	if bin == "" {
-		t.Skip("chromium not found: install the Debian package chromium (scripts/test.sh does)")
+		t.Fatal("chromium not found: install the Debian package chromium (scripts/test.sh does)")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic",

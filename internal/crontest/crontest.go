@@ -21,27 +21,23 @@ import (
 // Hostname is the host name cron runs under (and logs).
 const Hostname = "cronhost"
 
-// Need skips, saying why, unless the real Debian cron can run here in a
-// private namespace: root, unshare, cron, rsyslogd and faketime (packages
-// cron, rsyslog, faketime; scripts/test.sh installs them).
+// Need skips, saying why, under go test -short and unless the real Debian
+// cron can run here in a private namespace (root, and unshare working); it
+// fails the test when cron, rsyslogd or faketime is missing (packages cron,
+// rsyslog, faketime; scripts/test.sh installs them).
 func Need(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the real cron")
-	}
+	testproc.SkipShort(t, "the real cron, rsyslogd and faketime")
 	if os.Geteuid() != 0 {
 		t.Skip("real cron skipped: needs root (cron and mount namespaces)")
 	}
 	for _, p := range []string{"/usr/sbin/cron", "/usr/sbin/rsyslogd"} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("real cron skipped: %s not found (Debian packages cron, rsyslog)", p)
+			t.Fatalf("%s not found: install the Debian packages cron and rsyslog", p)
 		}
 	}
-	for _, p := range []string{"faketime", "unshare"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("real cron skipped: %s not found", p)
-		}
-	}
+	testproc.Program(t, "faketime", "faketime")
+	testproc.Program(t, "unshare", "util-linux")
 	if out, err := exec.Command("unshare", "-m", "-u", "--propagation", "private", "true").CombinedOutput(); err != nil {
 		t.Skipf("real cron skipped: unshare -m -u fails here: %v: %s", err, out)
 	}

@@ -5,15 +5,19 @@
 // database nor touches files (it renders the model; reading and writing
 // belong to the sources and the saver); schedule imports no other package
 // of jobwatch (config calls it), discover does not import wrapper, and no
-// layer above sources/ imports a source package (only sources/all does).
+// layer above sources/ imports a source package (only sources/all does);
+// test rigs are imported only by tests, only cmd/ imports the exporter, and
+// the binary links no test rig.
 package layering
 
 import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,6 +164,122 @@ func TestNoLayerNamesASource(t *testing.T) {
 			if pkg != "github.com/jobwatch/jobwatch/sources/all" && pkg != own && !strings.HasPrefix(pkg, own+"/") {
 				t.Errorf("%s imports the source package %s", pkg, imp)
 			}
+		}
+	}
+}
+
+// module is jobwatch's module path.
+const module = "github.com/jobwatch/jobwatch"
+
+// testRigs are the packages that exist for the tests: servers and browsers
+// they start, helpers to wait and build, shared fixtures, and the
+// benchmark programs built on them.
+var testRigs = []string{
+	"internal/chromiumtest", "internal/crontest", "internal/journaltest", "internal/mariadbtest",
+	"internal/netnstest", "internal/promcheck", "internal/redistest", "internal/scale",
+	"internal/testproc", "wrapper/internal/wraptest", "internal/cmd/scalebench", "internal/cmd/freshbench",
+}
+
+func isTestRig(pkg string) bool {
+	rel, ok := strings.CutPrefix(pkg, module+"/")
+	return ok && slices.Contains(testRigs, rel)
+}
+
+// productImports maps every package of the module to what its own code
+// (tests aside) imports.
+func productImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		imports[fields[0]] = fields[1:]
+	}
+	if len(imports) < 20 {
+		t.Fatalf("go list found only %d packages", len(imports))
+	}
+	return imports
+}
+
+// A test rig is imported by tests and by other rigs only: the product's
+// code never depends on what exists to test it.
+func TestRigsOnlyInTests(t *testing.T) {
+	imports := productImports(t)
+	found := 0
+	for pkg := range imports {
+		if isTestRig(pkg) {
+			found++
+		}
+	}
+	if found != len(testRigs) {
+		t.Errorf("found %d of the %d test rigs %v: update the list", found, len(testRigs), testRigs)
+	}
+	for pkg, imps := range imports {
+		if isTestRig(pkg) {
+			continue
+		}
+		for _, imp := range imps {
+			if isTestRig(imp) {
+				t.Errorf("%s imports the test rig %s", pkg, imp)
+			}
+		}
+	}
+}
+
+// The exporter wires sources, model, saver and collector together; only
+// the command (cmd/) builds one. A package below it importing it would
+// run an arrow back up the layers.
+func TestOnlyCmdImportsExporter(t *testing.T) {
+	for pkg, imps := range productImports(t) {
+		if strings.HasPrefix(pkg, module+"/cmd/") || strings.HasPrefix(pkg, module+"/exporter/") {
+			continue
+		}
+		if slices.Contains(imps, module+"/exporter") {
+			t.Errorf("%s imports exporter: only cmd/ may", pkg)
+		}
+	}
+}
+
+// The binary links no test rig (go list -deps ./cmd/jobwatch).
+func TestBinaryLinksNoRig(t *testing.T) {
+	deps := goList(t, "-deps", module+"/cmd/jobwatch")
+	if !slices.Contains(deps, module+"/exporter") {
+		t.Fatalf("go list -deps cmd/jobwatch lacks the exporter: %v", deps)
+	}
+	for _, d := range deps {
+		if isTestRig(d) {
+			t.Errorf("the binary links the test rig %s", d)
+		}
+	}
+}
+
+// maxFileLines bounds a non-test Go file: past it a file mixes parts a
+// reader wants apart (issue 44).
+const maxFileLines = 800
+
+// longFiles are files still over maxFileLines while their split is under
+// way on another branch; each must leave the list once it is split.
+var longFiles = map[string]bool{}
+
+// No non-test Go file is over maxFileLines lines.
+func TestNoFileOverMaxLines(t *testing.T) {
+	root := goList(t, "-m", "-f", "{{.Dir}}")[0]
+	for _, line := range goList(t, "-f", `{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}} {{end}}`, module+"/...") {
+		b, err := os.ReadFile(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, line)
+		rel = filepath.ToSlash(rel)
+		n := strings.Count(string(b), "\n")
+		switch {
+		case n > maxFileLines && !longFiles[rel]:
+			t.Errorf("%s has %d lines, more than %d: split it by what its parts do", rel, n, maxFileLines)
+		case n <= maxFileLines && longFiles[rel]:
+			t.Errorf("%s has %d lines now: take it out of longFiles", rel, n)
 		}
 	}
 }

@@ -52,7 +52,7 @@ type Server struct {
 
 // Start starts a throwaway server (or connects to EnvDSN) and registers its
 // shutdown with t.Cleanup. It fails the test, naming the Debian package, when
-// the MariaDB binaries are missing.
+// the MariaDB binaries are missing, and skips it under go test -short.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	return start(t, nil)
@@ -67,6 +67,7 @@ func StartOn(t testing.TB, host *netnstest.Host) *Server {
 
 func start(t testing.TB, host *netnstest.Host) *Server {
 	t.Helper()
+	testproc.SkipShort(t, "MariaDB")
 	if dsn := os.Getenv(EnvDSN); dsn != "" {
 		cfg, err := mysql.ParseDSN(dsn)
 		if err != nil {

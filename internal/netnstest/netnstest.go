@@ -38,10 +38,14 @@ type Net struct {
 	subnet string
 }
 
-// Require skips the test when not run as root (namespaces need it; CI runs
-// as root), and fails it, naming the Debian package, when ip(8) is missing.
+// Require skips the test under go test -short (it starts ip(8) and servers
+// in namespaces) and when not run as root (namespaces need it; CI runs as
+// root), and fails it, naming the Debian package, when ip(8) is missing.
 func Require(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts ip(8) and network namespaces: skipped in -short, which starts no outside program")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}

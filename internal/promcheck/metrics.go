@@ -5,11 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-
-	"github.com/jobwatch/jobwatch/exporter"
 )
 
 // Contract lists the jobwatch metrics of issue 7's metric contract,
@@ -53,19 +52,24 @@ var FromPrometheus = map[string]bool{"up": true}
 
 var fqNameRE = regexp.MustCompile(`fqName: "([^"]+)"`)
 
-// ExporterNames lists the metric names the real exporter describes: every
-// collector of exporter.New on a one-job config written in dir, and the
-// build-info collector cmd/jobwatch registers beside them.
-func ExporterNames(dir string) (map[string]bool, error) {
-	cfg := filepath.Join(dir, "jobwatch.yml")
+// ProbeConfig writes a config of one job in a temporary directory of t and
+// returns its path: enough for the real exporter (exporter.New, in the
+// test) to build every collector whose names Names lists. The test builds
+// it, not this package, so that nothing but cmd/ imports the exporter.
+func ProbeConfig(t testing.TB) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "jobwatch.yml")
 	if err := os.WriteFile(cfg, []byte("jobs:\n  - name: probe\n    every: 1m\n    timeout: 30s\n"), 0o644); err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	e, err := exporter.New(exporter.Options{ConfigFile: cfg, StateDir: filepath.Join(dir, "state"), Host: "probe"})
-	if err != nil {
-		return nil, fmt.Errorf("starting the exporter: %w", err)
-	}
-	cs := append([]prometheus.Collector{versioncollector.NewCollector("jobwatch")}, e.Collectors()...)
+	return cfg
+}
+
+// Names lists the metric names the collectors describe (give it the real
+// exporter's, Exporter.Collectors), and the build-info collector's, which
+// cmd/jobwatch registers beside them.
+func Names(collectors []prometheus.Collector) (map[string]bool, error) {
+	cs := append([]prometheus.Collector{versioncollector.NewCollector("jobwatch")}, collectors...)
 	ch := make(chan *prometheus.Desc)
 	go func() {
 		for _, c := range cs {
@@ -84,10 +88,10 @@ func ExporterNames(dir string) (map[string]bool, error) {
 	return names, nil
 }
 
-// Allowed is what rules and dashboards may query: the exporter's metrics
-// and Prometheus' own per-target series.
-func Allowed(dir string) (map[string]bool, error) {
-	names, err := ExporterNames(dir)
+// Allowed is what rules and dashboards may query: the metrics of the
+// exporter's collectors (as Names) and Prometheus' own per-target series.
+func Allowed(collectors []prometheus.Collector) (map[string]bool, error) {
+	names, err := Names(collectors)
 	if err != nil {
 		return nil, err
 	}

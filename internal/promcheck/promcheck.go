@@ -12,28 +12,28 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/jobwatch/jobwatch/internal/testproc"
 )
 
-// Promtool returns the path of promtool, or an error naming the Debian
-// package that provides it.
-func Promtool() (string, error) {
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		return "", fmt.Errorf("promtool not found (install the Debian package prometheus): %w", err)
-	}
-	return p, nil
+// Promtool returns the path of promtool. It skips the test under go test
+// -short and fails it, naming the Debian package, when promtool is missing.
+func Promtool(t testing.TB) string {
+	t.Helper()
+	return testproc.Program(t, "promtool", "prometheus")
 }
 
 // CheckQueries has promtool parse every query: it writes them as recording
-// rules of one rule file in dir and runs `promtool check rules` on it. The
-// error names the queries promtool rejected, with its output.
-func CheckQueries(dir string, queries map[string]string) error {
-	promtool, err := Promtool()
-	if err != nil {
-		return err
-	}
+// rules of one rule file in a temporary directory and runs `promtool check
+// rules` on it. The error names the queries promtool rejected, with its
+// output. Promtool's rules apply: the test is skipped under -short.
+func CheckQueries(t testing.TB, queries map[string]string) error {
+	t.Helper()
+	promtool := Promtool(t)
+	dir := t.TempDir()
 	names := make([]string, 0, len(queries))
 	for n := range queries {
 		names = append(names, n)

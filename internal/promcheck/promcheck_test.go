@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jobwatch/jobwatch/exporter"
 )
 
 func TestMetricNames(t *testing.T) {
@@ -41,13 +43,10 @@ func TestUnknown(t *testing.T) {
 }
 
 func TestCheckQueries(t *testing.T) {
-	if _, err := Promtool(); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckQueries(t.TempDir(), map[string]string{"good": `sum by (job_name) (rate(a_total[5m]))`}); err != nil {
+	if err := CheckQueries(t, map[string]string{"good": `sum by (job_name) (rate(a_total[5m]))`}); err != nil {
 		t.Errorf("good query rejected: %v", err)
 	}
-	err := CheckQueries(t.TempDir(), map[string]string{"good": `a`, "panel Broken": `sum by (job_name (a)`})
+	err := CheckQueries(t, map[string]string{"good": `a`, "panel Broken": `sum by (job_name (a)`})
 	if err == nil || !strings.Contains(err.Error(), "panel Broken") {
 		t.Errorf("broken query: err = %v, want one naming the query", err)
 	}
@@ -68,7 +67,11 @@ func FuzzMetricNames(f *testing.F) {
 
 // TestContract: the exporter emits every metric of the contract.
 func TestContract(t *testing.T) {
-	names, err := ExporterNames(t.TempDir())
+	e, err := exporter.New(exporter.Options{ConfigFile: ProbeConfig(t), StateDir: t.TempDir(), Host: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := Names(e.Collectors())
 	if err != nil {
 		t.Fatal(err)
 	}

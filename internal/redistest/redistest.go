@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
@@ -34,7 +33,8 @@ type Server struct {
 
 // Start starts a server, with password required when it is not empty, and
 // registers its shutdown with t.Cleanup. It fails the test, naming the
-// Debian package, when redis-server is missing.
+// Debian package, when redis-server is missing, and skips it under go test
+// -short.
 func Start(t testing.TB, password string) *Server {
 	t.Helper()
 	return start(t, &Server{t: t, port: testproc.FreePort(t), password: password, host: "127.0.0.1"}, nil)
@@ -49,10 +49,7 @@ func StartOn(t testing.TB, host *netnstest.Host) *Server {
 
 func start(t testing.TB, s *Server, prefix []string) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatal("redis-server is not installed: install the Debian package redis-server")
-	}
+	bin := testproc.Program(t, "redis-server", "redis-server")
 	password := s.password
 	s.args = append(prefix, bin, "--port", strconv.Itoa(s.port), "--bind", s.host,
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir(), "--logfile", "", "--protected-mode", "no")

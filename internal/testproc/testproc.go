@@ -23,6 +23,9 @@ import (
 // BuildJobwatch builds cmd/jobwatch into dir and returns the binary's path.
 func BuildJobwatch(t testing.TB, dir string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the jobwatch binary: skipped in -short")
+	}
 	bin := filepath.Join(dir, "jobwatch")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/jobwatch/jobwatch/cmd/jobwatch").CombinedOutput()
 	if err != nil {

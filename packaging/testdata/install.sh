@@ -97,6 +97,7 @@ want "package state" "$(dpkg-query -W -f='${db:Status-Abbrev}' jobwatch)" "ii "
 
 say "files, modes, user"
 want /usr/bin/jobwatch "$(mode /usr/bin/jobwatch)" "755 root root"
+want /usr/bin/jobwatch-run "$(mode /usr/bin/jobwatch-run)" "755 root root"
 want unit "$(mode /lib/systemd/system/jobwatch.service)" "644 root root"
 want config "$(mode /etc/jobwatch/jobwatch.yml)" "644 root root"
 want default "$(mode /etc/default/jobwatch)" "644 root root"
@@ -166,7 +167,7 @@ sed -i 's/^  interval: 1m /  interval: 10s/' /etc/jobwatch/jobwatch.yml
 grep -q '^  interval: 10s' /etc/jobwatch/jobwatch.yml || fail "no discovery interval to shorten in the packaged config"
 sed -i "s/^ARGS=.*/ARGS=\"--web.listen-address=127.0.0.1:$port --sources.startup-hold=0s\"/" /etc/default/jobwatch
 /usr/bin/jobwatch check-config --config.file=/etc/jobwatch/jobwatch.yml >/dev/null || fail "check-config after the edit"
-/usr/bin/jobwatch run --job pkgtest --lock /run/lock/pkgtest.lock -- true
+/usr/bin/jobwatch-run --job pkgtest --lock /run/lock/pkgtest.lock -- true
 # Host mode: a cron job of the host is watched with no job written for it.
 printf '23 4 * * * root /usr/local/bin/pkghost\n' >/etc/cron.d/pkghost
 start_jobwatch
@@ -208,6 +209,7 @@ stop_jobwatch
 say "remove"
 dpkg -r jobwatch >"$scratch/dpkg.log" 2>&1 || { cat "$scratch/dpkg.log"; fail "dpkg -r"; }
 [ ! -e /usr/bin/jobwatch ] || fail "/usr/bin/jobwatch left after remove"
+[ ! -e /usr/bin/jobwatch-run ] || fail "/usr/bin/jobwatch-run left after remove"
 [ ! -e /lib/systemd/system/jobwatch.service ] || fail "the unit left after remove"
 [ -e /etc/jobwatch/jobwatch.yml ] || fail "remove took the conffile (only purge may)"
 [ -d /var/lib/jobwatch ] || fail "remove took the state (only purge may)"

@@ -14,9 +14,9 @@ import (
 const (
 	// SD_MESSAGE_UNIT_STARTING: "Starting <unit>...", a start job begins; JOB_TYPE=start.
 	msgUnitStarting = "7d4958e842da4a758f6c1cdc7b36dcc5"
-	// SD_MESSAGE_UNIT_STARTED: a start job is done (JOB_RESULT=done): "Started"
-	// for long-running services, "Finished" for oneshot ones.
-	msgUnitStarted = "39f53479d3a045ac8e11786248231fbf"
+	// SD_MESSAGE_UNIT_STARTED (39f53479d3a045ac8e11786248231fbf, "Started"
+	// or "Finished" when a start job is done) is not read: a run starts at
+	// STARTING and ends with the entries below.
 	// SD_MESSAGE_UNIT_FAILED: a start job did not succeed; JOB_RESULT=failed,
 	// timeout, dependency, ...
 	msgUnitFailed = "be02cf6855d2428ba40df7e9d022f03d"

@@ -124,6 +124,7 @@ func jSettled(t *testing.T, sink *jSink, n int, timeout time.Duration, what stri
 
 func needJournalTools(t testing.TB) {
 	t.Helper()
+	testproc.SkipShort(t, "systemd-journal-remote and journalctl")
 	if _, err := journaltest.RemoteBinary(); err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,4 @@ var (
 	readRecords = wraptest.ReadRecords
 	events      = wraptest.Events
 	waitFor     = wraptest.WaitFor
-	writeScript = wraptest.WriteScript
-	intp        = wraptest.Intp
-	fmtInt      = wraptest.FmtInt
 )

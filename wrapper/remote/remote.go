@@ -1,8 +1,8 @@
 // Package remote is what jobwatch run needs a server for: the shared lock
 // on Redis or MySQL, and the job_runs table of --record-mysql. Package
-// wrapper takes it as Options.Remote, so that a run without these options
-// (cmd/jobwatch/internal/runfirst) links neither client nor the network
-// stack, whose initialisation every such run would pay for.
+// wrapper takes it as Options.Remote, so that cmd/jobwatch-run, which runs
+// the command lines without these options, links neither client nor the
+// network stack, whose initialisation every such run would pay for.
 package remote
 
 import (

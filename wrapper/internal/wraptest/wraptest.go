@@ -143,9 +143,6 @@ func WriteScript(t testing.TB, dir, name, body string, mode os.FileMode) string 
 	return p
 }
 
-// Intp points at i.
-func Intp(i int) *int { return &i }
-
 // FmtInt prints *p, or <nil>.
 func FmtInt(p *int) string {
 	if p == nil {
