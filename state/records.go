@@ -232,7 +232,9 @@ func nativeOf(h *model.Histogram) {
 
 // IsZero: a job with no durations (none finished with one, or a held_only
 // record) leaves its histogram out (format 5); absent reads as empty.
-func (h histogramRecord) IsZero() bool { return len(h.Counts) == 0 && h.Sum == 0 && h.Count == 0 }
+func (h histogramRecord) IsZero() bool {
+	return len(h.Counts) == 0 && len(h.Native) == 0 && h.Zero == 0 && h.Sum == 0 && h.Count == 0
+}
 
 type runKeyRecord struct {
 	RunID string `json:"run_id,omitempty"`
