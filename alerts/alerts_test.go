@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/jobwatch/jobwatch/exporter"
-	"github.com/jobwatch/jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/internal/testsupport/promcheck"
 )
 
 type ruleFile struct {

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
@@ -37,10 +39,7 @@ func TestDocsExamples(t *testing.T) {
 		default:
 			continue
 		}
-		path, err := exec.LookPath(tool)
-		if err != nil {
-			t.Fatalf("%s not found: install the Debian package %s", tool, map[string]string{"promtool": "prometheus", "amtool": "prometheus-alertmanager"}[tool])
-		}
+		path := testproc.Program(t, tool, map[string]string{"promtool": "prometheus", "amtool": "prometheus-alertmanager"}[tool])
 		f := filepath.Join(t.TempDir(), "config.yml")
 		if err := os.WriteFile(f, []byte(block), 0o644); err != nil {
 			t.Fatal(err)

@@ -233,6 +233,7 @@ func collectJob(s sink, j *model.JobView, now time.Time, behind time.Duration, o
 	e.schedule(j, j.Watch(now), behind)
 	e.lastRuns(j)
 	e.counts(j)
+	e.pauses(j)
 	e.running(j)
 }
 

@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/encoding/prototext"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/observation"
 	"github.com/jobwatch/jobwatch/schedule"

@@ -37,6 +37,8 @@ type Config struct {
 	// off); the other services' blocks (checkins:) are their packages'
 	// (Service).
 	Discovery Discovery
+	// Maintenance are windows of every job, besides each job's own.
+	Maintenance []Window
 
 	// Dir is the directory of the config file; relative paths are taken from it.
 	Dir string
@@ -54,6 +56,7 @@ type file struct {
 	Jobs          []yaml.Node `yaml:"jobs"`
 	Sources       []yaml.Node `yaml:"sources"`
 	Discovery     yaml.Node   `yaml:"discovery"`
+	Maintenance   []Window    `yaml:"maintenance"`
 }
 
 // Job is one scheduled job that jobwatch watches.
@@ -89,6 +92,8 @@ type Job struct {
 	// Aliases are the other identifiers the job's check-ins arrive under
 	// (another monitor's check UUIDs, slugs, monitor keys); aliases.go.
 	Aliases []string `yaml:"aliases"`
+	// Maintenance are the job's maintenance windows (config/maintenance.go).
+	Maintenance []Window `yaml:"maintenance"`
 }
 
 // Source is one place records are read from: its name, its type, and its
@@ -176,6 +181,8 @@ func parse(r io.Reader, dir string) (*Config, error) {
 	cfg.Labels, cfg.AlertAfter = f.Labels, f.AlertAfter
 	checkLabel := labelChecker()
 	errs = append(errs, checkLabels(cfg.Labels, checkLabel)...)
+	cfg.Maintenance = f.Maintenance
+	errs = append(errs, validateWindows(cfg.Maintenance)...)
 	errs = append(errs, cfg.decodeJobs(f.Jobs, checkLabel)...)
 	errs = append(errs, checkAliases(cfg.Jobs, f.Jobs)...)
 	cfg.withDefaults()
@@ -307,6 +314,7 @@ func (j *Job) validate(decoded bool) []error {
 	default:
 		errs = append(errs, fmt.Errorf("scope must be host or cluster, got %q", j.Scope))
 	}
+	errs = append(errs, validateWindows(j.Maintenance)...)
 	return errs
 }
 

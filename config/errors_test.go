@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // A bad duration or an unknown key does not stop the reading: every problem
 // of the file is reported, each with its line and its job or source.
 func TestTypeErrorsAreCollected(t *testing.T) {
-	for _, name := range []string{"collects-type-errors", "labels"} {
+	for _, name := range []string{"collects-type-errors", "labels", "maintenance-errors"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open("testdata/" + name + ".yml")
 			if err != nil {

@@ -82,8 +82,9 @@ func packageDirs(t *testing.T) []string {
 }
 
 // TestLayoutTable: the layout table of docs/development.md names every
-// top-level directory that holds a package, and its internal/ row every
-// package under internal/; every path it names exists.
+// top-level directory that holds a package, and the row of internal/ (or
+// of a directory under it with a row of its own, internal/testsupport/)
+// every package under it; every path it names exists.
 func TestLayoutTable(t *testing.T) {
 	rows := layoutTable(t)
 	names := func(dir string) bool {
@@ -116,8 +117,21 @@ func TestLayoutTable(t *testing.T) {
 			missing[top] = true
 			t.Errorf("docs/development.md: the layout table does not name %s/", top)
 		}
-		if rel, ok := strings.CutPrefix(d, "internal/"); ok && !strings.Contains(internalRow.what, "`"+rel+"`") && !names(d) {
-			t.Errorf("docs/development.md: the layout table's internal/ row does not name `%s`", rel)
+		if !strings.HasPrefix(d, "internal/") || names(d) {
+			continue
+		}
+		// The row of its nearest directory (internal/, internal/testsupport/)
+		// names it relative to that directory.
+		row, dir := internalRow, "internal/"
+		for i, r := range rows {
+			for _, p := range r.paths {
+				if strings.HasSuffix(p, "/") && strings.HasPrefix(d+"/", p) && len(p) > len(dir) {
+					row, dir = &rows[i], p
+				}
+			}
+		}
+		if rel := strings.TrimPrefix(d, dir); !strings.Contains(row.what, "`"+rel+"`") {
+			t.Errorf("docs/development.md: the layout table's %s row does not name `%s`", dir, rel)
 		}
 	}
 	for _, r := range rows {

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jobwatch/jobwatch/exporter"
-	"github.com/jobwatch/jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/internal/testsupport/promcheck"
 )
 
 // tableMetricRE is a row of the metrics table: | `name` | type | ...

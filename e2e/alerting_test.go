@@ -23,9 +23,9 @@ import (
 	"github.com/jobwatch/jobwatch/alerts"
 	"github.com/jobwatch/jobwatch/dashboards"
 	"github.com/jobwatch/jobwatch/exporter"
-	"github.com/jobwatch/jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/internal/testsupport/promcheck"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // The hosts in the run-log records are not this machine, so jobwatch's
@@ -179,13 +179,11 @@ sources:
 	}
 }
 
+// need is the path of cmd, an outside program the test starts; the test
+// skips under -short and fails when cmd is missing (testproc.Program).
 func need(t *testing.T, cmd, pkg string) string {
 	t.Helper()
-	p, err := exec.LookPath(cmd)
-	if err != nil {
-		t.Fatalf("%s not found: install the Debian package %s", cmd, pkg)
-	}
-	return p
+	return testproc.Program(t, cmd, pkg)
 }
 
 // startProcess starts a process that the test stops on cleanup (SIGTERM,

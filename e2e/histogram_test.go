@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/jobwatch/jobwatch/dashboards"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // TestDurationHistogramForms: a real Prometheus with native histograms

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // TestOwnershipAlerts: through a real Prometheus and Alertmanager with the

@@ -73,6 +73,9 @@ checkins:
 		return false
 	}
 	waitUntil(t, "the created job's first run applied and saved", func() bool { return watched(e) })
+	if p := e.Proposals(); len(p) != 1 || !p[0].Created || p[0].Entry != "- name: tmp-report\n  every: 1h\n  grace: 10m\n  aliases: [tmp-report]\n" {
+		t.Errorf("proposals %+v", p)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

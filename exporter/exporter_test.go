@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/model"
 )
 

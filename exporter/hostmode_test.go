@@ -19,7 +19,7 @@ import (
 
 	"github.com/jobwatch/jobwatch/collector"
 	"github.com/jobwatch/jobwatch/discover"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/status"
 )

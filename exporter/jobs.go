@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jobwatch/jobwatch/config"
@@ -34,6 +35,11 @@ func JobSpecs(cfg *config.Config, local *time.Location) ([]model.JobSpec, error)
 		if scope == "" {
 			scope = "host"
 		}
+		windows, err := maintenanceWindows(append(slices.Clip(cfg.Maintenance), j.Maintenance...), local)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %q: %w", j.Name, err))
+			continue
+		}
 		specs = append(specs, model.JobSpec{
 			Name:          j.Name,
 			Schedule:      sched,
@@ -48,7 +54,22 @@ func JobSpecs(cfg *config.Config, local *time.Location) ([]model.JobSpec, error)
 			AlertAfter: model.AlertAfter{
 				Failures: int(j.AlertAfter.Failures), MissedRuns: int(j.AlertAfter.MissedRuns), Skips: int(j.AlertAfter.Skips),
 			},
+			Maintenance: windows,
 		})
 	}
 	return specs, config.Join(errs...)
+}
+
+// maintenanceWindows are the model's windows of the file's and a job's
+// maintenance: (config.Window), read in local as the job's schedule is.
+func maintenanceWindows(ws []config.Window, local *time.Location) ([]model.Window, error) {
+	var out []model.Window
+	for i := range ws {
+		sched, err := schedule.New(ws[i].ScheduleSpec(), local)
+		if err != nil {
+			return nil, fmt.Errorf("maintenance[%d]: %w", i, err)
+		}
+		out = append(out, model.Window{Schedule: sched, Duration: ws[i].Duration.D()})
+	}
+	return out, nil
 }

@@ -63,7 +63,9 @@ func (e *Exporter) serviceSpecs(cfg *config.Config) []model.SourceSpec {
 	for _, s := range e.services {
 		if s.typ.Enabled(cfg) {
 			t := s.typ.Type
-			out = append(out, model.SourceSpec{Name: t, Type: t, Identity: t, Runs: true, LateWindow: s.typ.LateWindow})
+			// Live: what it would have received while jobwatch was
+			// stopped is not known (model/pause.go).
+			out = append(out, model.SourceSpec{Name: t, Type: t, Identity: t, Runs: true, LateWindow: s.typ.LateWindow, Live: true})
 		}
 	}
 	return out
@@ -124,6 +126,18 @@ func (e *Exporter) Output(ref string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no service keeps the output %q", ref)
+}
+
+// Proposals are the jobs services know the config file does not list
+// (sources.Proposer), for the status page.
+func (e *Exporter) Proposals() []sources.Proposal {
+	var out []sources.Proposal
+	for _, s := range e.services {
+		if p, ok := s.loaded().(sources.Proposer); ok {
+			out = append(out, p.Proposals()...)
+		}
+	}
+	return out
 }
 
 // Route is a URL path a service answers and its handler.

@@ -18,7 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/jobwatch/jobwatch/dashboards"
-	"github.com/jobwatch/jobwatch/internal/promcheck"
+	"github.com/jobwatch/jobwatch/internal/testsupport/promcheck"
 )
 
 // generated caches Generate's output by config: evaluating the mixin

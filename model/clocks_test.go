@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/schedule"
 )
 

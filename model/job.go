@@ -203,6 +203,7 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 		return
 	}
 	if res == Success {
+		j.Pauses.healthy(end)
 		if end.After(j.LastSuccess) {
 			j.LastSuccess = end
 			j.LastSuccessStart = start

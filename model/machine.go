@@ -134,7 +134,7 @@ func (m *machine) decide(j *job, to, now time.Time) (changed bool) {
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
 			due = true
-		} else if _, checked := j.missedUntil(sched, j.missedCutoff(sched, to)); !checked.Equal(j.SlotsCheckedUntil) {
+		} else if tally := j.missedUntil(sched, j.missedCutoff(sched, to)); !tally.checked.Equal(j.SlotsCheckedUntil) {
 			due = true
 		}
 	}

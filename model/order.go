@@ -63,7 +63,8 @@ func newOrderer(opts *Options, clock *steadyClock, log *changeLog, skews *hostSk
 // source is a configured source: what is saved of it, its latest
 // observations and its clock in event time.
 type source struct {
-	typ string
+	typ  string
+	live bool // SourceSpec.Live
 	SourceState
 	observations []observation.Observation // its latest batch's, not saved
 	clock        sourceClock
@@ -108,7 +109,7 @@ func (o *orderer) configure(jobs []JobSpec, sources []SourceSpec, now time.Time)
 		if src == nil || src.Identity != s.Identity {
 			src = &source{}
 		}
-		src.typ = s.Type
+		src.typ, src.live = s.Type, s.Live
 		src.Identity = s.Identity
 		// Every source starts reading again: the start-up hold waits for
 		// each to read to its end (eventtime.go).

@@ -179,20 +179,33 @@ func (j *job) attributeSkip(at time.Time) {
 
 // accountMissed counts the expected runs after SlotsCheckedUntil and up to
 // until that no run belongs to, and moves SlotsCheckedUntil on. A slot
-// without any run counts as many missed runs as its multiplicity; a slot
+// without any run counts as many missed runs as its multiplicity, or as
+// many unjudged ones when it fell in a pause or window (pause.go); a slot
 // with fewer runs than that is not counted (its first run moved
 // SlotsCheckedUntil past it).
 func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
-	missed, checked := j.missedUntil(sched, until)
-	j.Missed += missed
-	j.ConsecutiveMissed += missed
-	j.SlotsCheckedUntil = checked
+	tally := j.missedUntil(sched, until)
+	j.Missed += tally.missed
+	j.ConsecutiveMissed += tally.missed
+	for i, n := range tally.unjudged {
+		j.Pauses.Unjudged[i] += n
+	}
+	j.SlotsCheckedUntil = tally.checked
+	j.Pauses.prune(j.SlotsCheckedUntil)
+}
+
+// slotTally is what accountMissed adds and where it moves
+// SlotsCheckedUntil.
+type slotTally struct {
+	missed   uint64
+	unjudged [3]uint64 // by UnjudgedReasons
+	checked  time.Time
 }
 
 // missedUntil is what accountMissed would add to Missed and move
 // SlotsCheckedUntil to, without changing the job.
-func (j *job) missedUntil(sched schedule.Schedule, until time.Time) (missed uint64, checked time.Time) {
-	checked = j.SlotsCheckedUntil
+func (j *job) missedUntil(sched schedule.Schedule, until time.Time) (tally slotTally) {
+	checked := j.SlotsCheckedUntil
 	if from, far := missedHorizon(sched, checked, until); far {
 		checked = from
 	}
@@ -202,11 +215,16 @@ func (j *job) missedUntil(sched schedule.Schedule, until time.Time) (missed uint
 			break
 		}
 		if !slices.ContainsFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(t) }) {
-			missed += uint64(schedule.Runs(sched, t))
+			if why := j.Pauses.unjudgedAt(&j.spec, t); why >= 0 {
+				tally.unjudged[why] += uint64(schedule.Runs(sched, t))
+			} else {
+				tally.missed += uint64(schedule.Runs(sched, t))
+			}
 		}
 		checked = t
 	}
-	return missed, checked
+	tally.checked = checked
+	return tally
 }
 
 // missedHorizon: when more than maxMissedHorizon expected runs lie after

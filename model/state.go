@@ -82,6 +82,9 @@ type JobState struct {
 	// Resumed is when a retired job came back: its staleness counts from
 	// then at the earliest, not from a success before it was retired.
 	Resumed time.Time
+	// Pauses: the job's pause in force and what pauses left unjudged
+	// (pause.go).
+	Pauses Pauses
 }
 
 // History is a job's latest runs and durations: Recent are the latest
@@ -102,6 +105,7 @@ func (j *JobState) clone() *JobState {
 	c.Durations.Native = slices.Clone(j.Durations.Native)
 	c.LostRuns = slices.Clone(j.LostRuns)
 	c.Sources = slices.Clone(j.Sources)
+	c.Pauses.Excused = slices.Clone(j.Pauses.Excused)
 	if j.RecentSlots != nil {
 		c.RecentSlots = make([]SlotRuns, len(j.RecentSlots))
 		for i, rs := range j.RecentSlots {
@@ -391,6 +395,7 @@ func (t *Tracker) Restore(s *Snapshot) error {
 		src.up, src.reason = up, reason
 	}
 	t.adoptRetired()
+	excuseDowntime(t.order.jobs, t.order.marks.sources, s.Written, now)
 	t.log.changedAll()
 	return nil
 }

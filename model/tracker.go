@@ -39,6 +39,8 @@ type JobSpec struct {
 	// kept for the collector and the status page (ownership.go).
 	Labels     map[string]string
 	AlertAfter AlertAfter
+	// Maintenance are the job's maintenance windows (pause.go).
+	Maintenance []Window
 }
 
 // SourceSpec names a configured source.
@@ -54,6 +56,9 @@ type SourceSpec struct {
 	// LateWindow is how late, in event time, the source may hand over a
 	// record: its watermark is that far behind what it has read.
 	LateWindow time.Duration
+	// Live: the source receives (check-ins) rather than reads: what came
+	// while jobwatch was not running is not known (pause.go).
+	Live bool
 }
 
 // Options configure a Tracker.
@@ -268,6 +273,7 @@ func (t *Tracker) Reap() {
 	defer t.mu.Unlock()
 	defer t.log.deciding()()
 	t.order.reapPass(t.clock.now())
+	keepPauses(t.order.jobs, &t.log, t.opts.Logger, t.clock.now())
 }
 
 // DecideHeld decides what the watermarks allow now for the jobs that hold

@@ -40,6 +40,13 @@ func (j *JobView) Watch(now time.Time) Watch {
 	if j.Resumed.After(ref) {
 		ref = j.Resumed // a retired job back: nothing was due while it was gone
 	}
+	// Nothing is due while the job is paused: it is judged from the end
+	// of its latest pause or window (pause.go), and while paused is
+	// stale no earlier than its end (none when not known).
+	paused := j.Pauses.Why() != ""
+	if p := pausedRef(j, paused); p.After(ref) {
+		ref = p
+	}
 	multiple := max(j.Spec.StaleMultiple, 1)
 	switch s := j.Spec.Schedule.(type) {
 	case nil:
@@ -67,6 +74,9 @@ func (j *JobView) Watch(now time.Time) Watch {
 		if j.Resumed.After(t) {
 			t = j.Resumed
 		}
+		if p := pausedRef(j, paused); p.After(t) {
+			t = p
+		}
 		for range multiple {
 			if t = s.Next(t); t.IsZero() {
 				break
@@ -76,6 +86,18 @@ func (j *JobView) Watch(now time.Time) Watch {
 			w.Deadline = t.Add(j.Spec.Grace)
 		}
 	}
-	w.Stale = !w.Deadline.IsZero() && now.After(w.Deadline)
+	if paused && j.Pauses.Until().IsZero() {
+		w.Deadline = time.Time{} // until resumed: not known
+	}
+	w.Stale = !paused && !w.Deadline.IsZero() && now.After(w.Deadline)
 	return w
+}
+
+// pausedRef is what staleness counts from at the earliest, for a pause:
+// the end of the pause in force (paused), else when the last one ended.
+func pausedRef(j *JobView, paused bool) time.Time {
+	if end := j.Pauses.Until(); paused && end.After(j.Pauses.PauseEnded) {
+		return end
+	}
+	return j.Pauses.PauseEnded
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // bootMinutes is how long TestBootDebian watches the jobs run: 10 minutes,

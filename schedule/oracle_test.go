@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // The oracle for OnCalendar is systemd-analyze (Debian package systemd).

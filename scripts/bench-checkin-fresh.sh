@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Freshness of check-ins, live: the built binary (default flags, check-ins
-# on, the default spool store) and internal/cmd/freshbench sending K runs of
+# on, the default spool store) and internal/testsupport/cmd/freshbench sending K runs of
 # one job as check-ins (/ping/JOB/start, then /ping/JOB), a check-in every
 # 300 ms, each stamped when the receiver takes it; each is timed from its
 # request until /metrics shows it (the start as jobwatch_job_running 1, the
@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 CGO_ENABLED=0 go build -o "$tmp/jobwatch" ./cmd/jobwatch
-go build -o "$tmp/freshbench" ./internal/cmd/freshbench
+go build -o "$tmp/freshbench" ./internal/testsupport/cmd/freshbench
 printf 'jobs:\n  - name: job_00\n    every: 1h\ncheckins:\n  enabled: true\n' >"$tmp/jobwatch.yml"
 echo "$(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); jobwatch at $(git rev-parse --short HEAD)"
 round() {

@@ -17,7 +17,7 @@
 # the same rounds, for a before/after comparison.
 # Then, with FRESH=K (default 20; 0: none), freshness on live records:
 # jobwatch (default flags) and mtail (as a daemon, its default 250 ms poll)
-# watch one more run log, and internal/cmd/freshbench appends K runs to it,
+# watch one more run log, and internal/testsupport/cmd/freshbench appends K runs to it,
 # a start and then its end, each stamped when it is written, a record
 # every 300 ms,
 # and times each until both servers' /metrics show it: the start as
@@ -35,7 +35,7 @@ pid=""
 mpid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; [ -n "$mpid" ] && kill "$mpid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 CGO_ENABLED=0 go build -o "$tmp/jobwatch" ./cmd/jobwatch  # as README builds it
-go build -o "$tmp/freshbench" ./internal/cmd/freshbench
+go build -o "$tmp/freshbench" ./internal/testsupport/cmd/freshbench
 # 2026-11-01T00:00:00Z; start at t+i s, end 40.5 s later.
 gawk -v n="$n" -v t0=1793491200 'BEGIN {
   for (i = 0; i < n / 2; i++) {

@@ -34,6 +34,22 @@ type RootClaimer interface {
 	ClaimsRoot(r *http.Request) bool
 }
 
+// Proposer is implemented by a service that knows jobs the config file
+// does not list (check-ins' ?create=1, a Sentry monitor_config): the
+// status page shows them, to be added to the file.
+type Proposer interface {
+	Proposals() []Proposal
+}
+
+// Proposal is a job for the config file: Entry, a jobs: entry in YAML;
+// Created says it is watched already (created from a check-in), else it
+// is only proposed. Identifier is what its check-ins name it by, Origin
+// where it came from.
+type Proposal struct {
+	Identifier, Origin, Entry string
+	Created                   bool
+}
+
 // OutputReader is implemented by a service that keeps the outputs it
 // receives (the check-in spool) and hands them over as references
 // (model.Event.OutputRef, "<type>:..."): ReadOutput reads one, or says why

@@ -264,6 +264,7 @@ func (o *jsonOut) job(r *jobRecord) {
 	o.boolMember("discovered", r.Discovered)
 	o.timeMember("retired", r.Retired, true)
 	o.timeMember("resumed", r.Resumed, true)
+	o.paused(&r.pausedRecord)
 	o.close('}')
 }
 

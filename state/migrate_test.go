@@ -74,7 +74,7 @@ lines:
 // the same state shows since: skips counted by reason (those counted before
 // reasons were are "other"), the lost shared locks of every job (none), the
 // consecutive missed runs and the runs too short (none: not counted
-// before), and
+// before), the pauses (none), and
 // each source's late records (none).
 func upgradeExposition(text string) string {
 	var out strings.Builder
@@ -91,6 +91,7 @@ func upgradeExposition(text string) string {
 		if rest, ok := strings.CutPrefix(line, `jobwatch_job_consecutive_skips{job_name="`); ok {
 			job, _, _ := strings.Cut(rest, `"`)
 			fmt.Fprintf(&out, "jobwatch_job_consecutive_missed_runs{job_name=%q} 0\n", job)
+			fmt.Fprintf(&out, "jobwatch_job_paused{job_name=%q} 0\n", job)
 		}
 		rest, ok := strings.CutPrefix(line, `jobwatch_job_skips_total{job_name="`)
 		if !ok {

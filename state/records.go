@@ -51,7 +51,7 @@ type jobRecord struct {
 	SlotsCheckedUntil   time.Time         `json:"slots_checked_until,omitzero"`
 	RecentSlots         []slotRecord      `json:"recent_slots,omitempty"`
 	// Sources, LastDuration and LastExitCode are left out of a log
-	// entry's record that holds RecentCount (format 6) when they are as
+	// entry's record that holds RecentCount (format 7) when they are as
 	// before; no sources is then written [].
 	Sources         []string       `json:"sources,omitzero"`
 	Open            []runRecord    `json:"open,omitempty"`
@@ -84,6 +84,7 @@ type jobRecord struct {
 	Discovered bool      `json:"discovered,omitempty"`
 	Retired    time.Time `json:"retired,omitzero"`
 	Resumed    time.Time `json:"resumed,omitzero"`
+	pausedRecord
 }
 
 // heldRecord is a record held for its job's watermark: what a source read,
@@ -113,7 +114,7 @@ type heldRecord struct {
 	OutputRef string    `json:"output_ref,omitempty"`
 	// EndUnlogged: a start whose end will not be logged (cron -L 1).
 	EndUnlogged bool `json:"end_unlogged,omitempty"`
-	// AsBefore (format 6): Source, Host, PID and RunID are those of the
+	// AsBefore (format 7): Source, Host, PID and RunID are those of the
 	// record before in the list, and so is Time when it is absent.
 	AsBefore bool `json:"as_before,omitempty"`
 }
@@ -283,7 +284,9 @@ func nativeOf(h *model.Histogram) {
 
 // IsZero: a job with no durations (none finished with one, or a held_only
 // record) leaves its histogram out (format 5); absent reads as empty.
-func (h histogramRecord) IsZero() bool { return len(h.Counts) == 0 && h.Sum == 0 && h.Count == 0 }
+func (h histogramRecord) IsZero() bool {
+	return len(h.Counts) == 0 && len(h.Native) == 0 && h.Zero == 0 && h.Sum == 0 && h.Count == 0
+}
 
 type runKeyRecord struct {
 	RunID string `json:"run_id,omitempty"`
@@ -329,7 +332,7 @@ type sourceRecord struct {
 // added since (RecentAdded), else whole.
 func jobToRecord(v, prev *model.JobView) *jobRecord {
 	if onlyHeldChanged(v, prev) {
-		// Its decided_until is left as the state on disk has it (format 6):
+		// Its decided_until is left as the state on disk has it (format 7):
 		// nothing of the job changed as its decisions went on, and a job's
 		// decisions that move on alone are saved with its next change.
 		return &jobRecord{HeldOnly: true, Pending: heldToRecords(v.Pending)}
@@ -346,6 +349,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		Sources: j.Sources, SkipsByReason: j.SkipsByReason(), LockLost: j.LockLost(),
 		LockTTL:      j.LockTTL.Seconds(),
 		DecidedUntil: v.DecidedUntil, Discovered: j.Discovered, Retired: j.Retired, Resumed: j.Resumed,
+		pausedRecord: pausedToRecord(&j.Pauses),
 	}
 	r.Pending = heldToRecords(v.Pending)
 	if j.HasLastDuration {
@@ -405,7 +409,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 
 // leaveOutUnchanged leaves out of r, a record that holds what its job
 // added since prev, the sources, last duration and last exit code that are
-// prev's (format 6); false if r holds none of one that prev held, which
+// prev's (format 7); false if r holds none of one that prev held, which
 // only a whole record can say.
 func leaveOutUnchanged(r *jobRecord, prev *model.JobState) bool {
 	if (r.LastDuration == nil && prev.HasLastDuration) || (r.LastExitCode == nil && prev.HasLastExitCode) {
@@ -496,7 +500,7 @@ func recentToRecord(run model.RecentRun) recentRecord {
 // durations may be what was added to before's (RecentCount).
 func (r *jobRecord) toModelAfter(before *model.SavedJob, version int) model.SavedJob {
 	if r.HeldOnly && before != nil {
-		// Without decided_until (format 6) it is before's.
+		// Without decided_until (format 7) it is before's.
 		j := *before
 		j.Pending = heldToModel(r.Pending)
 		if !r.DecidedUntil.IsZero() {
@@ -512,7 +516,7 @@ func (r *jobRecord) toModelAfter(before *model.SavedJob, version int) model.Save
 			j.FirstWatched = before.FirstWatched
 		}
 	}
-	if r.RecentCount != nil && before != nil && version >= 6 {
+	if r.RecentCount != nil && before != nil && version >= 7 {
 		r.unchangedTo(&j, &before.JobState)
 	}
 	if r.RecentCount != nil {
@@ -557,6 +561,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		Missed:    r.Missed, Unexpected: r.Unexpected,
 		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
 		LockTTL: lockTTL(r.LockTTL), Discovered: r.Discovered, Retired: r.Retired, Resumed: r.Resumed,
+		Pauses: r.pausedRecord.toModel(),
 	}, History: model.History{DurationHistory: r.DurationHistory}, DecidedUntil: r.DecidedUntil}
 	if r.LastDuration != nil {
 		j.LastDuration = *r.LastDuration

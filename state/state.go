@@ -45,10 +45,15 @@ const (
 // in a log entry only the recent runs and durations a job added since the
 // entry before (jobRecord.RecentAdded); format 3 logs hold them whole.
 // Format 5 writes in a log entry only the records held of a job whose
-// state did not change otherwise (jobRecord.HeldOnly). Format 6 leaves out
-// of such a record its decided_until, and of a record held the fields of
-// its run that the record before it has (heldRecord.AsBefore).
-const Version = 6
+// state did not change otherwise (jobRecord.HeldOnly).
+// Format 6 adds a job's pauses (pausedRecord): an older jobwatch would
+// drop them and judge a paused job's expected runs missed, so it refuses
+// the state; a format-5 state loads with no job paused.
+// Format 7 leaves out of a log entry what the state on disk has: a
+// held-only record's decided_until, the fields of its run a record held
+// shares with the one before it (heldRecord.AsBefore), a record's sources
+// and last duration and exit code when unchanged (leaveOutUnchanged).
+const Version = 7
 
 const formatName = "jobwatch-state"
 

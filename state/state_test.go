@@ -882,7 +882,7 @@ func TestLiveRecordSavesHeldOnly(t *testing.T) {
 	if entry := logged("held"); !strings.Contains(entry, `"held_only":true`) || strings.Contains(entry, `"runs":{"success"`) || len(entry) > 600 {
 		t.Errorf("the save of a held record wrote %d bytes, want its records held alone:\n%s", len(entry), entry)
 	} else if strings.Contains(entry, `"decided_until"`) || strings.Count(entry, `"host":"web1"`) != 1 || !strings.Contains(entry, `"as_before":true`) {
-		t.Errorf("the save of a held record wrote what the state on disk has (format 6):\n%s", entry)
+		t.Errorf("the save of a held record wrote what the state on disk has (format 7):\n%s", entry)
 	}
 	// Its verdict, a minute later: the job whole.
 	now = now.Add(2 * time.Minute)
@@ -890,15 +890,15 @@ func TestLiveRecordSavesHeldOnly(t *testing.T) {
 	if entry := logged("decided"); strings.Contains(entry, `"held_only"`) || !strings.Contains(entry, `"runs":{"success":2}`) {
 		t.Errorf("the save of the verdict did not write the job whole:\n%s", entry)
 	} else if strings.Contains(entry, `"sources":["runs"]`) || strings.Contains(entry, `"last_exit_code"`) {
-		t.Errorf("the save of the verdict wrote the sources and exit code the state on disk has (format 6):\n%s", entry)
+		t.Errorf("the save of the verdict wrote the sources and exit code the state on disk has (format 7):\n%s", entry)
 	}
 }
 
-// A log record of format 6 leaves out what is as the state on disk has
+// A log record of format 7 leaves out what is as the state on disk has
 // it: a held-only record its decided_until, a record held of the same run
 // as the one before its source, host, PID and time, a verdict's record
-// its sources and last exit code. A format-5 log meant none by the same
-// absence, and still loads so.
+// its sources and last exit code. A log of format 6 or 5 meant none by
+// the same absence, and still loads so.
 func TestLogRecordsLeaveOutWhatIsAsBefore(t *testing.T) {
 	snap := `{"jobs":{"stats":{"last_start":"2026-11-30T09:00:00Z","last_success":"2026-11-30T09:00:01Z","last_duration":1,"last_exit_code":0,` +
 		`"runs":{"success":1},"sources":["runs"],"recent":[{"start":"2026-11-30T09:00:00Z","end":"2026-11-30T09:00:01Z","result":"success"}],` +
@@ -916,8 +916,9 @@ func TestLogRecordsLeaveOutWhatIsAsBefore(t *testing.T) {
 		// decided_until, and records held.
 		want string
 	}{
-		{"format 6 held", 6, []string{held}, `[runs] 1s true 0 true 2026-11-30T09:30:00Z [start runs web1 2 10:00:00; end runs web1 2 10:00:00]`},
-		{"format 6 decided", 6, []string{held, decided}, `[runs] 1s true 0 true 2026-11-30T10:01:00Z []`},
+		{"format 7 held", 7, []string{held}, `[runs] 1s true 0 true 2026-11-30T09:30:00Z [start runs web1 2 10:00:00; end runs web1 2 10:00:00]`},
+		{"format 7 decided", 7, []string{held, decided}, `[runs] 1s true 0 true 2026-11-30T10:01:00Z []`},
+		{"format 6 decided", 6, []string{decided}, `[] 0s false 0 false 2026-11-30T10:01:00Z []`},
 		{"format 5 decided", 5, []string{decided}, `[] 0s false 0 false 2026-11-30T10:01:00Z []`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

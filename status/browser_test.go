@@ -1,6 +1,6 @@
 package status
 
-// The status page as Chromium lays it out (internal/chromiumtest): at
+// The status page as Chromium lays it out (internal/testsupport/chromiumtest): at
 // 1280 and 390 px wide, light and dark, for the example config's jobs and
 // for 200 jobs. JOBWATCH_SCREENSHOTS=1 saves the screenshots of
 // docs/status.md.
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/chromiumtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/chromiumtest"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/schedule"
 )

@@ -79,7 +79,7 @@ func Fetch(ctx context.Context, client *http.Client, base, job string, labels ..
 // ANSI colours of the states, for a terminal.
 var stateColour = map[string]string{
 	StateStale: "\x1b[1;31m", StateFailing: "\x1b[31m", StateOverlapping: "\x1b[35m", StateLate: "\x1b[33m",
-	StateRunning: "\x1b[34m", StateNeverSeen: "\x1b[2m", StateOK: "\x1b[32m", StateRetired: "\x1b[2m",
+	StateRunning: "\x1b[34m", StateNeverSeen: "\x1b[2m", StateOK: "\x1b[32m", StateRetired: "\x1b[2m", StatePaused: "\x1b[2m",
 }
 
 // WriteTable prints one line a job; colour only for a terminal.
@@ -143,6 +143,10 @@ func Check(j Job, o CheckOptions) (int, string) {
 	if j.RetiredSince != nil {
 		// Gone from the host: nothing to check, whatever it last did.
 		return code, fmt.Sprintf("JOBWATCH OK - %s: retired since %s, gone from the host", j.Name, j.RetiredSince.Format(time.RFC3339))
+	}
+	if j.Paused != nil {
+		// Told "not now": nothing is judged until the pause ends.
+		return code, fmt.Sprintf("JOBWATCH OK - %s: %s", j.Name, j.Paused.text())
 	}
 	worse := func(c int, reason string) {
 		if c > code {

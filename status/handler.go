@@ -26,6 +26,18 @@ type Handler struct {
 	Page PageOptions
 	// Output reads the outputs sources keep (check-ins'); nil: none.
 	Output OutputFunc
+	// Proposals are jobs for the config file that check-ins made or
+	// proposed (docs/checkins.md); nil: none.
+	Proposals func() []Proposal
+}
+
+// Proposal is a job for the config file, shown on the index page: a
+// jobs: entry (Entry), watched already when Created.
+type Proposal struct {
+	Identifier string `json:"identifier"`
+	Origin     string `json:"origin"`
+	Entry      string `json:"entry"`
+	Created    bool   `json:"created"`
 }
 
 func (h *Handler) report() ([]model.JobView, Report) {
@@ -62,6 +74,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
+		}
+		if h.Proposals != nil {
+			rep.Proposals = h.Proposals()
 		}
 		if err := WriteIndex(&buf, rep, h.Page, state, labels...); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)

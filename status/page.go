@@ -86,7 +86,7 @@ type stateCount struct {
 
 // States are the job states, most urgent first: the order of the status
 // page's rows and counts.
-var States = []string{StateStale, StateFailing, StateOverlapping, StateLate, StateRunning, StateOK, StateNeverSeen, StateRetired}
+var States = []string{StateStale, StateFailing, StateOverlapping, StateLate, StateRunning, StateOK, StateNeverSeen, StatePaused, StateRetired}
 
 // KnownState reports whether s is one of States.
 func KnownState(s string) bool { return slices.Contains(States, s) }

@@ -26,7 +26,7 @@ func everyState(t *testing.T) *model.Tracker {
 	spec := func(name string) model.JobSpec {
 		return model.JobSpec{Name: name, Schedule: schedule.Every(time.Hour), StaleMultiple: 2, Scope: "host"}
 	}
-	specs := []model.JobSpec{spec("a-ok"), spec("b-never"), spec("c-running"), spec("d-late"), spec("e-overlap"), spec("f-failing"), spec("g-stale"), spec("h-stale")}
+	specs := []model.JobSpec{spec("a-ok"), spec("b-never"), spec("c-running"), spec("d-late"), spec("e-overlap"), spec("f-failing"), spec("g-stale"), spec("h-stale"), spec("j-paused")}
 	// Labels: two teams, one owner, and jobs without any.
 	specs[0].Labels = map[string]string{"team": "platform"}
 	specs[5].Labels = map[string]string{"team": "payments", "owner": "alice"}
@@ -61,6 +61,9 @@ func everyState(t *testing.T) *model.Tracker {
 	now = t0.Add(-30 * time.Second)
 	tr.Configure(specs, srcs)
 	now = t0
+	if _, err := tr.Pause("j-paused", model.Pause{Until: t0.Add(2 * time.Hour), Reason: "db upgrade"}); err != nil {
+		t.Fatal(err)
+	}
 	return tr
 }
 
@@ -90,7 +93,7 @@ func TestIndexOrderAndFilter(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("/status: %d", code)
 	}
-	want := "g-stale=stale h-stale=stale f-failing=failing e-overlap=overlapping d-late=late c-running=running a-ok=ok b-never=never_seen i-retired=retired"
+	want := "g-stale=stale h-stale=stale f-failing=failing e-overlap=overlapping d-late=late c-running=running a-ok=ok b-never=never_seen j-paused=paused i-retired=retired"
 	if got := strings.Join(rows(body), " "); got != want {
 		t.Errorf("rows in the order\n%s\nwant\n%s", got, want)
 	}
@@ -108,7 +111,7 @@ func TestIndexOrderAndFilter(t *testing.T) {
 	if got := strings.Join(rows(body), " "); code != 200 || got != "g-stale=stale h-stale=stale" {
 		t.Errorf("?state=stale: %d, rows %s", code, got)
 	}
-	if !strings.Contains(body, `<a href="/status?state=stale" aria-current="page">`) || !strings.Contains(body, `<a href="/status">all 9</a>`) {
+	if !strings.Contains(body, `<a href="/status?state=stale" aria-current="page">`) || !strings.Contains(body, `<a href="/status">all 10</a>`) {
 		t.Errorf("?state=stale does not mark its count current or link back to all jobs")
 	}
 	// A state with no job: its count is shown, at 0, and says so.
@@ -321,7 +324,7 @@ func TestLabelFilter(t *testing.T) {
 	}
 	for _, tc := range []struct{ query, want string }{
 		{"label=team%3Dpayments", "f-failing g-stale"},
-		{"label=team%3D", "b-never c-running d-late e-overlap h-stale i-retired"},
+		{"label=team%3D", "b-never c-running d-late e-overlap h-stale i-retired j-paused"},
 		{"label=owner%3Dalice&label=team%3Dpayments", "f-failing"},
 	} {
 		code, body := get(t, h, "/api/v1/jobs?"+tc.query)

@@ -38,6 +38,9 @@ type Report struct {
 	Sources     []SourceStatus `json:"sources"`
 	// Next is the ?after= of the job list's next page, when it has one.
 	Next string `json:"next,omitempty"`
+	// Proposals are jobs for the config file check-ins made or proposed
+	// (the index page's, not the API's).
+	Proposals []Proposal `json:"-"`
 }
 
 // Job is one job's status.
@@ -101,6 +104,12 @@ type Job struct {
 	// HeldRecords its records read but not decided yet.
 	DecisionsBehindSeconds float64 `json:"decisions_behind_seconds"`
 	HeldRecords            int     `json:"held_records"`
+
+	// Paused: why and until when the job is paused, null when it is not;
+	// Unjudged: its expected runs left unjudged by reason (paused,
+	// maintenance, unknown).
+	Paused   *Paused           `json:"paused"`
+	Unjudged map[string]uint64 `json:"unjudged_runs_total"`
 
 	// Note says what jobwatch cannot know of the job and how to make it
 	// known: ResultsUnloggedNote when its latest run's result is unknown
@@ -229,6 +238,8 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		Unexpected:              v.Unexpected,
 		Running:                 []RunningRun{},
 		RecentRuns:              []Run{},
+		Paused:                  pausedOf(v),
+		Unjudged:                v.Pauses.UnjudgedByReason(),
 	}
 	if j.Scope == "" {
 		j.Scope = "host"
@@ -314,6 +325,8 @@ func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) st
 	switch {
 	case !v.Retired.IsZero():
 		return StateRetired // expected no more: whatever it last did alarms no one
+	case v.Pauses.Why() != "":
+		return StatePaused // not judged now: it says why
 	case w.Stale:
 		return StateStale
 	case v.LastFailure.After(v.LastSuccess):

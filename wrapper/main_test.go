@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/wrapper/internal/wraptest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/wraptest"
 )
 
 // The tests run the wrapper as a real process: this test binary, started with

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/redistest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/redistest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 const adviseConfig = `

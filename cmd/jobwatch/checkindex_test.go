@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
 )
 
 // TestCheckConfigWarnsOfMissingIndexes: check-config on a mysql source

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // Clocks through the binary (issue 39). A step of this host's wall clock
@@ -387,7 +387,7 @@ sources:
 	// Decided once the late window and TimeoutMargin have passed too.
 	in.waitFor(25*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{job_name="slow",result="timeout"}`: 1,
-		`jobwatch_job_runs_total{job_name="slow",result="lost"}`:    0,
+		`jobwatch_job_runs_total{job_name="slow",result="lost"}`:    noSeries,
 		`jobwatch_job_running{job_name="slow"}`:                     0,
 	})
 }
@@ -431,7 +431,7 @@ sources:
 	log.append(fmt.Sprintf(`{"time":%q,"job":"app","event":"end","run_id":"r1","status":"success","exit_code":0}`, time.Now().UTC().Format(time.RFC3339Nano)))
 	in.waitFor(10*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{job_name="app",result="success"}`: 1,
-		`jobwatch_job_runs_total{job_name="app",result="lost"}`:    0,
+		`jobwatch_job_runs_total{job_name="app",result="lost"}`:    noSeries,
 		`jobwatch_job_running{job_name="app"}`:                     0,
 	})
 }
@@ -485,7 +485,7 @@ sources:
 	in.waitFor(60*time.Second, map[string]float64{
 		`jobwatch_job_runs_total{job_name="app",result="success"}`: runs - runs/10,
 		`jobwatch_job_runs_total{job_name="app",result="failure"}`: runs / 10,
-		`jobwatch_job_runs_total{job_name="app",result="lost"}`:    0,
+		`jobwatch_job_runs_total{job_name="app",result="lost"}`:    noSeries,
 		`jobwatch_job_running{job_name="app"}`:                     0,
 	})
 }

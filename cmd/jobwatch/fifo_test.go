@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // TestFIFOAtRunLogPath: a named pipe at a run log's path is a source that is

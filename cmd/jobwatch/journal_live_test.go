@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/journaltest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/journaltest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // TestJournalFollowLive: the journal source following a journal while a
@@ -22,6 +22,7 @@ import (
 // the baseline: how soon the journal itself hands the entry over. It logs
 // both medians and maxima, BENCHMARKS.md's figure.
 func TestJournalFollowLive(t *testing.T) {
+	skipShortBinary(t)
 	t.Parallel()
 	if _, err := journaltest.RemoteBinary(); err != nil {
 		t.Fatal(err)

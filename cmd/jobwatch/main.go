@@ -73,6 +73,7 @@ type webOptions struct {
 	externalURL       string
 	enableLifecycle   bool
 	enablePprof       bool
+	enableAdminAPI    bool
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	writeTimeout      time.Duration
@@ -86,6 +87,7 @@ func addWebFlags(serve *kingpin.CmdClause) *webOptions {
 	serve.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&o.metricsPath)
 	serve.Flag("web.external-url", "The URL under which jobwatch is reached (behind a reverse proxy, say): links of the status page, and of the alerts to it.").StringVar(&o.externalURL)
 	serve.Flag("web.enable-lifecycle", "Reload the configuration on POST or PUT /-/reload (same-origin requests only). SIGHUP reloads either way.").BoolVar(&o.enableLifecycle)
+	serve.Flag("web.enable-admin-api", "Serve the admin API: POST /api/v1/jobs/NAME/pause and /resume, for jobwatch pause and resume (same-origin requests only).").BoolVar(&o.enableAdminAPI)
 	serve.Flag("web.enable-pprof", "Serve Go's profiling endpoints under /debug/pprof/ and link them from the landing page.").BoolVar(&o.enablePprof)
 	serve.Flag("web.read-header-timeout", "Close a connection whose request headers take longer than this.").Default(defaultReadHeaderTimeout.String()).DurationVar(&o.readHeaderTimeout)
 	serve.Flag("web.read-timeout", "Close a connection whose whole request takes longer than this.").Default(defaultReadTimeout.String()).DurationVar(&o.readTimeout)
@@ -349,7 +351,14 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	pages := &status.Handler{View: exp, Now: exp.Now, Output: exp.Output, Page: status.PageOptions{Title: "jobwatch on " + host, Prefix: prefix}}
+	pages := &status.Handler{View: exp, Now: exp.Now, Output: exp.Output, Page: status.PageOptions{Title: "jobwatch on " + host, Prefix: prefix},
+		Proposals: func() []status.Proposal {
+			var out []status.Proposal
+			for _, p := range exp.Proposals() {
+				out = append(out, status.Proposal(p))
+			}
+			return out
+		}}
 	for _, p := range []string{"/status", "/status/", "/api/v1/jobs", "/api/v1/jobs/"} {
 		mux.Handle(p, pages)
 	}
@@ -367,6 +376,9 @@ func newMux(reg *prometheus.Registry, exp *exporter.Exporter, logger *slog.Logge
 	})
 	mux.Handle(o.metricsPath, promhttp.InstrumentMetricHandler(reg, metrics))
 	mux.Handle("/-/reload", reloadHandler(exp.Reload, o.enableLifecycle))
+	admin := status.AdminHandler(exp, o.enableAdminAPI, exp.Now, logger)
+	mux.Handle(status.PausePath, admin)
+	mux.Handle(status.ResumePath, admin)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	if o.enablePprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

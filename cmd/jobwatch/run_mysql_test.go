@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/wrapper"
 	"github.com/jobwatch/jobwatch/wrapper/remote"
 )

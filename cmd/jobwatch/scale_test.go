@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/scale"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/scale"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // TestScale runs the binary on 10,000 jobs, each with a success, a

@@ -85,6 +85,7 @@ func addStatusCommands(app *kingpin.Application) map[string]func(stdout, stderr 
 		}
 		return 0
 	}
+	addPauseCommands(app, cmds, urlFlag)
 	return cmds
 }
 

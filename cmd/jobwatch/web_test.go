@@ -30,7 +30,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/model"
 )
 
@@ -415,7 +415,7 @@ func TestHelpShowsServeFlags(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
-		for _, want := range []string{"--web.listen-address", "--web.config.file", "--config.file", "--state.path", "web.enable-lifecycle", "--web.read-header-timeout", "--log.level", "check-config"} {
+		for _, want := range []string{"--web.listen-address", "--web.config.file", "--config.file", "--state.path", "web.enable-lifecycle", "--web.read-header-timeout", "metrics.classic-duration-buckets", "--log.level", "check-config"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("jobwatch %s lacks %s:\n%s", strings.Join(args, " "), want, out)
 			}

@@ -171,19 +171,12 @@ func TestNoLayerNamesASource(t *testing.T) {
 // module is jobwatch's module path.
 const module = "github.com/jobwatch/jobwatch"
 
-// testRigs are the packages that exist for the tests: servers and browsers
-// they start, helpers to wait and build, shared fixtures, and the
-// benchmark programs built on them.
-var testRigs = []string{
-	"internal/chromiumtest", "internal/crontest", "internal/journaltest", "internal/mariadbtest",
-	"internal/netnstest", "internal/promcheck", "internal/redistest", "internal/scale",
-	"internal/testproc", "wrapper/internal/wraptest", "internal/cmd/scalebench", "internal/cmd/freshbench",
-}
+// testSupport holds every package that exists for the tests: servers and
+// browsers they start, helpers to wait and build, shared fixtures and
+// tests, and the benchmark programs built on them (internal/testsupport/).
+const testSupport = module + "/internal/testsupport/"
 
-func isTestRig(pkg string) bool {
-	rel, ok := strings.CutPrefix(pkg, module+"/")
-	return ok && slices.Contains(testRigs, rel)
-}
+func isTestRig(pkg string) bool { return strings.HasPrefix(pkg, testSupport) }
 
 // productImports maps every package of the module to what its own code
 // (tests aside) imports.
@@ -205,27 +198,27 @@ func productImports(t *testing.T) map[string][]string {
 }
 
 // A test rig is imported by tests and by other rigs only: the product's
-// code never depends on what exists to test it.
+// code never depends on what exists to test it. Every rig lives under
+// internal/testsupport/: a package named like one (…test) elsewhere fails.
 func TestRigsOnlyInTests(t *testing.T) {
 	imports := productImports(t)
 	found := 0
-	for pkg := range imports {
-		if isTestRig(pkg) {
-			found++
-		}
-	}
-	if found != len(testRigs) {
-		t.Errorf("found %d of the %d test rigs %v: update the list", found, len(testRigs), testRigs)
-	}
 	for pkg, imps := range imports {
 		if isTestRig(pkg) {
+			found++
 			continue
+		}
+		if strings.HasSuffix(pkg, "test") {
+			t.Errorf("%s looks like a test rig: move it under internal/testsupport/", pkg)
 		}
 		for _, imp := range imps {
 			if isTestRig(imp) {
 				t.Errorf("%s imports the test rig %s", pkg, imp)
 			}
 		}
+	}
+	if found < 10 {
+		t.Errorf("found %d test rigs under %s: is the prefix still right?", found, testSupport)
 	}
 }
 
@@ -243,15 +236,18 @@ func TestOnlyCmdImportsExporter(t *testing.T) {
 	}
 }
 
-// The binary links no test rig (go list -deps ./cmd/jobwatch).
+// The shipped binaries (cmd/...: jobwatch, jobwatch-run) link no test rig
+// (go list -deps ./cmd/jobwatch).
 func TestBinaryLinksNoRig(t *testing.T) {
-	deps := goList(t, "-deps", module+"/cmd/jobwatch")
-	if !slices.Contains(deps, module+"/exporter") {
-		t.Fatalf("go list -deps cmd/jobwatch lacks the exporter: %v", deps)
+	binaries := goList(t, "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, module+"/cmd/...")
+	if !slices.Contains(binaries, module+"/cmd/jobwatch") {
+		t.Fatalf("go list cmd/... lacks cmd/jobwatch: %v", binaries)
 	}
-	for _, d := range deps {
-		if isTestRig(d) {
-			t.Errorf("the binary links the test rig %s", d)
+	for _, bin := range binaries {
+		for _, d := range goList(t, "-deps", bin) {
+			if isTestRig(d) {
+				t.Errorf("%s links the test rig %s", bin, d)
+			}
 		}
 	}
 }
@@ -259,10 +255,6 @@ func TestBinaryLinksNoRig(t *testing.T) {
 // maxFileLines bounds a non-test Go file: past it a file mixes parts a
 // reader wants apart (issue 44).
 const maxFileLines = 800
-
-// longFiles are files still over maxFileLines while their split is under
-// way on another branch; each must leave the list once it is split.
-var longFiles = map[string]bool{}
 
 // No non-test Go file is over maxFileLines lines.
 func TestNoFileOverMaxLines(t *testing.T) {
@@ -275,11 +267,8 @@ func TestNoFileOverMaxLines(t *testing.T) {
 		rel, _ := filepath.Rel(root, line)
 		rel = filepath.ToSlash(rel)
 		n := strings.Count(string(b), "\n")
-		switch {
-		case n > maxFileLines && !longFiles[rel]:
+		if n > maxFileLines {
 			t.Errorf("%s has %d lines, more than %d: split it by what its parts do", rel, n, maxFileLines)
-		case n <= maxFileLines && longFiles[rel]:
-			t.Errorf("%s has %d lines now: take it out of longFiles", rel, n)
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jobwatch/jobwatch/internal/redistest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/redistest"
 )
 
 func TestRead(t *testing.T) {

@@ -82,6 +82,11 @@ type Receiver struct {
 	// it made (create.go).
 	createRule atomic.Pointer[createRule]
 	created    *created
+	// madeJobs are the jobs created as the config last loaded watches
+	// them; proposed the jobs Sentry monitor_configs described (both
+	// shown on the status page: proposals.go).
+	madeJobs atomic.Pointer[[]config.Job]
+	proposed proposed
 }
 
 // OpenReceiver opens the spool. It accepts no job until SetJobs.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sync"
@@ -208,13 +209,25 @@ func createdJobs(stateDir string, cfg *config.Config) []config.Job {
 }
 
 // jobsOf are the jobs created as cfg configures them, but for those its
-// jobs have.
+// jobs have. cfg may hold the created jobs already (the exporter adds
+// them to the config it runs): a job exactly as created is not the file's.
 func jobsOf(jobs []createdJob, cfg *config.Config) []config.Job {
 	c := ConfigOf(cfg)
 	if !c.Create.enabled() {
 		return nil
 	}
-	ids := identifiers(cfg.Jobs)
+	made := map[string]bool{}
+	for _, j := range jobs {
+		made[createdName(j.Slug)+"\x00"+j.Slug] = true
+	}
+	var own []config.Job
+	for _, j := range cfg.Jobs {
+		if len(j.Aliases) == 1 && made[j.Name+"\x00"+j.Aliases[0]] && reflect.DeepEqual(j, c.Create.job(j.Name, j.Aliases[0])) {
+			continue
+		}
+		own = append(own, j)
+	}
+	ids := identifiers(own)
 	var out []config.Job
 	for _, j := range jobs {
 		name := createdName(j.Slug)

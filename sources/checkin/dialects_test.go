@@ -355,6 +355,12 @@ func TestSentryEnvelopes(t *testing.T) {
 	if w := do(r, "GET", "/api/42/envelope/?sentry_key="+sKey, ""); w.Code != http.StatusMethodNotAllowed {
 		t.Errorf("GET of an envelope: %d", w.Code)
 	}
+	// The monitor_config of the unknown monitor is proposed, not watched.
+	got := r.Proposals()
+	if len(got) != 1 || got[0].Identifier != "reports" || got[0].Created ||
+		got[0].Entry != "- name: reports\n  schedule: \"0 3 * * *\"\n  grace: 5m\n  timeout: 30m\n  timezone: Europe/Vienna\n  aliases: [reports]\n" {
+		t.Errorf("proposals %+v", got)
+	}
 }
 
 // A monitor_config reads as the jobs: entry it describes.

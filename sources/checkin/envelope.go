@@ -145,6 +145,7 @@ func (s *Receiver) propose(c sentryCheckIn) {
 	}
 	s.opts.Logger.Info("Sentry check-in of a monitor no job has: a job for jobwatch.yml", ratelog.Per("monitor"),
 		"monitor", c.Slug, "proposed_job", job)
+	s.proposed.add(c.Slug, job)
 }
 
 // intervalUnits are Sentry's interval units as jobwatch's durations.

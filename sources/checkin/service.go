@@ -79,10 +79,12 @@ func (r *Receiver) Configure(cfg *config.Config) sources.Source {
 	r.SetMaxBody(int64(c.MaxBody))
 	r.useStore(c)
 	r.createRule.Store(ruleOf(c.Create))
+	made := jobsOf(r.created.snapshot(), cfg)
+	r.madeJobs.Store(&made)
 	accepted := c.Accepted(cfg.Jobs)
 	if len(c.Jobs) > 0 {
 		// An allow-list names the file's jobs; those created are accepted.
-		for _, j := range jobsOf(r.created.snapshot(), cfg) {
+		for _, j := range made {
 			accepted = append(accepted, j.Name)
 		}
 	}

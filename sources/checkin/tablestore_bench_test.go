@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
 )
 
 // BenchmarkCheckinReplicas sends check-ins (a start and an end with a run

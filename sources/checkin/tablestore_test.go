@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
 	"github.com/jobwatch/jobwatch/sources"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/journaltest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/journaltest"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/sources"
 )

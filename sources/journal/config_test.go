@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/jobwatch/jobwatch/config"
-	"github.com/jobwatch/jobwatch/sources/sourcetest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/sourcetest"
 )
 
 func TestJournalUnitNames(t *testing.T) {

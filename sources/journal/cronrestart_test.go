@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/journaltest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/journaltest"
 )
 
 // A cron run started before a restart (-L 7: its CMD line from the job's

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/journaltest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/journaltest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/schedule"
 	"github.com/jobwatch/jobwatch/sources"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/journaltest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/journaltest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // fakeSystemctl stands for systemctl show, which needs systemd as PID 1

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
-	"github.com/jobwatch/jobwatch/internal/redistest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/redistest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // redisServer is a throwaway redis-server (redistest's), which the tests

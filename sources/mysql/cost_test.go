@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
 	"github.com/jobwatch/jobwatch/sources"
 )
 

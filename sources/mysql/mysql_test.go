@@ -17,13 +17,13 @@ import (
 	"time"
 
 	"github.com/jobwatch/jobwatch/config"
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
 	"github.com/jobwatch/jobwatch/internal/secret"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/sourcetest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/schedule"
 	"github.com/jobwatch/jobwatch/sources"
-	"github.com/jobwatch/jobwatch/sources/sourcetest"
 )
 
 // recordingSink collects what a source hands the tracker.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jobwatch/jobwatch/internal/testsupport/sourcetest"
 	"github.com/jobwatch/jobwatch/sources/runlog/record"
-	"github.com/jobwatch/jobwatch/sources/sourcetest"
 )
 
 func TestValidateCron(t *testing.T) {

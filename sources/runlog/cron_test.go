@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/crontest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/crontest"
 	"github.com/jobwatch/jobwatch/model"
 	"github.com/jobwatch/jobwatch/schedule"
 	"github.com/jobwatch/jobwatch/sources"

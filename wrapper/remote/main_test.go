@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/wraptest"
 	"github.com/jobwatch/jobwatch/wrapper"
-	"github.com/jobwatch/jobwatch/wrapper/internal/wraptest"
 )
 
 // The tests run the wrapper as a real process, as package wrapper's do

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
 
 	"github.com/jobwatch/jobwatch/wrapper"
 )

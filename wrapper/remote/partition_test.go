@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/jobwatch/jobwatch/internal/mariadbtest"
-	"github.com/jobwatch/jobwatch/internal/netnstest"
-	"github.com/jobwatch/jobwatch/internal/redistest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/netnstest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/redistest"
 	"github.com/jobwatch/jobwatch/wrapper"
 )
 

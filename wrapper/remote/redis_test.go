@@ -16,10 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jobwatch/jobwatch/internal/procfs"
-	"github.com/jobwatch/jobwatch/internal/redistest"
 	"github.com/jobwatch/jobwatch/internal/redisvalue"
 	"github.com/jobwatch/jobwatch/internal/secret"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/redistest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 	"github.com/jobwatch/jobwatch/wrapper"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // idleWithin reports whether the Tailer of w finished its pass within d.

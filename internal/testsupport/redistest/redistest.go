@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/jobwatch/jobwatch/internal/netnstest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/netnstest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // Server is a redis-server the test may use.

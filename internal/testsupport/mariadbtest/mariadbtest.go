@@ -28,8 +28,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/jobwatch/jobwatch/internal/netnstest"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/netnstest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // EnvDSN names the environment variable that points the tests at an
@@ -303,7 +303,7 @@ func (s *Server) JobRunsDatabase(t testing.TB) string {
 	if !ok {
 		t.Fatal("mariadbtest: where is examples/job_runs.sql?")
 	}
-	ddl, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "examples", "job_runs.sql"))
+	ddl, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "..", "examples", "job_runs.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package scale writes the many-jobs setup that the scale test
 // (cmd/jobwatch's TestScale) and the scale benchmark
-// (internal/cmd/scalebench) run jobwatch on, and waits for its catch-up.
+// (internal/testsupport/cmd/scalebench) run jobwatch on, and waits for its catch-up.
 package scale
 
 import (

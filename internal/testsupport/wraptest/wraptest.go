@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/jobwatch/jobwatch/internal/procfs"
-	"github.com/jobwatch/jobwatch/internal/testproc"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // Env, set to 1, makes the test binary a wrapper.

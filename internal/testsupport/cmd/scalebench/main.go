@@ -32,7 +32,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/scale"
+	"github.com/jobwatch/jobwatch/internal/testsupport/scale"
 )
 
 const (

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobwatch/jobwatch/internal/netnstest"
-	"github.com/jobwatch/jobwatch/internal/redistest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/netnstest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/redistest"
 )
 
 // Two hosts on a bridge reach each other, and nothing else: a cut host's
