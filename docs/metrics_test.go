@@ -70,3 +70,27 @@ func exporterCollectors(t *testing.T) []prometheus.Collector {
 	}
 	return e.Collectors()
 }
+
+// TestEveryJobSeriesFactOrVerdict: the "Facts and verdicts" section of
+// docs/metrics.md names every jobwatch_job_* metric the exporter describes,
+// so a new series says whether it shows at once or waits for the watermark.
+func TestEveryJobSeriesFactOrVerdict(t *testing.T) {
+	doc, err := os.ReadFile("metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Facts and verdicts\n")
+	if !ok {
+		t.Fatal(`docs/metrics.md has no "## Facts and verdicts" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	exported, err := promcheck.Names(exporterCollectors(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range exported {
+		if strings.HasPrefix(n, "jobwatch_job_") && !strings.Contains(section, "`"+n+"`") && !strings.Contains(section, "`"+n+"{") {
+			t.Errorf("docs/metrics.md's Facts and verdicts does not say which %s is", n)
+		}
+	}
+}
