@@ -410,6 +410,26 @@ func BenchmarkPersistence(b *testing.B) {
 			b.Logf("state file %s: %d bytes", ent.Name(), fi.Size())
 		}
 	}
+	keepState(b, s.e.opts.StateDir)
+}
+
+// keepState copies the state files to the directory JOBWATCH_BENCH_KEEP
+// names, if set, to look at what the window wrote (the benchmark's own
+// directory is removed when it ends).
+func keepState(b *testing.B, dir string) {
+	keep := os.Getenv("JOBWATCH_BENCH_KEEP")
+	if keep == "" {
+		return
+	}
+	for _, name := range []string{"state.snap", "state.log"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(keep, name), data, 0o600)
+		}
+		if err != nil {
+			b.Errorf("keeping the state: %v", err)
+		}
+	}
 }
 
 // BenchmarkScrapeWhileStreaming is a scrape of 10,000 jobs (Gather and text

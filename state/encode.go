@@ -247,7 +247,9 @@ func (o *jsonOut) job(r *jobRecord) {
 	o.countsMember("duplicates", r.Duplicates)
 	o.timeMember("slots_checked_until", r.SlotsCheckedUntil, true)
 	list(o, "recent_slots", r.RecentSlots, o.slot)
-	o.strings("sources", r.Sources, true)
+	if r.Sources != nil { // omitzero
+		o.strings("sources", r.Sources, false)
+	}
 	list(o, "open", r.Open, o.run)
 	list(o, "recent", r.Recent, o.recent)
 	list(o, "duration_history", r.DurationHistory, func(f *float64) { o.float(*f) })
@@ -334,8 +336,8 @@ func (o *jsonOut) recent(r *recentRecord) {
 
 func (o *jsonOut) held(r *heldRecord) {
 	o.open('{')
-	o.strMember("source", r.Source, false)
-	o.timeMember("time", r.Time, false)
+	o.strMember("source", r.Source, true)
+	o.timeMember("time", r.Time, true)
 	o.strMember("kind", r.Kind, false)
 	o.strMember("host", r.Host, true)
 	o.intMember("pid", int64(r.PID), true)
@@ -352,6 +354,7 @@ func (o *jsonOut) held(r *heldRecord) {
 	o.strMember("output", r.Output, true)
 	o.strMember("output_ref", r.OutputRef, true)
 	o.boolMember("end_unlogged", r.EndUnlogged)
+	o.boolMember("as_before", r.AsBefore)
 	o.close('}')
 }
 

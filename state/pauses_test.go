@@ -68,7 +68,7 @@ func TestPausesOfFormat5(t *testing.T) {
 }
 
 // A state directory of format 5 (a snapshot written before pauses) loads
-// as it is, and the first save writes format 6 with the job's pause.
+// as it is, and the first save writes the current format with the job's pause.
 func TestFormat5MigratesToFormat6(t *testing.T) {
 	dir := t.TempDir()
 	h, _ := json.Marshal(header{Format: formatName, Version: 5, Kind: "snapshot", Generation: 3, Written: t0.Add(time.Hour), Jobwatch: "0.1.0"})

@@ -50,10 +50,13 @@ type jobRecord struct {
 	Duplicates          map[string]uint64 `json:"duplicates,omitempty"`
 	SlotsCheckedUntil   time.Time         `json:"slots_checked_until,omitzero"`
 	RecentSlots         []slotRecord      `json:"recent_slots,omitempty"`
-	Sources             []string          `json:"sources,omitempty"`
-	Open                []runRecord       `json:"open,omitempty"`
-	Recent              []recentRecord    `json:"recent,omitempty"`
-	DurationHistory     []float64         `json:"duration_history,omitempty"`
+	// Sources, LastDuration and LastExitCode are left out of a log
+	// entry's record that holds RecentCount (format 7) when they are as
+	// before; no sources is then written [].
+	Sources         []string       `json:"sources,omitzero"`
+	Open            []runRecord    `json:"open,omitempty"`
+	Recent          []recentRecord `json:"recent,omitempty"`
+	DurationHistory []float64      `json:"duration_history,omitempty"`
 	// RecentAdded and RecentCount (format 4, in log entries): the job's
 	// recent runs are the last RecentCount of those it had before the
 	// entry followed by RecentAdded, and Recent is left out; the same for
@@ -86,9 +89,14 @@ type jobRecord struct {
 
 // heldRecord is a record held for its job's watermark: what a source read,
 // with the source's name.
+//
+// In a job's list, a record of the same run as the one before it (format
+// 6: AsBefore) leaves out the source, host, PID and run ID, which are
+// that one's, and its time when it is that one's too: a short run's start
+// and end are held together, and most of the end's bytes were its start's.
 type heldRecord struct {
-	Source    string    `json:"source"`
-	Time      time.Time `json:"time"`
+	Source    string    `json:"source,omitempty"`
+	Time      time.Time `json:"time,omitzero"`
 	Kind      string    `json:"kind"`
 	Host      string    `json:"host,omitempty"`
 	PID       int       `json:"pid,omitempty"`
@@ -106,6 +114,50 @@ type heldRecord struct {
 	OutputRef string    `json:"output_ref,omitempty"`
 	// EndUnlogged: a start whose end will not be logged (cron -L 1).
 	EndUnlogged bool `json:"end_unlogged,omitempty"`
+	// AsBefore (format 7): Source, Host, PID and RunID are those of the
+	// record before in the list, and so is Time when it is absent.
+	AsBefore bool `json:"as_before,omitempty"`
+}
+
+// heldToRecords converts a job's records held, each of the same run as
+// the one before it written AsBefore.
+func heldToRecords(held []model.Held) []heldRecord {
+	var rs []heldRecord
+	for i := range held {
+		r := heldToRecord(&held[i])
+		if i > 0 {
+			b := &held[i-1]
+			if h := &held[i]; h.Source == b.Source && h.Host == b.Host && h.PID == b.PID && h.RunID == b.RunID {
+				r.AsBefore, r.Source, r.Host, r.PID, r.RunID = true, "", "", 0, ""
+				if h.Time.Equal(b.Time) && h.Time.Location() == b.Time.Location() {
+					r.Time = time.Time{}
+				}
+			}
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// heldToModel converts a job's records held as read, AsBefore ones filled
+// in from the one before them; a record no record could be is dropped.
+func heldToModel(rs []heldRecord) []model.Held {
+	var held []model.Held
+	for i := range rs {
+		r := rs[i]
+		if r.AsBefore && i > 0 {
+			b := &rs[i-1] // filled in already
+			r.Source, r.Host, r.PID, r.RunID = b.Source, b.Host, b.PID, b.RunID
+			if r.Time.IsZero() {
+				r.Time = b.Time
+			}
+			rs[i] = r
+		}
+		if h, ok := r.toModel(); ok {
+			held = append(held, h)
+		}
+	}
+	return held
 }
 
 func heldToRecord(h *model.Held) heldRecord {
@@ -280,11 +332,10 @@ type sourceRecord struct {
 // added since (RecentAdded), else whole.
 func jobToRecord(v, prev *model.JobView) *jobRecord {
 	if onlyHeldChanged(v, prev) {
-		r := &jobRecord{HeldOnly: true, DecidedUntil: v.DecidedUntil}
-		for i := range v.Pending {
-			r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
-		}
-		return r
+		// Its decided_until is left as the state on disk has it (format 7):
+		// nothing of the job changed as its decisions went on, and a job's
+		// decisions that move on alone are saved with its next change.
+		return &jobRecord{HeldOnly: true, Pending: heldToRecords(v.Pending)}
 	}
 	j := v.JobState
 	r := &jobRecord{
@@ -300,9 +351,7 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		DecidedUntil: v.DecidedUntil, Discovered: j.Discovered, Retired: j.Retired, Resumed: j.Resumed,
 		pausedRecord: pausedToRecord(&j.Pauses),
 	}
-	for i := range v.Pending {
-		r.Pending = append(r.Pending, heldToRecord(&v.Pending[i]))
-	}
+	r.Pending = heldToRecords(v.Pending)
 	if j.HasLastDuration {
 		r.LastDuration = &j.LastDuration
 	}
@@ -326,6 +375,9 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		}
 		r.DurationHistoryAdded = durations[len(durations)-appended(prev.LastDurations(), durations):]
 		r.DurationHistoryCount = new(len(durations))
+		if !leaveOutUnchanged(r, prev.JobState) {
+			return jobToRecord(v, nil)
+		}
 	}
 	for i, n := range j.RunCounts {
 		if n > 0 {
@@ -353,6 +405,28 @@ func jobToRecord(v, prev *model.JobView) *jobRecord {
 		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease, EndUnlogged: o.EndUnlogged})
 	}
 	return r
+}
+
+// leaveOutUnchanged leaves out of r, a record that holds what its job
+// added since prev, the sources, last duration and last exit code that are
+// prev's (format 7); false if r holds none of one that prev held, which
+// only a whole record can say.
+func leaveOutUnchanged(r *jobRecord, prev *model.JobState) bool {
+	if (r.LastDuration == nil && prev.HasLastDuration) || (r.LastExitCode == nil && prev.HasLastExitCode) {
+		return false
+	}
+	if slices.Equal(r.Sources, prev.Sources) {
+		r.Sources = nil
+	} else if r.Sources == nil {
+		r.Sources = []string{}
+	}
+	if prev.HasLastDuration && *r.LastDuration == prev.LastDuration {
+		r.LastDuration = nil
+	}
+	if prev.HasLastExitCode && *r.LastExitCode == prev.LastExitCode {
+		r.LastExitCode = nil
+	}
+	return true
 }
 
 // onlyHeldChanged says v differs from prev, the view on disk, in its
@@ -424,14 +498,13 @@ func recentToRecord(run model.RecentRun) recentRecord {
 
 // toModelAfter converts a record of a log entry, whose recent runs and
 // durations may be what was added to before's (RecentCount).
-func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
+func (r *jobRecord) toModelAfter(before *model.SavedJob, version int) model.SavedJob {
 	if r.HeldOnly && before != nil {
+		// Without decided_until (format 7) it is before's.
 		j := *before
-		j.Pending, j.DecidedUntil = nil, r.DecidedUntil
-		for i := range r.Pending {
-			if h, ok := r.Pending[i].toModel(); ok {
-				j.Pending = append(j.Pending, h)
-			}
+		j.Pending = heldToModel(r.Pending)
+		if !r.DecidedUntil.IsZero() {
+			j.DecidedUntil = r.DecidedUntil
 		}
 		return j
 	}
@@ -443,6 +516,9 @@ func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
 			j.FirstWatched = before.FirstWatched
 		}
 	}
+	if r.RecentCount != nil && before != nil && version >= 7 {
+		r.unchangedTo(&j, &before.JobState)
+	}
 	if r.RecentCount != nil {
 		j.Recent = afterAdded(prev.Recent, recentsToModel(r.RecentAdded), *r.RecentCount)
 	}
@@ -450,6 +526,19 @@ func (r *jobRecord) toModelAfter(before *model.SavedJob) model.SavedJob {
 		j.DurationHistory = afterAdded(prev.DurationHistory, r.DurationHistoryAdded, *r.DurationHistoryCount)
 	}
 	return j
+}
+
+// unchangedTo sets in j what r leaves out as before's (leaveOutUnchanged).
+func (r *jobRecord) unchangedTo(j *model.SavedJob, before *model.JobState) {
+	if r.Sources == nil {
+		j.Sources = before.Sources
+	}
+	if r.LastDuration == nil {
+		j.LastDuration, j.HasLastDuration = before.LastDuration, before.HasLastDuration
+	}
+	if r.LastExitCode == nil {
+		j.LastExitCode, j.HasLastExitCode = before.LastExitCode, before.HasLastExitCode
+	}
 }
 
 // recentsToModel converts recent runs' records (nil for none).
@@ -482,11 +571,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		j.LastExitCode = *r.LastExitCode
 	}
 	j.HasLastExitCode = r.HasLastExitCode || r.LastExitCode != nil
-	for i := range r.Pending {
-		if h, ok := r.Pending[i].toModel(); ok {
-			j.Pending = append(j.Pending, h)
-		}
-	}
+	j.Pending = heldToModel(r.Pending)
 	r.countsTo(&j)
 	j.Recent = recentsToModel(r.Recent)
 	for _, k := range r.LostRuns {

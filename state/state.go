@@ -49,7 +49,11 @@ const (
 // Format 6 adds a job's pauses (pausedRecord): an older jobwatch would
 // drop them and judge a paused job's expected runs missed, so it refuses
 // the state; a format-5 state loads with no job paused.
-const Version = 6
+// Format 7 leaves out of a log entry what the state on disk has: a
+// held-only record's decided_until, the fields of its run a record held
+// shares with the one before it (heldRecord.AsBefore), a record's sources
+// and last duration and exit code when unchanged (leaveOutUnchanged).
+const Version = 7
 
 const formatName = "jobwatch-state"
 
@@ -295,7 +299,7 @@ func readSnapshot(data []byte, st *model.Snapshot) (uint64, error) {
 		if err := json.Unmarshal(payload, &e); err != nil {
 			return 0, fmt.Errorf("entry at byte %d: %w", off, err)
 		}
-		apply(st, &e)
+		apply(st, &e, h.Version)
 		off = next
 		if e.End {
 			break
@@ -348,13 +352,14 @@ func readLog(data []byte, gen uint64, st *model.Snapshot) error {
 		if err := json.Unmarshal(payload, &e); err != nil {
 			return fmt.Errorf("entry at byte %d: %w", off, err)
 		}
-		apply(st, &e)
+		apply(st, &e, h.Version)
 		off = next
 	}
 	return nil
 }
 
-func apply(st *model.Snapshot, e *entry) {
+// apply applies e, an entry of a file of format version.
+func apply(st *model.Snapshot, e *entry, version int) {
 	if e.Written.After(st.Written) {
 		st.Written = e.Written
 	}
@@ -370,7 +375,7 @@ func apply(st *model.Snapshot, e *entry) {
 			if b, ok := st.Jobs[n]; ok {
 				before = &b
 			}
-			st.Jobs[n] = r.toModelAfter(before)
+			st.Jobs[n] = r.toModelAfter(before, version)
 		}
 	}
 	for n, r := range e.Sources {

@@ -881,11 +881,79 @@ func TestLiveRecordSavesHeldOnly(t *testing.T) {
 	m.tr.Apply(model.Batch{Source: "runs", Position: json.RawMessage(`{"offset":2}`), Events: live(2)})
 	if entry := logged("held"); !strings.Contains(entry, `"held_only":true`) || strings.Contains(entry, `"runs":{"success"`) || len(entry) > 600 {
 		t.Errorf("the save of a held record wrote %d bytes, want its records held alone:\n%s", len(entry), entry)
+	} else if strings.Contains(entry, `"decided_until"`) || strings.Count(entry, `"host":"web1"`) != 1 || !strings.Contains(entry, `"as_before":true`) {
+		t.Errorf("the save of a held record wrote what the state on disk has (format 7):\n%s", entry)
 	}
 	// Its verdict, a minute later: the job whole.
 	now = now.Add(2 * time.Minute)
 	m.tr.Apply(model.Batch{Source: "runs", AtEnd: true, Position: json.RawMessage(`{"offset":3}`)})
 	if entry := logged("decided"); strings.Contains(entry, `"held_only"`) || !strings.Contains(entry, `"runs":{"success":2}`) {
 		t.Errorf("the save of the verdict did not write the job whole:\n%s", entry)
+	} else if strings.Contains(entry, `"sources":["runs"]`) || strings.Contains(entry, `"last_exit_code"`) {
+		t.Errorf("the save of the verdict wrote the sources and exit code the state on disk has (format 7):\n%s", entry)
+	}
+}
+
+// A log record of format 7 leaves out what is as the state on disk has
+// it: a held-only record its decided_until, a record held of the same run
+// as the one before its source, host, PID and time, a verdict's record
+// its sources and last exit code. A log of format 6 or 5 meant none by
+// the same absence, and still loads so.
+func TestLogRecordsLeaveOutWhatIsAsBefore(t *testing.T) {
+	snap := `{"jobs":{"stats":{"last_start":"2026-11-30T09:00:00Z","last_success":"2026-11-30T09:00:01Z","last_duration":1,"last_exit_code":0,` +
+		`"runs":{"success":1},"sources":["runs"],"recent":[{"start":"2026-11-30T09:00:00Z","end":"2026-11-30T09:00:01Z","result":"success"}],` +
+		`"decided_until":"2026-11-30T09:30:00Z"}},"end":true}`
+	held := `{"jobs":{"stats":{"pending":[{"source":"runs","time":"2026-11-30T10:00:00Z","kind":"start","host":"web1","pid":2},` +
+		`{"kind":"end","result":"success","exit_code":0,"as_before":true}],"held_only":true}}}`
+	decided := `{"jobs":{"stats":{"last_start":"2026-11-30T10:00:00Z","last_success":"2026-11-30T10:00:00Z","runs":{"success":2},` +
+		`"recent_added":[{"start":"2026-11-30T10:00:00Z","end":"2026-11-30T10:00:00Z","result":"success"}],"recent_count":2,` +
+		`"decided_until":"2026-11-30T10:01:00Z"}}}`
+	for _, tc := range []struct {
+		name    string
+		version int
+		log     []string
+		// want: the loaded job's sources, last duration and exit code,
+		// decided_until, and records held.
+		want string
+	}{
+		{"format 7 held", 7, []string{held}, `[runs] 1s true 0 true 2026-11-30T09:30:00Z [start runs web1 2 10:00:00; end runs web1 2 10:00:00]`},
+		{"format 7 decided", 7, []string{held, decided}, `[runs] 1s true 0 true 2026-11-30T10:01:00Z []`},
+		{"format 6 decided", 6, []string{decided}, `[] 0s false 0 false 2026-11-30T10:01:00Z []`},
+		{"format 5 decided", 5, []string{decided}, `[] 0s false 0 false 2026-11-30T10:01:00Z []`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := func(name, kind string, entries ...string) {
+				h, _ := json.Marshal(header{Format: formatName, Version: tc.version, Kind: kind, Generation: 1})
+				var b []byte
+				for _, e := range append([]string{string(h)}, entries...) {
+					b = appendFrame(b, []byte(e))
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			file(SnapshotFile, "snapshot", snap)
+			file(LogFile, "log", tc.log...)
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			st, err := s.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := st.Jobs["stats"]
+			var held []string
+			for _, h := range j.Pending {
+				held = append(held, fmt.Sprintf("%s %s %s %d %s", h.Kind, h.Source, h.Host, h.PID, h.Time.Format(time.TimeOnly)))
+			}
+			got := fmt.Sprintf("%v %gs %v %d %v %s [%s]", j.Sources, j.LastDuration, j.HasLastDuration, j.LastExitCode, j.HasLastExitCode,
+				j.DecidedUntil.Format(time.RFC3339), strings.Join(held, "; "))
+			if got != tc.want {
+				t.Errorf("loaded\n %s\nwant\n %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -47,6 +47,6 @@ func (s *Store) loadLegacy() (*model.Snapshot, error) {
 // meaning between the two: only the files that hold it.
 func migrateV1(f *v1File) *model.Snapshot {
 	st := &model.Snapshot{Jobs: map[string]model.SavedJob{}, Sources: map[string]*model.SourceState{}}
-	apply(st, &entry{Jobs: f.Jobs, Sources: f.Sources, Retired: f.Retired})
+	apply(st, &entry{Jobs: f.Jobs, Sources: f.Sources, Retired: f.Retired}, 1)
 	return st
 }

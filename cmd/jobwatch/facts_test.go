@@ -113,7 +113,7 @@ func TestKillBetweenReadAndVerdict(t *testing.T) {
 	for job, c := range want {
 		final[fmt.Sprintf(`jobwatch_job_runs_total{job_name=%q,result="success"}`, job)] = float64(c[0])
 		final[fmt.Sprintf(`jobwatch_job_runs_total{job_name=%q,result="failure"}`, job)] = float64(c[1])
-		final[fmt.Sprintf(`jobwatch_job_runs_total{job_name=%q,result="lost"}`, job)] = 0
+		final[fmt.Sprintf(`jobwatch_job_runs_total{job_name=%q,result="lost"}`, job)] = noSeries
 		final[fmt.Sprintf(`jobwatch_job_duration_seconds_count{job_name=%q}`, job)] = float64(c[0] + c[1])
 		final[fmt.Sprintf(`jobwatch_job_running{job_name=%q}`, job)] = 0
 		final[fmt.Sprintf(`jobwatch_job_last_exit_code{job_name=%q}`, job)] = float64(lastCode[job])
@@ -137,7 +137,9 @@ func TestKillBetweenReadAndVerdict(t *testing.T) {
 	}
 	got, _ = in.scrape()
 	for k, v := range final {
-		if got[k] != v {
+		if g, ok := got[k]; v == noSeries && ok {
+			t.Errorf("after the verdicts: %s = %v, want no series", k, g)
+		} else if v != noSeries && got[k] != v {
 			t.Errorf("after the verdicts: %s = %v, want %v", k, got[k], v)
 		}
 	}
