@@ -92,36 +92,8 @@ func TestCheckinsOverTLS(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	webCfg, client := tlsWebConfig(t, dir)
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, checkinConfig)
-	addr := freePort(t)
-	cmd := exec.Command(bin, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--web.config.file="+webCfg, "--sources.startup-hold=0s")
-	logs := &testproc.Buffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	must(t, cmd.Start())
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("jobwatch log:\n%s", logs.String())
-		}
-	})
-
-	base := "https://" + addr
-	authed := &http.Client{Timeout: client.Timeout, Transport: basicAuth{client.Transport}}
-	testproc.Eventually(t, minWait, "jobwatch to answer over TLS", func() error {
-		req, _ := http.NewRequest("GET", base+"/-/healthy", nil)
-		resp, err := authed.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("/-/healthy: %s", resp.Status)
-		}
-		return nil
-	})
+	base, client, authed, logs := startTLSJobwatch(t, bin, dir, checkinConfig)
+	addr := strings.TrimPrefix(base, "https://")
 
 	// Without the password nothing is taken.
 	if code, _ := ping(t, client, "GET", base+"/ping/backup", "", nil); code != http.StatusUnauthorized {
@@ -605,4 +577,42 @@ func TestCheckinKillMidBurst(t *testing.T) {
 	if got := applied(in); got != a+u {
 		t.Errorf("after the retries %d check-ins applied, want %d (%d acknowledged, %d retried)", got, a+u, a, u)
 	}
+}
+
+// startTLSJobwatch starts bin on config over TLS with basic auth (its
+// web config and state in dir) and waits until it answers: its base URL, a
+// client without credentials, one with them, and its log.
+func startTLSJobwatch(t *testing.T, bin, dir, config string) (base string, client, authed *http.Client, logs *testproc.Buffer) {
+	t.Helper()
+	webCfg, client := tlsWebConfig(t, dir)
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	testproc.WriteFile(t, cfg, config)
+	addr := freePort(t)
+	cmd := exec.Command(bin, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--web.config.file="+webCfg, "--sources.startup-hold=0s")
+	logs = &testproc.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	must(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("jobwatch log:\n%s", logs.String())
+		}
+	})
+
+	base = "https://" + addr
+	authed = &http.Client{Timeout: client.Timeout, Transport: basicAuth{client.Transport}}
+	testproc.Eventually(t, minWait, "jobwatch to answer over TLS", func() error {
+		req, _ := http.NewRequest("GET", base+"/-/healthy", nil)
+		resp, err := authed.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("/-/healthy: %s", resp.Status)
+		}
+		return nil
+	})
+	return base, client, authed, logs
 }

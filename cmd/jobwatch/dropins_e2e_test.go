@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -50,35 +49,7 @@ func TestMonitorLinesThroughBinary(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	webCfg, client := tlsWebConfig(t, dir)
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, dropinConfig)
-	addr := freePort(t)
-	cmd := exec.Command(bin, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--web.config.file="+webCfg, "--sources.startup-hold=0s")
-	logs := &testproc.Buffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	must(t, cmd.Start())
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("jobwatch log:\n%s", logs.String())
-		}
-	})
-	base := "https://" + addr
-	authed := &http.Client{Timeout: client.Timeout, Transport: basicAuth{client.Transport}}
-	testproc.Eventually(t, minWait, "jobwatch to answer over TLS", func() error {
-		req, _ := http.NewRequest("GET", base+"/-/healthy", nil)
-		resp, err := authed.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("/-/healthy: %s", resp.Status)
-		}
-		return nil
-	})
+	base, client, authed, _ := startTLSJobwatch(t, bin, dir, dropinConfig)
 	lines := []struct {
 		method, path, body string
 		code               int
