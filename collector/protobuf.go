@@ -313,10 +313,8 @@ func (s *protoSink) begin(pd *protoDesc, lvs []string) (protoMetric, bool) {
 	n := 0
 	for _, l := range pd.labels {
 		v := lvs[l.value]
-		if l.job {
-			if pd.jobFirst {
-				continue // the cache leaves it out, a scrape writes it back
-			}
+		if l.job && pd.jobFirst {
+			continue // the cache leaves it out, a scrape writes it back
 		}
 		s.buf = appendLabelPair(s.buf, l.name, v)
 		if !l.job {
