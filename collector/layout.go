@@ -128,9 +128,9 @@ type renderer struct {
 	buf     bytes.Buffer
 	mf      dto.MetricFamily
 	lines   lineSink
+	proto   protoSink
 	compact []byte  // the entries of the segment being built, in compact form (see compactLines)
 	label   []byte  // protobuf: the job's label field (renderProto)
-	pb      []byte  // protobuf: one metric's bytes
 	entries []entry // of the segment being built, by job
 }
 
