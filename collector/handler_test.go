@@ -267,8 +267,9 @@ func testHandlerMatchesClientGolang(t *testing.T, o Options) {
 }
 
 // Many jobs are rendered on several goroutines (run with -race): the
-// first scrape, and one after a few jobs changed, write what client_golang
-// writes.
+// first scrape, one after a few jobs changed, and ones after the first job
+// went and a job came before all others (every job at a new place in the
+// segments), write what client_golang writes.
 func TestHandlerRendersManyJobsInParallel(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	now := t0.Add(2 * time.Hour)
@@ -276,13 +277,30 @@ func TestHandlerRendersManyJobsInParallel(t *testing.T) {
 	tr := manyJobs(n, now)
 	saved := savedOf(tr)
 	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
-	for step := range 2 {
-		if step == 1 {
+	specs := func(names ...string) []model.JobSpec {
+		var out []model.JobSpec
+		for _, name := range names {
+			out = append(out, model.JobSpec{Name: name, Schedule: schedule.Every(time.Hour), Timeout: time.Hour, StaleMultiple: 2})
+		}
+		for i := 1; i < n; i++ {
+			out = append(out, model.JobSpec{Name: fmt.Sprintf("job_%05d", i), Schedule: schedule.Every(time.Hour), Timeout: time.Hour, StaleMultiple: 2})
+		}
+		return out
+	}
+	for step := range 4 {
+		switch step {
+		case 1:
 			var evs []model.Event
 			for i := 0; i < n; i += 37 {
 				evs = append(evs, model.Event{Kind: model.Start, Job: fmt.Sprintf("job_%05d", i), Host: "web2", PID: 1 << 20, Time: now})
 			}
 			tr.Apply(model.Batch{Source: "runs", Events: evs})
+		case 2:
+			tr.Configure(specs(), []model.SourceSpec{{Name: "runs", Type: "runlog"}})
+		case 3:
+			tr.Configure(specs("a_first", "b_second"), []model.SourceSpec{{Name: "runs", Type: "runlog"}})
+		}
+		if step > 0 {
 			saved = saved.With(tr.Changes())
 		}
 		for _, accept := range []string{acceptText, acceptOM} {

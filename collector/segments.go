@@ -50,20 +50,45 @@ type cache struct {
 	used   time.Time // last scrape of the format
 	saved  *model.Saved
 	segs   []*segment
-	where  map[string]where
 	rs     []*renderer // one per goroutine of buildAll
+}
+
+// places finds an unchanged job's bytes in the segments before an update.
+// A job is mostly at the same place, segment and index, as before: only
+// added or removed jobs move the others, and only then is the index by
+// name made (a map of every job would cost about 200 bytes a job for
+// good).
+type places struct {
+	old    []*segment
+	byName map[string]where
+	once   sync.Once
+}
+
+// of is the place of view v, the k-th of segment i, in the old segments
+// when it is there unchanged.
+func (p *places) of(v *model.JobView, i, k int) (where, bool) {
+	if i < len(p.old) && k < len(p.old[i].views) && p.old[i].views[k] == v {
+		return where{p.old[i], k}, true
+	}
+	p.once.Do(func() {
+		p.byName = map[string]where{}
+		for _, seg := range p.old {
+			for k, v := range seg.views {
+				p.byName[v.Spec.Name] = where{seg, k}
+			}
+		}
+	})
+	w, ok := p.byName[v.Spec.Name]
+	return w, ok && w.seg.views[w.k] == v
 }
 
 // update brings c to saved, rendering the jobs whose views changed, and
 // returns the segments in name order.
 func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
-	if saved == c.saved && c.where != nil {
+	if saved == c.saved && c.segs != nil {
 		return c.segs
 	}
 	names := saved.JobNames()
-	if c.where == nil {
-		c.where = make(map[string]where, len(names))
-	}
 	segs := make([]*segment, (len(names)+segmentJobs-1)/segmentJobs)
 	views := make([]*model.JobView, len(names))
 	for i, name := range names {
@@ -78,19 +103,7 @@ func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
 		}
 		todo = append(todo, i)
 	}
-	c.buildAll(segs, todo, segViews, now)
-	for _, i := range todo {
-		for k, v := range segs[i].views {
-			c.where[v.Spec.Name] = where{segs[i], k}
-		}
-	}
-	if len(c.where) > len(names) {
-		for name := range c.where {
-			if saved.Job(name) == nil {
-				delete(c.where, name)
-			}
-		}
-	}
+	c.buildAll(segs, todo, segViews, &places{old: c.segs}, now)
 	c.saved, c.segs = saved, segs
 	return segs
 }
@@ -102,15 +115,15 @@ const parallelSegments = 16
 
 // buildAll builds segs[i], of the views segViews(i), for each i of todo:
 // on as many cores as there are when there are many segments to build.
-// Segments are independent, and builds only read c.where.
-func (c *cache) buildAll(segs []*segment, todo []int, segViews func(int) []*model.JobView, now time.Time) {
+// Segments are independent, and builds only read the old ones.
+func (c *cache) buildAll(segs []*segment, todo []int, segViews func(int) []*model.JobView, old *places, now time.Time) {
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(todo)/parallelSegments))
 	for len(c.rs) < workers {
 		c.rs = append(c.rs, &renderer{opts: c.opts})
 	}
 	if workers == 1 {
 		for _, i := range todo {
-			segs[i] = c.build(c.rs[0], segViews(i), now)
+			segs[i] = c.build(c.rs[0], segViews(i), i, old, now)
 		}
 		return
 	}
@@ -123,7 +136,7 @@ func (c *cache) buildAll(segs []*segment, todo []int, segViews func(int) []*mode
 			// where nothing would recover it.
 			defer func() { panics[w] = recover() }()
 			for n := int(next.Add(1)) - 1; n < len(todo); n = int(next.Add(1)) - 1 {
-				segs[todo[n]] = c.build(c.rs[w], segViews(todo[n]), now)
+				segs[todo[n]] = c.build(c.rs[w], segViews(todo[n]), todo[n], old, now)
 			}
 		})
 	}
@@ -135,9 +148,9 @@ func (c *cache) buildAll(segs []*segment, todo []int, segViews func(int) []*mode
 	}
 }
 
-// build makes the segment of views with r: the bytes of a job whose view
+// build makes segment at, of views, with r: the bytes of a job whose view
 // is the one rendered before are copied, the others rendered.
-func (c *cache) build(r *renderer, views []*model.JobView, now time.Time) *segment {
+func (c *cache) build(r *renderer, views []*model.JobView, at int, old *places, now time.Time) *segment {
 	tables()
 	nf := len(families)
 	r.compact = r.compact[:0]
@@ -151,7 +164,7 @@ func (c *cache) build(r *renderer, views []*model.JobView, now time.Time) *segme
 	sizes := make([]int, nf)
 	labels := 0
 	for k, v := range views {
-		if w, ok := c.where[v.Spec.Name]; ok && w.seg.views[w.k] == v {
+		if w, ok := old.of(v, at, k); ok {
 			olds[k] = w
 			for i := range sizes {
 				sizes[i] += int(w.seg.off[i][w.k+1] - w.seg.off[i][w.k])

@@ -4,6 +4,8 @@
 # a floor: a minimal Go server writing the same bytes from memory
 # (internal/testsupport/cmd/scalebench -floor). Prints a Markdown table for BENCHMARKS.md.
 # Usage: scripts/bench-scrape.sh [jobs=10000,50000,100000] [scrapes=5] [rate=200] [scalebench flags]
+# -peakformat F (text, OpenMetrics or protobuf) first measures the peak RSS
+# with only F scraped, as by one Prometheus server.
 # e.g. scripts/bench-scrape.sh 50000 5 200 -heapprofile /tmp/prof (heap
 # profiles after a GC, once the RSS figures are taken)
 set -euo pipefail

@@ -55,6 +55,7 @@ func main() {
 	rate := flag.Int("rate", 200, "records a second in the arriving case")
 	setup := flag.String("setup", "", "only write the config and run log of the first of -jobs into this directory")
 	heapDir := flag.String("heapprofile", "", "save jobwatch's heap profiles (after a GC) after catch-up and after the scrapes into this directory")
+	only := flag.String("peakformat", "", "first measure the peak RSS through catch-up and scrapes of only this format (text, OpenMetrics or protobuf), as one Prometheus scrapes, with records arriving at -rate")
 	flag.Parse()
 	if *setup != "" {
 		n, err := strconv.Atoi(strings.Split(*jobs, ",")[0])
@@ -88,7 +89,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		if err := runCase(*binary, n, *scrapes, *rate, *heapDir); err != nil {
+		if err := runCase(*binary, n, *scrapes, *rate, *heapDir, *only); err != nil {
 			fmt.Fprintf(os.Stderr, "%d jobs: %v\n", n, err)
 			os.Exit(1)
 		}
@@ -145,7 +146,7 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func runCase(binary string, n, scrapes, rate int, heapDir string) error {
+func runCase(binary string, n, scrapes, rate int, heapDir, only string) error {
 	dir, err := os.MkdirTemp("", "scalebench")
 	if err != nil {
 		return err
@@ -169,6 +170,14 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 	rssCatchUp := rss(jw.cmd.Process.Pid)
 	if err := heapProfile(jw.addr, heapDir, fmt.Sprintf("heap-%d-catchup.pb.gz", n)); err != nil {
 		return err
+	}
+	if only != "" {
+		if err := peakOfOne(jw, logPath, n, rate, only); err != nil {
+			return err
+		}
+		if err := heapProfile(jw.addr, heapDir, fmt.Sprintf("heap-%d-%s.pb.gz", n, only)); err != nil {
+			return err
+		}
 	}
 	first, firstCPU, bodies, err := firstScrapes(jw)
 	if err != nil {
@@ -194,6 +203,34 @@ func runCase(binary string, n, scrapes, rate int, heapDir string) error {
 	}
 	fmt.Fprintf(os.Stderr, "%d jobs: peak RSS (VmHWM) %d MB\n", n, hwm(jw.cmd.Process.Pid)>>10)
 	return heapProfile(jw.addr, heapDir, fmt.Sprintf("heap-%d-scraped.pb.gz", n))
+}
+
+// peakOfOne scrapes jobwatch in one format only, as a Prometheus server
+// does, once a second for 20 s with records arriving at rate, and prints
+// the peak RSS (VmHWM) since its start: catch-up and scrapes. The other
+// formats' scrapes that follow keep caches of their own (dropped after 10
+// minutes unscraped), which one Prometheus would not make.
+func peakOfOne(jw *proc, logPath string, n, rate int, format string) error {
+	i := slices.IndexFunc(formats, func(f struct{ name, accept string }) bool { return f.name == format })
+	if i < 0 {
+		return fmt.Errorf("-peakformat %q: not one of text, OpenMetrics, protobuf", format)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	written := make(chan int, 1)
+	go func() { written <- stream(ctx, logPath, n, rate) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for range 20 {
+		if _, _, err := timed(jw.addr, formats[i].accept); err != nil {
+			cancel()
+			return err
+		}
+		<-tick.C
+	}
+	cancel()
+	fmt.Fprintf(os.Stderr, "%d jobs: peak RSS (VmHWM) through catch-up and 20 scrapes of %s alone, %d records arriving: %d MB\n",
+		n, format, <-written, hwm(jw.cmd.Process.Pid)>>10)
+	return nil
 }
 
 // startJobwatch starts jobwatch on the config and run log in dir.
