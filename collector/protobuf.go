@@ -147,33 +147,69 @@ func appendGaugeMetric(b, label []byte, v float64) []byte {
 }
 
 // writeProtoFamily writes family i of every job into s as one delimited
-// MetricFamily, none when no job has it. The family's metrics are written
-// back into s.family first, for the message's length.
+// MetricFamily, none when no job has it. The family's size is summed
+// first, for the message's length, and its metrics then written straight
+// into the chunks: a family of 50,000 jobs held whole was 16 MB kept for
+// the next scrape.
 func (s *scrapeMem) writeProtoFamily(i int, segs []*segment) {
-	s.family = s.family[:0]
+	size := s.protoFamily(i, segs, false)
+	if size == 0 {
+		return
+	}
+	s.chunk = protowire.AppendVarint(s.chunk, uint64(len(protoHeaders[i])+size))
+	s.chunk = append(s.chunk, protoHeaders[i]...)
+	s.protoFamily(i, segs, true)
+}
+
+// protoFamily returns the size of family i's metric fields of every job,
+// and writes them into s when write.
+func (s *scrapeMem) protoFamily(i int, segs []*segment, write bool) int {
+	size := 0
 	for n, seg := range segs {
 		if len(seg.data[i]) == 0 && !(dynamic(i, seg.calendar != nil)) {
 			continue
 		}
 		for k := range seg.views {
-			if v, ok := s.dynamicValue(i, seg, n, k); ok {
-				s.family = appendGaugeMetric(s.family, seg.label(k), v)
-			} else {
-				s.family = expandMetrics(s.family, seg.data[i][seg.off[i][k]:seg.off[i][k+1]], seg.label(k))
+			v, gauge := s.dynamicValue(i, seg, n, k)
+			compact := seg.data[i][seg.off[i][k]:seg.off[i][k+1]]
+			switch {
+			case !write && gauge:
+				size += gaugeMetricSize(seg.label(k))
+			case !write:
+				size += expandedSize(compact, seg.label(k))
+			case s.failed.Load():
+				return size
+			case gauge:
+				s.chunk = appendGaugeMetric(s.chunk, seg.label(k), v)
+			default:
+				s.chunk = expandMetrics(s.chunk, compact, seg.label(k))
+			}
+			if write {
+				s.sendFull()
 			}
 		}
 	}
-	if len(s.family) == 0 {
-		return
+	return size
+}
+
+// expandedSize is the size of what expandMetrics appends.
+func expandedSize(compact, label []byte) int {
+	size := 0
+	for len(compact) > 0 {
+		n, l := protowire.ConsumeVarint(compact)
+		m := int(n >> 1)
+		compact = compact[l+m:]
+		if n&1 == 0 {
+			m += len(label)
+		}
+		size += protowire.SizeTag(familyMetricField) + protowire.SizeBytes(m)
 	}
-	s.chunk = protowire.AppendVarint(s.chunk, uint64(len(protoHeaders[i])+len(s.family)))
-	s.chunk = append(s.chunk, protoHeaders[i]...)
-	for b := s.family; len(b) > 0 && !s.failed.Load(); {
-		n := min(len(b), 64<<10)
-		s.chunk = append(s.chunk, b[:n]...)
-		b = b[n:]
-		s.sendFull()
-	}
+	return size
+}
+
+// gaugeMetricSize is the size of what appendGaugeMetric appends.
+func gaugeMetricSize(label []byte) int {
+	return protowire.SizeTag(familyMetricField) + protowire.SizeBytes(len(label)+gaugeSize)
 }
 
 // The field numbers of the messages a protoSink writes besides those

@@ -26,7 +26,6 @@ type watch struct {
 // scrape's CPU time, spent while the socket waited (BENCHMARKS.md).
 type scrapeMem struct {
 	watches  []watch
-	family   []byte   // a protobuf family computed at scrape time (writeProtoFamily)
 	chunk    []byte   // being filled
 	chunks   [][]byte // every chunk of this scrapeMem, to reuse
 	full     chan []byte
