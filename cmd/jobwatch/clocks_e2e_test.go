@@ -347,7 +347,8 @@ sources:
 	in.waitFor(10*time.Second, map[string]float64{`jobwatch_job_runs_total{job_name="healthy",result="success"}`: float64(slots)})
 	testproc.WaitUntil(t, minWait, "the healthy job's decisions past its last slot's grace", func() bool {
 		samples, _ := in.scrape()
-		return time.Now().After(last.Add(8*time.Second)) && samples[`jobwatch_job_decisions_behind_seconds{job_name="healthy"}`] < 3
+		behind, ok := samples[`jobwatch_source_decisions_behind_seconds{source="runs"}`]
+		return time.Now().After(last.Add(8*time.Second)) && ok && behind < 3
 	})
 	samples, body := in.scrape()
 	if v := samples[`jobwatch_job_missed_runs_total{job_name="healthy"}`]; v != 0 {
