@@ -421,7 +421,7 @@ func byName[S ~string](names []S) []int {
 	return order
 }
 
-// Times are written in whole seconds (docs/metrics.md, "Times"), as
+// Times are written in whole seconds (docs/metrics.md, "Times in whole seconds"), as
 // kube-state-metrics and node_exporter write event times: their fraction
 // was a tenth of the exposition's bytes. The model, the status page and
 // the JSON API keep their full precision, and so do durations here.
