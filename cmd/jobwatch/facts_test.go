@@ -124,7 +124,7 @@ func TestKillBetweenReadAndVerdict(t *testing.T) {
 		final[fmt.Sprintf(`jobwatch_job_last_exit_code{job_name=%q}`, job)] = float64(lastCode[job])
 	}
 	// Facts, before any verdict: the watermark is ten minutes behind.
-	got := in.waitFor(30*time.Second, final)
+	in.waitFor(30*time.Second, final)
 	for job := range want {
 		if b, _ := in.jobBehind(job); b < 300 {
 			t.Fatalf("%s: decisions %v s behind: the records were decided, not shown as facts", job, b)
@@ -140,7 +140,7 @@ func TestKillBetweenReadAndVerdict(t *testing.T) {
 	for job := range want {
 		final[fmt.Sprintf(`jobwatch_job_overlaps_total{job_name=%q}`, job)] = 0
 	}
-	got, _ = in.scrape()
+	got, _ := in.scrape()
 	for k, v := range final {
 		if g, ok := got[k]; v == noSeries && ok {
 			t.Errorf("after the verdicts: %s = %v, want no series", k, g)
