@@ -68,7 +68,7 @@ var (
 	sourceResetsDesc     = desc("source_position_resets_total", "Times the source's saved position no longer existed and reading went on from the nearest point.", "source")
 	sourceLateDesc       = desc("source_late_records_total", "Records of the source that came after their job had decided past their time (later than the source's late window): applied where they could be, without reopening a decided slot.", "source")
 	retiredDesc          = desc("job_retired_timestamp_seconds", "When the discovered job disappeared from the host (host mode): it is expected no more, and only its history is exported, until discovery.retired_retention has passed.", jobLabels...)
-	behindDesc           = desc("job_decisions_behind_seconds", "How far behind now the job's verdicts (missed, overlapping and duplicate runs, runs closed at their timeout) are: they wait until every source that reports the job has read past a time.", jobLabels...)
+	sourceBehindDesc     = desc("source_decisions_behind_seconds", "How far behind now the source's watermark is: the verdicts (missed, overlapping and duplicate runs, runs closed at their timeout) of the jobs it reports wait until it has read past their time. A source of runs only, once it has reported.", "source")
 )
 
 // Viewer gives the state to render; *model.Tracker is one.
@@ -138,7 +138,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 			ch <- d
 		}
 	}
-	for _, d := range []*prometheus.Desc{sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc, sourceLateDesc} {
+	for _, d := range []*prometheus.Desc{sourceUpDesc, sourceRecordsDesc, sourceParseErrDesc, sourceUnknownJobDesc, sourceResetsDesc, sourceLateDesc, sourceBehindDesc} {
 		ch <- d
 	}
 	describeObservations(ch)
@@ -146,7 +146,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // jobDescs are the families of each job, as collectJob emits them.
 var jobDescs = []*prometheus.Desc{
-	lastSuccessDesc, sinceSuccessDesc, behindDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
+	lastSuccessDesc, sinceSuccessDesc, periodDesc, staleMultipleDesc, staleDesc, deadlineDesc, nextRunDesc,
 	timeoutDesc, durationP99Desc, infoDesc, durationDesc, lastDurationDesc, lastFailureDesc, lastExitCodeDesc, consecFailuresDesc,
 	runsDesc, skipsDesc, lockLostDesc, consecSkipsDesc, consecMissedDesc, runningDesc, overlapsDesc, runStartDesc, missedDesc, unexpectedDesc, duplicateDesc,
 	retiredDesc,
@@ -164,12 +164,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	jobs, sources := c.model.View()
 	if c.parts != sourceParts {
 		emit := constSink(func(m prometheus.Metric) { ch <- m })
-		srcs := make([]*model.SourceView, len(sources))
-		for i := range sources {
-			srcs[i] = &sources[i]
-		}
 		for i := range jobs {
-			collectJob(emit, &jobs[i], now, jobs[i].DecisionsBehind(srcs, now), c.opts)
+			collectJob(emit, &jobs[i], now, c.opts)
 		}
 	}
 	for i := range sources {
@@ -184,6 +180,9 @@ func collectSource(ch chan<- prometheus.Metric, s *model.SourceView, now time.Ti
 	ch <- prometheus.MustNewConstMetric(sourceUnknownJobDesc, prometheus.CounterValue, float64(s.UnknownJob), s.Name)
 	ch <- prometheus.MustNewConstMetric(sourceResetsDesc, prometheus.CounterValue, float64(s.PositionResets), s.Name)
 	ch <- prometheus.MustNewConstMetric(sourceLateDesc, prometheus.CounterValue, float64(s.LateRecords), s.Name)
+	if behind, ok := s.DecisionsBehind(now); ok {
+		ch <- prometheus.MustNewConstMetric(sourceBehindDesc, prometheus.GaugeValue, behind.Seconds(), s.Name)
+	}
 	collectObservations(ch, s, now)
 }
 
@@ -221,16 +220,15 @@ func (f constSink) histogram(d *prometheus.Desc, h *model.Histogram, classic boo
 }
 
 // collectJob emits the metrics of one job; Collect and the Handler's
-// rendering of a changed job share it. behind is JobView.DecisionsBehind
-// (the Handler writes its own at each scrape).
-func collectJob(s sink, j *model.JobView, now time.Time, behind time.Duration, o Options) {
+// rendering of a changed job share it.
+func collectJob(s sink, j *model.JobView, now time.Time, o Options) {
 	// A job's counters count from when jobwatch first knew of the job (its
 	// earliest record, or when it was first watched), which is saved: a
 	// restart does not move it, so Prometheus 3 places a counter first seen
 	// with a value (history read on first start) where it began.
 	e := jobSeries{s: s, created: j.FirstWatched, opts: o}
 	e.lv[0] = j.Spec.Name
-	e.schedule(j, j.Watch(now), behind)
+	e.schedule(j, j.Watch(now), now)
 	e.lastRuns(j)
 	e.counts(j)
 	e.pauses(j)
@@ -260,11 +258,11 @@ func (e *jobSeries) counterBy(d *prometheus.Desc, v uint64, label string) {
 	e.s.counter(d, float64(v), e.created, e.lv[:2]...)
 }
 
-// schedule: what the job is, and where it stands against its schedule. A
-// retired job has no schedule to stand against: it has none of the series
-// the alerts judge a job by (staleness, period, deadline, next run,
-// timeout, decisions behind), only when it was retired.
-func (e *jobSeries) schedule(j *model.JobView, w model.Watch, behind time.Duration) {
+// schedule: what the job is, and where it stands against its schedule at
+// now. A retired job has no schedule to stand against: it has none of the
+// series the alerts judge a job by (staleness, period, deadline, next
+// run, timeout), only when it was retired.
+func (e *jobSeries) schedule(j *model.JobView, w model.Watch, now time.Time) {
 	scope := j.Spec.Scope
 	if scope == "" {
 		scope = "host"
@@ -272,22 +270,21 @@ func (e *jobSeries) schedule(j *model.JobView, w model.Watch, behind time.Durati
 	e.lv[1] = scope
 	e.s.gauge(infoDesc, 1, e.lv[:2]...)
 	if !j.LastSuccess.IsZero() {
-		e.gauge(lastSuccessDesc, unix(j.LastSuccess))
+		e.gauge(lastSuccessDesc, pastUnix(j.LastSuccess))
 	}
 	if !j.Retired.IsZero() {
-		e.gauge(retiredDesc, unix(j.Retired))
+		e.gauge(retiredDesc, pastUnix(j.Retired))
 		return
 	}
-	e.gauge(sinceSuccessDesc, w.SinceSuccess.Seconds())
-	e.gauge(behindDesc, behind.Seconds())
+	e.gauge(sinceSuccessDesc, sinceSeconds(w, now))
 	e.gauge(periodDesc, w.Period.Seconds())
 	e.gauge(staleMultipleDesc, float64(j.Spec.StaleMultiple))
 	e.gauge(staleDesc, boolFloat(w.Stale))
 	if !w.Deadline.IsZero() {
-		e.gauge(deadlineDesc, unix(w.Deadline))
+		e.gauge(deadlineDesc, futureUnix(w.Deadline))
 	}
 	if !w.NextRun.IsZero() {
-		e.gauge(nextRunDesc, unix(w.NextRun))
+		e.gauge(nextRunDesc, futureUnix(w.NextRun))
 	}
 	if j.Spec.Timeout > 0 {
 		e.gauge(timeoutDesc, j.Spec.Timeout.Seconds())
@@ -304,7 +301,7 @@ func (e *jobSeries) lastRuns(j *model.JobView) {
 		e.gauge(durationP99Desc, p99)
 	}
 	if !j.LastFailure.IsZero() {
-		e.gauge(lastFailureDesc, unix(j.LastFailure))
+		e.gauge(lastFailureDesc, pastUnix(j.LastFailure))
 	}
 	if j.HasLastExitCode {
 		e.gauge(lastExitCodeDesc, float64(j.LastExitCode))
@@ -376,7 +373,7 @@ func (e *jobSeries) running(j *model.JobView) {
 			continue
 		}
 		e.lv[1], e.lv[2] = r.Host, strconv.Itoa(r.PID)
-		e.s.gauge(runStartDesc, unix(r.Start), e.lv[:3]...)
+		e.s.gauge(runStartDesc, pastUnix(r.Start), e.lv[:3]...)
 	}
 }
 
@@ -424,7 +421,37 @@ func byName[S ~string](names []S) []int {
 	return order
 }
 
-func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+// Times are written in whole seconds (docs/metrics.md, "Times in whole seconds"), as
+// kube-state-metrics and node_exporter write event times: their fraction
+// was a tenth of the exposition's bytes. The model, the status page and
+// the JSON API keep their full precision, and so do durations here.
+
+// pastUnix is a time something happened (a run's start or end, a
+// retirement) in whole seconds: the second it happened in, as
+// time.Time.Unix counts.
+func pastUnix(t time.Time) float64 { return float64(t.Unix()) }
+
+// futureUnix is a time something is due (a deadline, a next run) in whole
+// seconds: the first not before it, so that a deadline is never written
+// earlier than it falls.
+func futureUnix(t time.Time) float64 {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return float64(s)
+}
+
+// secondsSince is the whole seconds from t to now: now's second less t's
+// (pastUnix), never below 0, so that a "seconds since" series is the
+// scrape's second less the timestamp series of the same time.
+func secondsSince(t, now time.Time) float64 { return float64(max(now.Unix()-t.Unix(), 0)) }
+
+// sinceSeconds is w's seconds since the last success (or since first
+// watched), at now, in whole seconds (secondsSince).
+func sinceSeconds(w model.Watch, now time.Time) float64 {
+	return secondsSince(now.Add(-w.SinceSuccess), now)
+}
 
 func boolFloat(b bool) float64 {
 	if b {

@@ -198,9 +198,8 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var segs []*segment
-	var srcs []*model.SourceView
 	if saved != nil && (only == nil || slices.ContainsFunc(families, func(f family) bool { return only[f.name] })) {
-		segs, srcs = h.segments(saved, format, now), saved.Sources()
+		segs = h.segments(saved, format, now)
 	}
 
 	hdr := rsp.Header()
@@ -217,7 +216,7 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 	}
 	s := scrapePool.Get().(*scrapeMem)
 	defer scrapePool.Put(s)
-	if err := s.pipeTo(out, func() error { return h.write(s, contentType, format, mfs, segs, srcs, now, only) }); err != nil {
+	if err := s.pipeTo(out, func() error { return h.write(s, contentType, format, mfs, segs, now, only) }); err != nil {
 		if h.errorLog != nil {
 			h.errorLog.Println("error encoding and sending metric family:", err)
 		}
@@ -227,14 +226,14 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 
 // write writes the registry's families mfs and the jobs' families, merged
 // in name order, into s; only, when not nil, are the families to write.
-func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, segs []*segment, srcs []*model.SourceView, now time.Time, only map[string]bool) error {
+func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, segs []*segment, now time.Time, only map[string]bool) error {
 	s.watches = s.watches[:0]
 	for _, seg := range segs {
 		for _, v := range seg.views {
 			w := v.Watch(now)
 			s.watches = append(s.watches, watch{
-				since: w.SinceSuccess.Seconds(), stale: w.Stale, behind: v.DecisionsBehind(srcs, now).Seconds(),
-				period: w.Period.Seconds(), next: unix(w.NextRun), hasNext: !w.NextRun.IsZero(),
+				since: sinceSeconds(w, now), stale: w.Stale,
+				period: w.Period.Seconds(), next: futureUnix(w.NextRun), hasNext: !w.NextRun.IsZero(),
 				retired: !v.Retired.IsZero(),
 			})
 		}

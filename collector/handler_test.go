@@ -191,7 +191,7 @@ func TestHandlerRetiredJob(t *testing.T) {
 		}
 	}
 	for _, family := range []string{"seconds_since_last_success", "job_stale", "period_seconds", "deadline", "next_run",
-		"timeout_seconds", "consecutive_failures", "consecutive_skips", "consecutive_missed_runs", "decisions_behind"} {
+		"timeout_seconds", "consecutive_failures", "consecutive_skips", "consecutive_missed_runs", "job_paused"} {
 		if strings.Contains(text, family) {
 			t.Errorf("a retired job has %s:\n%s", family, text)
 		}
@@ -770,10 +770,10 @@ func TestCompactLines(t *testing.T) {
 	}
 }
 
-// How far behind a job's decisions are: its source's late window while the
-// source is at its end, the time since it went down once it is down; the
-// same through the Collector and the Handler, which writes it at each
-// scrape.
+// How far behind each source's watermark is: its late window while it is
+// at its end, the time since it went down once it is down, nothing before
+// it has reported; the same through the Collector and the Handler, which
+// writes it at each scrape.
 func TestDecisionsBehind(t *testing.T) {
 	now := t0
 	clock := func() time.Time { return now }
@@ -785,22 +785,29 @@ func TestDecisionsBehind(t *testing.T) {
 	var saved *model.Saved
 	current := func() *model.Saved { return saved }
 	old, cur := servers(current, clock)
-	check := func(want string) {
+	check := func(want map[string]string) {
 		t.Helper()
 		saved = saved.With(tr.Changes())
-		line := `jobwatch_job_decisions_behind_seconds{job_name="j"} ` + want
 		for name, h := range map[string]http.Handler{"Collector": old, "Handler": cur} {
-			if _, body := get(t, h, acceptText, ""); !strings.Contains(string(body), line+"\n") {
-				t.Errorf("%s: no %q in\n%s", name, line, body)
+			_, body := get(t, h, acceptText, "")
+			if strings.Contains(string(body), "jobwatch_job_decisions_behind_seconds") {
+				t.Errorf("%s: a job's decisions_behind, which went per source:\n%s", name, body)
+			}
+			for _, src := range []string{"a", "b"} {
+				line := `jobwatch_source_decisions_behind_seconds{source="` + src + `"} `
+				has := strings.Contains(string(body), line+want[src]+"\n")
+				if v, ok := want[src]; ok && !has || !ok && strings.Contains(string(body), line) {
+					t.Errorf("%s: want %q%s in\n%s", name, line, v, body)
+				}
 			}
 		}
 	}
-	check("60") // b has read nothing yet: nothing is decided since the job's first record
+	check(map[string]string{"a": "2"}) // b has read nothing yet: no watermark
 	tr.Apply(model.Batch{Source: "b", AtEnd: true})
-	check("2") // b at its end reports no run of j: still a's window
+	check(map[string]string{"a": "2", "b": "600"})
 	tr.SetHealth("a", false, nil)
 	now = now.Add(time.Hour)
-	check("3602")
+	check(map[string]string{"a": "3602", "b": "600"})
 }
 
 // A kind of observation of the tests' own, rendered as the locks source's

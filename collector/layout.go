@@ -31,7 +31,6 @@ var (
 	familyOf  map[*prometheus.Desc]int // index in families
 	famSince  int
 	famStale  int
-	famBehind int
 	famPeriod int
 	famNext   int
 	famLabel  int // always present (retired jobs too), with job_name only: where a job's label is read
@@ -59,7 +58,7 @@ var tables = sync.OnceFunc(func() {
 	for i, f := range families {
 		familyOf[f.desc] = i
 	}
-	famSince, famStale, famBehind = familyOf[sinceSuccessDesc], familyOf[staleDesc], familyOf[behindDesc]
+	famSince, famStale = familyOf[sinceSuccessDesc], familyOf[staleDesc]
 	famPeriod, famNext = familyOf[periodDesc], familyOf[nextRunDesc]
 	famLabel = familyOf[runningDesc]
 	for f := range layouts {
@@ -81,7 +80,7 @@ func newLayout(format int) layout {
 			// A series per kind appears once it counts: one of each.
 			SkipCounts: [4]uint64{1}, LockLostCounts: [2]uint64{1}, DupCounts: [3]uint64{1},
 			Overlaps: 1, Missed: 1, Unexpected: 1, ConsecutiveMissed: 1,
-			Pauses: model.Pauses{Unjudged: [3]uint64{1}},
+			Pauses: model.Pauses{Unjudged: [3]uint64{1}, PauseEnded: t},
 		},
 		History: model.History{DurationHistory: []float64{1}},
 		Open:    []model.Run{{Host: "h", PID: 1, Start: t}},
@@ -157,7 +156,7 @@ func (r *renderer) collect(v *model.JobView, now time.Time) {
 		}
 		i := familyOf[m.Desc()]
 		r.metrics[i] = append(r.metrics[i], d)
-	}), v, now, 0, r.opts)
+	}), v, now, r.opts)
 	for _, ms := range r.metrics {
 		if len(ms) > 1 {
 			slices.SortStableFunc(ms, compareMetrics)
@@ -219,7 +218,7 @@ type entry struct {
 
 // dynamic reports whether family i of a job is computed at scrape time.
 func dynamic(i int, calendar bool) bool {
-	return i == famSince || i == famStale || i == famBehind || calendar && (i == famPeriod || i == famNext)
+	return i == famSince || i == famStale || calendar && (i == famPeriod || i == famNext)
 }
 
 // calendar reports whether v's period and next run depend on the time of
@@ -242,7 +241,7 @@ func (r *renderer) render(e *entry, v *model.JobView, format int, now time.Time)
 	tables()
 	e.calendar = calendar(v)
 	r.lines.reset(format, v.Spec.Name, func(i int) bool { return dynamic(i, e.calendar) })
-	collectJob(&r.lines, v, now, 0, r.opts) // dynamic: written at each scrape
+	collectJob(&r.lines, v, now, r.opts) // dynamic: written at each scrape
 	names := layouts[format].names
 	if len(e.off) != len(families)+1 {
 		e.off = make([]uint32, len(families)+1)

@@ -57,7 +57,11 @@ func collectObservations(ch chan<- prometheus.Metric, s *model.SourceView, now t
 			if m.Label != "" {
 				labels = append(labels, smp.Label)
 			}
-			ch <- prometheus.MustNewConstMetric(d, vt, smp.At(now), labels...)
+			v := smp.At(now)
+			if !smp.Since.IsZero() {
+				v = secondsSince(smp.Since, now) // in whole seconds, as a job's
+			}
+			ch <- prometheus.MustNewConstMetric(d, vt, v, labels...)
 		}
 	}
 }

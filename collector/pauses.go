@@ -18,11 +18,11 @@ func init() { jobDescs = append(jobDescs, pausedDesc, unjudgedDesc) }
 var unjudgedOrder = sync.OnceValue(func() []int { return byName(model.UnjudgedReasons) })
 
 // pauses: whether the job is paused now, and the runs its pauses left
-// unjudged, by reason, each from when it first counts. Paused reads the state alone, which the model changes when a
-// pause or window begins or ends: it is rendered with the job, not at
-// each scrape.
+// unjudged, by reason, each from when it first counts. Paused reads the
+// state alone, which the model changes when a pause or window begins or
+// ends: it is rendered with the job, not at each scrape.
 func (e *jobSeries) pauses(j *model.JobView) {
-	if j.Retired.IsZero() {
+	if j.Retired.IsZero() && pausable(j) {
 		e.gauge(pausedDesc, boolFloat(j.Pauses.Why() != ""))
 	}
 	for _, i := range unjudgedOrder() {
@@ -30,4 +30,13 @@ func (e *jobSeries) pauses(j *model.JobView) {
 			e.counterBy(unjudgedDesc, n, model.UnjudgedReasons[i])
 		}
 	}
+}
+
+// pausable reports whether the job has jobwatch_job_paused: it appears
+// once it counts, as the series of rare kinds do (docs/metrics.md), for a
+// job with a maintenance window configured or one that has been paused
+// since the state began (a pause in force, or the end of one, saved).
+// Most jobs never are, and a series of zeros each was 45 bytes a job.
+func pausable(j *model.JobView) bool {
+	return len(j.Spec.Maintenance) > 0 || j.Pauses.Why() != "" || !j.Pauses.PauseEnded.IsZero()
 }

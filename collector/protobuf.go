@@ -66,7 +66,7 @@ func (r *renderer) renderProto(e *entry, v *model.JobView, now time.Time) {
 	e.calendar = calendar(v)
 	s := &r.proto
 	s.reset(e.calendar)
-	collectJob(s, v, now, 0, r.opts) // dynamic: written at each scrape
+	collectJob(s, v, now, r.opts) // dynamic: written at each scrape
 	if len(e.off) != len(families)+1 {
 		e.off = make([]uint32, len(families)+1)
 	}

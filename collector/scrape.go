@@ -13,9 +13,9 @@ import (
 
 // watch is what a scrape computes for one job.
 type watch struct {
-	since, period, next, behind float64
-	stale, hasNext              bool
-	retired                     bool // none of the families computed at scrape time
+	since, period, next float64
+	stale, hasNext      bool
+	retired             bool // none of the families computed at scrape time
 }
 
 // scrapeMem is one scrape's reusable memory, and its pipeline: the scrape
@@ -196,8 +196,6 @@ func (s *scrapeMem) dynamicValue(i int, seg *segment, n, k int) (v float64, ok b
 		v = w.since
 	case famStale:
 		v = boolFloat(w.stale)
-	case famBehind:
-		v = w.behind
 	case famPeriod:
 		v = w.period
 	case famNext:

@@ -192,8 +192,7 @@ func statusOf(t *testing.T, e *Exporter, job string) (status.Job, bool) {
 // job's schedule from: none is exported for a retired job.
 var alertSeries = []string{"jobwatch_job_seconds_since_last_success", "jobwatch_job_stale", "jobwatch_job_period_seconds",
 	"jobwatch_job_deadline_timestamp_seconds", "jobwatch_job_next_run_timestamp_seconds", "jobwatch_job_timeout_seconds",
-	"jobwatch_job_consecutive_failures", "jobwatch_job_consecutive_skips", "jobwatch_job_consecutive_missed_runs",
-	"jobwatch_job_decisions_behind_seconds"}
+	"jobwatch_job_consecutive_failures", "jobwatch_job_consecutive_skips", "jobwatch_job_consecutive_missed_runs"}
 
 // A cron.d job that disappears from the host is retired: expected no more
 // (none of the series the alerts judge by), its history on /metrics and the

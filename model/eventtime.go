@@ -187,17 +187,39 @@ func (c *sourceClock) waitedFor(reported, anyRead bool) bool {
 	return !c.endedOnce && may
 }
 
-// DecisionsBehind is how far behind now the job's decisions are: now less
-// the lowest watermark of the sources that report it (sources are the
-// saved sources' views), or less what it has decided while one of them has
-// not read to its end since it started. A source down, or catching up,
-// holds it back; about the sources' late windows is its usual value.
+// behind is how far behind now the source's watermark is, worked out on
+// a copy of the clock (watermark moves its mark on); ok is false until
+// the source has reported.
+func (c sourceClock) behind(now time.Time) (time.Duration, bool) {
+	w, ok := c.watermark(now, false)
+	if !ok {
+		return 0, false
+	}
+	return max(now.Sub(w), 0), true
+}
+
+// DecisionsBehind is how far behind now the source's watermark is: the
+// verdicts of a job it reports wait for it (JobView.DecisionsBehind). ok
+// is false for a source that reports no runs, or that has not reported
+// since the configuration started it (it has no watermark yet).
+func (s *SourceView) DecisionsBehind(now time.Time) (time.Duration, bool) {
+	if !s.clock.runs {
+		return 0, false
+	}
+	return s.clock.behind(now)
+}
+
+// DecisionsBehind is how far behind now the job's decisions are: as far
+// as the furthest behind of the sources that report it (sources are the
+// saved sources' views, SourceView.DecisionsBehind), or now less what it
+// has decided while one of them has not read to its end since it
+// started. A source down, or catching up, holds it back; about the
+// sources' late windows is its usual value.
 func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Duration {
 	clock := func(name string) *sourceClock {
 		for _, s := range sources {
 			if s.Name == name {
-				c := s.clock // a copy: watermark moves its mark on
-				return &c
+				return &s.clock
 			}
 		}
 		return nil
@@ -213,28 +235,28 @@ func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Dur
 	reported := len(waited) > 0
 	for _, s := range sources {
 		if !slices.Contains(v.Sources, s.Name) && s.clock.waitedFor(reported, true) {
-			c := s.clock
-			waited = append(waited, &c)
+			waited = append(waited, &s.clock)
 		}
 	}
-	mark, some, held := time.Time{}, false, false
+	behind, some, held := time.Duration(0), false, false
 	for _, c := range waited {
-		w, ok := c.watermark(now, false)
+		b, ok := c.behind(now)
 		held = held || !ok || !c.endedOnce
-		if ok && (!some || w.Before(mark)) {
-			mark, some = w, true
+		if ok {
+			behind, some = max(behind, b), true
 		}
 	}
 	switch {
 	case held:
-		mark = v.DecidedUntil
+		mark := v.DecidedUntil
 		if mark.IsZero() {
 			mark = v.FirstWatched
 		}
+		return max(now.Sub(mark), 0)
 	case !some:
 		return 0 // no source of runs: nothing to wait for
 	}
-	return max(now.Sub(mark), 0)
+	return behind
 }
 
 // decidable is how far a job's decisions may go now: the lowest watermark

@@ -344,7 +344,7 @@ type SourceView struct {
 	Reason string
 	SourceState
 	Observations []observation.Observation // its latest, of kinds besides runs
-	clock        sourceClock               // for JobView.DecisionsBehind
+	clock        sourceClock               // for DecisionsBehind
 }
 
 // View copies the live state, jobs and sources sorted by name. Scrapes

@@ -44,3 +44,38 @@ func TestBatchWatermark(t *testing.T) {
 		t.Errorf("decisions behind %v with a watermark ahead of the clock, want 0", d)
 	}
 }
+
+// TestSourceDecisionsBehind: each source of runs is as far behind as its
+// watermark, and a job as far as the furthest behind of the sources it
+// waits for, from the same clocks; a source that has not reported, or
+// reports no runs, has no figure.
+func TestSourceDecisionsBehind(t *testing.T) {
+	clock := &fakeClock{now: oracleEnd}
+	tr := New(Options{Host: "here", Now: clock.Now, StartupHold: NoStartupHold, Alive: func(int) bool { return true }})
+	tr.Configure(oracleJobs(), []SourceSpec{
+		{Name: "fast", Type: "runlog", Runs: true, LateWindow: 2 * time.Second},
+		{Name: "slow", Type: "mysql", Runs: true, LateWindow: 10 * time.Minute},
+		{Name: "locks", Type: "locks"},
+	})
+	if _, srcs := tr.View(); len(srcs) != 3 {
+		t.Fatalf("%d sources", len(srcs))
+	} else if d, ok := srcs[0].DecisionsBehind(clock.now); ok {
+		t.Errorf("source %s behind %v before it reported", srcs[0].Name, d)
+	}
+	start := Event{Kind: Start, Job: "host", Host: "a", PID: 1, Time: clock.now.Add(-time.Minute)}
+	tr.Apply(Batch{Source: "fast", AtEnd: true, Events: []Event{start}})
+	tr.Apply(Batch{Source: "slow", AtEnd: true, Events: []Event{start}})
+	_, srcs := tr.View()
+	views := make([]*SourceView, len(srcs))
+	want := map[string]time.Duration{"fast": 2 * time.Second, "slow": 10 * time.Minute}
+	for i := range srcs {
+		views[i] = &srcs[i]
+		d, ok := srcs[i].DecisionsBehind(clock.now)
+		if w, has := want[srcs[i].Name]; ok != has || d != w {
+			t.Errorf("source %s: %v behind (%v), want %v (%v)", srcs[i].Name, d, ok, w, has)
+		}
+	}
+	if j := jobView(t, tr, "host"); j.DecisionsBehind(views, clock.now) != 10*time.Minute {
+		t.Errorf("job behind %v, want the slow source's 10m", j.DecisionsBehind(views, clock.now))
+	}
+}

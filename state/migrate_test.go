@@ -3,10 +3,12 @@ package state_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +27,7 @@ import (
 // time, not only on the state.
 var nowDependent = []string{
 	"jobwatch_job_seconds_since_last_success", "jobwatch_job_stale{", "jobwatch_job_next_run_timestamp_seconds",
-	"jobwatch_job_period_seconds", "jobwatch_job_decisions_behind_seconds",
+	"jobwatch_job_period_seconds", "jobwatch_source_decisions_behind_seconds",
 }
 
 // render is the collector's text exposition of the model's saved view,
@@ -74,11 +76,11 @@ lines:
 // the same state shows since: skips counted by reason (those counted before
 // reasons were are "other"), the lost shared locks of every job (none), the
 // consecutive missed runs and the runs too short (none: not counted
-// before), the pauses (none), and
-// each source's late records (none).
+// before), each source's late records (none), and times in whole seconds.
 func upgradeExposition(text string) string {
 	var out strings.Builder
 	for line := range strings.Lines(text) {
+		line = wholeSeconds(line)
 		if rest, ok := strings.CutPrefix(line, `jobwatch_source_records_total{source="`); ok {
 			src, _, _ := strings.Cut(rest, `"`)
 			fmt.Fprintf(&out, "jobwatch_source_late_records_total{source=%q} 0\n", src)
@@ -91,7 +93,6 @@ func upgradeExposition(text string) string {
 		if rest, ok := strings.CutPrefix(line, `jobwatch_job_consecutive_skips{job_name="`); ok {
 			job, _, _ := strings.Cut(rest, `"`)
 			fmt.Fprintf(&out, "jobwatch_job_consecutive_missed_runs{job_name=%q} 0\n", job)
-			fmt.Fprintf(&out, "jobwatch_job_paused{job_name=%q} 0\n", job)
 		}
 		rest, ok := strings.CutPrefix(line, `jobwatch_job_skips_total{job_name="`)
 		if !ok {
@@ -111,6 +112,27 @@ func upgradeExposition(text string) string {
 		}
 	}
 	return out.String()
+}
+
+// wholeSeconds rewrites a line of a time the fixture's jobwatch wrote with
+// its fraction as jobwatch writes it since (docs/metrics.md, "Times"): a
+// time due (a deadline, a next run) at the first whole second not before
+// it, one past at its second.
+func wholeSeconds(line string) string {
+	name, _, _ := strings.Cut(line, "{")
+	if !strings.HasSuffix(name, "_timestamp_seconds") {
+		return line
+	}
+	sp := strings.LastIndexByte(line, ' ')
+	v, err := strconv.ParseFloat(strings.TrimSpace(line[sp+1:]), 64)
+	if err != nil {
+		return line
+	}
+	round := math.Floor
+	if strings.HasSuffix(name, "_deadline_timestamp_seconds") || strings.HasSuffix(name, "_next_run_timestamp_seconds") {
+		round = math.Ceil
+	}
+	return line[:sp+1] + strconv.FormatFloat(round(v), 'g', -1, 64) + "\n"
 }
 
 // fixtureTracker is the model configured as the fixture's jobwatch was.

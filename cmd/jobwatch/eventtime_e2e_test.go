@@ -244,7 +244,7 @@ func TestEventTimeScaleKill(t *testing.T) {
 			for i := range n {
 				read += m[fmt.Sprintf(`jobwatch_source_records_total{source="log%d"}`, i)]
 			}
-			behind, ok := m[`jobwatch_job_decisions_behind_seconds{job_name="fleet"}`]
+			behind, ok := in.jobBehind("fleet")
 			return read == records && ok && behind < 5 && m[`jobwatch_job_running{job_name="fleet"}`] == 0
 		})
 		samples, _ := in.scrape()

@@ -96,7 +96,7 @@ func TestPauseThroughBinary(t *testing.T) {
 	}
 	in.waitFor(minWait, map[string]float64{
 		`jobwatch_job_paused{job_name="backup"}`: 1,
-		`jobwatch_job_paused{job_name="report"}`: 0,
+		`jobwatch_job_paused{job_name="report"}`: noSeries, // never paused, no window
 	})
 	if p := pausedJSON(t, bin, base, "backup"); p == nil || p.Why != "paused" || p.Reason != "db upgrade" || p.Until == nil {
 		t.Fatalf("jobwatch status says %+v", p)
@@ -159,11 +159,13 @@ checkins:
 		`jobwatch_job_consecutive_missed_runs{job_name="guarded"}`: 0,
 		`jobwatch_job_paused{job_name="guarded"}`:                  1,
 		`jobwatch_job_stale{job_name="guarded"}`:                   0,
-		`jobwatch_job_paused{job_name="open"}`:                     0,
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %v, want %v", k, got[k], want)
 		}
+	}
+	if v, ok := got[`jobwatch_job_paused{job_name="open"}`]; ok {
+		t.Errorf("a job without a window, never paused, has jobwatch_job_paused %v", v)
 	}
 }
 

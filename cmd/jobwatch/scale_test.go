@@ -21,7 +21,8 @@ import (
 // failure, a skip and a run in progress (the timed figures at 10,000,
 // 50,000 and 100,000 jobs are scalebench's, BENCHMARKS.md). After the
 // catch-up every job has the same series as every other, at most 30, in
-// text and in OpenMetrics; promtool accepts the text; after some
+// text and in OpenMetrics, at most 15,000,000 bytes of text in all;
+// promtool accepts the text; after some
 // jobs ran again, a scrape shows their new values and nothing else
 // changed; and the process's memory stays proportional to the jobs.
 func TestScale(t *testing.T) {
@@ -73,6 +74,13 @@ func TestScale(t *testing.T) {
 	const most = 30
 	if len(first) > most {
 		t.Errorf("%d series a job, at most %d wanted:\n%s", len(first), most, strings.Join(first, "\n"))
+	}
+	// Issue 43 too: a scrape's bytes are Prometheus's to parse. 1,646 bytes
+	// a job before times were written in whole seconds, the job's
+	// decisions_behind went per source and paused appeared once it counts.
+	const mostBytes = 15_000_000
+	if len(text) > mostBytes {
+		t.Errorf("%d bytes of text for %d jobs, at most %d wanted", len(text), n, mostBytes)
 	}
 
 	promtool := exec.Command("promtool", "check", "metrics")
