@@ -461,7 +461,7 @@ func TestUnreadableAndEmpty(t *testing.T) {
 	if h, err = Read(writable); err != nil || len(h.Jobs) != 1 {
 		t.Fatalf("a tree's modes are not trusted: %v, %+v", err, h)
 	}
-	h, err = read(writable, true)
+	h, err = read(writable, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,10 +114,12 @@ var readDirs = append([]string{"/etc", "/etc/cron.d", "/var/spool/cron/crontabs"
 func Read(root string) (*Host, error) {
 	// Modes are only trusted on the live host: a checked-out or unpacked
 	// tree takes them from the umask of whoever made it.
-	return read(root, filepath.Clean(root) == "/")
+	return read(root, filepath.Clean(root) == "/", nil)
 }
 
-func read(root string, checkModes bool) (*Host, error) {
+// read reads the host under root; dirsNoted, if not nil, is called once
+// the directories there are noted, before their files are read (tests).
+func read(root string, checkModes bool, dirsNoted func()) (*Host, error) {
 	if fi, err := os.Stat(root); err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	} else if !fi.IsDir() {
@@ -126,6 +128,9 @@ func read(root string, checkModes bool) (*Host, error) {
 	h := &Host{Root: root, Flavour: Cronie, checkModes: checkModes, dirs: map[string]bool{}}
 	for _, d := range readDirs {
 		h.dirs[d] = isDir(root, d)
+	}
+	if dirsNoted != nil {
+		dirsNoted()
 	}
 	if exists(root, "/var/spool/cron/crontabs") || exists(root, "/etc/debian_version") {
 		h.Flavour = Debian
@@ -140,6 +145,13 @@ func read(root string, checkModes bool) (*Host, error) {
 	h.readCronLevel()
 	h.readTimers()
 	h.Tmpfiles = readTmpfiles(root, &h.Notes)
+	// A directory gone by the end of the read may have gone before its
+	// files were read (renamed away, unmounted meanwhile): it counts as
+	// gone, so that the jobs not read from it are kept (KeepUnreadable),
+	// not taken for removed.
+	for _, d := range readDirs {
+		h.dirs[d] = h.dirs[d] && isDir(root, d)
+	}
 	h.name()
 	return h, nil
 }

@@ -351,3 +351,53 @@ func readWithoutDAC(t *testing.T, root string) *Host {
 	}
 	return r.h
 }
+
+// A directory that goes while a read is under way (after the read noted
+// the directories there, before it read their files: renamed away or
+// unmounted meanwhile) hides its jobs as one gone before the read does:
+// they are kept, the host's config is the same, and the directory is noted
+// gone. Before, the read took the directory for there and its jobs for
+// removed, and the next read, with that one as its prev, had no job to
+// keep for it and noted nothing (exporter's
+// TestHostModeKeepsJobsOfGoneDirectories/empty_root, once beside stress-ng).
+func TestKeepJobsOfDirectoryGoneDuringRead(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := HostConfig(prev, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := t.TempDir()
+	if err := os.Rename(filepath.Join(root, "etc"), filepath.Join(away, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := read(root, false, func() {
+		if err := os.Rename(filepath.Join(root, "var"), filepath.Join(away, "var")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.KeepUnreadable(prev); n != len(prev.Jobs) {
+		t.Errorf("kept %d jobs, want all %d", n, len(prev.Jobs))
+	}
+	if got, err := HostConfig(h, nil, ""); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("host config (%v) differs from the read before's:\n%s\nwant\n%s", err, got, want)
+	}
+	var noted []string
+	for _, f := range Check(h, Options{}) {
+		if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
+			noted = append(noted, f.File)
+		}
+	}
+	if want := []string{"/etc", "/var/spool/cron/crontabs"}; !slices.Equal(noted, want) {
+		t.Errorf("noted gone %v, want %v", noted, want)
+	}
+}
