@@ -162,6 +162,9 @@ func TestKeepJobsOfGoneDirectories(t *testing.T) {
 		{"cron.d renamed away", []string{"etc/cron.d"}, []string{"/etc/cron.d"}, 2},
 		{"systemd/system renamed away", []string{"etc/systemd/system"}, []string{"/etc/systemd/system"}, 3},
 		{"spool renamed away", []string{"var/spool/cron"}, []string{"/var/spool/cron/crontabs"}, 2},
+		// The user crontabs, read, take the host's zone of the read
+		// before, as the kept jobs do.
+		{"etc renamed away", []string{"etc"}, []string{"/etc", "/etc/systemd/system"}, 5},
 		{"empty root", []string{"etc", "var", "lib"}, []string{"/etc", "/lib/systemd/system", "/var/spool/cron/crontabs"}, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
