@@ -102,6 +102,11 @@ type Host struct {
 	// since a read that found jobs through them, stand as that read
 	// found them: KeepUnreadable).
 	dirs map[string]bool
+	// vanished are the directories of readDirs that were there when the
+	// read began and gone by its end (renamed away, unmounted meanwhile):
+	// what the read found through them may lack what it read after they
+	// went. They stay in dirs: the jobs read through them stand for them.
+	vanished []string
 }
 
 // readDirs are the directories discovery reads the host's jobs from: a
@@ -117,9 +122,15 @@ func Read(root string) (*Host, error) {
 	return read(root, filepath.Clean(root) == "/", nil)
 }
 
-// read reads the host under root; dirsNoted, if not nil, is called once
-// the directories there are noted, before their files are read (tests).
-func read(root string, checkModes bool, dirsNoted func()) (*Host, error) {
+// readHooks are called between a read's steps (tests): once the
+// directories there are noted, and once the files are read.
+type readHooks struct {
+	dirsNoted, filesRead func()
+}
+
+// read reads the host under root, calling hooks (nil: none) between its
+// steps.
+func read(root string, checkModes bool, hooks *readHooks) (*Host, error) {
 	if fi, err := os.Stat(root); err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	} else if !fi.IsDir() {
@@ -129,8 +140,8 @@ func read(root string, checkModes bool, dirsNoted func()) (*Host, error) {
 	for _, d := range readDirs {
 		h.dirs[d] = isDir(root, d)
 	}
-	if dirsNoted != nil {
-		dirsNoted()
+	if hooks != nil && hooks.dirsNoted != nil {
+		hooks.dirsNoted()
 	}
 	if exists(root, "/var/spool/cron/crontabs") || exists(root, "/etc/debian_version") {
 		h.Flavour = Debian
@@ -145,12 +156,17 @@ func read(root string, checkModes bool, dirsNoted func()) (*Host, error) {
 	h.readCronLevel()
 	h.readTimers()
 	h.Tmpfiles = readTmpfiles(root, &h.Notes)
+	if hooks != nil && hooks.filesRead != nil {
+		hooks.filesRead()
+	}
 	// A directory gone by the end of the read may have gone before its
-	// files were read (renamed away, unmounted meanwhile): it counts as
-	// gone, so that the jobs not read from it are kept (KeepUnreadable),
-	// not taken for removed.
+	// files were read: it counts as gone for this read (KeepUnreadable
+	// keeps the jobs of the read before that this one lacks, rather than
+	// taking them for removed), and as there for the next.
 	for _, d := range readDirs {
-		h.dirs[d] = h.dirs[d] && isDir(root, d)
+		if h.dirs[d] && !isDir(root, d) {
+			h.vanished = append(h.vanished, d)
+		}
 	}
 	h.name()
 	return h, nil

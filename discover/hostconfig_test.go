@@ -380,11 +380,11 @@ func TestKeepJobsOfDirectoryGoneDuringRead(t *testing.T) {
 	if err := os.Rename(filepath.Join(root, "etc"), filepath.Join(away, "etc")); err != nil {
 		t.Fatal(err)
 	}
-	h, err := read(root, false, func() {
+	h, err := read(root, false, &readHooks{dirsNoted: func() {
 		if err := os.Rename(filepath.Join(root, "var"), filepath.Join(away, "var")); err != nil {
 			t.Fatal(err)
 		}
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,6 +396,56 @@ func TestKeepJobsOfDirectoryGoneDuringRead(t *testing.T) {
 	}
 	var noted []string
 	for _, f := range Check(h, Options{}) {
+		if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
+			noted = append(noted, f.File)
+		}
+	}
+	if want := []string{"/etc", "/var/spool/cron/crontabs"}; !slices.Equal(noted, want) {
+		t.Errorf("noted gone %v, want %v", noted, want)
+	}
+}
+
+// Directories that go once a read has read their files: the read has
+// every job, and the next read, with it as its prev, keeps them all and
+// notes the directories gone. (A read that counted a directory gone by
+// its end as never there left the next one nothing to keep for it.)
+func TestKeepJobsOfDirectoryGoneAfterRead(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := HostConfig(prev, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := t.TempDir()
+	h, err := read(root, false, &readHooks{filesRead: func() {
+		for _, d := range []string{"etc", "var"} {
+			if err := os.Rename(filepath.Join(root, d), filepath.Join(away, d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.KeepUnreadable(prev)
+	next, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := next.KeepUnreadable(h); n != len(prev.Jobs) {
+		t.Errorf("the read after kept %d jobs, want all %d", n, len(prev.Jobs))
+	}
+	if got, err := HostConfig(next, nil, ""); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("host config (%v) differs from the first read's:\n%s\nwant\n%s", err, got, want)
+	}
+	var noted []string
+	for _, f := range Check(next, Options{}) {
 		if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
 			noted = append(noted, f.File)
 		}

@@ -260,7 +260,8 @@ func (h *Host) losses(prev *Host) *losses {
 	for _, d := range readDirs {
 		// A directory replaced by something else is noted unreadable
 		// already.
-		if prev.dirs[d] && !h.dirs[d] && !slices.Contains(l.unreadable, d) {
+		gone := !h.dirs[d] || slices.Contains(h.vanished, d)
+		if prev.dirs[d] && gone && !slices.Contains(l.unreadable, d) {
 			l.gone = append(l.gone, d)
 		}
 	}
