@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -452,5 +453,29 @@ func TestKeepJobsOfDirectoryGoneAfterRead(t *testing.T) {
 	}
 	if want := []string{"/etc", "/var/spool/cron/crontabs"}; !slices.Equal(noted, want) {
 		t.Errorf("noted gone %v, want %v", noted, want)
+	}
+}
+
+// A timer's grace leaves the service manager time to start its run: on a
+// booted Debian beside stress-ng, a minutely timer with AccuracySec=1s
+// logged "Starting" 1.009 s after its time, which a grace of AccuracySec
+// alone counted as an unexpected run and a missed slot (TestBootDebian).
+func TestTimerGraceCoversStartLatency(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	writeTreeAt(t, root, map[string]string{
+		"etc/systemd/system/tick.timer":                     "[Timer]\nOnCalendar=minutely\nAccuracySec=1s\n",
+		"etc/systemd/system/tick.service":                   "[Service]\nType=oneshot\nExecStart=/usr/local/bin/tick\n",
+		"etc/systemd/system/timers.target.wants/tick.timer": "->/etc/systemd/system/tick.timer",
+	})
+	h, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Jobs) != 1 {
+		t.Fatalf("jobs %v, want tick", jobNames(h.Jobs))
+	}
+	const seen = 1009 * time.Millisecond
+	if g := h.Jobs[0].Grace(); g < seen+time.Second {
+		t.Errorf("grace %v, want room beyond the %v a start was seen late on a loaded host", g, seen)
 	}
 }
