@@ -143,17 +143,17 @@ func TestGeneratedJobs(t *testing.T) {
 		{"backup", config.Job{Name: "backup", Schedule: "30 2 * * *", Timezone: "Europe/Berlin", Labels: config.Labels{"user": "root"}}},
 		// RandomizedDelaySec=100min + AccuracySec=1h; the drop-in's TimeoutStartSec.
 		{"fstrim", config.Job{Name: "fstrim", OnCalendar: config.StringSet{"weekly"}, Timezone: "Europe/Berlin",
-			Grace: config.Duration(160 * time.Minute), Timeout: config.Duration(time.Hour), Persistent: true, Labels: config.Labels{"unit": "fstrim.timer"}}},
+			Grace: config.Duration(160*time.Minute + timerStartSlack), Timeout: config.Duration(time.Hour), Persistent: true, Labels: config.Labels{"unit": "fstrim.timer"}}},
 		// RandomizedDelaySec=30s from the drop-in + AccuracySec=1us.
 		{"metrics-push", config.Job{Name: "metrics-push", OnCalendar: config.StringSet{"*:0/15"}, Timezone: "Europe/Berlin",
-			Grace: config.Duration(30 * time.Second), Timeout: config.Duration(10 * time.Minute), Persistent: true, Labels: config.Labels{"unit": "metrics-push.timer"}}},
+			Grace: config.Duration(30*time.Second + timerStartSlack), Timeout: config.Duration(10 * time.Minute), Persistent: true, Labels: config.Labels{"unit": "metrics-push.timer"}}},
 		// OnUnitActiveSec; RuntimeMaxSec of a simple service.
 		{"cache-clean", config.Job{Name: "cache-clean", Every: config.Duration(time.Hour),
-			Grace: config.Duration(time.Minute), Timeout: config.Duration(20 * time.Minute), Labels: config.Labels{"unit": "cache-clean.timer"}}},
+			Grace: config.Duration(time.Minute + timerStartSlack), Timeout: config.Duration(20 * time.Minute), Labels: config.Labels{"unit": "cache-clean.timer"}}},
 		// The timer keeps the unit's name (and its Persistent=); the cron
 		// line gets its user, in its name and as its label user (a
 		// timer's label is unit).
-		{"db-dump", config.Job{Name: "db-dump", OnCalendar: config.StringSet{"*-*-* 03:15:00"}, Timezone: "Europe/Berlin", Grace: config.Duration(time.Minute), Persistent: true,
+		{"db-dump", config.Job{Name: "db-dump", OnCalendar: config.StringSet{"*-*-* 03:15:00"}, Timezone: "Europe/Berlin", Grace: config.Duration(time.Minute + timerStartSlack), Persistent: true,
 			Labels: config.Labels{"unit": "db-dump.timer"}}},
 		{"db-dump-postgres", config.Job{Name: "db-dump-postgres", Schedule: "15 3 * * *", Timezone: "Europe/Berlin", Timeout: config.Duration(2 * time.Hour),
 			Labels: config.Labels{"user": "postgres"}}},
@@ -461,7 +461,7 @@ func TestUnreadableAndEmpty(t *testing.T) {
 	if h, err = Read(writable); err != nil || len(h.Jobs) != 1 {
 		t.Fatalf("a tree's modes are not trusted: %v, %+v", err, h)
 	}
-	h, err = read(writable, true)
+	h, err = read(writable, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

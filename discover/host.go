@@ -61,13 +61,21 @@ type Job struct {
 }
 
 // Grace is how late a run may start: a timer's RandomizedDelaySec plus its
-// AccuracySec; zero (jobwatch's default) for cron.
+// AccuracySec plus timerStartSlack; zero (jobwatch's default) for cron.
 func (j *Job) Grace() time.Duration {
 	if j.Origin != "timer" {
 		return 0
 	}
-	return j.RandomizedDelay + j.Accuracy
+	return j.RandomizedDelay + j.Accuracy + timerStartSlack
 }
+
+// timerStartSlack is how long the service manager may take from a timer's
+// elapsing to the run's start entry ("Starting ..."): milliseconds on an
+// idle host, more on a loaded one. On a booted Debian beside stress-ng a
+// timer with AccuracySec=1s logged its start 1.009 s after its time, and
+// with a grace of AccuracySec alone the run counted as unexpected and its
+// slot as missed.
+const timerStartSlack = 10 * time.Second
 
 // Where is file:line.
 func (j *Job) Where() string {
@@ -102,6 +110,11 @@ type Host struct {
 	// since a read that found jobs through them, stand as that read
 	// found them: KeepUnreadable).
 	dirs map[string]bool
+	// vanished are the directories of readDirs that were there when the
+	// read began and gone by its end (renamed away, unmounted meanwhile):
+	// what the read found through them may lack what it read after they
+	// went. They stay in dirs: the jobs read through them stand for them.
+	vanished []string
 }
 
 // readDirs are the directories discovery reads the host's jobs from: a
@@ -114,10 +127,18 @@ var readDirs = append([]string{"/etc", "/etc/cron.d", "/var/spool/cron/crontabs"
 func Read(root string) (*Host, error) {
 	// Modes are only trusted on the live host: a checked-out or unpacked
 	// tree takes them from the umask of whoever made it.
-	return read(root, filepath.Clean(root) == "/")
+	return read(root, filepath.Clean(root) == "/", nil)
 }
 
-func read(root string, checkModes bool) (*Host, error) {
+// readHooks are called between a read's steps (tests): once the
+// directories there are noted, and once the files are read.
+type readHooks struct {
+	dirsNoted, filesRead func()
+}
+
+// read reads the host under root, calling hooks (nil: none) between its
+// steps.
+func read(root string, checkModes bool, hooks *readHooks) (*Host, error) {
 	if fi, err := os.Stat(root); err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	} else if !fi.IsDir() {
@@ -126,6 +147,9 @@ func read(root string, checkModes bool) (*Host, error) {
 	h := &Host{Root: root, Flavour: Cronie, checkModes: checkModes, dirs: map[string]bool{}}
 	for _, d := range readDirs {
 		h.dirs[d] = isDir(root, d)
+	}
+	if hooks != nil && hooks.dirsNoted != nil {
+		hooks.dirsNoted()
 	}
 	if exists(root, "/var/spool/cron/crontabs") || exists(root, "/etc/debian_version") {
 		h.Flavour = Debian
@@ -140,6 +164,18 @@ func read(root string, checkModes bool) (*Host, error) {
 	h.readCronLevel()
 	h.readTimers()
 	h.Tmpfiles = readTmpfiles(root, &h.Notes)
+	if hooks != nil && hooks.filesRead != nil {
+		hooks.filesRead()
+	}
+	// A directory gone by the end of the read may have gone before its
+	// files were read: it counts as gone for this read (KeepUnreadable
+	// keeps the jobs of the read before that this one lacks, rather than
+	// taking them for removed), and as there for the next.
+	for _, d := range readDirs {
+		if h.dirs[d] && !isDir(root, d) {
+			h.vanished = append(h.vanished, d)
+		}
+	}
 	h.name()
 	return h, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -162,6 +163,9 @@ func TestKeepJobsOfGoneDirectories(t *testing.T) {
 		{"cron.d renamed away", []string{"etc/cron.d"}, []string{"/etc/cron.d"}, 2},
 		{"systemd/system renamed away", []string{"etc/systemd/system"}, []string{"/etc/systemd/system"}, 3},
 		{"spool renamed away", []string{"var/spool/cron"}, []string{"/var/spool/cron/crontabs"}, 2},
+		// The user crontabs, read, take the host's zone of the read
+		// before, as the kept jobs do.
+		{"etc renamed away", []string{"etc"}, []string{"/etc", "/etc/systemd/system"}, 5},
 		{"empty root", []string{"etc", "var", "lib"}, []string{"/etc", "/lib/systemd/system", "/var/spool/cron/crontabs"}, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -350,4 +354,128 @@ func readWithoutDAC(t *testing.T, root string) *Host {
 		t.Fatal(r.err)
 	}
 	return r.h
+}
+
+// A directory that goes while a read is under way (after the read noted
+// the directories there, before it read their files: renamed away or
+// unmounted meanwhile) hides its jobs as one gone before the read does:
+// they are kept, the host's config is the same, and the directory is noted
+// gone. Before, the read took the directory for there and its jobs for
+// removed, and the next read, with that one as its prev, had no job to
+// keep for it and noted nothing (exporter's
+// TestHostModeKeepsJobsOfGoneDirectories/empty_root, once beside stress-ng).
+func TestKeepJobsOfDirectoryGoneDuringRead(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := HostConfig(prev, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := t.TempDir()
+	if err := os.Rename(filepath.Join(root, "etc"), filepath.Join(away, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := read(root, false, &readHooks{dirsNoted: func() {
+		if err := os.Rename(filepath.Join(root, "var"), filepath.Join(away, "var")); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.KeepUnreadable(prev); n != len(prev.Jobs) {
+		t.Errorf("kept %d jobs, want all %d", n, len(prev.Jobs))
+	}
+	if got, err := HostConfig(h, nil, ""); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("host config (%v) differs from the read before's:\n%s\nwant\n%s", err, got, want)
+	}
+	var noted []string
+	for _, f := range Check(h, Options{}) {
+		if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
+			noted = append(noted, f.File)
+		}
+	}
+	if want := []string{"/etc", "/var/spool/cron/crontabs"}; !slices.Equal(noted, want) {
+		t.Errorf("noted gone %v, want %v", noted, want)
+	}
+}
+
+// Directories that go once a read has read their files: the read has
+// every job, and the next read, with it as its prev, keeps them all and
+// notes the directories gone. (A read that counted a directory gone by
+// its end as never there left the next one nothing to keep for it.)
+func TestKeepJobsOfDirectoryGoneAfterRead(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := HostConfig(prev, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := t.TempDir()
+	h, err := read(root, false, &readHooks{filesRead: func() {
+		for _, d := range []string{"etc", "var"} {
+			if err := os.Rename(filepath.Join(root, d), filepath.Join(away, d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.KeepUnreadable(prev)
+	next, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := next.KeepUnreadable(h); n != len(prev.Jobs) {
+		t.Errorf("the read after kept %d jobs, want all %d", n, len(prev.Jobs))
+	}
+	if got, err := HostConfig(next, nil, ""); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("host config (%v) differs from the first read's:\n%s\nwant\n%s", err, got, want)
+	}
+	var noted []string
+	for _, f := range Check(next, Options{}) {
+		if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
+			noted = append(noted, f.File)
+		}
+	}
+	if want := []string{"/etc", "/var/spool/cron/crontabs"}; !slices.Equal(noted, want) {
+		t.Errorf("noted gone %v, want %v", noted, want)
+	}
+}
+
+// A timer's grace leaves the service manager time to start its run: on a
+// booted Debian beside stress-ng, a minutely timer with AccuracySec=1s
+// logged "Starting" 1.009 s after its time, which a grace of AccuracySec
+// alone counted as an unexpected run and a missed slot (TestBootDebian).
+func TestTimerGraceCoversStartLatency(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	writeTreeAt(t, root, map[string]string{
+		"etc/systemd/system/tick.timer":                     "[Timer]\nOnCalendar=minutely\nAccuracySec=1s\n",
+		"etc/systemd/system/tick.service":                   "[Service]\nType=oneshot\nExecStart=/usr/local/bin/tick\n",
+		"etc/systemd/system/timers.target.wants/tick.timer": "->/etc/systemd/system/tick.timer",
+	})
+	h, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Jobs) != 1 {
+		t.Fatalf("jobs %v, want tick", jobNames(h.Jobs))
+	}
+	const seen = 1009 * time.Millisecond
+	if g := h.Jobs[0].Grace(); g < seen+time.Second {
+		t.Errorf("grace %v, want room beyond the %v a start was seen late on a loaded host", g, seen)
+	}
 }

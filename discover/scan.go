@@ -260,7 +260,8 @@ func (h *Host) losses(prev *Host) *losses {
 	for _, d := range readDirs {
 		// A directory replaced by something else is noted unreadable
 		// already.
-		if prev.dirs[d] && !h.dirs[d] && !slices.Contains(l.unreadable, d) {
+		gone := !h.dirs[d] || slices.Contains(h.vanished, d)
+		if prev.dirs[d] && gone && !slices.Contains(l.unreadable, d) {
 			l.gone = append(l.gone, d)
 		}
 	}
@@ -310,8 +311,21 @@ func (h *Host) standInForGone(prev *Host, l *losses) {
 		case d == "/etc":
 			h.Flavour, h.Zone = prev.Flavour, prev.Zone
 			h.Systemd = h.Systemd || prev.Systemd
+			h.takeHostZone()
 		case slices.Contains(unitDirs, d):
 			h.Systemd = h.Systemd || prev.Systemd
+		}
+	}
+}
+
+// takeHostZone gives the jobs read on the host's zone, which was unknown
+// when they were read (/etc gone), the zone standing in for it: a user
+// crontab read while /etc is away keeps its schedules' zone, as the jobs
+// kept for /etc do.
+func (h *Host) takeHostZone() {
+	for i := range h.Jobs {
+		if j := &h.Jobs[i]; j.Timezone == "" {
+			j.Timezone, j.Zone = h.Zone, loadZone(h.Zone)
 		}
 	}
 }

@@ -138,9 +138,18 @@ func (c *container) stop() {
 			{"journalctl", "--no-pager", "-n", "150", "-u", "jobwatch"},
 			{"journalctl", "--no-pager", "-n", "60", "-u", "cron"},
 			{"systemctl", "--no-pager", "list-timers", "--all"},
+			// What the journal source read of the timers' runs, with the
+			// fields it reads, to tell a run systemd failed from one
+			// jobwatch took for failed.
+			{"journalctl", "--no-pager", "-n", "120", "-o", "json", "--output-fields=" + timerFields,
+				"UNIT=timer-ok.service", "UNIT=timer-fail.service"},
 		} {
 			out, err := c.run(args...)
 			c.t.Logf("%s: %s (%v):\n%s", c.name, strings.Join(args, " "), err, out)
+		}
+		for _, job := range []string{"timer-ok", "timer-fail"} {
+			out, err := c.get("/api/v1/jobs/" + job)
+			c.t.Logf("%s: /api/v1/jobs/%s (%v):\n%s", c.name, job, err, out)
 		}
 	}
 	for _, p := range testproc.Children(c.unsh.Process.Pid) {
@@ -158,6 +167,10 @@ func (c *container) stop() {
 		os.Remove(fmt.Sprintf("/run/systemd/nspawn/locks/inode-%d:%d", st.Dev, st.Ino))
 	}
 }
+
+// timerFields are the journal fields of the service manager's entries
+// about a run that the failure dump shows.
+const timerFields = "MESSAGE_ID,MESSAGE,INVOCATION_ID,JOB_TYPE,JOB_RESULT,UNIT_RESULT,EXIT_CODE,EXIT_STATUS,_PID"
 
 // containerEnv is the environment commands run with in the container.
 var containerEnv = []string{

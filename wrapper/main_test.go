@@ -20,6 +20,10 @@ const testEnv = wraptest.Env
 // when.
 const testAfterLockEnv = "JOBWATCH_WRAPPER_TEST_AFTER_LOCK"
 
+// testUnrenewedEnv, set to 1, gives the wrapper unrenewedRemote for its
+// --lock-redis: a lease acquired at once and never renewed.
+const testUnrenewedEnv = "JOBWATCH_WRAPPER_TEST_UNRENEWED"
+
 // testHostEnv sets the host the wrapper records (two wrappers as two
 // hosts); testCheckEnv the MySQL lock's check interval.
 const (
@@ -50,6 +54,9 @@ func runFromArgs(args []string) int {
 	f.Host = os.Getenv(testHostEnv)
 	if d := os.Getenv(testCheckEnv); d != "" {
 		f.LockCheckInterval, _ = time.ParseDuration(d)
+	}
+	if os.Getenv(testUnrenewedEnv) == "1" {
+		f.Remote = unrenewedRemote{}
 	}
 	if err := fs.Parse(args); err != nil {
 		return ExitWrapper

@@ -27,11 +27,12 @@ import (
 // the reaper (from a locked OS thread: the kernel ties it to the thread that
 // forked), should the reaper die first.
 //
-// The reaper also holds the lease's stop deadline: the wrapper sends it
-// after every renewal, and the reaper stops the job (SIGTERM, SIGKILL
+// The reaper also holds the lease's stop deadline: the acquisition's from
+// its command line, held from before the job starts, then the one the wrapper
+// sends after every renewal; it stops the job (SIGTERM, SIGKILL
 // --kill-after later) when it passes without a newer one. A wrapper paused
-// or starved past its lease (SIGSTOP, swapping) thus still stops its job
-// before the lease can expire.
+// or starved past its lease (SIGSTOP, swapping), even before its first
+// renewal, thus still stops its job before the lease can expire.
 //
 // The protocol, one line each way:
 //
@@ -75,19 +76,21 @@ func monoAt(t time.Time) time.Duration { return monoNow() + time.Until(t) }
 // timeAtMono converts a CLOCK_MONOTONIC reading into a time of this process.
 func timeAtMono(m time.Duration) time.Time { return time.Now().Add(m - monoNow()) }
 
-// reap is the reaper's main: args are --kill-after in nanoseconds, "1" when
-// fd reaperLock is the lock file ("0" else), how many connections it holds
-// from fd reaperHeld on, the job's path and its argv.
+// reap is the reaper's main: args are --kill-after in nanoseconds, the
+// acquisition's stop deadline (MONO; "0" for none), "1" when fd reaperLock
+// is the lock file ("0" else), how many connections it holds from fd
+// reaperHeld on, the job's path and its argv.
 func reap(args []string) int {
-	if len(args) < 5 {
+	if len(args) < 6 {
 		return ExitWrapper
 	}
 	killAfter, err1 := strconv.ParseInt(args[0], 10, 64)
-	held, err2 := strconv.Atoi(args[2])
-	if err1 != nil || err2 != nil {
+	firstDeadline, err2 := strconv.ParseInt(args[1], 10, 64)
+	held, err3 := strconv.Atoi(args[3])
+	if err1 != nil || err2 != nil || err3 != nil {
 		return ExitWrapper
 	}
-	args = append(args[:2], args[3:]...)
+	args = append(args[2:3], args[4:]...) // hasLock, path, argv
 	for fd := reaperHeld; fd < reaperHeld+held; fd++ {
 		unix.CloseOnExec(fd) // held here, not by the job; closed when the reaper dies
 	}
@@ -103,9 +106,9 @@ func reap(args []string) int {
 		}
 	}
 	runtime.LockOSThread() // Pdeathsig is the forking thread's
-	cmd := &exec.Cmd{Path: args[2], Args: args[3:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+	cmd := &exec.Cmd{Path: args[1], Args: args[2:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: unix.SIGKILL}}
-	if args[1] == "1" {
+	if args[0] == "1" {
 		cmd.ExtraFiles = []*os.File{os.NewFile(reaperLock, "lock")}
 	}
 	if err := cmd.Start(); err != nil {
@@ -118,6 +121,9 @@ func reap(args []string) int {
 	}
 	fmt.Fprintf(sock, "started %d\n", cmd.Process.Pid)
 	deadlines := make(chan time.Duration, 1)
+	if firstDeadline > 0 {
+		deadlines <- time.Duration(firstDeadline) // before any line: a newer one replaces it
+	}
 	go readDeadlines(sock, deadlines)
 	code, stopped, killAt := superviseJob(cmd, deadlines, time.Duration(killAfter))
 	fmt.Fprintf(sock, "exited %d %d\n", int64(monoNow()), stopped)
@@ -197,9 +203,11 @@ type reaperConn struct {
 
 // startReaper starts path (argv args) through a reaper, the group leader
 // the wrapper signals; lock, if not nil, becomes the job's fd 3, and the
-// reaper keeps held open. It returns the reaper's connection, and the
-// error of starting the job itself.
-func startReaper(cmd *exec.Cmd, lock *os.File, held []*os.File, killAfter time.Duration) (*reaperConn, error) {
+// reaper keeps held open. stopAt (zero for none) is the stop deadline the
+// reaper holds from the job's start, until the wrapper sends a newer one.
+// It returns the reaper's connection, and the error of starting the job
+// itself.
+func startReaper(cmd *exec.Cmd, lock *os.File, held []*os.File, killAfter time.Duration, stopAt time.Time) (*reaperConn, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reaper socket: %w", err)
@@ -210,7 +218,11 @@ func startReaper(cmd *exec.Cmd, lock *os.File, held []*os.File, killAfter time.D
 		hasLock = "1"
 	}
 	cmd.ExtraFiles = append([]*os.File{theirs, lock}, held...) // a nil lock: fd 4 closed
-	cmd.Args = append([]string{reaperArg0, strconv.FormatInt(int64(killAfter), 10), hasLock, strconv.Itoa(len(held)), cmd.Path}, cmd.Args...)
+	firstDeadline := "0"
+	if !stopAt.IsZero() {
+		firstDeadline = strconv.FormatInt(max(int64(monoAt(stopAt)), 1), 10) // 1: passed already
+	}
+	cmd.Args = append([]string{reaperArg0, strconv.FormatInt(int64(killAfter), 10), firstDeadline, hasLock, strconv.Itoa(len(held)), cmd.Path}, cmd.Args...)
 	cmd.Path = "/proc/self/exe"
 	err = cmd.Start()
 	theirs.Close()
@@ -234,7 +246,7 @@ func startReaper(cmd *exec.Cmd, lock *os.File, held []*os.File, killAfter time.D
 	mine.Close()
 	if v, ok := strings.CutPrefix(line, "error "); ok {
 		if n, err := strconv.Atoi(v); err == nil {
-			return nil, &os.PathError{Op: "fork/exec", Path: cmd.Args[5], Err: syscall.Errno(n)}
+			return nil, &os.PathError{Op: "fork/exec", Path: cmd.Args[6], Err: syscall.Errno(n)}
 		}
 	}
 	return nil, fmt.Errorf("the job's reaper ended before starting it (%q)", line)

@@ -59,6 +59,11 @@ type SharedLock interface {
 	Close()
 	// LeaseTTL is the lease a start record names; 0 for none.
 	LeaseTTL() time.Duration
+	// StopAt is the stop deadline of the lease as acquired, before any
+	// renewal; zero for a lock that does not expire by time. The job's
+	// reaper holds it from the job's start: a wrapper paused or starved
+	// before Watch's first renewal still has its job stopped in time.
+	StopAt() time.Time
 	// Held are copies of the connections whose closing releases the lock
 	// (MySQL's, whose server frees GET_LOCK as it sees it close), for the
 	// job's reaper to keep open: a wrapper killed with -9 then leaves the

@@ -512,7 +512,11 @@ func (r *runner) startJob(cmd *exec.Cmd, lock *os.File, shared SharedLock) (*rea
 		r.say("no %s for the job: %v", FencingTokenEnv, err)
 	}
 	held := shared.Held()
-	rc, err := startReaper(cmd, lock, held, r.o.KillAfter)
+	var stopAt time.Time // none: --on-lock-lost=warn lets the job run on
+	if r.o.OnLockLost != LostWarn {
+		stopAt = shared.StopAt()
+	}
+	rc, err := startReaper(cmd, lock, held, r.o.KillAfter, stopAt)
 	for _, f := range held {
 		keepNonblocking(f)
 		f.Close()

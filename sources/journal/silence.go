@@ -167,7 +167,7 @@ func (j *Source) systemctlShow(ctx context.Context, props, units []string) (map[
 		args = append(args, "--property="+p)
 	}
 	args = append(args, "--")
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, systemctlTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, j.systemctl, append(args, units...)...)
 	var stderr bytes.Buffer
@@ -178,6 +178,13 @@ func (j *Source) systemctlShow(ctx context.Context, props, units []string) (map[
 	}
 	return parseShow(out), nil
 }
+
+// systemctlTimeout bounds one systemctl show, for a systemctl that hangs.
+// It is above systemctl's own bound on a call to the service manager (25 s,
+// after which it fails saying so) so as not to kill one that is only slow:
+// on a host loaded with I/O, starting systemctl alone took over 10 s. A
+// look that takes long only delays the next one.
+const systemctlTimeout = time.Minute
 
 // parseShow reads systemctl show's blocks of NAME=value lines, one block
 // per unit, blank lines between them, keyed by Id.

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jobwatch/jobwatch/internal/testsupport/journaltest"
 	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
+	"github.com/jobwatch/jobwatch/sources"
 )
 
 // fakeSystemctl stands for systemctl show, which needs systemd as PID 1
@@ -49,12 +51,55 @@ func showOf(fired, began int64) (services, timers string) {
 		fmt.Sprintf("Id=stats.timer\nLastTriggerUSec=@%d\n", fired)
 }
 
+// steppedSilence makes j's silence watcher look only when told: look
+// lets it ask systemctl once and returns once it has judged the answer
+// (its health reported). The watcher's waker is the test's; the reader's
+// waits stay real.
+func steppedSilence(t *testing.T, j *Source) (look func(what string)) {
+	t.Helper()
+	const every = time.Hour // the watcher's waits, told from the reader's
+	j.silenceEvery = every
+	idle, wake := make(chan struct{}), make(chan struct{})
+	j.sleep = func(ctx context.Context, d time.Duration) bool {
+		if d != every {
+			return sources.Sleep(ctx, d)
+		}
+		select { // the last look judged, or none yet
+		case idle <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		select {
+		case <-wake:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	waitIdle := func(what string) {
+		t.Helper()
+		// A bound for a watcher that hangs, not a measure: beside
+		// stress-ng --io one fork of the stand-in systemctl took over 10 s.
+		testproc.Receive(t, idle, 2*time.Minute, what)
+	}
+	started := false
+	return func(what string) {
+		t.Helper()
+		if !started {
+			waitIdle("the silence watcher to start")
+			started = true
+		}
+		wake <- struct{}{}
+		waitIdle(what)
+	}
+}
+
 // TestJournalSilence: the service manager says stats.timer fired and
 // started stats.service, and the journal shows no such start: the source
 // goes down saying so (a health problem, not a missed run); once the start
 // is read it is up again. A trigger the journal shows changes nothing.
-// (The waits are long: beside stress-ng --io a fork of the stand-in
-// systemctl took over 10 s.)
+// Each of the watcher's looks is stepped by the test (steppedSilence), so
+// nothing depends on how long the stand-in systemctl takes to start.
 func TestJournalSilence(t *testing.T) {
 	needJournalTools(t)
 	h := journaltest.NewHost("web1", jBoot0)
@@ -68,28 +113,39 @@ func TestJournalSilence(t *testing.T) {
 	set(showOf(jAt(0).Unix(), jAt(0).Unix()))
 	j := newJTestJournal(t, dir, nil)
 	now := jAt(600)
-	j.askSystemd, j.systemctl, j.silenceEvery, j.silenceAfter = true, path, 20*time.Millisecond, time.Minute
+	j.askSystemd, j.systemctl, j.silenceAfter = true, path, time.Minute
 	j.now = func() time.Time { return now }
+	look := steppedSilence(t, j)
 	sink := &jSink{}
 	jRun(t, j, nil, sink)
 	jSettled(t, sink, 2, time.Minute, "the first run")
 	// The watcher's first look learns the trigger; only one that moves
 	// after it is expected in the journal.
-	testproc.WaitUntil(t, time.Minute, "the watcher's first look", func() bool { return looks() >= 1 })
+	look("the watcher's first look")
+	if hc, ok := sink.lastHealth(); !ok || !hc.up {
+		t.Fatalf("health %+v (%v) after the first look, want up", hc, ok)
+	}
 
 	// Fired at 10:05 and started its service; the journal has nothing of it.
 	set(showOf(jAt(300).Unix(), jAt(300).Unix()+1))
-	testproc.WaitUntil(t, time.Minute, "down: silent", func() bool { hc, ok := sink.lastHealth(); return ok && !hc.up })
+	look("the look at the trigger of 10:05")
 	hc, _ := sink.lastHealth()
-	if want := "journalctl has shown no start of stats.service, which the service manager started at 2026-11-30T10:05:01Z"; hc.err == nil || !strings.Contains(hc.err.Error(), want) {
-		t.Errorf("health error %v, want it to say %q", hc.err, want)
+	if want := "journalctl has shown no start of stats.service, which the service manager started at 2026-11-30T10:05:01Z"; hc.up || hc.err == nil || !strings.Contains(hc.err.Error(), want) {
+		t.Errorf("health up %v error %v, want down saying %q", hc.up, hc.err, want)
 	}
 	if n := len(sink.events()); n != 2 {
 		t.Errorf("%d events, want the first run's 2 only", n)
 	}
-	// The start comes after all: up again.
+	if n := looks(); n != 2 {
+		t.Errorf("the stand-in systemctl answered for the timers %d times, want 2 (a look failed?)", n)
+	}
+	// The start comes after all: up again at the next look.
 	if err := journaltest.Append(file, jSuccessRun(h, "stats.service", inv("s2"), 301, 20)); err != nil {
 		t.Fatal(err)
 	}
-	testproc.WaitUntil(t, time.Minute, "up again", func() bool { hc, ok := sink.lastHealth(); return ok && hc.up })
+	jSettled(t, sink, 4, time.Minute, "the second run")
+	look("the look after the start was read")
+	if hc, ok := sink.lastHealth(); !ok || !hc.up {
+		t.Errorf("health up %v error %v after the start was read, want up", hc.up, hc.err)
+	}
 }

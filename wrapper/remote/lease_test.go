@@ -48,8 +48,12 @@ func TestRedisPausedWrapperJobStopped(t *testing.T) {
 	rc := srv.Client(t)
 	log := filepath.Join(t.TempDir(), "runs.log")
 	start, resume := pausedWrapper(t, log, nil, "--job", "j", "--log", log, "--lock-redis", srv.URL(), "--lock-ttl", "2s",
-		"--kill-after", "200ms", "--", "sleep", "60")
-	waitFor(t, "the reaper to stop the job at the lease's deadline", 20*time.Second, func() bool { return !groupAlive(start.PID) })
+		"--kill-after", "200ms", "--", "sleep", "600")
+	// The reaper holds the stop deadline from the job's start, so the
+	// wrapper may be paused before its first renewal: the job ends about
+	// 1.5 s after the lock was taken. The wait's bound is for a broken
+	// reaper (the job would sleep on), not a measure of it.
+	waitFor(t, "the reaper to stop the job at the lease's deadline", 2*time.Minute, func() bool { return !groupAlive(start.PID) })
 	if n, _ := rc.Exists(context.Background(), "jobwatch:j").Result(); n != 1 {
 		// The deadline is 2s less 200ms, 20ms and 250ms from the last
 		// renewal sent: the key outlives the job by about half a second.

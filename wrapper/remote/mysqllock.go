@@ -256,6 +256,9 @@ func (l *mysqlLock) FencingToken() (string, error) { return l.fence, l.fenceErr 
 // LeaseTTL is 0: a MySQL lock lasts as long as its connection.
 func (l *mysqlLock) LeaseTTL() time.Duration { return 0 }
 
+// StopAt: none, the lock lasts as long as its connection.
+func (l *mysqlLock) StopAt() time.Time { return time.Time{} }
+
 func (l *mysqlLock) Close() {
 	if l.conn != nil {
 		l.conn.Close()

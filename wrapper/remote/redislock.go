@@ -287,3 +287,6 @@ func (l *redisLock) Close() { l.client.Close() }
 
 // LeaseTTL is the lease, which the start record names.
 func (l *redisLock) LeaseTTL() time.Duration { return l.ttl }
+
+// StopAt is the acquisition's stop deadline, which the reaper holds first.
+func (l *redisLock) StopAt() time.Time { return l.stopAt() }
