@@ -120,8 +120,7 @@ func (j *job) view(decided time.Time) *JobView {
 	j.shared.Store(true)
 	v.Recent, v.DurationHistory = j.history.recent.ordered(), j.history.durations.ordered()
 	v.Open = j.runs.sorted()
-	if len(j.held.list) > 0 {
-		v.Pending = slices.Clone(j.held.list)
+	if v.Pending = j.held.pending(); v.Pending != nil {
 		v.ended, v.facts = slices.Clone(j.runs.ended.buf), &factsMemo{}
 	}
 	v.DecidedUntil = decided

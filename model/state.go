@@ -427,7 +427,7 @@ func (t *Tracker) restoreJob(name string, j *job, sj *SavedJob, configured bool,
 	slices.SortFunc(j.runs.open, compareRuns)
 	j.runs.abandonQuiet = 0
 	j.decided = sj.DecidedUntil
-	j.held.list, j.held.declining = j.held.list[:0], 0
+	j.held.reset()
 	for i := range sj.Pending {
 		ev := sj.Pending[i].Event
 		ev.Job = name // the state holds a job's records without their job's name
