@@ -65,7 +65,7 @@ func (v *JobView) withFacts() *JobView {
 // scratch is a job holding v's state, to apply facts to: its own copy of
 // everything a fact changes.
 func (v *JobView) scratch() *job {
-	s := &job{spec: v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
+	s := &job{spec: &v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
 	for i := range v.Pending {
 		if declines(&v.Pending[i].Event) {
 			s.held.declining++

@@ -16,12 +16,12 @@ type heldRecords struct {
 	// list is in the order the records are applied in (compareHeld) but
 	// for those added since sortedLen while unsorted (see add).
 	list      []Held
-	unsorted  bool
 	sortedLen int
 	// declining counts the held records that may say a run declined to
 	// run (declines), so that a start looks through them only when one is
 	// held.
 	declining int
+	unsorted  bool
 	// shared: a view holds list[:len(list)] (JobView.Pending), which must
 	// not be written; appending beyond it is safe. A view shares the
 	// records rather than copying them: at 50,000 jobs each holding its

@@ -14,7 +14,10 @@ import (
 // time (under the Tracker's lock) and knows no clock: every time it is
 // given is an event time or the caller's now.
 type job struct {
-	spec JobSpec
+	// spec is one of the specs given to Configure, which its caller keeps
+	// and does not change (a copy in each job was 160 bytes a job beside
+	// the caller's), or a retired job's own.
+	spec *JobSpec
 	// The job's state, shared with its latest view while shared is set:
 	// every change of it starts with own.
 	*JobState
@@ -46,7 +49,7 @@ func newJob(now time.Time) *job {
 
 // configure gives j the spec s, taking a retired job up again: it is
 // expected from now on, as if first watched now, with its history kept.
-func (j *job) configure(s JobSpec, now time.Time) {
+func (j *job) configure(s *JobSpec, now time.Time) {
 	j.spec, j.runs.abandonQuiet = s, 0
 	if j.Discovered != s.Discovered {
 		j.own()
@@ -78,8 +81,8 @@ func (j *job) retire(now time.Time) {
 	j.Retired = now
 }
 
-func retiredSpec(name string) JobSpec {
-	return JobSpec{Name: name, Scope: "host", Discovered: true}
+func retiredSpec(name string) *JobSpec {
+	return &JobSpec{Name: name, Scope: "host", Discovered: true}
 }
 
 // takeEnd applies an end record to j: applyEnd's rule, and the facts'

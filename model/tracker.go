@@ -173,6 +173,8 @@ func processAlive(pid int) bool {
 // dropped, but for discovered jobs (JobSpec.Discovered), which are retired:
 // no longer expected, their history kept until the retention
 // (SetRetiredRetention) has passed, and taken up again if they come back.
+// The tracker keeps jobs, its jobs' specs: the caller does not change them
+// afterwards.
 func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
