@@ -121,7 +121,7 @@ func (j *job) view(decided time.Time) *JobView {
 	v.Recent, v.DurationHistory = j.history.recent.ordered(), j.history.durations.ordered()
 	v.Open = j.runs.sorted()
 	if v.Pending = j.held.pending(); v.Pending != nil {
-		v.ended, v.facts = slices.Clone(j.runs.ended.buf), &factsMemo{}
+		v.facts = &factsMemo{ended: slices.Clone(j.runs.ended.buf)}
 	}
 	v.DecidedUntil = decided
 	return v
