@@ -21,12 +21,15 @@ type job struct {
 	// The job's state, shared with its latest view while shared is set:
 	// every change of it starts with own.
 	*JobState
-	shared  atomic.Bool // atomic: views are also taken under the tracker's read lock
-	runs    openRuns
-	held    heldRecords
-	history runHistory
-	dirty   bool   // in changeLog.dirty
-	batch   uint64 // orderer.batches when a batch last touched it
+	shared atomic.Bool // atomic: views are also taken under the tracker's read lock
+	// durationsShared: the state's histogram shares its buckets with the
+	// state it was copied from (own), until a duration is observed.
+	durationsShared bool
+	runs            openRuns
+	held            heldRecords
+	history         runHistory
+	dirty           bool   // in changeLog.dirty
+	batch           uint64 // orderer.batches when a batch last touched it
 	// scanIndex is its index in orderer.scanned for that batch.
 	scanIndex int
 	decided   time.Time // JobView.DecidedUntil; see reapIndex.decidedOf
@@ -38,9 +41,21 @@ type job struct {
 // saves, and every saved view held a copy of its job's state).
 func (j *job) own() {
 	if j.shared.Load() {
-		j.JobState = j.JobState.clone()
+		j.JobState = j.JobState.cloneSharingDurations()
+		j.durationsShared = true
 		j.shared.Store(false)
 	}
+}
+
+// observeDuration adds a run's duration to the job's histogram, which it
+// first copies if it shares it.
+func (j *job) observeDuration(seconds float64) {
+	if j.durationsShared {
+		j.Durations.Counts = slices.Clone(j.Durations.Counts)
+		j.Durations.Native = slices.Clone(j.Durations.Native)
+		j.durationsShared = false
+	}
+	j.Durations.Observe(seconds)
 }
 
 func newJob(now time.Time) *job {
@@ -189,7 +204,7 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 	j.RunCounts[slices.Index(Results, res)]++
 	if hasDur {
 		j.history.observeDuration(dur.Seconds())
-		j.Durations.Observe(dur.Seconds())
+		j.observeDuration(dur.Seconds())
 		j.LastDuration = dur.Seconds()
 		j.HasLastDuration = true
 	}
