@@ -47,17 +47,6 @@ func (j *job) own() {
 	}
 }
 
-// observeDuration adds a run's duration to the job's histogram, which it
-// first copies if it shares it.
-func (j *job) observeDuration(seconds float64) {
-	if j.durationsShared {
-		j.Durations.Counts = slices.Clone(j.Durations.Counts)
-		j.Durations.Native = slices.Clone(j.Durations.Native)
-		j.durationsShared = false
-	}
-	j.Durations.Observe(seconds)
-}
-
 func newJob(now time.Time) *job {
 	return &job{JobState: &JobState{FirstWatched: now}}
 }
@@ -204,7 +193,12 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 	j.RunCounts[slices.Index(Results, res)]++
 	if hasDur {
 		j.history.observeDuration(dur.Seconds())
-		j.observeDuration(dur.Seconds())
+		if j.durationsShared { // own copied the state but its buckets
+			j.Durations.Counts = slices.Clone(j.Durations.Counts)
+			j.Durations.Native = slices.Clone(j.Durations.Native)
+			j.durationsShared = false
+		}
+		j.Durations.Observe(dur.Seconds())
 		j.LastDuration = dur.Seconds()
 		j.HasLastDuration = true
 	}

@@ -110,7 +110,7 @@ func (j *JobState) clone() *JobState {
 }
 
 // cloneSharingDurations is clone but for the histogram's buckets, which
-// the copy shares with j until it observes a duration (job.observeDuration):
+// the copy shares with j until it observes a duration (job.finish):
 // a job copies its state at its first change after each save, and most
 // changes (a start, a held record's decision, a skip) observe none; the
 // buckets were a sixth of a copy's bytes.
