@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -204,6 +205,7 @@ func parse(r io.Reader, dir string) (*Config, error) {
 func (c *Config) decodeJobs(nodes []yaml.Node, checkLabel func(string) error) []error {
 	var errs []error
 	seen := map[string]int{} // name -> line
+	c.Jobs = slices.Grow(c.Jobs, len(nodes)) // kept as long as the config: no room to spare
 	for i := range nodes {
 		var j Job
 		jobErrs := Decode(&nodes[i], &j, "")

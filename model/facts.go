@@ -24,10 +24,13 @@ import (
 
 // factsMemo is a view's shown view, computed at most once: scrapes render
 // a view many times, and the collector's cache keeps a job's rendering
-// while its view is the same pointer.
+// while its view is the same pointer. It holds the job's latest ends,
+// which the facts of Pending are checked against: only a view with
+// records held has one.
 type factsMemo struct {
 	once  sync.Once
 	shown *JobView
+	ended []endedRun
 }
 
 // Shown is the job as scrapes show it: its decided state with the facts of
@@ -65,7 +68,7 @@ func (v *JobView) withFacts() *JobView {
 // scratch is a job holding v's state, to apply facts to: its own copy of
 // everything a fact changes.
 func (v *JobView) scratch() *job {
-	s := &job{spec: v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
+	s := &job{spec: &v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
 	for i := range v.Pending {
 		if declines(&v.Pending[i].Event) {
 			s.held.declining++
@@ -77,7 +80,9 @@ func (v *JobView) scratch() *job {
 	}
 	s.history.recent.load(v.Recent, MaxRecentRuns)
 	s.history.durations.load(v.DurationHistory, MaxDurationHistory)
-	s.runs.ended.buf = slices.Clone(v.ended)
+	if v.facts != nil {
+		s.runs.ended.buf = slices.Clone(v.facts.ended)
+	}
 	return s
 }
 

@@ -14,16 +14,22 @@ import (
 // time (under the Tracker's lock) and knows no clock: every time it is
 // given is an event time or the caller's now.
 type job struct {
-	spec JobSpec
+	// spec is one of the specs given to Configure, which its caller keeps
+	// and does not change (a copy in each job was 160 bytes a job beside
+	// the caller's), or a retired job's own.
+	spec *JobSpec
 	// The job's state, shared with its latest view while shared is set:
 	// every change of it starts with own.
 	*JobState
-	shared  atomic.Bool // atomic: views are also taken under the tracker's read lock
-	runs    openRuns
-	held    heldRecords
-	history runHistory
-	dirty   bool   // in changeLog.dirty
-	batch   uint64 // orderer.batches when a batch last touched it
+	shared atomic.Bool // atomic: views are also taken under the tracker's read lock
+	// durationsShared: the state's histogram shares its buckets with the
+	// state it was copied from (own), until a duration is observed.
+	durationsShared bool
+	runs            openRuns
+	held            heldRecords
+	history         runHistory
+	dirty           bool   // in changeLog.dirty
+	batch           uint64 // orderer.batches when a batch last touched it
 	// scanIndex is its index in orderer.scanned for that batch.
 	scanIndex int
 	decided   time.Time // JobView.DecidedUntil; see reapIndex.decidedOf
@@ -35,7 +41,8 @@ type job struct {
 // saves, and every saved view held a copy of its job's state).
 func (j *job) own() {
 	if j.shared.Load() {
-		j.JobState = j.JobState.clone()
+		j.JobState = j.JobState.cloneSharingDurations()
+		j.durationsShared = true
 		j.shared.Store(false)
 	}
 }
@@ -46,7 +53,7 @@ func newJob(now time.Time) *job {
 
 // configure gives j the spec s, taking a retired job up again: it is
 // expected from now on, as if first watched now, with its history kept.
-func (j *job) configure(s JobSpec, now time.Time) {
+func (j *job) configure(s *JobSpec, now time.Time) {
 	j.spec, j.runs.abandonQuiet = s, 0
 	if j.Discovered != s.Discovered {
 		j.own()
@@ -78,8 +85,8 @@ func (j *job) retire(now time.Time) {
 	j.Retired = now
 }
 
-func retiredSpec(name string) JobSpec {
-	return JobSpec{Name: name, Scope: "host", Discovered: true}
+func retiredSpec(name string) *JobSpec {
+	return &JobSpec{Name: name, Scope: "host", Discovered: true}
 }
 
 // takeEnd applies an end record to j: applyEnd's rule, and the facts'
@@ -186,6 +193,11 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 	j.RunCounts[slices.Index(Results, res)]++
 	if hasDur {
 		j.history.observeDuration(dur.Seconds())
+		if j.durationsShared { // own copied the state but its buckets
+			j.Durations.Counts = slices.Clone(j.Durations.Counts)
+			j.Durations.Native = slices.Clone(j.Durations.Native)
+			j.durationsShared = false
+		}
 		j.Durations.Observe(dur.Seconds())
 		j.LastDuration = dur.Seconds()
 		j.HasLastDuration = true

@@ -56,7 +56,7 @@ func TestMachineAlone(t *testing.T) {
 				window:   func(string) time.Duration { return 0 },
 				repeated: func(source string) { t.Errorf("a record of %s counted as repeated", source) }}
 			j := newJob(at("09:59:00"))
-			j.configure(tc.spec, at("09:59:00"))
+			j.configure(&tc.spec, at("09:59:00"))
 			for i := range tc.records {
 				j.held.add(&tc.records[i], "log")
 			}

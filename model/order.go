@@ -81,7 +81,8 @@ func (o *orderer) configure(jobs []JobSpec, sources []SourceSpec, now time.Time)
 	}
 	o.reap.to, o.reap.stale = nil, true
 	next := make(map[string]*job, len(jobs))
-	for _, s := range jobs {
+	for i := range jobs {
+		s := &jobs[i]
 		j := o.jobs[s.Name]
 		if j == nil {
 			j = newJob(now)

@@ -205,7 +205,7 @@ func (h *History) LastDurations() []float64 { return lastN(h.DurationHistory, Ma
 // what the ring overwrites.
 type ring[T any] struct {
 	buf  []T
-	next int // where the next value goes, once buf is full
+	next int32 // where the next value goes, once buf is full (int32: a job has three rings)
 	// shared: a view holds buf[:len(buf)], which must not be overwritten
 	// (appending beyond it is safe: the view does not see that far).
 	// Atomic: views are also taken under the tracker's read lock.
@@ -229,7 +229,7 @@ func (r *ring[T]) push(v T, n int) {
 		r.shared.Store(false)
 	}
 	r.buf[r.next] = v
-	r.next = (r.next + 1) % n
+	r.next = (r.next + 1) % int32(n)
 }
 
 // ordered is the values, oldest first (nil when none). Until the ring is

@@ -116,13 +116,12 @@ func (s *Saved) View() ([]JobView, []SourceView) {
 // (reapIndex.decidedOf): it shares the state, which j copies before it next
 // changes (own).
 func (j *job) view(decided time.Time) *JobView {
-	v := &JobView{Spec: j.spec, JobState: j.JobState}
+	v := &JobView{Spec: *j.spec, JobState: j.JobState}
 	j.shared.Store(true)
 	v.Recent, v.DurationHistory = j.history.recent.ordered(), j.history.durations.ordered()
 	v.Open = j.runs.sorted()
-	if len(j.held.list) > 0 {
-		v.Pending = slices.Clone(j.held.list)
-		v.ended, v.facts = slices.Clone(j.runs.ended.buf), &factsMemo{}
+	if v.Pending = j.held.pending(); v.Pending != nil {
+		v.facts = &factsMemo{ended: slices.Clone(j.runs.ended.buf)}
 	}
 	v.DecidedUntil = decided
 	return v

@@ -215,7 +215,7 @@ func (j *job) missedUntil(sched schedule.Schedule, until time.Time) (tally slotT
 			break
 		}
 		if !slices.ContainsFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(t) }) {
-			if why := j.Pauses.unjudgedAt(&j.spec, t); why >= 0 {
+			if why := j.Pauses.unjudgedAt(j.spec, t); why >= 0 {
 				tally.unjudged[why] += uint64(schedule.Runs(sched, t))
 			} else {
 				tally.missed += uint64(schedule.Runs(sched, t))

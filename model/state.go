@@ -26,12 +26,20 @@ type JobState struct {
 	// LastUnknown and LastUnknownStart: the end and start of the latest
 	// run whose result is Unknown (a cron job at -L 1). The job ran:
 	// staleness counts from it as from a success (Watch).
-	LastUnknown         time.Time
-	LastUnknownStart    time.Time
-	LastDuration        float64
-	HasLastDuration     bool
-	LastExitCode        int
-	HasLastExitCode     bool
+	LastUnknown      time.Time
+	LastUnknownStart time.Time
+	LastDuration     float64
+	LastExitCode     int
+	// The flags are together: a JobState then fits 768 bytes (a size
+	// class) rather than 896, and a job has up to three of them while it
+	// is saved.
+	HasLastDuration bool
+	HasLastExitCode bool
+	// Discovered: the job is one host mode found (JobSpec.Discovered), so
+	// it is retired, not dropped, when it disappears, even while jobwatch
+	// was stopped.
+	Discovered bool
+
 	ConsecutiveFailures uint64
 	ConsecutiveSkips    uint64
 	// ConsecutiveMissed are the expected runs since the last run that
@@ -72,10 +80,6 @@ type JobState struct {
 	// LockTTL is the shared lock's lease named by the latest start record
 	// that named one (jobwatch run --lock-redis); 0 when none has.
 	LockTTL time.Duration
-	// Discovered: the job is one host mode found (JobSpec.Discovered), so
-	// it is retired, not dropped, when it disappears, even while jobwatch
-	// was stopped.
-	Discovered bool
 	// Retired is when the discovered job disappeared from the host: it is
 	// expected no more, its history kept (zero while it is watched).
 	Retired time.Time
@@ -99,10 +103,20 @@ type History struct {
 
 // clone is a deep copy of j, for the job to write while a view keeps j.
 func (j *JobState) clone() *JobState {
-	c := *j
-	c.SkipsDeclared = maps.Clone(j.SkipsDeclared)
+	c := j.cloneSharingDurations()
 	c.Durations.Counts = slices.Clone(j.Durations.Counts)
 	c.Durations.Native = slices.Clone(j.Durations.Native)
+	return c
+}
+
+// cloneSharingDurations is clone but for the histogram's buckets, which
+// the copy shares with j until it observes a duration (job.finish):
+// a job copies its state at its first change after each save, and most
+// changes (a start, a held record's decision, a skip) observe none; the
+// buckets were a sixth of a copy's bytes.
+func (j *JobState) cloneSharingDurations() *JobState {
+	c := *j
+	c.SkipsDeclared = maps.Clone(j.SkipsDeclared)
 	c.LostRuns = slices.Clone(j.LostRuns)
 	c.Sources = slices.Clone(j.Sources)
 	c.Pauses.Excused = slices.Clone(j.Pauses.Excused)
@@ -168,18 +182,19 @@ type Run struct {
 	Source string
 	// Slot is the expected run it belongs to (calendar schedules).
 	Slot time.Time
-	// Overlapped: it started while another run was in progress.
-	Overlapped bool
 	// Lease is the shared lock's lease its start record named (jobwatch
 	// run --lock-redis): while the run lives, no other run of the job
 	// starts.
 	Lease time.Duration
-	// EndUnlogged: its start said no end of it will be logged
+	// The flags are together, so that a Run fits 160 bytes (a size class)
+	// rather than 176. Overlapped: it started while another run was in
+	// progress. EndUnlogged: its start said no end of it will be logged
 	// (Event.EndUnlogged): once its process is gone it ends as Unknown.
+	Overlapped  bool
 	EndUnlogged bool
+	seenAlive   bool // its process was seen alive (since jobwatch started)
 
 	goneSince time.Time // when its process was first seen gone
-	seenAlive bool      // its process was seen alive (since jobwatch started)
 	// readLate: when it was read, for a start read after its job had
 	// decided past its time, or restored from the state; not saved.
 	readLate int64 // Unix nanoseconds: a Run a start, kept small
@@ -427,7 +442,7 @@ func (t *Tracker) restoreJob(name string, j *job, sj *SavedJob, configured bool,
 	slices.SortFunc(j.runs.open, compareRuns)
 	j.runs.abandonQuiet = 0
 	j.decided = sj.DecidedUntil
-	j.held.list, j.held.declining = j.held.list[:0], 0
+	j.held.reset()
 	for i := range sj.Pending {
 		ev := sj.Pending[i].Event
 		ev.Job = name // the state holds a job's records without their job's name

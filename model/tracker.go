@@ -20,10 +20,6 @@ type JobSpec struct {
 	Grace    time.Duration
 	Timeout  time.Duration // 0: runs are never closed for age
 	// MinDuration: a run that succeeds in less did nothing (TooShort).
-	// Persistent: a systemd timer with Persistent=, which runs an elapse
-	// missed while the host was off (or the timer stopped) at once, late:
-	// that run is the last missed elapse's (missedCutoff, attribute).
-	Persistent    bool
 	MinDuration   time.Duration
 	Scope         string // "host" or "cluster"
 	StaleMultiple int
@@ -31,10 +27,14 @@ type JobSpec struct {
 	// timeout, is closed as lost this long after its start when nothing
 	// else says it is over (0: DefaultAbandonAfter; abandoned.go).
 	AbandonAfter time.Duration
+	// Persistent: a systemd timer with Persistent=, which runs an elapse
+	// missed while the host was off (or the timer stopped) at once, late:
+	// that run is the last missed elapse's (missedCutoff, attribute).
 	// Discovered: host mode (discovery.watch) found the job on the host,
 	// and no job of the config names it. One that disappears is retired,
-	// not dropped (see Configure).
-	Discovered bool
+	// not dropped (see Configure). The two flags share a word: a JobView,
+	// which holds a spec, is then 288 bytes (a size class) rather than 320.
+	Persistent, Discovered bool
 	// Labels and AlertAfter are the config's labels: and alert_after:,
 	// kept for the collector and the status page (ownership.go).
 	Labels     map[string]string
@@ -173,6 +173,8 @@ func processAlive(pid int) bool {
 // dropped, but for discovered jobs (JobSpec.Discovered), which are retired:
 // no longer expected, their history kept until the retention
 // (SetRetiredRetention) has passed, and taken up again if they come back.
+// The tracker keeps jobs, its jobs' specs: the caller does not change them
+// afterwards.
 func (t *Tracker) Configure(jobs []JobSpec, sources []SourceSpec) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -330,9 +332,8 @@ type JobView struct {
 	// (eventtime.go); zero until the first decision. As of the job's last
 	// change: a job that only moves it on is not saved for that alone.
 	DecidedUntil time.Time
-	// ended are the job's latest ends, which the facts of Pending are
-	// checked against (Shown); facts memoises Shown.
-	ended []endedRun
+	// facts memoises Shown (nil: no record held, or a view not taken of
+	// a job).
 	facts *factsMemo
 }
 

@@ -201,7 +201,11 @@ func members[V any](o *jsonOut, name string, m map[string]V, write func(V)) {
 func appendEntry(b []byte, e *entry) ([]byte, error) {
 	o := &jsonOut{b: b}
 	o.open('{')
-	records(o, "jobs", e.Jobs, o.job)
+	if e.jobs != nil {
+		o.lazyJobs(e.jobs)
+	} else {
+		records(o, "jobs", e.Jobs, o.job)
+	}
 	o.strings("removed_jobs", e.RemovedJobs, true)
 	records(o, "sources", e.Sources, o.source)
 	o.strings("removed_sources", e.RemovedSources, true)
@@ -214,6 +218,27 @@ func appendEntry(b []byte, e *entry) ([]byte, error) {
 		return b, fmt.Errorf("encoding state: %w", o.err)
 	}
 	return o.b, nil
+}
+
+// lazyJobs writes jobs as records writes a map of them, omitted when
+// empty.
+func (o *jsonOut) lazyJobs(jobs *lazyJobs) {
+	if len(jobs.names) == 0 {
+		return
+	}
+	o.key("jobs")
+	o.open('{')
+	for _, n := range jobs.names {
+		o.elem()
+		o.str(n)
+		o.b = append(o.b, ':')
+		if r := jobs.record(n); r != nil {
+			o.job(r)
+		} else {
+			o.b, o.comma = append(o.b, "null"...), true
+		}
+	}
+	o.close('}')
 }
 
 func (o *jsonOut) job(r *jobRecord) {

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/jobwatch/jobwatch/model"
 )
 
 // TestEncodeAsMarshal: appendEntry writes json.Marshal's bytes for entries
@@ -48,6 +52,12 @@ func checkEncode(t *testing.T, e *entry) {
 	}
 	if !bytes.Equal(got[len("prefix"):], want) {
 		t.Fatalf("appendEntry differs from json.Marshal:\n got %s\nwant %s", got[len("prefix"):], want)
+	}
+	// The same jobs made as they are written (a save's entry).
+	lazy := *e
+	lazy.Jobs, lazy.jobs = nil, &lazyJobs{names: slices.Sorted(maps.Keys(e.Jobs)), record: func(n string) *jobRecord { return e.Jobs[n] }}
+	if got, err := appendEntry(nil, &lazy); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("appendEntry of jobs made as written differs from json.Marshal (err %v):\n got %s\nwant %s", err, got, want)
 	}
 }
 
@@ -114,6 +124,9 @@ func fill(r *rand.Rand, v reflect.Value, depth int) {
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
+			if f := v.Type().Field(i); !f.IsExported() && !f.Anonymous {
+				continue // entry.jobs: checkEncode writes Jobs through it
+			}
 			fill(r, v.Field(i), depth+1)
 		}
 	default:
@@ -148,4 +161,56 @@ func BenchmarkEncodeEntry(b *testing.B) {
 			json.Marshal(e)
 		}
 	})
+}
+
+// TestRecordFilledAgain: a record filled for one job and then for another
+// (as a save writes its jobs, through one record) is written as a new
+// record of the second, whatever the first held.
+func TestRecordFilledAgain(t *testing.T) {
+	snap := appendFrame(nil, must(json.Marshal(header{Format: formatName, Version: Version, Kind: "snapshot", Generation: 1})))
+	snap = appendFrame(snap, []byte(`{"jobs":{`+
+		`"full":{"first_watched":"2026-11-30T10:00:00Z","last_duration":2,"last_exit_code":1,"runs":{"success":2,"failure":1},`+
+		`"skips":3,"skips_by_reason":{"lock_held":1,"other":1,"maintenance_window":1},"lock_lost":{"redis":1},"duplicates":{"same_host":1},`+
+		`"durations":{"counts":[1,2],"sum":3,"count":3},"lost_runs":[{"run_id":"a"},{"host":"h","pid":3}],`+
+		`"recent_slots":[{"slot":"2026-11-30T10:00:00Z","hosts":["h1","h2"]}],"sources":["runs"],`+
+		`"open":[{"key":{"run_id":"r"},"run_id":"r","start":"2026-11-30T10:00:00Z","source":"runs"},{"key":{"host":"h","pid":4},"host":"h","pid":4,"start":"2026-11-30T10:01:00Z","source":"runs"}],`+
+		`"recent":[{"start":"2026-11-30T09:00:00Z","end":"2026-11-30T09:00:02Z","result":"success","duration_seconds":2},{"end":"2026-11-30T09:30:00Z","result":"skipped","reason":"lock_held"}],`+
+		`"duration_history":[2,1],"pending":[{"source":"runs","time":"2026-11-30T10:02:00Z","kind":"start","host":"web1","pid":2},{"kind":"end","result":"success","exit_code":0,"as_before":true}]},`+
+		`"bare":{"first_watched":"2026-11-30T10:00:00Z"},`+
+		`"one":{"first_watched":"2026-11-30T10:00:00Z","runs":{"timeout":1},"recent":[{"end":"2026-11-30T09:00:00Z","result":"timeout"}],"pending":[{"source":"runs","time":"2026-11-30T10:03:00Z","kind":"skip","host":"web2"}]}`+
+		`},"end":true}`))
+	st := &model.Snapshot{Jobs: map[string]model.SavedJob{}, Sources: map[string]*model.SourceState{}}
+	if _, err := readSnapshot(snap, st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Jobs) != 3 {
+		t.Fatalf("read %d jobs, want 3", len(st.Jobs))
+	}
+	views := map[string]*model.JobView{}
+	for n, j := range st.Jobs {
+		views[n] = &model.JobView{JobState: &j.JobState, History: j.History, Open: j.Open, Pending: j.Pending, DecidedUntil: j.DecidedUntil}
+	}
+	encode := func(r *jobRecord) string {
+		o := &jsonOut{}
+		o.job(r)
+		return string(o.b)
+	}
+	for first, a := range views {
+		for second, b := range views {
+			for _, prev := range []*model.JobView{nil, a} {
+				var scratch jobRecord
+				scratch.fill(a, nil)
+				if got, want := encode(scratch.fill(b, prev)), encode(jobToRecord(b, prev)); got != want {
+					t.Errorf("%s after %s (prev %v): got\n%s\nwant\n%s", second, first, prev != nil, got, want)
+				}
+			}
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
