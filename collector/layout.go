@@ -80,7 +80,7 @@ func newLayout(format int) layout {
 			// A series per kind appears once it counts: one of each.
 			SkipCounts: [4]uint64{1}, LockLostCounts: [2]uint64{1}, DupCounts: [3]uint64{1},
 			Overlaps: 1, Missed: 1, Unexpected: 1, ConsecutiveMissed: 1,
-			Pauses: model.Pauses{Unjudged: [3]uint64{1}, PauseEnded: t},
+			Pauses: &model.Pauses{Unjudged: [3]uint64{1}, PauseEnded: t},
 		},
 		History: model.History{DurationHistory: []float64{1}},
 		Open:    []model.Run{{Host: "h", PID: 1, Start: t}},

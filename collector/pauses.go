@@ -25,8 +25,9 @@ func (e *jobSeries) pauses(j *model.JobView) {
 	if j.Retired.IsZero() && pausable(j) {
 		e.gauge(pausedDesc, boolFloat(j.Pauses.Why() != ""))
 	}
+	counts := j.Pauses.UnjudgedCounts()
 	for _, i := range unjudgedOrder() {
-		if n := j.Pauses.Unjudged[i]; n > 0 { // appears when it first counts, as skips do
+		if n := counts[i]; n > 0 { // appears when it first counts, as skips do
 			e.counterBy(unjudgedDesc, n, model.UnjudgedReasons[i])
 		}
 	}
@@ -38,5 +39,5 @@ func (e *jobSeries) pauses(j *model.JobView) {
 // since the state began (a pause in force, or the end of one, saved).
 // Most jobs never are, and a series of zeros each was 45 bytes a job.
 func pausable(j *model.JobView) bool {
-	return len(j.Spec.Maintenance) > 0 || j.Pauses.Why() != "" || !j.Pauses.PauseEnded.IsZero()
+	return len(j.Spec.Maintenance) > 0 || j.Pauses.Why() != "" || !j.Pauses.Ended().IsZero()
 }

@@ -38,7 +38,9 @@ var UnjudgedReasons = []string{UnjudgedPaused, UnjudgedMaintenance, UnjudgedUnkn
 // (a source down) keeps the latest.
 const maxExcused = 16
 
-// Pauses are a job's pauses and what they left unjudged (JobState.Pauses).
+// Pauses are a job's pauses and what they left unjudged (JobState.Pauses:
+// nil for a job never paused nor in a window, as most are). The reading
+// methods take a nil Pauses as none.
 type Pauses struct {
 	// Pause is the operator's pause in force (zero From: none).
 	Pause Pause
@@ -93,6 +95,8 @@ var ErrNotPaused = errors.New("job is not paused")
 // opens and closes windows, at each reap (Tracker.Reap).
 func (p *Pauses) Why() string {
 	switch {
+	case p == nil:
+		return ""
 	case !p.Pause.From.IsZero():
 		return UnjudgedPaused
 	case !p.MaintenanceUntil.IsZero():
@@ -104,6 +108,9 @@ func (p *Pauses) Why() string {
 // Until is when the pause or window in force ends; zero when not known
 // (until resumed, or until healthy) or when the job is not paused.
 func (p *Pauses) Until() time.Time {
+	if p == nil {
+		return time.Time{}
+	}
 	if !p.Pause.From.IsZero() {
 		return p.Pause.Until
 	}
@@ -114,10 +121,48 @@ func (p *Pauses) Until() time.Time {
 // included.
 func (p *Pauses) UnjudgedByReason() map[string]uint64 {
 	m := make(map[string]uint64, len(UnjudgedReasons))
+	counts := p.UnjudgedCounts()
 	for i, r := range UnjudgedReasons {
-		m[r] = p.Unjudged[i]
+		m[r] = counts[i]
 	}
 	return m
+}
+
+// UnjudgedCounts are Unjudged, zeros when p is nil.
+func (p *Pauses) UnjudgedCounts() [3]uint64 {
+	if p == nil {
+		return [3]uint64{}
+	}
+	return p.Unjudged
+}
+
+// Ended is PauseEnded, zero when p is nil.
+func (p *Pauses) Ended() time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return p.PauseEnded
+}
+
+// clone is a deep copy of p (nil stays nil).
+func (p *Pauses) clone() *Pauses {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Excused = slices.Clone(p.Excused)
+	return &c
+}
+
+// ownPauses is j's Pauses to change, made when it has none. The caller
+// has called job.own: the state's copy (cloneSharingDurations) copied the
+// Pauses too, so a saved view never sees the change. A function, not a
+// method: job has its methods' fill (internal/layering).
+func ownPauses(j *JobState) *Pauses {
+	if j.Pauses == nil {
+		j.Pauses = &Pauses{}
+	}
+	return j.Pauses
 }
 
 // windowAt is the end of the job's maintenance window open at t, zero when
@@ -140,6 +185,12 @@ func (s *JobSpec) windowAt(t time.Time) time.Time {
 // missed, of a job with spec: the index in UnjudgedReasons, or -1 when it
 // is missed.
 func (p *Pauses) unjudgedAt(spec *JobSpec, t time.Time) int {
+	if p == nil {
+		if !spec.windowAt(t).IsZero() {
+			return 1
+		}
+		return -1
+	}
 	if pp := p.Pause; !pp.From.IsZero() && !t.Before(pp.From) && (pp.Until.IsZero() || t.Before(pp.Until)) {
 		return 0
 	}
@@ -168,7 +219,7 @@ func (p *Pauses) excuse(s Span) {
 // prune drops the spans whose every slot is decided: those that end by
 // checked (JobState.SlotsCheckedUntil).
 func (p *Pauses) prune(checked time.Time) {
-	if len(p.Excused) > 0 && !checked.IsZero() {
+	if p != nil && len(p.Excused) > 0 && !checked.IsZero() {
 		p.Excused = slices.DeleteFunc(p.Excused, func(s Span) bool { return !checked.Before(s.Until) })
 	}
 }
@@ -188,7 +239,7 @@ func (p *Pauses) end(end time.Time) {
 
 // healthy ends a pause until healthy at a success that ended at end.
 func (p *Pauses) healthy(end time.Time) {
-	if p.Pause.UntilHealthy && !end.Before(p.Pause.From) {
+	if p != nil && p.Pause.UntilHealthy && !end.Before(p.Pause.From) {
 		p.end(end)
 	}
 }
@@ -209,11 +260,12 @@ func (t *Tracker) Pause(name string, p Pause) (Pause, error) {
 		return Pause{}, fmt.Errorf("pause until %s: that is not in the future", p.Until.Format(time.RFC3339))
 	}
 	j.own()
+	own := ownPauses(j.JobState)
 	p.From = now
-	if !j.Pauses.Pause.From.IsZero() {
-		p.From = j.Pauses.Pause.From
+	if !own.Pause.From.IsZero() {
+		p.From = own.Pause.From
 	}
-	j.Pauses.Pause = p
+	own.Pause = p
 	j.ConsecutiveMissed = 0
 	t.log.markJob(j) // logged by the caller, with who asked (status.AdminHandler)
 	return p, nil
@@ -227,7 +279,7 @@ func (t *Tracker) Resume(name string) error {
 	if j == nil || !j.Retired.IsZero() {
 		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
-	if j.Pauses.Pause.From.IsZero() {
+	if j.Pauses.Why() != UnjudgedPaused {
 		return fmt.Errorf("%w: %q", ErrNotPaused, name)
 	}
 	j.own()
@@ -240,22 +292,26 @@ func (t *Tracker) Resume(name string) error {
 // jobs' maintenance windows, at now; Tracker.Reap calls it.
 func keepPauses(jobs map[string]*job, log *changeLog, logger *slog.Logger, now time.Time) {
 	for name, j := range jobs {
-		if j.Pauses.Pause.From.IsZero() && j.Pauses.MaintenanceUntil.IsZero() && len(j.spec.Maintenance) == 0 {
+		if j.Pauses == nil && len(j.spec.Maintenance) == 0 {
 			continue
 		}
-		if p := j.Pauses.Pause; !p.From.IsZero() && !p.Until.IsZero() && !now.Before(p.Until) {
+		if p := j.Pauses; p != nil && !p.Pause.From.IsZero() && !p.Pause.Until.IsZero() && !now.Before(p.Pause.Until) {
+			until := p.Pause.Until
 			j.own()
-			j.Pauses.end(p.Until)
+			j.Pauses.end(until)
 			log.markJob(j)
-			logger.Info("job's pause ended", "job", name, "until", p.Until)
+			logger.Info("job's pause ended", "job", name, "until", until)
 		}
 		end := j.spec.windowAt(now)
-		p := &j.Pauses
-		if end.Equal(p.MaintenanceUntil) {
+		var open time.Time
+		if j.Pauses != nil {
+			open = j.Pauses.MaintenanceUntil
+		}
+		if end.Equal(open) {
 			continue
 		}
 		j.own()
-		p = &j.Pauses // the job's own copy
+		p := ownPauses(j.JobState) // the job's own copy
 		if end.IsZero() {
 			// The window closed: staleness counts from its end.
 			closed := p.MaintenanceUntil
@@ -285,7 +341,7 @@ func excuseDowntime(jobs map[string]*job, sources map[string]*source, written, n
 			continue
 		}
 		j.own()
-		j.Pauses.excuse(Span{From: written.Add(-j.spec.Grace), Until: now, Reason: UnjudgedUnknown})
+		ownPauses(j.JobState).excuse(Span{From: written.Add(-j.spec.Grace), Until: now, Reason: UnjudgedUnknown})
 	}
 }
 

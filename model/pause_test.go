@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -221,8 +222,8 @@ func TestDowntimeIsUnknownForCheckins(t *testing.T) {
 			r.tr.SetHealth(tc.src.Name, true, nil)
 			r.until(12*time.Minute, ran, nil)
 			v := r.view()
-			if v.Missed != tc.missed || v.Pauses.Unjudged[2] != tc.unk {
-				t.Errorf("missed %d, unknown %d; want %d, %d", v.Missed, v.Pauses.Unjudged[2], tc.missed, tc.unk)
+			if v.Missed != tc.missed || v.Pauses.UnjudgedCounts()[2] != tc.unk {
+				t.Errorf("missed %d, unknown %d; want %d, %d", v.Missed, v.Pauses.UnjudgedCounts()[2], tc.missed, tc.unk)
 			}
 		})
 	}
@@ -270,5 +271,70 @@ func TestPauseForgivesMissedRunsInARow(t *testing.T) {
 	})
 	if v := r.view(); v.Missed != 2 || v.Pauses.Unjudged[0] != 4 {
 		t.Errorf("missed %d, unjudged %v; want the 2 before the pause, 4 in it", v.Missed, v.Pauses.Unjudged)
+	}
+}
+
+// A view shares its job's state and so its Pauses: each change of them
+// (a pause, a resume, a pause's end, a window opening and closing, slots
+// unjudged, spans pruned) is made on the job's own copy, and every view
+// taken before keeps the pauses it had.
+func TestSavedViewsKeepTheirPauses(t *testing.T) {
+	hourly, err := schedule.ParseCron("5 * * * *", time.UTC, schedule.Debian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newPauseRig(t, JobSpec{Maintenance: []Window{{Schedule: hourly, Duration: 3 * time.Minute}}}, runLog())
+	type taken struct {
+		at   time.Duration
+		v    *JobView
+		dump string
+	}
+	dump := func(v *JobView) string {
+		b, err := json.Marshal(v.Pauses)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	var views []taken
+	save := func() {
+		if c := r.tr.Changes(); c != nil && c.Jobs["job"] != nil {
+			v := c.Jobs["job"]
+			views = append(views, taken{r.clock.now.Sub(t0), v, dump(v)})
+		}
+		v := r.view()
+		views = append(views, taken{r.clock.now.Sub(t0), &v, dump(&v)})
+	}
+	ran := between(2, 10)
+	r.until(90*time.Second, ran, save)
+	if _, err := r.tr.Pause("job", Pause{Until: at(3 * time.Minute), Reason: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	save()
+	if _, err := r.tr.Pause("job", Pause{Until: at(4 * time.Minute), Reason: "longer"}); err != nil {
+		t.Fatal(err)
+	}
+	save()
+	r.until(9*time.Minute, ran, save) // the pause ends at 4:00, the window is open from 5:00 to 8:00
+	if _, err := r.tr.Pause("job", Pause{Reason: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	save()
+	r.until(10*time.Minute, ran, save)
+	if err := r.tr.Resume("job"); err != nil {
+		t.Fatal(err)
+	}
+	save()
+	r.until(13*time.Minute, ran, save)
+	for _, v := range views {
+		if got := dump(v.v); got != v.dump {
+			t.Errorf("the view taken at %s changed:\n was %s\n now %s", v.at, v.dump, got)
+		}
+	}
+	if v := r.view(); v.Pauses.Unjudged[0] == 0 || v.Pauses.Unjudged[1] == 0 || v.Pauses.PauseEnded.IsZero() {
+		t.Errorf("pauses %+v: the steps did not make the changes they are for", v.Pauses)
+	}
+	if len(views) == 0 || views[0].v.Pauses != nil {
+		t.Errorf("a job never paused has pauses: %+v", views[0].v.Pauses)
 	}
 }

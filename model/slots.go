@@ -187,8 +187,11 @@ func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
 	tally := j.missedUntil(sched, until)
 	j.Missed += tally.missed
 	j.ConsecutiveMissed += tally.missed
-	for i, n := range tally.unjudged {
-		j.Pauses.Unjudged[i] += n
+	if tally.unjudged != [3]uint64{} {
+		p := ownPauses(j.JobState)
+		for i, n := range tally.unjudged {
+			p.Unjudged[i] += n
+		}
 	}
 	j.SlotsCheckedUntil = tally.checked
 	j.Pauses.prune(j.SlotsCheckedUntil)

@@ -30,8 +30,8 @@ type JobState struct {
 	LastUnknownStart time.Time
 	LastDuration     float64
 	LastExitCode     int
-	// The flags are together: a JobState then fits 768 bytes (a size
-	// class) rather than 896, and a job has up to three of them while it
+	// The flags are together: a JobState then fits 640 bytes (a size
+	// class) rather than 768, and a job has up to three of them while it
 	// is saved.
 	HasLastDuration bool
 	HasLastExitCode bool
@@ -87,8 +87,9 @@ type JobState struct {
 	// then at the earliest, not from a success before it was retired.
 	Resumed time.Time
 	// Pauses: the job's pause in force and what pauses left unjudged
-	// (pause.go).
-	Pauses Pauses
+	// (pause.go); nil while it has none, as most jobs: the Pauses were a
+	// fifth of a JobState's bytes.
+	Pauses *Pauses
 }
 
 // History is a job's latest runs and durations: Recent are the latest
@@ -119,7 +120,7 @@ func (j *JobState) cloneSharingDurations() *JobState {
 	c.SkipsDeclared = maps.Clone(j.SkipsDeclared)
 	c.LostRuns = slices.Clone(j.LostRuns)
 	c.Sources = slices.Clone(j.Sources)
-	c.Pauses.Excused = slices.Clone(j.Pauses.Excused)
+	c.Pauses = j.Pauses.clone()
 	if j.RecentSlots != nil {
 		c.RecentSlots = make([]SlotRuns, len(j.RecentSlots))
 		for i, rs := range j.RecentSlots {

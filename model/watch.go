@@ -96,8 +96,8 @@ func (j *JobView) Watch(now time.Time) Watch {
 // pausedRef is what staleness counts from at the earliest, for a pause:
 // the end of the pause in force (paused), else when the last one ended.
 func pausedRef(j *JobView, paused bool) time.Time {
-	if end := j.Pauses.Until(); paused && end.After(j.Pauses.PauseEnded) {
+	if end := j.Pauses.Until(); paused && end.After(j.Pauses.Ended()) {
 		return end
 	}
-	return j.Pauses.PauseEnded
+	return j.Pauses.Ended()
 }

@@ -32,8 +32,11 @@ type spanRecord struct {
 	Reason string    `json:"reason"`
 }
 
-// pausedToRecord converts a job's pauses.
+// pausedToRecord converts a job's pauses (nil: none).
 func pausedToRecord(p *model.Pauses) pausedRecord {
+	if p == nil {
+		return pausedRecord{}
+	}
 	r := pausedRecord{MaintenanceUntil: p.MaintenanceUntil, PauseEnded: p.PauseEnded}
 	if !p.Pause.From.IsZero() {
 		r.Pause = &pauseRecord{From: p.Pause.From, Until: p.Pause.Until, UntilHealthy: p.Pause.UntilHealthy, Reason: p.Pause.Reason}
@@ -52,10 +55,11 @@ func pausedToRecord(p *model.Pauses) pausedRecord {
 	return r
 }
 
-// toModel converts the record back; a span or count of a reason this
-// version does not know is dropped.
-func (r *pausedRecord) toModel() model.Pauses {
-	p := model.Pauses{MaintenanceUntil: r.MaintenanceUntil, PauseEnded: r.PauseEnded}
+// toModel converts the record back, nil when it holds none (the model's
+// Pauses of most jobs); a span or count of a reason this version does not
+// know is dropped.
+func (r *pausedRecord) toModel() *model.Pauses {
+	p := &model.Pauses{MaintenanceUntil: r.MaintenanceUntil, PauseEnded: r.PauseEnded}
 	if r.Pause != nil && !r.Pause.From.IsZero() {
 		p.Pause = model.Pause{From: r.Pause.From, Until: r.Pause.Until, UntilHealthy: r.Pause.UntilHealthy, Reason: r.Pause.Reason}
 	}
@@ -66,6 +70,9 @@ func (r *pausedRecord) toModel() model.Pauses {
 	}
 	for i, reason := range model.UnjudgedReasons {
 		p.Unjudged[i] = r.Unjudged[reason]
+	}
+	if p.Pause.From.IsZero() && p.MaintenanceUntil.IsZero() && p.PauseEnded.IsZero() && p.Excused == nil && p.Unjudged == [3]uint64{} {
+		return nil
 	}
 	return p
 }

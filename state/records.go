@@ -364,7 +364,7 @@ func (r *jobRecord) fill(v, prev *model.JobView) *jobRecord {
 		Sources:      j.Sources,
 		LockTTL:      j.LockTTL.Seconds(),
 		DecidedUntil: v.DecidedUntil, Discovered: j.Discovered, Retired: j.Retired, Resumed: j.Resumed,
-		pausedRecord: pausedToRecord(&j.Pauses),
+		pausedRecord: pausedToRecord(j.Pauses),
 		Runs:         keep.Runs, SkipsByReason: keep.SkipsByReason, LockLost: keep.LockLost, Duplicates: keep.Duplicates,
 		LostRuns: keep.LostRuns, RecentSlots: keep.RecentSlots, Open: keep.Open, Recent: keep.Recent, RecentAdded: keep.RecentAdded,
 	}
