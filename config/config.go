@@ -204,7 +204,7 @@ func parse(r io.Reader, dir string) (*Config, error) {
 
 func (c *Config) decodeJobs(nodes []yaml.Node, checkLabel func(string) error) []error {
 	var errs []error
-	seen := map[string]int{} // name -> line
+	seen := map[string]int{}                 // name -> line
 	c.Jobs = slices.Grow(c.Jobs, len(nodes)) // kept as long as the config: no room to spare
 	for i := range nodes {
 		var j Job
