@@ -209,13 +209,7 @@ func TestKeepJobsOfGoneDirectories(t *testing.T) {
 				if got, err := HostConfig(next, nil, ""); err != nil || !bytes.Equal(got, want) {
 					t.Errorf("read %d: host config (%v) differs from the read before's:\n%s\nwant\n%s", read, err, got, want)
 				}
-				var noted []string
-				for _, f := range Check(next, Options{}) {
-					if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
-						noted = append(noted, f.File)
-					}
-				}
-				if !slices.Equal(noted, tc.noted) {
+				if noted := notedGone(next); !slices.Equal(noted, tc.noted) {
 					t.Errorf("read %d: noted gone %v, want %v", read, noted, tc.noted)
 				}
 				h = next
@@ -365,18 +359,7 @@ func readWithoutDAC(t *testing.T, root string) *Host {
 // keep for it and noted nothing (exporter's
 // TestHostModeKeepsJobsOfGoneDirectories/empty_root, once beside stress-ng).
 func TestKeepJobsOfDirectoryGoneDuringRead(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "root")
-	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
-		t.Fatal(err)
-	}
-	prev, err := Read(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := HostConfig(prev, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, prev, want := exampleHost(t)
 	away := t.TempDir()
 	if err := os.Rename(filepath.Join(root, "etc"), filepath.Join(away, "etc")); err != nil {
 		t.Fatal(err)
@@ -395,13 +378,7 @@ func TestKeepJobsOfDirectoryGoneDuringRead(t *testing.T) {
 	if got, err := HostConfig(h, nil, ""); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("host config (%v) differs from the read before's:\n%s\nwant\n%s", err, got, want)
 	}
-	var noted []string
-	for _, f := range Check(h, Options{}) {
-		if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
-			noted = append(noted, f.File)
-		}
-	}
-	if want := []string{"/etc", "/var/spool/cron/crontabs"}; !slices.Equal(noted, want) {
+	if noted, want := notedGone(h), []string{"/etc", "/var/spool/cron/crontabs"}; !slices.Equal(noted, want) {
 		t.Errorf("noted gone %v, want %v", noted, want)
 	}
 }
@@ -411,18 +388,7 @@ func TestKeepJobsOfDirectoryGoneDuringRead(t *testing.T) {
 // notes the directories gone. (A read that counted a directory gone by
 // its end as never there left the next one nothing to keep for it.)
 func TestKeepJobsOfDirectoryGoneAfterRead(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "root")
-	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
-		t.Fatal(err)
-	}
-	prev, err := Read(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := HostConfig(prev, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, prev, want := exampleHost(t)
 	away := t.TempDir()
 	h, err := read(root, false, &readHooks{filesRead: func() {
 		for _, d := range []string{"etc", "var"} {
@@ -445,13 +411,7 @@ func TestKeepJobsOfDirectoryGoneAfterRead(t *testing.T) {
 	if got, err := HostConfig(next, nil, ""); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("host config (%v) differs from the first read's:\n%s\nwant\n%s", err, got, want)
 	}
-	var noted []string
-	for _, f := range Check(next, Options{}) {
-		if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
-			noted = append(noted, f.File)
-		}
-	}
-	if want := []string{"/etc", "/var/spool/cron/crontabs"}; !slices.Equal(noted, want) {
+	if noted, want := notedGone(next), []string{"/etc", "/var/spool/cron/crontabs"}; !slices.Equal(noted, want) {
 		t.Errorf("noted gone %v, want %v", noted, want)
 	}
 }
@@ -478,4 +438,33 @@ func TestTimerGraceCoversStartLatency(t *testing.T) {
 	if g := h.Jobs[0].Grace(); g < seen+time.Second {
 		t.Errorf("grace %v, want room beyond the %v a start was seen late on a loaded host", g, seen)
 	}
+}
+
+// exampleHost copies testdata/example to a root of its own and reads it:
+// the root, the read and its host config.
+func exampleHost(t *testing.T) (root string, h *Host, config []byte) {
+	t.Helper()
+	root = filepath.Join(t.TempDir(), "root")
+	if err := os.CopyFS(root, os.DirFS("testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Read(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config, err = HostConfig(h, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	return root, h, config
+}
+
+// notedGone are the files of h's findings of a directory gone.
+func notedGone(h *Host) []string {
+	var noted []string
+	for _, f := range Check(h, Options{}) {
+		if f.Kind == KindUnreadable && strings.Contains(f.Message, "is gone") {
+			noted = append(noted, f.File)
+		}
+	}
+	return noted
 }

@@ -155,7 +155,13 @@ func (j *JobState) LockLost() map[string]uint64 {
 
 // countsOf is the non-zero counts of names and of more, by name.
 func countsOf(names []string, counts []uint64, more map[string]uint64) map[string]uint64 {
-	var m map[string]uint64
+	return CountsInto(nil, names, counts, more)
+}
+
+// CountsInto puts the non-zero counts of names and of more into m (which
+// may be nil: made when one is non-zero), by name, as SkipsByReason and
+// LockLost have them; the saver fills one record's maps again and again.
+func CountsInto(m map[string]uint64, names []string, counts []uint64, more map[string]uint64) map[string]uint64 {
 	add := func(name string, n uint64) {
 		if n > 0 {
 			if m == nil {

@@ -368,8 +368,8 @@ func (r *jobRecord) fill(v, prev *model.JobView) *jobRecord {
 		Runs:         keep.Runs, SkipsByReason: keep.SkipsByReason, LockLost: keep.LockLost, Duplicates: keep.Duplicates,
 		LostRuns: keep.LostRuns, RecentSlots: keep.RecentSlots, Open: keep.Open, Recent: keep.Recent, RecentAdded: keep.RecentAdded,
 	}
-	r.SkipsByReason = countsInto(r.SkipsByReason, model.SkipReasons, j.SkipCounts[:], j.SkipsDeclared)
-	r.LockLost = countsInto(r.LockLost, model.LockLayers, j.LockLostCounts[:], nil)
+	r.SkipsByReason = model.CountsInto(r.SkipsByReason, model.SkipReasons, j.SkipCounts[:], j.SkipsDeclared)
+	r.LockLost = model.CountsInto(r.LockLost, model.LockLayers, j.LockLostCounts[:], nil)
 	r.Pending = appendHeldRecords(keep.Pending, v.Pending)
 	if j.HasLastDuration {
 		r.LastDuration = &j.LastDuration
@@ -424,26 +424,6 @@ func (r *jobRecord) fill(v, prev *model.JobView) *jobRecord {
 		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease, EndUnlogged: o.EndUnlogged})
 	}
 	return r
-}
-
-// countsInto puts the non-zero counts of names and of more into m (which
-// may be nil), by name, as JobState.SkipsByReason and LockLost have them.
-func countsInto(m map[string]uint64, names []string, counts []uint64, more map[string]uint64) map[string]uint64 {
-	add := func(name string, n uint64) {
-		if n > 0 {
-			if m == nil {
-				m = map[string]uint64{}
-			}
-			m[name] = n
-		}
-	}
-	for i, n := range counts {
-		add(names[i], n)
-	}
-	for name, n := range more {
-		add(name, n)
-	}
-	return m
 }
 
 // leaveOutUnchanged leaves out of r, a record that holds what its job
