@@ -53,7 +53,9 @@ func (v *JobView) Shown() *JobView {
 func (v *JobView) withFacts() *JobView {
 	s := v.scratch()
 	for i := range v.Pending {
-		s.fact(&v.Pending[i].Event)
+		ev := v.Pending[i].Event()
+		ev.Job = v.Spec.Name
+		s.fact(&ev)
 	}
 	out := *v
 	out.facts = nil
@@ -70,7 +72,7 @@ func (v *JobView) withFacts() *JobView {
 func (v *JobView) scratch() *job {
 	s := &job{spec: &v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
 	for i := range v.Pending {
-		if declines(&v.Pending[i].Event) {
+		if v.Pending[i].declines() {
 			s.held.declining++
 		}
 	}
