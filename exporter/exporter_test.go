@@ -96,6 +96,7 @@ func TestRunReloadAndRestart(t *testing.T) {
 		t.Fatalf("stats after reload: %v", got)
 	}
 	runs(t, e, "extra")
+	checkSettled(t, e)
 	// The source restarted by the reload goes on from its position.
 	f, _ := os.OpenFile(filepath.Join(dir, "runs.log"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"time":"2026-11-30T11:00:00Z","job":"stats","event":"end","host":"a","pid":2,"status":"failure"}` + "\n")
@@ -229,5 +230,17 @@ sources:
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], `source "offline-db"`) || strings.Contains(warnings[0], "secret") {
 		t.Fatalf("warnings %q; want one about offline-db, without its password", warnings)
+	}
+}
+
+// checkSettled fails unless e's running generation has let its decoded
+// jobs go, which the model's JobSpecs hold (generation.settle).
+func checkSettled(t *testing.T, e *Exporter) {
+	t.Helper()
+	e.mu.Lock()
+	g := e.running
+	e.mu.Unlock()
+	if g.cfg.Jobs != nil || g.base.Jobs != nil {
+		t.Errorf("the running generation keeps %d jobs of its config and %d of the file's", len(g.cfg.Jobs), len(g.base.Jobs))
 	}
 }
