@@ -70,7 +70,7 @@ func (v *JobView) withFacts() *JobView {
 // scratch is a job holding v's state, to apply facts to: its own copy of
 // everything a fact changes.
 func (v *JobView) scratch() *job {
-	s := &job{spec: &v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
+	s := &job{spec: v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
 	for i := range v.Pending {
 		if v.Pending[i].declines() {
 			s.held.declining++
