@@ -66,18 +66,16 @@ func (q *heldRecords) due(to time.Time) int {
 	return n
 }
 
-// release hands the first n records to apply, in their order, as records
-// of job, and lets them go: all of them, with the list's memory (most jobs
-// hold records only while a source catches up).
-func (q *heldRecords) release(n int, job string, apply func(ev *Event, source string)) {
+// release hands the first n records to apply, in their order, and lets
+// them go: all of them, with the list's memory (most jobs hold records
+// only while a source catches up).
+func (q *heldRecords) release(n int, apply func(h *Held)) {
 	if n == 0 {
 		return
 	}
 	for i := range q.list[:n] {
 		h := &q.list[i]
-		ev := h.Event()
-		ev.Job = job
-		apply(&ev, h.source)
+		apply(h)
 		if h.declines() {
 			q.declining--
 		}

@@ -163,7 +163,15 @@ func startSlots(j *job, sched schedule.Schedule) {
 // applyPending applies the job's first n pending records, in their order,
 // and lets them go.
 func (m *machine) applyPending(j *job, n int, now time.Time) {
-	j.held.release(n, j.spec.Name, func(ev *Event, source string) { m.decideRecord(j, ev, source, now) })
+	// One Event for every record, spelled out in place: apply keeps no
+	// pointer to it, and one made for each record was moved to the heap
+	// (70 MB of garbage in a catch-up of 300,000 records).
+	var ev Event
+	j.held.release(n, func(h *Held) {
+		ev = h.Event()
+		ev.Job = j.spec.Name
+		m.decideRecord(j, &ev, h.Source(), now)
+	})
 }
 
 // decideRecord applies a record its job's watermark has passed: the runs
