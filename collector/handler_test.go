@@ -584,7 +584,9 @@ func TestRenderMatchesReference(t *testing.T) {
 		v := *views[0]
 		st := *v.JobState // the view's own: the saved one is shared
 		v.JobState = &st
-		v.Spec.Name = fmt.Sprintf("special_%v", f)
+		spec := *v.Spec
+		spec.Name = fmt.Sprintf("special_%v", f)
+		v.Spec = &spec
 		v.LastDuration, v.HasLastDuration = f[0], true
 		v.Durations = model.Histogram{Sum: f[1], Count: 3e6, Counts: slices.Repeat([]uint64{uint64(f[2]) & 0xfffff}, len(model.DurationBuckets)+1)}
 		v.LastExitCode, v.HasLastExitCode = int(f[2]), true

@@ -73,7 +73,7 @@ var tables = sync.OnceFunc(func() {
 func newLayout(format int) layout {
 	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	v := &model.JobView{
-		Spec: model.JobSpec{Name: "x", Schedule: schedule.Every(time.Hour), Timeout: time.Minute, StaleMultiple: 2},
+		Spec: &model.JobSpec{Name: "x", Schedule: schedule.Every(time.Hour), Timeout: time.Minute, StaleMultiple: 2},
 		JobState: &model.JobState{
 			FirstWatched: t, LastStart: t, LastSuccess: t, LastFailure: t,
 			HasLastDuration: true, HasLastExitCode: true,

@@ -76,7 +76,9 @@ func protoTestViews(t *testing.T, now time.Time) []*model.JobView {
 		v := *views[0]
 		st := *v.JobState // the view's own: the saved one is shared
 		v.JobState = &st
-		v.Spec.Name = name
+		spec := *v.Spec // the view's own: the saved one is shared
+		spec.Name = name
+		v.Spec = &spec
 		change(&v)
 		views = append(views, &v)
 	}

@@ -96,6 +96,7 @@ func TestRunReloadAndRestart(t *testing.T) {
 		t.Fatalf("stats after reload: %v", got)
 	}
 	runs(t, e, "extra")
+	checkSettled(t, e)
 	// The source restarted by the reload goes on from its position.
 	f, _ := os.OpenFile(filepath.Join(dir, "runs.log"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"time":"2026-11-30T11:00:00Z","job":"stats","event":"end","host":"a","pid":2,"status":"failure"}` + "\n")
@@ -158,9 +159,10 @@ func TestJobSpecs(t *testing.T) {
 		{Name: "b", Scope: "host", StaleMultiple: 3, Labels: map[string]string{"team": "ops"}, AlertAfter: model.AlertAfter{Failures: 3}},
 	}
 	for i, j := range jobs {
-		j.Spec.Schedule = nil
-		if !reflect.DeepEqual(j.Spec, want[i]) {
-			t.Errorf("spec %d: %+v, want %+v", i, j.Spec, want[i])
+		spec := *j.Spec // a copy: the view shares the model's
+		spec.Schedule = nil
+		if !reflect.DeepEqual(spec, want[i]) {
+			t.Errorf("spec %d: %+v, want %+v", i, spec, want[i])
 		}
 	}
 }
@@ -229,5 +231,17 @@ sources:
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], `source "offline-db"`) || strings.Contains(warnings[0], "secret") {
 		t.Fatalf("warnings %q; want one about offline-db, without its password", warnings)
+	}
+}
+
+// checkSettled fails unless e's running generation has let its decoded
+// jobs go, which the model's JobSpecs hold (generation.settle).
+func checkSettled(t *testing.T, e *Exporter) {
+	t.Helper()
+	e.mu.Lock()
+	g := e.running
+	e.mu.Unlock()
+	if g.cfg.Jobs != nil || g.base.Jobs != nil {
+		t.Errorf("the running generation keeps %d jobs of its config and %d of the file's", len(g.cfg.Jobs), len(g.base.Jobs))
 	}
 }

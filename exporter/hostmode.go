@@ -59,7 +59,7 @@ func (e *Exporter) discoverOnce(g *generation) {
 	if !g.base.Discovery.Watch || bytes.Equal(s.host, g.host) {
 		return
 	}
-	next, err := e.prepareHost(g.base, g.text, s)
+	next, err := e.prepareRescan(g, s)
 	if err != nil {
 		e.discoveryFailed(err)
 		return
@@ -150,6 +150,26 @@ func (e *Exporter) p99() map[string]time.Duration {
 // prepareHost prepares the generation of base, the config file as loaded
 // (its text: text), with the host's jobs of s added when s has them.
 func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*generation, error) {
+	var names []string
+	if base.Discovery.Watch {
+		names = make([]string, len(base.Jobs))
+		for i := range base.Jobs {
+			names[i] = base.Jobs[i].Name
+		}
+	}
+	return e.prepareHostOf(base, names, text, s)
+}
+
+// prepareRescan prepares the generation of g's config file, as loaded, with
+// the host's jobs of s, in host mode: g is settled, without the file's
+// jobs, which s's config holds (s.host).
+func (e *Exporter) prepareRescan(g *generation, s *hostScan) (*generation, error) {
+	return e.prepareHostOf(g.base, g.configured, g.text, s)
+}
+
+// prepareHostOf is prepareHost, with configured the names of base's jobs
+// in host mode.
+func (e *Exporter) prepareHostOf(base *config.Config, configured []string, text []byte, s *hostScan) (*generation, error) {
 	cfg := base
 	if s != nil && s.host != nil {
 		merged, err := s.config(e.opts.ConfigFile)
@@ -162,24 +182,25 @@ func (e *Exporter) prepareHost(base *config.Config, text []byte, s *hostScan) (*
 	if err != nil {
 		return nil, err
 	}
-	g.base, g.text = base, text
+	g.base, g.configured, g.text = base, configured, text
 	if s != nil && s.host != nil {
 		g.host, g.hostJobs, g.scanned = s.host, len(s.report.Unwatched), s.report.Host
-		markDiscovered(g.jobs, base)
+		markDiscovered(g.jobs, configured)
 	}
 	return g, nil
 }
 
-// markDiscovered marks the jobs host mode added to base, the config file
-// as loaded: when one disappears from the host it is retired, its history
-// kept, where a job of the file removed from it is dropped.
-func markDiscovered(jobs []model.JobSpec, base *config.Config) {
-	configured := make(map[string]bool, len(base.Jobs))
-	for _, j := range base.Jobs {
-		configured[j.Name] = true
+// markDiscovered marks the jobs host mode added to the config file as
+// loaded, whose jobs are named configured: when one disappears from the
+// host it is retired, its history kept, where a job of the file removed
+// from it is dropped.
+func markDiscovered(jobs []model.JobSpec, configured []string) {
+	inFile := make(map[string]bool, len(configured))
+	for _, name := range configured {
+		inFile[name] = true
 	}
 	for i := range jobs {
-		jobs[i].Discovered = !configured[jobs[i].Name]
+		jobs[i].Discovered = !inFile[jobs[i].Name]
 	}
 }
 

@@ -130,7 +130,7 @@ func TestChangesOfReloads(t *testing.T) {
 
 func TestMergeAndSavedWith(t *testing.T) {
 	v := func(name string, runs uint64) *JobView {
-		return &JobView{Spec: JobSpec{Name: name}, JobState: &JobState{RunCounts: [6]uint64{runs}}}
+		return &JobView{Spec: &JobSpec{Name: name}, JobState: &JobState{RunCounts: [6]uint64{runs}}}
 	}
 	full := &Changes{Full: true, Jobs: map[string]*JobView{"a": v("a", 1), "b": v("b", 1)}, Sources: map[string]*SourceView{"s": {Name: "s"}}}
 	s1 := (*Saved)(nil).With(full)

@@ -131,8 +131,7 @@ type Event struct {
 	Time time.Time
 	Job  string
 	Kind Kind
-	// The flags share Kind's word: an Event is then 232 bytes and a Held
-	// fits 256 (a size class) rather than 288.
+	// The flags share Kind's word: an Event is then 232 bytes.
 	//
 	// HasExitCode and HasDuration (End only): ExitCode and Duration are
 	// the record's.
@@ -182,13 +181,6 @@ type Event struct {
 	// its spool), for a reader of the source to fetch (OutputReader): it is
 	// saved in its place, so an output is written once, where it arrived.
 	OutputRef string
-}
-
-// Held is a record the model holds for its job's watermark, with the source
-// that handed it over.
-type Held struct {
-	Event
-	Source string
 }
 
 // Batch is what a source hands the tracker at once: events in the order they

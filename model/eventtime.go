@@ -300,7 +300,7 @@ func (w *watermarks) decidableBy(j *job, now time.Time, force bool) (time.Time, 
 	// Not while a source has not even started reading, in its first
 	// seconds: it may hold older records than any.
 	if force && len(j.held.list) > maxPending && someRead && (reported || !w.firstReading(now)) {
-		forced := j.held.list[len(j.held.list)-maxPending].Time
+		forced := j.held.list[len(j.held.list)-maxPending].Time()
 		if readMark.Before(forced) {
 			forced = readMark
 		}

@@ -53,7 +53,9 @@ func (v *JobView) Shown() *JobView {
 func (v *JobView) withFacts() *JobView {
 	s := v.scratch()
 	for i := range v.Pending {
-		s.fact(&v.Pending[i].Event)
+		ev := v.Pending[i].Event()
+		ev.Job = v.Spec.Name
+		s.fact(&ev)
 	}
 	out := *v
 	out.facts = nil
@@ -68,9 +70,9 @@ func (v *JobView) withFacts() *JobView {
 // scratch is a job holding v's state, to apply facts to: its own copy of
 // everything a fact changes.
 func (v *JobView) scratch() *job {
-	s := &job{spec: &v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
+	s := &job{spec: v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
 	for i := range v.Pending {
-		if declines(&v.Pending[i].Event) {
+		if v.Pending[i].declines() {
 			s.held.declining++
 		}
 	}

@@ -60,7 +60,7 @@ func (q *heldRecords) reset() {
 // due is how many of the first records are dated up to to.
 func (q *heldRecords) due(to time.Time) int {
 	n := 0
-	for n < len(q.list) && !q.list[n].Time.After(to) {
+	for n < len(q.list) && !q.list[n].Time().After(to) {
 		n++
 	}
 	return n
@@ -76,7 +76,7 @@ func (q *heldRecords) release(n int, apply func(h *Held)) {
 	for i := range q.list[:n] {
 		h := &q.list[i]
 		apply(h)
-		if declines(&h.Event) {
+		if h.declines() {
 			q.declining--
 		}
 	}
@@ -97,15 +97,25 @@ func (q *heldRecords) release(n int, apply func(h *Held)) {
 // once Apply has handed over its batch (sorted), not after each record: a
 // source that reads behind another puts most of its records before those
 // of the other, and moving those for each was most of a catch-up's cost.
-func (q *heldRecords) add(ev *Event, source string) {
-	h := Held{Event: *ev, Source: source}
+func (q *heldRecords) add(ev *Event, source string) { q.hold(NewHeld(ev, source)) }
+
+func (q *heldRecords) hold(h Held) {
 	if n := len(q.list); !q.unsorted && n > 0 && compareHeld(&h, &q.list[n-1]) < 0 {
 		q.unsorted, q.sortedLen = true, n
 	}
 	q.list = append(q.list, h)
-	if declines(ev) {
+	if h.declines() {
 		q.declining++
 	}
+}
+
+// restore holds a job's records as a saved state had them, reporting
+// whether it holds any; sort puts them in order.
+func (q *heldRecords) restore(held []Held) bool {
+	for _, h := range held {
+		q.hold(h)
+	}
+	return len(q.list) > 0
 }
 
 // sort puts the job's pending records in the order they are applied in:
@@ -156,21 +166,22 @@ func (q *heldRecords) declined(r *Run) bool {
 		return false // the common case: no such record held, nothing to look through
 	}
 	return slices.ContainsFunc(q.list, func(h Held) bool {
-		if !declines(&h.Event) || h.Time.Before(r.Start) {
+		if !h.declines() || h.Time().Before(r.Start) {
 			return false
 		}
-		if h.Kind == End {
-			return r.endedBy(&h.Event)
+		if h.kind == End {
+			ev := h.Event()
+			return r.endedBy(&ev)
 		}
-		return h.RunID == r.RunID
+		return h.runID == r.RunID
 	})
 }
 
 // endOf reports whether the end of r is among the job's records held for
 // its watermark: its process is gone because it ended.
 func (q *heldRecords) endOf(r *Run) bool {
-	return slices.ContainsFunc(q.list, func(ev Held) bool {
-		return ev.Kind == End && (runKey(ev.RunID, ev.Host, ev.PID) == r.Key() || ev.Host == r.Host && ev.PID == r.PID)
+	return slices.ContainsFunc(q.list, func(h Held) bool {
+		return h.kind == End && (runKey(h.runID, h.host, h.PID()) == r.Key() || h.host == r.Host && h.PID() == r.PID)
 	})
 }
 
@@ -223,13 +234,4 @@ func compareBool(a, b bool) int {
 		return -1
 	}
 	return 1
-}
-
-// compareHeld is compareEvents, then by source.
-func compareHeld(a, b *Held) int { return compareHeldTo(a, &b.Event, b.Source) }
-
-// compareHeldTo is compareHeld of a and the record ev of source, which is
-// not held (yet).
-func compareHeldTo(a *Held, ev *Event, source string) int {
-	return cmp.Or(compareEvents(&a.Event, ev), cmp.Compare(a.Source, source))
 }

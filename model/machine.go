@@ -128,7 +128,7 @@ func (m *machine) decide(j *job, to, now time.Time) (changed bool) {
 	}
 	j.decided = to // an equal to still applies records held at that instant
 	sched := j.calendar()
-	due := len(j.held.list) > 0 && !j.held.list[0].Time.After(to) ||
+	due := len(j.held.list) > 0 && !j.held.list[0].Time().After(to) ||
 		j.spec.Timeout > 0 && slices.ContainsFunc(j.runs.open, func(r *Run) bool { return m.timeoutDue(j, r, to) }) ||
 		m.abandonDue(j, to)
 	if !due && sched != nil {
@@ -163,7 +163,15 @@ func startSlots(j *job, sched schedule.Schedule) {
 // applyPending applies the job's first n pending records, in their order,
 // and lets them go.
 func (m *machine) applyPending(j *job, n int, now time.Time) {
-	j.held.release(n, func(h *Held) { m.decideRecord(j, &h.Event, h.Source, now) })
+	// One Event for every record, spelled out in place: apply keeps no
+	// pointer to it, and one made for each record was moved to the heap
+	// (70 MB of garbage in a catch-up of 300,000 records).
+	var ev Event
+	j.held.release(n, func(h *Held) {
+		ev = h.Event()
+		ev.Job = j.spec.Name
+		m.decideRecord(j, &ev, h.Source(), now)
+	})
 }
 
 // decideRecord applies a record its job's watermark has passed: the runs

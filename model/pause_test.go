@@ -213,7 +213,7 @@ func TestDowntimeIsUnknownForCheckins(t *testing.T) {
 			snap := r.tr.Snapshot()
 			snap.Written = r.clock.now
 			r.clock.now = at(9*time.Minute + 10*time.Second)
-			spec := r.view().Spec
+			spec := *r.view().Spec
 			r.tr = New(Options{Host: "here", Now: r.clock.Now, StartupHold: NoStartupHold})
 			r.tr.Configure([]JobSpec{spec}, []SourceSpec{tc.src})
 			if err := r.tr.Restore(snap); err != nil {
@@ -238,7 +238,7 @@ func TestPauseSurvivesRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := r.tr.Snapshot()
-	spec := r.view().Spec
+	spec := *r.view().Spec
 	r.tr = New(Options{Host: "here", Now: r.clock.Now, StartupHold: NoStartupHold})
 	r.tr.Configure([]JobSpec{spec}, []SourceSpec{runLog()})
 	if err := r.tr.Restore(snap); err != nil {

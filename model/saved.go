@@ -116,7 +116,7 @@ func (s *Saved) View() ([]JobView, []SourceView) {
 // (reapIndex.decidedOf): it shares the state, which j copies before it next
 // changes (own).
 func (j *job) view(decided time.Time) *JobView {
-	v := &JobView{Spec: *j.spec, JobState: j.JobState}
+	v := &JobView{Spec: j.spec, JobState: j.JobState}
 	j.shared.Store(true)
 	v.Recent, v.DurationHistory = j.history.recent.ordered(), j.history.durations.ordered()
 	v.Open = j.runs.sorted()

@@ -450,10 +450,7 @@ func (t *Tracker) restoreJob(name string, j *job, sj *SavedJob, configured bool,
 	j.runs.abandonQuiet = 0
 	j.decided = sj.DecidedUntil
 	j.held.reset()
-	for i := range sj.Pending {
-		ev := sj.Pending[i].Event
-		ev.Job = name // the state holds a job's records without their job's name
-		j.held.add(&ev, sj.Pending[i].Source)
+	if j.held.restore(sj.Pending) {
 		t.order.holding[j] = struct{}{}
 	}
 	j.held.sort()

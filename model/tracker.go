@@ -320,7 +320,10 @@ func (t *Tracker) Position(source string) json.RawMessage {
 // JobView is one job's state for rendering and saving. It is never
 // changed: the job's next change is made on a copy (job.own).
 type JobView struct {
-	Spec JobSpec
+	// Spec is the model's spec of the job, shared: never changed after
+	// Configure (see Configure), and not to be changed through a view. A
+	// pointer, not a copy: a copy was 152 bytes a job in every view.
+	Spec *JobSpec
 	*JobState
 	History
 	Open []Run // sorted by start time

@@ -188,7 +188,7 @@ func TestRecordFilledAgain(t *testing.T) {
 	}
 	views := map[string]*model.JobView{}
 	for n, j := range st.Jobs {
-		views[n] = &model.JobView{JobState: &j.JobState, History: j.History, Open: j.Open, Pending: j.Pending, DecidedUntil: j.DecidedUntil}
+		views[n] = &model.JobView{Spec: &model.JobSpec{Name: n}, JobState: &j.JobState, History: j.History, Open: j.Open, Pending: j.Pending, DecidedUntil: j.DecidedUntil}
 	}
 	encode := func(r *jobRecord) string {
 		o := &jsonOut{}

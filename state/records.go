@@ -122,17 +122,17 @@ type heldRecord struct {
 // appendHeldRecords appends a job's records held to rs, each of the same
 // run as the one before it written AsBefore.
 func appendHeldRecords(rs []heldRecord, held []model.Held) []heldRecord {
+	var b heldRecord // the record before, spelled out
 	for i := range held {
 		r := heldToRecord(&held[i])
-		if i > 0 {
-			b := &held[i-1]
-			if h := &held[i]; h.Source == b.Source && h.Host == b.Host && h.PID == b.PID && h.RunID == b.RunID {
-				r.AsBefore, r.Source, r.Host, r.PID, r.RunID = true, "", "", 0, ""
-				if h.Time.Equal(b.Time) && h.Time.Location() == b.Time.Location() {
-					r.Time = time.Time{}
-				}
+		next := r
+		if i > 0 && r.Source == b.Source && r.Host == b.Host && r.PID == b.PID && r.RunID == b.RunID {
+			r.AsBefore, r.Source, r.Host, r.PID, r.RunID = true, "", "", 0, ""
+			if r.Time.Equal(b.Time) && r.Time.Location() == b.Time.Location() {
+				r.Time = time.Time{}
 			}
 		}
+		b = next
 		rs = append(rs, r)
 	}
 	return rs
@@ -159,8 +159,9 @@ func heldToModel(rs []heldRecord) []model.Held {
 	return held
 }
 
-func heldToRecord(h *model.Held) heldRecord {
-	r := heldRecord{Source: h.Source, Time: h.Time, Kind: h.Kind.String(), Host: h.Host, PID: h.PID, RunID: h.RunID,
+func heldToRecord(held *model.Held) heldRecord {
+	h := held.Event()
+	r := heldRecord{Source: held.Source(), Time: h.Time, Kind: h.Kind.String(), Host: h.Host, PID: h.PID, RunID: h.RunID,
 		Result: string(h.Result), Reason: h.Reason, SkipLabel: h.SkipLabel, Lock: h.Lock, Holder: h.Holder,
 		HolderPID: h.HolderPID, LockTTL: h.LockTTL.Seconds(), Output: h.Output, OutputRef: h.OutputRef,
 		EndUnlogged: h.EndUnlogged}
@@ -184,9 +185,9 @@ func (r *heldRecord) toModel() (model.Held, bool) {
 	if !ok {
 		return model.Held{}, false
 	}
-	h := model.Held{Source: r.Source, Event: model.Event{Time: r.Time, Kind: kind, Host: r.Host, PID: r.PID, RunID: r.RunID,
+	h := model.Event{Time: r.Time, Kind: kind, Host: r.Host, PID: r.PID, RunID: r.RunID,
 		Reason: r.Reason, SkipLabel: r.SkipLabel, Lock: r.Lock, Holder: r.Holder, HolderPID: r.HolderPID,
-		LockTTL: lockTTL(r.LockTTL), Output: r.Output, OutputRef: r.OutputRef, EndUnlogged: r.EndUnlogged}}
+		LockTTL: lockTTL(r.LockTTL), Output: r.Output, OutputRef: r.OutputRef, EndUnlogged: r.EndUnlogged}
 	if kind == model.End {
 		res, ok := model.ParseStatus(r.Result)
 		if r.Result == string(model.Unknown) {
@@ -203,7 +204,7 @@ func (r *heldRecord) toModel() (model.Held, bool) {
 	if r.Duration != nil && *r.Duration >= 0 && *r.Duration < math.MaxInt64/1e9 {
 		h.Duration, h.HasDuration = time.Duration(math.Round(*r.Duration*1e9)), true
 	}
-	return h, true
+	return model.NewHeld(&h, r.Source), true
 }
 
 // recentRecord is one of a job's latest finished or skipped runs.

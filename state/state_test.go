@@ -755,14 +755,18 @@ func TestSaveOfManyJobsWritesSnapshot(t *testing.T) {
 // A record held for its job's watermark comes back as it was saved, every
 // field of it; one of a kind this version does not know is dropped.
 func TestHeldRecordsRoundTrip(t *testing.T) {
-	held := []model.Held{
-		{Source: "a", Event: model.Event{Time: time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC), Kind: model.Start, Host: "web1", PID: 7, RunID: "r1", LockTTL: 90 * time.Second}},
-		{Source: "b", Event: model.Event{Time: time.Date(2026, 11, 30, 10, 0, 40, 0, time.UTC), Kind: model.End, Host: "web1", PID: 7, RunID: "r1",
+	held := []struct {
+		source string
+		ev     model.Event
+	}{
+		{"a", model.Event{Time: time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC), Kind: model.Start, Host: "web1", PID: 7, RunID: "r1", LockTTL: 90 * time.Second}},
+		{"b", model.Event{Time: time.Date(2026, 11, 30, 10, 0, 40, 0, time.UTC), Kind: model.End, Host: "web1", PID: 7, RunID: "r1",
 			Result: model.Failure, ExitCode: 3, HasExitCode: true, Duration: 39876543210, HasDuration: true, Reason: "lock_lost", Output: "out"}},
-		{Source: "a", Event: model.Event{Time: time.Date(2026, 11, 30, 10, 1, 0, 0, time.UTC), Kind: model.Skip, Reason: "lock held", SkipLabel: "locked", Lock: "file", Holder: "web2", HolderPID: 9}},
-		{Source: "a", Event: model.Event{Time: time.Date(2026, 11, 30, 10, 2, 0, 0, time.UTC), Kind: model.LockLost, Lock: "redis", Reason: "key_gone"}},
+		{"a", model.Event{Time: time.Date(2026, 11, 30, 10, 1, 0, 0, time.UTC), Kind: model.Skip, Reason: "lock held", SkipLabel: "locked", Lock: "file", Holder: "web2", HolderPID: 9}},
+		{"a", model.Event{Time: time.Date(2026, 11, 30, 10, 2, 0, 0, time.UTC), Kind: model.LockLost, Lock: "redis", Reason: "key_gone"}},
 	}
-	for _, h := range held {
+	for _, tc := range held {
+		h := model.NewHeld(&tc.ev, tc.source)
 		r := heldToRecord(&h)
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -773,8 +777,8 @@ func TestHeldRecordsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, ok := back.toModel()
-		if !ok || !reflect.DeepEqual(got, h) {
-			t.Errorf("held record %s came back as %+v (ok %v), want %+v", b, got, ok, h)
+		if ev := got.Event(); !ok || !reflect.DeepEqual(ev, tc.ev) || got.Source() != tc.source {
+			t.Errorf("held record %s came back as %+v from %q (ok %v), want %+v", b, ev, got.Source(), ok, tc.ev)
 		}
 	}
 	for _, bad := range []heldRecord{{Kind: "exploded"}, {Kind: "end", Result: "lost"}} {
@@ -947,7 +951,8 @@ func TestLogRecordsLeaveOutWhatIsAsBefore(t *testing.T) {
 			j := st.Jobs["stats"]
 			var held []string
 			for _, h := range j.Pending {
-				held = append(held, fmt.Sprintf("%s %s %s %d %s", h.Kind, h.Source, h.Host, h.PID, h.Time.Format(time.TimeOnly)))
+				ev := h.Event()
+				held = append(held, fmt.Sprintf("%s %s %s %d %s", ev.Kind, h.Source(), ev.Host, ev.PID, ev.Time.Format(time.TimeOnly)))
 			}
 			got := fmt.Sprintf("%v %gs %v %d %v %s [%s]", j.Sources, j.LastDuration, j.HasLastDuration, j.LastExitCode, j.HasLastExitCode,
 				j.DecidedUntil.Format(time.RFC3339), strings.Join(held, "; "))

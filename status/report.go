@@ -266,7 +266,7 @@ func buildJob(v *model.JobView, now time.Time) Job {
 func heldEnds(held []model.Held) int {
 	n := 0
 	for i := range held {
-		if held[i].Kind == model.End {
+		if held[i].Kind() == model.End {
 			n++
 		}
 	}
