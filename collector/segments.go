@@ -157,7 +157,9 @@ func (c *cache) build(r *renderer, views []*model.JobView, at int, old *places, 
 	if r.entries == nil {
 		r.entries = make([]entry, segmentJobs)
 	}
-	s := &segment{views: views, data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
+	// Its own copy of the views: a piece of the update's slice of every
+	// job's view would keep all of it alive while the segment lives on.
+	s := &segment{views: slices.Clone(views), data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
 	// Where each job's bytes come from: an old segment or a new entry.
 	olds := make([]where, len(views))
 	news := make([]*entry, len(views))
