@@ -50,10 +50,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 
 	// jobwatch: a job that will go stale (period 2s, stale after 4s), one
 	// that will overlap, and one that stays healthy.
-	runLog := filepath.Join(dir, "runs.log")
-	testproc.WriteFile(t, runLog, "")
-	jwConfig := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, jwConfig, fmt.Sprintf(`stale_multiple: 2
+	jwConfig, runLog := runLogConfig(t, dir, `stale_multiple: 2
 labels: {team: e2e}
 jobs:
   - name: e2e_stale
@@ -62,16 +59,8 @@ jobs:
     every: 1h
   - name: e2e_fresh
     every: 1h
-sources:
-  - name: runs
-    type: runlog
-    path: %q
-    format: json
-`, runLog))
-	jwAddr := testproc.FreeAddr(t)
-	startProcess(t, "jobwatch", bin, "--config.file="+jwConfig, "--state.path="+filepath.Join(dir, "state"),
-		"--web.listen-address="+jwAddr)
-	waitHTTP(t, "jobwatch", "http://"+jwAddr+"/-/healthy")
+`)
+	jwAddr, _ := startJobwatch(t, bin, jwConfig, filepath.Join(dir, "state"))
 
 	amAddr := startAlertmanager(t, alertmanager, dir)
 	promAddr := startPrometheus(t, prometheus, dir, amAddr, fmt.Sprintf(`
@@ -219,6 +208,37 @@ func startProcess(t *testing.T, name, path string, args ...string) (stop func())
 		}
 	})
 	return stop
+}
+
+// runLogConfig writes dir/jobwatch.yml, the jobs (YAML, ending in a
+// newline) and a JSON run-log source, "runs", on dir/runs.log, which it
+// makes empty: the config's path and the log's.
+func runLogConfig(t *testing.T, dir, jobs string) (config, runLog string) {
+	t.Helper()
+	runLog = filepath.Join(dir, "runs.log")
+	testproc.WriteFile(t, runLog, "")
+	config = filepath.Join(dir, "jobwatch.yml")
+	testproc.WriteFile(t, config, jobs+fmt.Sprintf(`sources:
+  - name: runs
+    type: runlog
+    path: %q
+    format: json
+`, runLog))
+	return config, runLog
+}
+
+// startJobwatch starts jobwatch (bin) on config with its state in state
+// and flags, waits until it is healthy and returns its address and its
+// stop (startProcess). Its output, on failure, is named by the state's
+// directory.
+func startJobwatch(t *testing.T, bin, config, state string, flags ...string) (addr string, stop func()) {
+	t.Helper()
+	addr = testproc.FreeAddr(t)
+	name := "jobwatch " + filepath.Base(state)
+	stop = startProcess(t, name, bin, append([]string{"--config.file=" + config, "--state.path=" + state,
+		"--web.listen-address=" + addr}, flags...)...)
+	waitHTTP(t, name, "http://"+addr+"/-/healthy")
+	return addr, stop
 }
 
 // startAlertmanager starts Alertmanager, with an example route on

@@ -27,29 +27,15 @@ func TestDurationHistogramForms(t *testing.T) {
 	prometheus := need(t, "prometheus", "prometheus")
 	dir := t.TempDir()
 	bin := testproc.BuildJobwatch(t, dir)
-	runLog := filepath.Join(dir, "runs.log")
-	testproc.WriteFile(t, runLog, "")
 	// A timeout of 1m against runs of 30 to 49 s: 1.5 times their P99 is
 	// above it, so JobwatchJobTimeoutTooTight fires once 20 runs ended.
-	jwConfig := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, jwConfig, fmt.Sprintf(`jobs:
+	jwConfig, runLog := runLogConfig(t, dir, `jobs:
   - name: e2e_batch
     every: 1h
     timeout: 1m
-sources:
-  - name: runs
-    type: runlog
-    path: %q
-    format: json
-`, runLog))
-	start := func(name string, flags ...string) string {
-		addr := testproc.FreeAddr(t)
-		startProcess(t, "jobwatch "+name, bin, append([]string{"--config.file=" + jwConfig,
-			"--state.path=" + filepath.Join(dir, "state-"+name), "--web.listen-address=" + addr}, flags...)...)
-		waitHTTP(t, "jobwatch "+name, "http://"+addr+"/-/healthy")
-		return addr
-	}
-	plain, classic := start("plain"), start("classic", "--metrics.classic-duration-buckets")
+`)
+	plain, _ := startJobwatch(t, bin, jwConfig, filepath.Join(dir, "state-plain"))
+	classic, _ := startJobwatch(t, bin, jwConfig, filepath.Join(dir, "state-classic"), "--metrics.classic-duration-buckets")
 	noAlertmanager := testproc.FreeAddr(t)
 	native := startPrometheus(t, prometheus, filepath.Join(dir, "native"), noAlertmanager, fmt.Sprintf(`
   - job_name: jobwatch

@@ -20,10 +20,7 @@ func TestOwnershipAlerts(t *testing.T) {
 	dir := t.TempDir()
 	bin := testproc.BuildJobwatch(t, dir)
 
-	runLog := filepath.Join(dir, "runs.log")
-	testproc.WriteFile(t, runLog, "")
-	jwConfig := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, jwConfig, fmt.Sprintf(`labels: {team: platform}
+	jwConfig, runLog := runLogConfig(t, dir, `labels: {team: platform}
 jobs:
   - name: e2e_payments
     every: 1h
@@ -34,16 +31,8 @@ jobs:
     every: 1h
     labels: {owner: bob}
     alert_after: {failures: 3}
-sources:
-  - name: runs
-    type: runlog
-    path: %q
-    format: json
-`, runLog))
-	jwAddr := testproc.FreeAddr(t)
-	startProcess(t, "jobwatch", bin, "--config.file="+jwConfig, "--state.path="+filepath.Join(dir, "state"),
-		"--web.listen-address="+jwAddr)
-	waitHTTP(t, "jobwatch", "http://"+jwAddr+"/-/healthy")
+`)
+	jwAddr, _ := startJobwatch(t, bin, jwConfig, filepath.Join(dir, "state"))
 	amAddr := startAlertmanager(t, alertmanager, dir)
 	promAddr := startPrometheus(t, prometheus, dir, amAddr, fmt.Sprintf(`
   - job_name: jobwatch

@@ -21,10 +21,7 @@ func TestWatchdogAlerts(t *testing.T) {
 
 	jwConfig := filepath.Join(dir, "jobwatch.yml")
 	testproc.WriteFile(t, jwConfig, "jobs:\n  - name: e2e_nightly\n    every: 1h\n")
-	jwAddr := testproc.FreeAddr(t)
-	stopJobwatch := startProcess(t, "jobwatch", bin, "--config.file="+jwConfig,
-		"--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+jwAddr)
-	waitHTTP(t, "jobwatch", "http://"+jwAddr+"/-/healthy")
+	jwAddr, stopJobwatch := startJobwatch(t, bin, jwConfig, filepath.Join(dir, "state"))
 	amAddr := startAlertmanager(t, alertmanager, dir)
 	withJobwatch := startPrometheus(t, prometheus, filepath.Join(dir, "p1"), amAddr, fmt.Sprintf(`
   - job_name: jobwatch
