@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jobwatch/jobwatch/internal/testsupport/redistest"
-	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 const adviseConfig = `
@@ -40,8 +39,7 @@ func TestAdviseShowsLockTTL(t *testing.T) {
 	srv := redistest.Start(t, "")
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(adviseConfig, log.path))
+	cfg := writeConfig(t, dir, fmt.Sprintf(adviseConfig, log.path))
 	stateDir, addr := filepath.Join(dir, "state"), freePort(t)
 
 	now := time.Now().Truncate(time.Second)

@@ -260,8 +260,7 @@ func TestCheckinBurstKill(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, checkinConfig)
+	cfg := writeConfig(t, dir, checkinConfig)
 	stateDir := filepath.Join(dir, "state")
 	in := startJobwatch(t, bin, cfg, stateDir, freePort(t))
 	base := "http://" + in.addr
@@ -344,8 +343,7 @@ func TestCheckinBadInputs(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, checkinConfig+"  max_body: 1KiB\n  jobs: [backup]\n")
+	cfg := writeConfig(t, dir, checkinConfig+"  max_body: 1KiB\n  jobs: [backup]\n")
 	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
 	base := "http://" + in.addr
 	client := &http.Client{Timeout: time.Minute}
@@ -473,8 +471,7 @@ func TestCheckinsReloadOffAndOn(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, checkinConfig)
+	cfg := writeConfig(t, dir, checkinConfig)
 	in := startJobwatch(t, bin, cfg, filepath.Join(dir, "state"), freePort(t))
 	base := "http://" + in.addr
 
@@ -510,8 +507,7 @@ func TestCheckinKillMidBurst(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, checkinConfig)
+	cfg := writeConfig(t, dir, checkinConfig)
 	stateDir := filepath.Join(dir, "state")
 	in := startJobwatch(t, bin, cfg, stateDir, freePort(t))
 	base := "http://" + in.addr
@@ -585,8 +581,7 @@ func TestCheckinKillMidBurst(t *testing.T) {
 func startTLSJobwatch(t *testing.T, bin, dir, config string) (base string, client, authed *http.Client, logs *testproc.Buffer) {
 	t.Helper()
 	webCfg, client := tlsWebConfig(t, dir)
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, config)
+	cfg := writeConfig(t, dir, config)
 	addr := freePort(t)
 	cmd := exec.Command(bin, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--web.config.file="+webCfg, "--sources.startup-hold=0s")
 	logs = &testproc.Buffer{}

@@ -23,8 +23,7 @@ import (
 // table read back by a mysql source.
 func haConfig(t *testing.T, dir, dsn string) string {
 	t.Helper()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(`jobs:
+	cfg := writeConfig(t, dir, fmt.Sprintf(`jobs:
   - name: burst
     every: 1h
     scope: cluster

@@ -10,6 +10,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/jobwatch/jobwatch/internal/testsupport/mariadbtest"
+	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // TestCheckConfigWarnsOfMissingIndexes: check-config on a mysql source
@@ -25,7 +26,7 @@ func TestCheckConfigWarnsOfMissingIndexes(t *testing.T) {
 	srv.Exec(t, db, string(ddl))
 	srv.Exec(t, db, "ALTER TABLE job_runs DROP KEY job_status_finished, DROP KEY job_open")
 	cfg := filepath.Join(t.TempDir(), "jobwatch.yml")
-	writeConfig(t, cfg, fmt.Sprintf(`
+	testproc.WriteFile(t, cfg, fmt.Sprintf(`
 jobs:
   - name: stats
     every: 1h
@@ -56,7 +57,7 @@ func TestCheckConfigWarnsOfCronLevel(t *testing.T) {
 		warn  bool
 	}{{"", true}, {"cron_log_level: 15", false}} {
 		cfg := filepath.Join(t.TempDir(), "jobwatch.yml")
-		writeConfig(t, cfg, fmt.Sprintf(`
+		testproc.WriteFile(t, cfg, fmt.Sprintf(`
 jobs:
   - name: backup
     every: 1h
@@ -116,7 +117,7 @@ func TestCheckConfigChecksCheckinTable(t *testing.T) {
 				store.Addr = tc.addr
 			}
 			cfg := filepath.Join(t.TempDir(), "jobwatch.yml")
-			writeConfig(t, cfg, fmt.Sprintf(`
+			testproc.WriteFile(t, cfg, fmt.Sprintf(`
 jobs:
   - name: backup
     every: 1h

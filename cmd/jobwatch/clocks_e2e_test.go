@@ -306,8 +306,7 @@ func TestHostAheadBinary(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "runs.log")
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(`jobs:
+	cfg := writeConfig(t, dir, fmt.Sprintf(`jobs:
   - name: healthy
     on_calendar: "*:*:0/10"
     timezone: UTC
@@ -370,8 +369,7 @@ func TestRunTimeoutBinary(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "runs.log")
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(`jobs:
+	cfg := writeConfig(t, dir, fmt.Sprintf(`jobs:
   - name: slow
     every: 1h
     timeout: 2s
@@ -404,8 +402,7 @@ func TestUncheckedRunBinary(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "runs.log")
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(`jobs:
+	cfg := writeConfig(t, dir, fmt.Sprintf(`jobs:
   - name: app
     every: 4s
 sources:
@@ -472,8 +469,7 @@ func TestReplayedBacklogBinary(t *testing.T) {
 		b.WriteString(l.text + "\n")
 	}
 	testproc.WriteFile(t, logPath, b.String())
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(`jobs:
+	cfg := writeConfig(t, dir, fmt.Sprintf(`jobs:
   - name: app
     every: 10s
 sources:

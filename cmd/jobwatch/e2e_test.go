@@ -103,6 +103,14 @@ const minWait = 30 * time.Second
 func freePort(t testing.TB) string { return testproc.FreeAddr(t) }
 
 // startJobwatch starts jobwatch with no start-up hold: the tests that
+// writeConfig writes text as dir/jobwatch.yml and returns its path.
+func writeConfig(t testing.TB, dir, text string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "jobwatch.yml")
+	testproc.WriteFile(t, cfg, text)
+	return cfg
+}
+
 // use it look at what they wrote at once.
 func startJobwatch(t testing.TB, bin, configFile, stateDir, addr string) *instance {
 	t.Helper()

@@ -42,7 +42,7 @@ func TestKillBetweenReadAndVerdict(t *testing.T) {
 			fmt.Fprintf(&cfg, "  - name: live%02d\n    every: 1h\n    timeout: 1w\n", i)
 		}
 		fmt.Fprintf(&cfg, "sources:\n  - name: runs\n    type: runlog\n    path: %s\n    format: json\n    late_window: %s\n", logPath, window)
-		writeConfig(t, cfgPath, cfg.String())
+		testproc.WriteFile(t, cfgPath, cfg.String())
 	}
 	config("10m")
 	stateDir := filepath.Join(dir, "state")

@@ -161,13 +161,6 @@ func waitReadToEnd(t *testing.T, stateDir, source, path string) *model.SourceSta
 	return saved
 }
 
-func writeConfig(t *testing.T, path, text string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // crashJobs is how many jobs the crash test's run log reports.
 const crashJobs = 50
 
@@ -283,7 +276,7 @@ func TestCrashConsistencyUnderLoad(t *testing.T) {
 	}
 	fmt.Fprintf(&cfg, "sources:\n  - name: runs\n    type: runlog\n    path: %s\n    format: json\n", logPath)
 	cfgPath := filepath.Join(dir, "jobwatch.yml")
-	writeConfig(t, cfgPath, cfg.String())
+	testproc.WriteFile(t, cfgPath, cfg.String())
 	stateDir := filepath.Join(dir, "state")
 
 	seed := uint64(time.Now().UnixNano())
@@ -468,7 +461,7 @@ func TestStateDiskFull(t *testing.T) {
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
 	cfg := filepath.Join(dir, "jobwatch.yml")
-	writeConfig(t, cfg, fmt.Sprintf(e2eConfig, log.path))
+	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, log.path))
 	base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
 	const successes = `jobwatch_job_runs_total{job_name="stats",result="success"}`
 	const records = `jobwatch_source_records_total{source="runs"}`
@@ -568,7 +561,7 @@ func TestBadStateRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
 	cfg := filepath.Join(dir, "jobwatch.yml")
-	writeConfig(t, cfg, fmt.Sprintf(e2eConfig, log.path))
+	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, log.path))
 	base := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
 	log.append(success(base, "stats", 100)...)
 
@@ -826,7 +819,7 @@ func TestIdleCPUManySources(t *testing.T) {
 		fmt.Fprintf(&cfg, "  - name: src%03d\n    type: runlog\n    path: %s\n    format: json\n", i, logs[i].path)
 	}
 	cfgPath := filepath.Join(dir, "jobwatch.yml")
-	writeConfig(t, cfgPath, cfg.String())
+	testproc.WriteFile(t, cfgPath, cfg.String())
 	in := startJobwatch(t, bin, cfgPath, filepath.Join(dir, "state"), freePort(t))
 	want := map[string]float64{}
 	for i := range nSources {
@@ -962,7 +955,7 @@ func TestSourceFileAppearsLater(t *testing.T) {
 	later := runLog{t, filepath.Join(dir, "later.log")}
 	nested := runLog{t, filepath.Join(dir, "not", "yet", "runs.log")}
 	cfg := filepath.Join(dir, "jobwatch.yml")
-	writeConfig(t, cfg, fmt.Sprintf(`
+	testproc.WriteFile(t, cfg, fmt.Sprintf(`
 jobs:
   - name: stats
     every: 1h
@@ -1054,7 +1047,7 @@ func TestReloadChangesSources(t *testing.T) {
 	}
 	cfgA := jobs + source("one", log1.path) + source("two", log2.path)
 	cfgB := jobs + source("one", log1.path) + source("three", log3.path)
-	writeConfig(t, cfg, cfgA)
+	testproc.WriteFile(t, cfg, cfgA)
 	stateDir := filepath.Join(dir, "state")
 	base := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
 	pid := 100
@@ -1087,7 +1080,7 @@ func TestReloadChangesSources(t *testing.T) {
 	// A backlog of 20,000 records on the kept source, and the reload
 	// right away, while it is being read.
 	log1.append(runs(10000, "stats")...)
-	writeConfig(t, cfg, cfgB)
+	testproc.WriteFile(t, cfg, cfgB)
 	if code, msg := in.reload(); code != http.StatusOK {
 		t.Fatalf("reload: %d %s", code, msg)
 	}
@@ -1117,8 +1110,8 @@ func TestReloadChangesSources(t *testing.T) {
 		write func()
 		want  string
 	}{
-		{"yaml syntax", func() { writeConfig(t, cfg, cfgB+"  - name: [\n") }, "yaml"},
-		{"unknown source type", func() { writeConfig(t, cfg, cfgB+"  - name: four\n    type: carrier-pigeon\n") }, "carrier-pigeon"},
+		{"yaml syntax", func() { testproc.WriteFile(t, cfg, cfgB+"  - name: [\n") }, "yaml"},
+		{"unknown source type", func() { testproc.WriteFile(t, cfg, cfgB+"  - name: four\n    type: carrier-pigeon\n") }, "carrier-pigeon"},
 		{"config file gone", func() { must(t, os.Remove(cfg)) }, "no such file"},
 	} {
 		bad.write()
@@ -1138,7 +1131,7 @@ func TestReloadChangesSources(t *testing.T) {
 	// the last scrape showed is saved.
 	waitSavedRecords(t, stateDir, "one", uint64(got[recOne]))
 	waitSavedRecords(t, stateDir, "three", uint64(got[recThr]))
-	writeConfig(t, cfg, cfgB)
+	testproc.WriteFile(t, cfg, cfgB)
 	in.kill(syscall.SIGKILL)
 	in = startJobwatch(t, bin, cfg, stateDir, freePort(t))
 	in.waitFor(3*time.Second, map[string]float64{stats: 10008, backup: 6, recOne: got[recOne], recThr: got[recThr], current: 1})
@@ -1146,7 +1139,7 @@ func TestReloadChangesSources(t *testing.T) {
 	// A source removed and later added again goes on from its saved
 	// position: the run written to it meanwhile is counted, the ones
 	// counted before are not counted again.
-	writeConfig(t, cfg, cfgA)
+	testproc.WriteFile(t, cfg, cfgA)
 	if code, msg := in.reload(); code != http.StatusOK {
 		t.Fatalf("reload: %d %s", code, msg)
 	}

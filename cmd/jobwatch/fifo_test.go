@@ -24,7 +24,7 @@ func TestFIFOAtRunLogPath(t *testing.T) {
 	good := runLog{t, filepath.Join(dir, "runs.log")}
 	good.append(success(time.Now().Add(-time.Hour).Truncate(time.Second), "stats", 100)...)
 	cfg := filepath.Join(dir, "jobwatch.yml")
-	writeConfig(t, cfg, fmt.Sprintf(`
+	testproc.WriteFile(t, cfg, fmt.Sprintf(`
 jobs:
   - name: stats
     every: 1h

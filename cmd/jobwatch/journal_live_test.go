@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jobwatch/jobwatch/internal/testsupport/journaltest"
-	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 // TestJournalFollowLive: the journal source following a journal while a
@@ -38,8 +37,7 @@ func TestJournalFollowLive(t *testing.T) {
 	if err := journaltest.Append(journal, []journaltest.Entry{h.Other(time.Now(), "kernel", 0, "booted")}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(`jobs:
+	cfg := writeConfig(t, dir, fmt.Sprintf(`jobs:
   - name: stats
     every: 1h
 sources:

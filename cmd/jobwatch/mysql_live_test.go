@@ -144,8 +144,7 @@ func TestCheckinReplicasLive(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	dsn := srv.RootDSN(db)
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(`jobs:
+	cfg := writeConfig(t, dir, fmt.Sprintf(`jobs:
   - name: burst
     every: 1h
     scope: cluster

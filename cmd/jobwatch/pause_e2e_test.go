@@ -63,8 +63,7 @@ func TestPauseThroughBinary(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, pauseConfig)
+	cfg := writeConfig(t, dir, pauseConfig)
 	state := filepath.Join(dir, "state")
 
 	off := startJobwatch(t, bin, cfg, state, freePort(t))
@@ -130,8 +129,7 @@ func TestMaintenanceWindowThroughBinary(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, `
+	cfg := writeConfig(t, dir, `
 jobs:
   - name: guarded
     on_calendar: "*:*:*"
@@ -175,8 +173,7 @@ func TestCheckinGapIsUnknown(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, `
+	cfg := writeConfig(t, dir, `
 jobs:
   - name: heartbeat
     on_calendar: "*:*:0/5"

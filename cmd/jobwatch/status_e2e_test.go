@@ -18,8 +18,6 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
-
-	"github.com/jobwatch/jobwatch/internal/testsupport/testproc"
 )
 
 const statusConfig = `
@@ -68,8 +66,7 @@ func statusFixture(t *testing.T) *instance {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(statusConfig, log.path))
+	cfg := writeConfig(t, dir, fmt.Sprintf(statusConfig, log.path))
 	now := time.Now().Truncate(time.Second)
 	end := func(start time.Time, job string, pid int, d time.Duration, status string, code int) []string {
 		return []string{

@@ -39,8 +39,7 @@ import (
 func startWith(t *testing.T, bin string, extra ...string) *instance {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, filepath.Join(dir, "runs.log")))
+	cfg := writeConfig(t, dir, fmt.Sprintf(e2eConfig, filepath.Join(dir, "runs.log")))
 	testproc.WriteFile(t, filepath.Join(dir, "runs.log"), "")
 	return startIn(t, bin, dir, append([]string{"--config.file=" + cfg, "--state.path=" + filepath.Join(dir, "state"), "--sources.startup-hold=0s"}, extra...)...)
 }
@@ -169,8 +168,7 @@ func TestWriteTimeout(t *testing.T) {
 	for i := range 8000 {
 		fmt.Fprintf(&b, "  - name: job%04d\n    every: 1h\n    timeout: 10m\n", i)
 	}
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, b.String())
+	cfg := writeConfig(t, dir, b.String())
 	const timeout = 2 * time.Second
 	in := startIn(t, bin, dir, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--web.write-timeout="+timeout.String())
 	if body := scrapeAs(t, in.addr, "text/plain"); len(body) < 6<<20 {
@@ -492,8 +490,7 @@ func TestMissingRunLogIsInfo(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "not-yet", "runs.log")
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, log))
+	cfg := writeConfig(t, dir, fmt.Sprintf(e2eConfig, log))
 	in := startIn(t, bin, dir, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"))
 	in.waitFor(10*time.Second, map[string]float64{`jobwatch_source_up{source="runs",type="runlog"}`: 0})
 	// The source reports its health, and logs it, within a few seconds.
@@ -514,8 +511,7 @@ func TestOpenRunCapWarningSummarised(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	log := runLog{t, filepath.Join(dir, "runs.log")}
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, log.path))
+	cfg := writeConfig(t, dir, fmt.Sprintf(e2eConfig, log.path))
 	const extra = 40
 	base := time.Now().Add(-time.Hour)
 	lines := make([]string, 0, model.MaxOpenRuns+extra)
@@ -636,8 +632,7 @@ func TestTLSAndBasicAuth(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	webCfg, client := tlsWebConfig(t, dir)
-	cfg := filepath.Join(dir, "jobwatch.yml")
-	testproc.WriteFile(t, cfg, fmt.Sprintf(e2eConfig, filepath.Join(dir, "runs.log")))
+	cfg := writeConfig(t, dir, fmt.Sprintf(e2eConfig, filepath.Join(dir, "runs.log")))
 
 	addr := freePort(t)
 	cmd := exec.Command(bin, "--config.file="+cfg, "--state.path="+filepath.Join(dir, "state"), "--web.listen-address="+addr, "--web.config.file="+webCfg)
