@@ -30,10 +30,11 @@ import (
 // the bytes expfmt would write for client_golang's const metrics, in the
 // compact form the cache keeps) only when its saved view changes:
 // model.Saved hands out a new *JobView for a changed job only, and the
-// pointer is the version. A scrape writes the cached bytes of the other
-// jobs, and computes the values that depend on the time of the scrape
-// (seconds since the last success, staleness, and the period and next run
-// of calendar schedules) from the stored view. The cache is made of
+// pointer is the version (kept as a weak pointer, which keeps no view
+// alive). A scrape writes the cached bytes of the other jobs, and
+// computes the values that depend on the time of the scrape (seconds
+// since the last success, staleness, and the period and next run of
+// calendar schedules) from each job's model.WatchBasis. The cache is made of
 // segments of consecutive jobs laid out family by family (see segment),
 // built on every core when there are many (see buildAll). Text and
 // OpenMetrics have a cache each, made on the first scrape asking for the
@@ -229,12 +230,13 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 func (h *Handler) write(s *scrapeMem, contentType expfmt.Format, format int, mfs []*dto.MetricFamily, segs []*segment, now time.Time, only map[string]bool) error {
 	s.watches = s.watches[:0]
 	for _, seg := range segs {
-		for _, v := range seg.views {
-			w := v.Watch(now)
+		for k := range seg.bases {
+			b := &seg.bases[k]
+			w := b.At(now)
 			s.watches = append(s.watches, watch{
 				since: sinceSeconds(w, now), stale: w.Stale,
 				period: w.Period.Seconds(), next: futureUnix(w.NextRun), hasNext: !w.NextRun.IsZero(),
-				retired: !v.Retired.IsZero(),
+				retired: b.retired,
 			})
 		}
 	}

@@ -531,6 +531,43 @@ func TestHandlerDropsIdleCache(t *testing.T) {
 	}
 }
 
+// The caches keep no view, nor the saved state, of a scrape alive once the
+// state shown has moved on: a replaced view holds a copy of its job's
+// state, and while a restart's records were held every job had three.
+func TestHandlerKeepsNoReplacedView(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	tr := everyKind(t, now)
+	saved := savedOf(tr)
+	h := NewHandler(HandlerOpts{Registry: prometheus.NewPedanticRegistry(), Saved: func() *model.Saved { return saved }, Now: func() time.Time { return now }})
+	for _, accept := range []string{acceptText, acceptOM, acceptProto} {
+		get(t, h, accept, "")
+	}
+	gone := make(chan string, len(saved.JobNames())+1)
+	for _, name := range saved.JobNames() {
+		runtime.AddCleanup(saved.Job(name), func(n string) { gone <- n }, name)
+	}
+	runtime.AddCleanup(saved, func(string) { gone <- "the saved state" }, "")
+	want := len(saved.JobNames()) + 1
+	saved = savedOf(everyKind(t, now)) // shown from now on, not scraped yet
+	deadline := time.Now().Add(time.Minute)
+	for got := 0; got < want; {
+		runtime.GC()
+		select {
+		case <-gone:
+			got++
+		case <-time.After(10 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d views and the saved state still alive after a minute", want-got, want)
+			}
+		}
+	}
+	for _, accept := range []string{acceptText, acceptOM, acceptProto} {
+		if _, body := get(t, h, accept, ""); !strings.Contains(string(body), "jobwatch_job_run_start_timestamp_seconds") {
+			t.Fatalf("%s after the state moved on: no job rendered", accept)
+		}
+	}
+}
+
 // ?name[]= selects families, as promhttp does.
 func TestHandlerNameFilter(t *testing.T) {
 	now := t0.Add(2 * time.Hour)

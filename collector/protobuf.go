@@ -169,7 +169,7 @@ func (s *scrapeMem) protoFamily(i int, segs []*segment, write bool) int {
 		if len(seg.data[i]) == 0 && !(dynamic(i, seg.calendar != nil)) {
 			continue
 		}
-		for k := range seg.views {
+		for k := range seg.ids {
 			v, gauge := s.dynamicValue(i, seg, n, k)
 			compact := seg.data[i][seg.off[i][k]:seg.off[i][k+1]]
 			switch {

@@ -157,7 +157,7 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 		if !always && !cal && len(seg.data[i]) == 0 {
 			continue
 		}
-		for k := range seg.views {
+		for k := range seg.ids {
 			label := seg.label(k)
 			if v, ok := s.dynamicValue(i, seg, n, k); ok {
 				head()

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/jobwatch/jobwatch/model"
 )
@@ -21,7 +22,14 @@ const segmentJobs = 64
 // family, so that a scrape writes each family of 64 jobs from one piece of
 // memory. A segment is never changed once made.
 type segment struct {
-	views []*model.JobView
+	// ids are the views its jobs were rendered from, by identity only: a
+	// segment that kept the views would keep alive the states of every
+	// job changed since (three copies of each while a restart's records
+	// wait for the watermark), until the next scrape.
+	ids   []weak.Pointer[model.JobView]
+	names []string
+	// bases: what each job's values computed at scrape time come from.
+	bases []jobBasis
 	// data[i] holds family i's sample lines of every job in compact form
 	// (see compactLines); job k's are data[i][off[i][k]:off[i][k+1]].
 	data [][]byte
@@ -37,6 +45,12 @@ type segment struct {
 
 func (s *segment) label(k int) []byte { return s.labels[s.loff[k]:s.loff[k+1]] }
 
+// jobBasis is what a scrape computes a job's watch from.
+type jobBasis struct {
+	model.WatchBasis
+	retired bool // none of the families computed at scrape time
+}
+
 // where is a job's place in the current segments.
 type where struct {
 	seg *segment
@@ -48,7 +62,7 @@ type cache struct {
 	format int
 	opts   Options
 	used   time.Time // last scrape of the format
-	saved  *model.Saved
+	saved  weak.Pointer[model.Saved]
 	segs   []*segment
 	rs     []*renderer // one per goroutine of buildAll
 }
@@ -64,47 +78,50 @@ type places struct {
 	once   sync.Once
 }
 
-// of is the place of view v, the k-th of segment i, in the old segments
-// when it is there unchanged.
-func (p *places) of(v *model.JobView, i, k int) (where, bool) {
-	if i < len(p.old) && k < len(p.old[i].views) && p.old[i].views[k] == v {
+// of is the place of the view id of job name, the k-th of segment i, in
+// the old segments when it is there unchanged.
+func (p *places) of(id weak.Pointer[model.JobView], name string, i, k int) (where, bool) {
+	if i < len(p.old) && k < len(p.old[i].ids) && p.old[i].ids[k] == id {
 		return where{p.old[i], k}, true
 	}
 	p.once.Do(func() {
 		p.byName = map[string]where{}
 		for _, seg := range p.old {
-			for k, v := range seg.views {
-				p.byName[v.Spec.Name] = where{seg, k}
+			for k, name := range seg.names {
+				p.byName[name] = where{seg, k}
 			}
 		}
 	})
-	w, ok := p.byName[v.Spec.Name]
-	return w, ok && w.seg.views[w.k] == v
+	w, ok := p.byName[name]
+	return w, ok && w.seg.ids[w.k] == id
 }
 
 // update brings c to saved, rendering the jobs whose views changed, and
 // returns the segments in name order.
 func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
-	if saved == c.saved && c.segs != nil {
+	id := weak.Make(saved)
+	if id == c.saved && c.segs != nil {
 		return c.segs
 	}
 	names := saved.JobNames()
 	segs := make([]*segment, (len(names)+segmentJobs-1)/segmentJobs)
 	views := make([]*model.JobView, len(names))
+	ids := make([]weak.Pointer[model.JobView], len(names))
 	for i, name := range names {
-		views[i] = saved.Job(name).Shown() // facts at once (model/facts.go)
+		views[i] = saved.Job(name)
+		ids[i] = weak.Make(views[i])
 	}
 	segViews := func(i int) []*model.JobView { return views[i*segmentJobs : min((i+1)*segmentJobs, len(views))] }
 	var todo []int // the segments to build
 	for i := range segs {
-		if i < len(c.segs) && slices.Equal(c.segs[i].views, segViews(i)) {
+		if i < len(c.segs) && slices.Equal(c.segs[i].ids, ids[i*segmentJobs:min((i+1)*segmentJobs, len(ids))]) {
 			segs[i] = c.segs[i]
 			continue
 		}
 		todo = append(todo, i)
 	}
 	c.buildAll(segs, todo, segViews, &places{old: c.segs}, now)
-	c.saved, c.segs = saved, segs
+	c.saved, c.segs = id, segs
 	return segs
 }
 
@@ -157,16 +174,17 @@ func (c *cache) build(r *renderer, views []*model.JobView, at int, old *places, 
 	if r.entries == nil {
 		r.entries = make([]entry, segmentJobs)
 	}
-	// Its own copy of the views: a piece of the update's slice of every
-	// job's view would keep all of it alive while the segment lives on.
-	s := &segment{views: slices.Clone(views), data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
+	s := &segment{ids: make([]weak.Pointer[model.JobView], len(views)), names: make([]string, len(views)), bases: make([]jobBasis, len(views)),
+		data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
 	// Where each job's bytes come from: an old segment or a new entry.
 	olds := make([]where, len(views))
 	news := make([]*entry, len(views))
 	sizes := make([]int, nf)
 	labels := 0
 	for k, v := range views {
-		if w, ok := old.of(v, at, k); ok {
+		s.ids[k], s.names[k] = weak.Make(v), v.Spec.Name
+		if w, ok := old.of(s.ids[k], v.Spec.Name, at, k); ok {
+			s.bases[k] = w.seg.bases[w.k]
 			olds[k] = w
 			for i := range sizes {
 				sizes[i] += int(w.seg.off[i][w.k+1] - w.seg.off[i][w.k])
@@ -175,6 +193,8 @@ func (c *cache) build(r *renderer, views []*model.JobView, at int, old *places, 
 			continue
 		}
 		e := &r.entries[k]
+		v = v.Shown() // facts at once (model/facts.go)
+		s.bases[k] = jobBasis{WatchBasis: v.WatchBasis(), retired: !v.Retired.IsZero()}
 		r.render(e, v, c.format, now)
 		news[k] = e
 		for i := range sizes {
@@ -217,7 +237,7 @@ func (s *segment) appendJob(k int, e *entry, w where) {
 	s.loff[k+1] = uint32(len(s.labels))
 	if calendar {
 		if s.calendar == nil {
-			s.calendar = make([]bool, len(s.views))
+			s.calendar = make([]bool, len(s.ids))
 		}
 		s.calendar[k] = true
 	}

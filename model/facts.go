@@ -2,7 +2,6 @@ package model
 
 import (
 	"slices"
-	"sync"
 )
 
 // Facts at once, verdicts at the watermark. What a record says (a run
@@ -22,30 +21,25 @@ import (
 // shown: a restart shows them again from the held records.
 // docs/schedules.md, "Facts at once, verdicts at the watermark".
 
-// factsMemo is a view's shown view, computed at most once: scrapes render
-// a view many times, and the collector's cache keeps a job's rendering
-// while its view is the same pointer. It holds the job's latest ends,
-// which the facts of Pending are checked against: only a view with
-// records held has one.
+// factsMemo holds a job's latest ends, which the facts of a view's
+// Pending are checked against: only a view with records held has one. The
+// view it shows is not kept: while a restart's records wait for the
+// watermark every job holds some, and a shown copy kept with each view was
+// a third copy of every job's state (the collector's cache keeps its
+// rendering, not the view: collector/segments.go).
 type factsMemo struct {
-	once  sync.Once
-	shown *JobView
 	ended []endedRun
 }
 
 // Shown is the job as scrapes show it: its decided state with the facts of
-// the records it holds for its watermark (v itself when it holds none).
-// The verdicts (slots, missed, unexpected and duplicate runs, overlaps,
-// runs in a row) are the decided state's.
+// the records it holds for its watermark (v itself when it holds none), a
+// copy made at each call. The verdicts (slots, missed, unexpected and
+// duplicate runs, overlaps, runs in a row) are the decided state's.
 func (v *JobView) Shown() *JobView {
 	if v == nil || len(v.Pending) == 0 {
 		return v
 	}
-	if v.facts == nil {
-		return v.withFacts()
-	}
-	v.facts.once.Do(func() { v.facts.shown = v.withFacts() })
-	return v.facts.shown
+	return v.withFacts()
 }
 
 // withFacts applies the facts of v's held records, in the order they will
@@ -59,7 +53,7 @@ func (v *JobView) withFacts() *JobView {
 	}
 	out := *v
 	out.facts = nil
-	st := v.JobState.clone()
+	st := v.JobState.cloneSharingDurations()
 	st.takeFacts(s.JobState)
 	out.JobState = st
 	out.Recent, out.DurationHistory = s.history.recent.ordered(), s.history.durations.ordered()
@@ -68,9 +62,10 @@ func (v *JobView) withFacts() *JobView {
 }
 
 // scratch is a job holding v's state, to apply facts to: its own copy of
-// everything a fact changes.
+// everything a fact changes, the histogram's buckets shared until a fact
+// observes a duration (job.finish).
 func (v *JobView) scratch() *job {
-	s := &job{spec: v.Spec, JobState: v.JobState.clone(), held: heldRecords{list: v.Pending}}
+	s := &job{spec: v.Spec, JobState: v.JobState.cloneSharingDurations(), durationsShared: true, held: heldRecords{list: v.Pending}}
 	for i := range v.Pending {
 		if v.Pending[i].declines() {
 			s.held.declining++

@@ -15,7 +15,27 @@ type Watch struct {
 	Stale        bool
 }
 
-// Watch computes the job's staleness at now.
+// Watch computes the job's staleness at now: WatchBasis(j).At(now).
+func (j *JobView) Watch(now time.Time) Watch {
+	b := j.WatchBasis()
+	return b.At(now)
+}
+
+// WatchBasis is what a job's Watch is computed from at any instant: all
+// of its state that Watch reads, without the state. A scrape's cache
+// keeps it for every job (collector/segments.go) rather than the view,
+// which would keep alive a state that the job has since replaced.
+type WatchBasis struct {
+	// since: SinceSuccess counts from it; deadline and next are Watch's.
+	since, deadline, next time.Time
+	period                time.Duration
+	// calendar: the schedule whose next run and period depend on now
+	// (nil for an every: job, or none).
+	calendar schedule.Schedule
+	paused   bool
+}
+
+// WatchBasis is j's Watch without now.
 //
 // For a fixed period (every:) the job is stale once StaleMultiple periods
 // plus grace have passed since its last success ended (or its last run of
@@ -24,13 +44,13 @@ type Watch struct {
 // of its last successful run, plus grace, has passed: a run that did not
 // happen because its time did not exist (a DST gap) is then not counted
 // against the job.
-func (j *JobView) Watch(now time.Time) Watch {
-	var w Watch
+func (j *JobView) WatchBasis() WatchBasis {
+	var b WatchBasis
 	ref := j.LastSuccess
 	if ref.IsZero() {
 		ref = j.FirstWatched
 	}
-	w.SinceSuccess = max(now.Sub(ref), 0)
+	b.since = ref
 	// A run of unknown result (a cron job at -L 1) ran: the job is not
 	// stale for want of a success nobody logs. Seconds since the last
 	// success still count from a known one.
@@ -43,27 +63,24 @@ func (j *JobView) Watch(now time.Time) Watch {
 	// Nothing is due while the job is paused: it is judged from the end
 	// of its latest pause or window (pause.go), and while paused is
 	// stale no earlier than its end (none when not known).
-	paused := j.Pauses.Why() != ""
-	if p := pausedRef(j, paused); p.After(ref) {
+	b.paused = j.Pauses.Why() != ""
+	if p := pausedRef(j, b.paused); p.After(ref) {
 		ref = p
 	}
 	multiple := max(j.Spec.StaleMultiple, 1)
 	switch s := j.Spec.Schedule.(type) {
 	case nil:
-		return w
+		return WatchBasis{since: b.since, paused: b.paused}
 	case schedule.Every:
-		w.Period = time.Duration(s)
-		w.Deadline = ref.Add(time.Duration(multiple)*w.Period + j.Spec.Grace)
+		b.period = time.Duration(s)
+		b.deadline = ref.Add(time.Duration(multiple)*b.period + j.Spec.Grace)
 		last := j.LastStart
 		if last.IsZero() {
 			last = j.FirstWatched
 		}
-		w.NextRun = last.Add(w.Period)
+		b.next = last.Add(b.period)
 	default:
-		w.NextRun = s.Next(now)
-		if prev := s.Prev(now); !prev.IsZero() && !w.NextRun.IsZero() {
-			w.Period = w.NextRun.Sub(prev)
-		}
+		b.calendar = s
 		t := j.LastSuccessStart
 		if t.IsZero() {
 			t = j.FirstWatched
@@ -74,7 +91,7 @@ func (j *JobView) Watch(now time.Time) Watch {
 		if j.Resumed.After(t) {
 			t = j.Resumed
 		}
-		if p := pausedRef(j, paused); p.After(t) {
+		if p := pausedRef(j, b.paused); p.After(t) {
 			t = p
 		}
 		for range multiple {
@@ -83,13 +100,25 @@ func (j *JobView) Watch(now time.Time) Watch {
 			}
 		}
 		if !t.IsZero() {
-			w.Deadline = t.Add(j.Spec.Grace)
+			b.deadline = t.Add(j.Spec.Grace)
 		}
 	}
-	if paused && j.Pauses.Until().IsZero() {
-		w.Deadline = time.Time{} // until resumed: not known
+	if b.paused && j.Pauses.Until().IsZero() {
+		b.deadline = time.Time{} // until resumed: not known
 	}
-	w.Stale = !paused && !w.Deadline.IsZero() && now.After(w.Deadline)
+	return b
+}
+
+// At is the Watch of b at now.
+func (b *WatchBasis) At(now time.Time) Watch {
+	w := Watch{SinceSuccess: max(now.Sub(b.since), 0), Period: b.period, NextRun: b.next, Deadline: b.deadline}
+	if s := b.calendar; s != nil {
+		w.NextRun = s.Next(now)
+		if prev := s.Prev(now); !prev.IsZero() && !w.NextRun.IsZero() {
+			w.Period = w.NextRun.Sub(prev)
+		}
+	}
+	w.Stale = !b.paused && !w.Deadline.IsZero() && now.After(w.Deadline)
 	return w
 }
 
