@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,8 +164,15 @@ func addServeCommand(app *kingpin.Application) (*kingpin.CmdClause, func(logger 
 	configFile := cmd.Flag("config.file", "jobwatch configuration file.").Default("jobwatch.yml").String()
 	statePath := cmd.Flag("state.path", "Directory for jobwatch's state (default: data/ beside the config file).").String()
 	startupHold := cmd.Flag("sources.startup-hold", "After a start or reload, decide no job's runs (missed, overlapping, ...) for this long, and until every source has read to its end once (docs/schedules.md); 0 for none.").Default(model.DefaultStartupHold.String()).Duration()
+	var gogcSet bool
+	gogc := cmd.Flag("runtime.gogc", "Go's garbage collection target percentage: the heap may grow this much past what is live before a collection. The GOGC environment variable, when set, is used unless this flag is given (docs/install.md#memory).").Default(strconv.Itoa(defaultGOGC)).IsSetByUser(&gogcSet).Int()
 	webOpts := addWebFlags(cmd)
 	return cmd, func(logger *slog.Logger) int {
+		if *gogc <= 0 {
+			logger.Error("--runtime.gogc must be a percentage above 0", "runtime.gogc", *gogc)
+			return 2
+		}
+		setGCPercent(logger, *gogc, gogcSet)
 		dir := *statePath
 		if dir == "" {
 			dir = filepath.Join(filepath.Dir(*configFile), "data")
@@ -175,6 +183,23 @@ func addServeCommand(app *kingpin.Application) (*kingpin.CmdClause, func(logger 
 		}
 		return 0
 	}
+}
+
+// defaultGOGC is serve's garbage collection target, rather than Go's 100:
+// a job's state is long-lived and a catch-up changes every job at once,
+// so at 100 the heap grew to twice a live set that is at its largest for
+// a few seconds (BENCHMARKS.md, "Series and memory per job"). Prometheus
+// made the same change (2.53) for the same reason, at little CPU cost.
+const defaultGOGC = 50
+
+// setGCPercent sets the garbage collection target to gogc, unless GOGC is
+// set in the environment and the flag was not given.
+func setGCPercent(logger *slog.Logger, gogc int, flagSet bool) {
+	if env, ok := os.LookupEnv("GOGC"); ok && !flagSet {
+		logger.Debug("garbage collection target from the environment", "GOGC", env)
+		return
+	}
+	debug.SetGCPercent(gogc)
 }
 
 // addCheckCommand adds check-config.

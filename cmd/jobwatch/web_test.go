@@ -417,7 +417,7 @@ func TestHelpShowsServeFlags(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
-		for _, want := range []string{"--web.listen-address", "--web.config.file", "--config.file", "--state.path", "web.enable-lifecycle", "--web.read-header-timeout", "metrics.classic-duration-buckets", "--log.level", "check-config"} {
+		for _, want := range []string{"--web.listen-address", "--web.config.file", "--config.file", "--state.path", "web.enable-lifecycle", "--web.read-header-timeout", "metrics.classic-duration-buckets", "--runtime.gogc", "--log.level", "check-config"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("jobwatch %s lacks %s:\n%s", strings.Join(args, " "), want, out)
 			}
@@ -427,6 +427,41 @@ func TestHelpShowsServeFlags(t *testing.T) {
 	out, _ := exec.Command(bin, "help", "run").CombinedOutput()
 	if strings.Contains(string(out), "--web.listen-address") || !strings.Contains(string(out), "--lock") {
 		t.Errorf("jobwatch help run:\n%s", out)
+	}
+}
+
+// TestGCPercent: serve's garbage collection target is 50 unless GOGC is
+// set, and --runtime.gogc wins over GOGC; one of 0 or less is refused. Not
+// parallel: it sets GOGC for the processes it starts, while the parallel
+// tests wait.
+func TestGCPercent(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		env   string // GOGC, "" for none
+		flags []string
+		want  float64
+	}{
+		{"", nil, defaultGOGC},
+		{"80", nil, 80},
+		{"80", []string{"--runtime.gogc=30"}, 30},
+		{"", []string{"--runtime.gogc=150"}, 150},
+	} {
+		t.Run(fmt.Sprintf("GOGC=%s%v", tc.env, tc.flags), func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("GOGC", tc.env)
+			} else if old, ok := os.LookupEnv("GOGC"); ok {
+				os.Unsetenv("GOGC")
+				t.Cleanup(func() { os.Setenv("GOGC", old) })
+			}
+			in := startWith(t, bin, tc.flags...)
+			if got, _ := in.scrape(); got["go_gc_gogc_percent"] != tc.want {
+				t.Errorf("go_gc_gogc_percent %v, want %v", got["go_gc_gogc_percent"], tc.want)
+			}
+		})
+	}
+	out, err := exec.Command(bin, "--runtime.gogc=0", "--config.file=/nonexistent").CombinedOutput()
+	if exitCode(err) != 2 || !strings.Contains(string(out), "--runtime.gogc must be a percentage above 0") {
+		t.Errorf("--runtime.gogc=0: exit %d, %s", exitCode(err), out)
 	}
 }
 
