@@ -122,7 +122,8 @@ type store interface {
 // once started.
 type generation struct {
 	cfg *config.Config
-	// base is the config file as loaded and text its text; cfg is base
+	// base is the config file as loaded and text its text (in host mode
+	// only, for rescans); cfg is base
 	// with, in host mode (discovery.watch), the host's jobs added: host is
 	// then discover.HostConfig's text, and hostJobs the jobs it added.
 	// Once the generation is configured, both are without their jobs

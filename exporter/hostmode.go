@@ -182,7 +182,10 @@ func (e *Exporter) prepareHostOf(base *config.Config, configured []string, text 
 	if err != nil {
 		return nil, err
 	}
-	g.base, g.configured, g.text = base, configured, text
+	g.base, g.configured = base, configured
+	if base.Discovery.Watch {
+		g.text = text // for rescans: kept otherwise, 50 bytes a job for nothing
+	}
 	if s != nil && s.host != nil {
 		g.host, g.hostJobs, g.scanned = s.host, len(s.report.Unwatched), s.report.Host
 		markDiscovered(g.jobs, configured)
