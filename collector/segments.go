@@ -111,16 +111,19 @@ func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
 		views[i] = saved.Job(name)
 		ids[i] = weak.Make(views[i])
 	}
-	segViews := func(i int) []*model.JobView { return views[i*segmentJobs : min((i+1)*segmentJobs, len(views))] }
+	seg := func(i int) segJobs {
+		from, to := i*segmentJobs, min((i+1)*segmentJobs, len(views))
+		return segJobs{views[from:to], ids[from:to]}
+	}
 	var todo []int // the segments to build
 	for i := range segs {
-		if i < len(c.segs) && slices.Equal(c.segs[i].ids, ids[i*segmentJobs:min((i+1)*segmentJobs, len(ids))]) {
+		if i < len(c.segs) && slices.Equal(c.segs[i].ids, seg(i).ids) {
 			segs[i] = c.segs[i]
 			continue
 		}
 		todo = append(todo, i)
 	}
-	c.buildAll(segs, todo, segViews, &places{old: c.segs}, now)
+	c.buildAll(segs, todo, seg, &places{old: c.segs}, now)
 	c.saved, c.segs = id, segs
 	return segs
 }
@@ -130,17 +133,23 @@ func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
 // them in about half a second on one core.
 const parallelSegments = 16
 
-// buildAll builds segs[i], of the views segViews(i), for each i of todo:
+// segJobs are the views of a segment's jobs, and their ids.
+type segJobs struct {
+	views []*model.JobView
+	ids   []weak.Pointer[model.JobView]
+}
+
+// buildAll builds segs[i], of the jobs seg(i), for each i of todo:
 // on as many cores as there are when there are many segments to build.
 // Segments are independent, and builds only read the old ones.
-func (c *cache) buildAll(segs []*segment, todo []int, segViews func(int) []*model.JobView, old *places, now time.Time) {
+func (c *cache) buildAll(segs []*segment, todo []int, seg func(int) segJobs, old *places, now time.Time) {
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(todo)/parallelSegments))
 	for len(c.rs) < workers {
 		c.rs = append(c.rs, &renderer{opts: c.opts})
 	}
 	if workers == 1 {
 		for _, i := range todo {
-			segs[i] = c.build(c.rs[0], segViews(i), i, old, now)
+			segs[i] = c.build(c.rs[0], seg(i), i, old, now)
 		}
 		return
 	}
@@ -153,7 +162,7 @@ func (c *cache) buildAll(segs []*segment, todo []int, segViews func(int) []*mode
 			// where nothing would recover it.
 			defer func() { panics[w] = recover() }()
 			for n := int(next.Add(1)) - 1; n < len(todo); n = int(next.Add(1)) - 1 {
-				segs[todo[n]] = c.build(c.rs[w], segViews(todo[n]), todo[n], old, now)
+				segs[todo[n]] = c.build(c.rs[w], seg(todo[n]), todo[n], old, now)
 			}
 		})
 	}
@@ -165,16 +174,17 @@ func (c *cache) buildAll(segs []*segment, todo []int, segViews func(int) []*mode
 	}
 }
 
-// build makes segment at, of views, with r: the bytes of a job whose view
+// build makes segment at, of jobs, with r: the bytes of a job whose view
 // is the one rendered before are copied, the others rendered.
-func (c *cache) build(r *renderer, views []*model.JobView, at int, old *places, now time.Time) *segment {
+func (c *cache) build(r *renderer, jobs segJobs, at int, old *places, now time.Time) *segment {
+	views := jobs.views
 	tables()
 	nf := len(families)
 	r.compact = r.compact[:0]
 	if r.entries == nil {
 		r.entries = make([]entry, segmentJobs)
 	}
-	s := &segment{ids: make([]weak.Pointer[model.JobView], len(views)), names: make([]string, len(views)), bases: make([]jobBasis, len(views)),
+	s := &segment{ids: slices.Clone(jobs.ids), names: make([]string, len(views)), bases: make([]jobBasis, len(views)),
 		data: make([][]byte, nf), off: make([][]uint32, nf), loff: make([]uint32, len(views)+1)}
 	// Where each job's bytes come from: an old segment or a new entry.
 	olds := make([]where, len(views))
@@ -182,7 +192,7 @@ func (c *cache) build(r *renderer, views []*model.JobView, at int, old *places, 
 	sizes := make([]int, nf)
 	labels := 0
 	for k, v := range views {
-		s.ids[k], s.names[k] = weak.Make(v), v.Spec.Name
+		s.names[k] = v.Spec.Name
 		if w, ok := old.of(s.ids[k], v.Spec.Name, at, k); ok {
 			s.bases[k] = w.seg.bases[w.k]
 			olds[k] = w
