@@ -102,16 +102,9 @@ type History struct {
 	DurationHistory []float64
 }
 
-// clone is a deep copy of j, for the job to write while a view keeps j.
-func (j *JobState) clone() *JobState {
-	c := j.cloneSharingDurations()
-	c.Durations.Counts = slices.Clone(j.Durations.Counts)
-	c.Durations.Native = slices.Clone(j.Durations.Native)
-	return c
-}
-
-// cloneSharingDurations is clone but for the histogram's buckets, which
-// the copy shares with j until it observes a duration (job.finish):
+// cloneSharingDurations is a deep copy of j but for the histogram's
+// buckets, which the copy shares with j until it observes a duration
+// (job.finish, or a fact's: the scratch job of JobView.withFacts):
 // a job copies its state at its first change after each save, and most
 // changes (a start, a held record's decision, a skip) observe none; the
 // buckets were a sixth of a copy's bytes.
