@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -250,5 +251,49 @@ func TestCatchUpShownWhenItEnds(t *testing.T) {
 	// per gap of the time it took (a health change may add one more).
 	if n, most := cs.saves.Load()-before, 2+int64(time.Since(t0)/gap); n > most {
 		t.Errorf("%d commits for one catch-up shown after %v, want at most %d", n, time.Since(t0), most)
+	}
+}
+
+// TestBigCommitCollects: a commit of most jobs (a catch-up's) is followed
+// by a garbage collection, the state committed before being garbage then;
+// a commit of a few jobs is not. Not parallel: it counts the process's
+// forced collections.
+func TestBigCommitCollects(t *testing.T) {
+	const n = 1200
+	dir := t.TempDir()
+	var cfg strings.Builder
+	cfg.WriteString("jobs:\n")
+	for i := range n {
+		fmt.Fprintf(&cfg, "  - name: job_%05d\n    every: 1h\n", i)
+	}
+	writeFile(t, filepath.Join(dir, "jobwatch.yml"), cfg.String())
+	e, err := New(Options{StartupHold: -1, ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.store.Close() })
+	e.tracker.Configure(e.running.jobs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	now := time.Now()
+	for _, tc := range []struct {
+		jobs    int
+		collect bool
+	}{{n, true}, {3, false}} {
+		var evs []model.Event
+		for i := range tc.jobs {
+			evs = append(evs, model.Event{Kind: model.Skip, Job: fmt.Sprintf("job_%05d", i), Host: "web1", PID: i + 1, Time: now, SkipLabel: "locked"})
+		}
+		e.tracker.Apply(model.Batch{Source: "runs", Events: evs, AtEnd: true})
+		before := forced()
+		if err := e.save(); err != nil {
+			t.Fatal(err)
+		}
+		if got := forced() > before; got != tc.collect {
+			t.Errorf("a commit of %d of %d jobs: collected %v, want %v", tc.jobs, n, got, tc.collect)
+		}
 	}
 }

@@ -434,7 +434,7 @@ func (s *Store) Save(c *model.Changes, prev, all *model.Saved) error {
 	if c.Empty() {
 		return nil
 	}
-	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) || manyJobs(c, all) {
+	if s.log == nil || c.Full || s.logSize > 2*max(s.snapSize, compactMin) || ManyJobs(c, all) {
 		return s.compact(all)
 	}
 	ce := changesEntry(c, prev)
@@ -458,12 +458,12 @@ func (s *Store) Save(c *model.Changes, prev, all *model.Saved) error {
 	return nil
 }
 
-// manyJobs reports whether c changes so many jobs (a catch-up, a burst)
+// ManyJobs reports whether c changes so many jobs (a catch-up, a burst)
 // that a snapshot, written frame by frame, is better than one log entry:
 // the entry is one frame, encoded whole in memory (64 MB for 50,000 jobs,
 // which encoding/json's pool then keeps), and the snapshot at most four
 // times its size.
-func manyJobs(c *model.Changes, all *model.Saved) bool {
+func ManyJobs(c *model.Changes, all *model.Saved) bool {
 	return len(c.Jobs) > max(jobsPerFrame, len(all.JobNames())/4)
 }
 
