@@ -3,6 +3,7 @@ package exporter
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,17 +22,7 @@ import (
 // write nothing: the saver saves on its own schedule.
 func BenchmarkScrapeSaving(b *testing.B) {
 	const n = 10000
-	dir := b.TempDir()
-	var cfg strings.Builder
-	cfg.WriteString("jobs:\n")
-	for i := range n {
-		fmt.Fprintf(&cfg, "  - name: job_%05d\n    every: 1h\n", i)
-	}
-	writeFile(&testing.T{}, filepath.Join(dir, "jobwatch.yml"), cfg.String())
-	e, err := New(Options{StartupHold: -1, ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := hourlyJobs(b, n)
 	now := time.Now()
 	var evs []model.Event
 	for i := range n {
@@ -41,7 +32,6 @@ func BenchmarkScrapeSaving(b *testing.B) {
 			model.Event{Kind: model.End, Job: j, Host: "web1", PID: i + 1, Time: now.Add(-time.Hour), Result: model.Success, HasExitCode: true},
 			model.Event{Kind: model.Start, Job: j, Host: "web1", PID: i + 4, Time: now.Add(-time.Second)})
 	}
-	e.tracker.Configure(e.running.jobs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
 	e.tracker.Apply(model.Batch{Source: "runs", Events: evs})
 	if err := e.save(); err != nil {
 		b.Fatal(err)
@@ -65,4 +55,30 @@ func BenchmarkScrapeSaving(b *testing.B) {
 	}
 	b.Run("changed", func(b *testing.B) { scrape(b, true) })
 	b.Run("unchanged", func(b *testing.B) { scrape(b, false) })
+}
+
+// hourlyJobs is an exporter of n jobs job_00000... run every hour, its
+// tracker configured with a run log source "runs".
+func hourlyJobs(tb testing.TB, n int) *Exporter {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "jobwatch.yml"), []byte(hourlyJobsConfig(n)), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	e, err := New(Options{StartupHold: -1, ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.tracker.Configure(e.running.jobs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
+	return e
+}
+
+// hourlyJobsConfig is the jobs: of n jobs job_00000... run every hour.
+func hourlyJobsConfig(n int) string {
+	var cfg strings.Builder
+	cfg.WriteString("jobs:\n")
+	for i := range n {
+		fmt.Fprintf(&cfg, "  - name: job_%05d\n    every: 1h\n", i)
+	}
+	return cfg.String()
 }

@@ -105,13 +105,8 @@ type streamBench struct {
 func startStreamBench(b *testing.B, n int) *streamBench {
 	b.Helper()
 	dir := b.TempDir()
-	var cfg strings.Builder
-	cfg.WriteString("jobs:\n")
-	for i := range n {
-		fmt.Fprintf(&cfg, "  - name: job_%05d\n    every: 1h\n", i)
-	}
-	cfg.WriteString("sources:\n  - name: runs\n    type: runlog\n    path: runs.log\n    format: json\n")
-	if err := os.WriteFile(filepath.Join(dir, "jobwatch.yml"), []byte(cfg.String()), 0o644); err != nil {
+	cfg := hourlyJobsConfig(n) + "sources:\n  - name: runs\n    type: runlog\n    path: runs.log\n    format: json\n"
+	if err := os.WriteFile(filepath.Join(dir, "jobwatch.yml"), []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	log, err := os.Create(filepath.Join(dir, "runs.log"))

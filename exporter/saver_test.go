@@ -260,19 +260,8 @@ func TestCatchUpShownWhenItEnds(t *testing.T) {
 // forced collections.
 func TestBigCommitCollects(t *testing.T) {
 	const n = 1200
-	dir := t.TempDir()
-	var cfg strings.Builder
-	cfg.WriteString("jobs:\n")
-	for i := range n {
-		fmt.Fprintf(&cfg, "  - name: job_%05d\n    every: 1h\n", i)
-	}
-	writeFile(t, filepath.Join(dir, "jobwatch.yml"), cfg.String())
-	e, err := New(Options{StartupHold: -1, ConfigFile: filepath.Join(dir, "jobwatch.yml"), StateDir: filepath.Join(dir, "state")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := hourlyJobs(t, n)
 	t.Cleanup(func() { e.store.Close() })
-	e.tracker.Configure(e.running.jobs, []model.SourceSpec{{Name: "runs", Type: "runlog"}})
 	forced := func() uint64 {
 		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
 		metrics.Read(s)
