@@ -70,7 +70,7 @@ func (j *JobView) WatchBasis() WatchBasis {
 	multiple := max(j.Spec.StaleMultiple, 1)
 	switch s := j.Spec.Schedule.(type) {
 	case nil:
-		return WatchBasis{since: b.since, paused: b.paused}
+		return b // no schedule: nothing is due
 	case schedule.Every:
 		b.period = time.Duration(s)
 		b.deadline = ref.Add(time.Duration(multiple)*b.period + j.Spec.Grace)
