@@ -73,16 +73,36 @@ type cache struct {
 // name made (a map of every job would cost about 200 bytes a job for
 // good).
 type places struct {
-	old    []*segment
-	byName map[string]where
-	once   sync.Once
+	// old are the segments before the update, a copy of the cache's: while
+	// no job moved, segment i of the update reads only old[i], which is let
+	// go once its successor is built (release).
+	old     []*segment
+	inPlace bool
+	byName  map[string]where
+	once    sync.Once
+}
+
+// newPlaces are the places of the jobs in old, the segments before an
+// update to the jobs names.
+func newPlaces(old []*segment, names []string) *places {
+	p := &places{old: slices.Clone(old), inPlace: true}
+	for i, seg := range old {
+		if !slices.Equal(seg.names, names[min(i*segmentJobs, len(names)):min((i+1)*segmentJobs, len(names))]) {
+			p.inPlace = false
+			break
+		}
+	}
+	return p
 }
 
 // of is the place of the view id of job name, the k-th of segment i, in
 // the old segments when it is there unchanged.
 func (p *places) of(id weak.Pointer[model.JobView], name string, i, k int) (where, bool) {
-	if i < len(p.old) && k < len(p.old[i].ids) && p.old[i].ids[k] == id {
-		return where{p.old[i], k}, true
+	if p.inPlace {
+		if i >= len(p.old) || k >= len(p.old[i].ids) {
+			return where{}, false
+		}
+		return where{p.old[i], k}, p.old[i].ids[k] == id
 	}
 	p.once.Do(func() {
 		p.byName = map[string]where{}
@@ -94,6 +114,15 @@ func (p *places) of(id weak.Pointer[model.JobView], name string, i, k int) (wher
 	})
 	w, ok := p.byName[name]
 	return w, ok && w.seg.ids[w.k] == id
+}
+
+// release lets the old segment i go once its successor is built: when
+// every job changes at once (a catch-up's end), the old segments and the
+// new are not all alive together.
+func (p *places) release(i int) {
+	if p.inPlace && i < len(p.old) {
+		p.old[i] = nil
+	}
 }
 
 // update brings c to saved, rendering the jobs whose views changed, and
@@ -123,10 +152,16 @@ func (c *cache) update(saved *model.Saved, now time.Time) []*segment {
 		}
 		todo = append(todo, i)
 	}
-	c.buildAll(segs, todo, seg, &places{old: c.segs}, now)
+	old := newPlaces(c.segs, names)
+	c.segs = nil // the old segments go as they are replaced (places.release)
+	c.buildAll(segs, todo, seg, old, now)
 	c.saved, c.segs = id, segs
 	return segs
 }
+
+// segmentBuilt, when set (by tests), is called after segment i of an
+// update is built by one goroutine.
+var segmentBuilt func(i int)
 
 // parallelSegments is how many segments to build make it worth another
 // goroutine: the first scrape of a format renders every job, 100,000 of
@@ -150,6 +185,10 @@ func (c *cache) buildAll(segs []*segment, todo []int, seg func(int) segJobs, old
 	if workers == 1 {
 		for _, i := range todo {
 			segs[i] = c.build(c.rs[0], seg(i), i, old, now)
+			old.release(i)
+			if segmentBuilt != nil {
+				segmentBuilt(i)
+			}
 		}
 		return
 	}
@@ -163,6 +202,7 @@ func (c *cache) buildAll(segs []*segment, todo []int, seg func(int) segJobs, old
 			defer func() { panics[w] = recover() }()
 			for n := int(next.Add(1)) - 1; n < len(todo); n = int(next.Add(1)) - 1 {
 				segs[todo[n]] = c.build(c.rs[w], seg(todo[n]), todo[n], old, now)
+				old.release(todo[n])
 			}
 		})
 	}
