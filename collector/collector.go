@@ -226,7 +226,7 @@ func collectJob(s sink, j *model.JobView, now time.Time, o Options) {
 	// earliest record, or when it was first watched), which is saved: a
 	// restart does not move it, so Prometheus 3 places a counter first seen
 	// with a value (history read on first start) where it began.
-	e := jobSeries{s: s, created: j.FirstWatched, opts: o}
+	e := jobSeries{s: s, created: j.FirstWatched.Time(), opts: o}
 	e.lv[0] = j.Spec.Name
 	e.schedule(j, j.Watch(now), now)
 	e.lastRuns(j)
@@ -270,10 +270,10 @@ func (e *jobSeries) schedule(j *model.JobView, w model.Watch, now time.Time) {
 	e.lv[1] = scope
 	e.s.gauge(infoDesc, 1, e.lv[:2]...)
 	if !j.LastSuccess.IsZero() {
-		e.gauge(lastSuccessDesc, pastUnix(j.LastSuccess))
+		e.gauge(lastSuccessDesc, pastUnix(j.LastSuccess.Time()))
 	}
 	if !j.Retired.IsZero() {
-		e.gauge(retiredDesc, pastUnix(j.Retired))
+		e.gauge(retiredDesc, pastUnix(j.Retired.Time()))
 		return
 	}
 	e.gauge(sinceSuccessDesc, sinceSeconds(w, now))
@@ -301,7 +301,7 @@ func (e *jobSeries) lastRuns(j *model.JobView) {
 		e.gauge(durationP99Desc, p99)
 	}
 	if !j.LastFailure.IsZero() {
-		e.gauge(lastFailureDesc, pastUnix(j.LastFailure))
+		e.gauge(lastFailureDesc, pastUnix(j.LastFailure.Time()))
 	}
 	if j.HasLastExitCode {
 		e.gauge(lastExitCodeDesc, float64(j.LastExitCode))

@@ -75,7 +75,7 @@ func newLayout(format int) layout {
 	v := &model.JobView{
 		Spec: &model.JobSpec{Name: "x", Schedule: schedule.Every(time.Hour), Timeout: time.Minute, StaleMultiple: 2},
 		JobState: &model.JobState{
-			FirstWatched: t, LastStart: t, LastSuccess: t, LastFailure: t,
+			FirstWatched: model.StampOf(t), LastStart: model.StampOf(t), LastSuccess: model.StampOf(t), LastFailure: model.StampOf(t),
 			HasLastDuration: true, HasLastExitCode: true,
 			// A series per kind appears once it counts: one of each.
 			SkipCounts: [4]uint64{1}, LockLostCounts: [2]uint64{1}, DupCounts: [3]uint64{1},
@@ -90,7 +90,7 @@ func newLayout(format int) layout {
 	r.collect(v, t)
 	// The families only a retired job has come from a retired copy of it.
 	retiredJob := *v
-	retiredJob.JobState = &model.JobState{FirstWatched: t, Retired: t}
+	retiredJob.JobState = &model.JobState{FirstWatched: model.StampOf(t), Retired: model.StampOf(t)}
 	retired.collect(&retiredJob, t)
 	for i := range families {
 		r := &r

@@ -104,9 +104,9 @@ func protoTestViews(t *testing.T, now time.Time) []*model.JobView {
 			v.LastExitCode, v.HasLastExitCode = int(f[2]), true
 		})
 	}
-	with("created before 1970", func(v *model.JobView) { v.FirstWatched = time.Unix(-1, 5) })
-	with("created on a second", func(v *model.JobView) { v.FirstWatched = time.Unix(1e9, 0) })
-	with("no created time", func(v *model.JobView) { v.FirstWatched = time.Time{} })
+	with("created before 1970", func(v *model.JobView) { v.FirstWatched = model.StampOf(time.Unix(-1, 5)) })
+	with("created on a second", func(v *model.JobView) { v.FirstWatched = model.StampOf(time.Unix(1e9, 0)) })
+	with("no created time", func(v *model.JobView) { v.FirstWatched = model.Stamp{} })
 	return views
 }
 

@@ -162,7 +162,7 @@ func TestCheckinsAfterClockStepBack(t *testing.T) {
 		if !jobs[0].LastSuccess.After(last) {
 			t.Fatalf("check-in %d: last success %s, not after %s", i, jobs[0].LastSuccess, last)
 		}
-		last = jobs[0].LastSuccess
+		last = jobs[0].LastSuccess.Time()
 		for _, s := range srcs {
 			if s.LateRecords != 0 {
 				t.Fatalf("check-in %d: source %s has %d late records", i, s.Name, s.LateRecords)

@@ -250,7 +250,7 @@ func (v *JobView) DecisionsBehind(sources []*SourceView, now time.Time) time.Dur
 	case held:
 		mark := v.DecidedUntil
 		if mark.IsZero() {
-			mark = v.FirstWatched
+			mark = v.FirstWatched.Time()
 		}
 		return max(now.Sub(mark), 0)
 	case !some:

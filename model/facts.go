@@ -125,10 +125,10 @@ func (j *job) factStart(ev *Event) {
 		return
 	}
 	j.runs.add(r)
-	if ev.LockTTL > 0 && !ev.Time.Before(j.LastStart) {
+	if ev.LockTTL > 0 && !j.LastStart.After(ev.Time) {
 		j.LockTTL = ev.LockTTL
 	}
-	if ev.Time.After(j.LastStart) {
-		j.LastStart = ev.Time
+	if j.LastStart.Before(ev.Time) {
+		j.LastStart = StampOf(ev.Time)
 	}
 }

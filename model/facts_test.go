@@ -18,7 +18,7 @@ type shownFacts struct {
 }
 
 func factsOf(v *JobView) shownFacts {
-	return shownFacts{v.RunCounts, v.Skips, v.Durations.Count, v.LockLostCounts, v.LastSuccess, v.LastFailure, v.LastStart}
+	return shownFacts{v.RunCounts, v.Skips, v.Durations.Count, v.LockLostCounts, v.LastSuccess.Time(), v.LastFailure.Time(), v.LastStart.Time()}
 }
 
 // factsNeverGoBack panics (the oracle runs without a *testing.T) when a

@@ -48,7 +48,7 @@ func (j *job) own() {
 }
 
 func newJob(now time.Time) *job {
-	return &job{JobState: &JobState{FirstWatched: now}}
+	return &job{JobState: &JobState{FirstWatched: StampOf(now)}}
 }
 
 // configure gives j the spec s, taking a retired job up again: it is
@@ -63,12 +63,12 @@ func (j *job) configure(s *JobSpec, now time.Time) {
 		return
 	}
 	j.own()
-	j.Retired, j.Resumed = time.Time{}, now
+	j.Retired, j.Resumed = Stamp{}, StampOf(now)
 	// No run was due while it was gone: slots and staleness count from
 	// now, not from before it was retired.
 	j.ConsecutiveMissed = 0
 	if j.SlotsCheckedUntil.Before(now) {
-		j.SlotsCheckedUntil = now
+		j.SlotsCheckedUntil = StampOf(now)
 	}
 }
 
@@ -82,7 +82,7 @@ func (j *job) retire(now time.Time) {
 		return
 	}
 	j.own()
-	j.Retired = now
+	j.Retired = StampOf(now)
 }
 
 func retiredSpec(name string) *JobSpec {
@@ -209,22 +209,22 @@ func (j *job) finish(res Result, start, end time.Time, dur time.Duration, hasDur
 	if res == Unknown {
 		// Neither a success nor a failure: runs in a row of failures go
 		// on counting after it.
-		if end.After(j.LastUnknown) {
-			j.LastUnknown, j.LastUnknownStart = end, start
+		if j.LastUnknown.Before(end) {
+			j.LastUnknown, j.LastUnknownStart = StampOf(end), StampOf(start)
 		}
 		return
 	}
 	if res == Success {
 		j.Pauses.healthy(end)
-		if end.After(j.LastSuccess) {
-			j.LastSuccess = end
-			j.LastSuccessStart = start
+		if j.LastSuccess.Before(end) {
+			j.LastSuccess = StampOf(end)
+			j.LastSuccessStart = StampOf(start)
 		}
 		j.ConsecutiveFailures = 0
 		return
 	}
-	if end.After(j.LastFailure) {
-		j.LastFailure = end
+	if j.LastFailure.Before(end) {
+		j.LastFailure = StampOf(end)
 	}
 	j.ConsecutiveFailures++
 }

@@ -95,11 +95,11 @@ func (m *machine) applyStart(j *job, ev *Event, src string, now time.Time) {
 		m.supersede(j, r)
 	}
 	j.ConsecutiveSkips = 0
-	if ev.LockTTL > 0 && !ev.Time.Before(j.LastStart) {
+	if ev.LockTTL > 0 && !j.LastStart.After(ev.Time) {
 		j.LockTTL = ev.LockTTL // the latest start's: the lease configured now
 	}
-	if ev.Time.After(j.LastStart) {
-		j.LastStart = ev.Time
+	if j.LastStart.Before(ev.Time) {
+		j.LastStart = StampOf(ev.Time)
 	}
 }
 
@@ -134,7 +134,7 @@ func (m *machine) decide(j *job, to, now time.Time) (changed bool) {
 	if !due && sched != nil {
 		if j.SlotsCheckedUntil.IsZero() {
 			due = true
-		} else if tally := j.missedUntil(sched, j.missedCutoff(sched, to)); !tally.checked.Equal(j.SlotsCheckedUntil) {
+		} else if tally := j.missedUntil(sched, j.missedCutoff(sched, to)); !j.SlotsCheckedUntil.Equal(tally.checked) {
 			due = true
 		}
 	}

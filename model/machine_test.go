@@ -73,7 +73,7 @@ func TestMachineAlone(t *testing.T) {
 func machineSummary(j *job) string {
 	last, dur := "-", "-"
 	if !j.LastSuccess.IsZero() {
-		last = j.LastSuccess.Format(time.TimeOnly)
+		last = j.LastSuccess.Time().Format(time.TimeOnly)
 	}
 	if j.HasLastDuration {
 		dur = fmt.Sprint(time.Duration(j.LastDuration * float64(time.Second)))

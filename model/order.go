@@ -367,8 +367,8 @@ func (o *orderer) admit(j *job, name string, ev *Event, now time.Time) (late boo
 	// History read on first start counts: a job whose only runs failed
 	// has gone without success since its earliest record, not since
 	// jobwatch first watched it.
-	if ev.Time.Before(j.FirstWatched) {
-		j.FirstWatched = ev.Time
+	if j.FirstWatched.After(ev.Time) {
+		j.FirstWatched = StampOf(ev.Time)
 	}
 	if j.decided.IsZero() || !ev.Time.Before(j.decided) {
 		return false
@@ -503,7 +503,7 @@ func (o *orderer) reapJob(memo decidableMemo, j *job, now time.Time) {
 // passes it (a second walk over 10,000 jobs every reap cost as much as the
 // decisions).
 func (o *orderer) forgetRetired(name string, j *job, now time.Time) bool {
-	if o.retention == 0 || j.Retired.IsZero() || now.Sub(j.Retired) <= o.retention {
+	if o.retention == 0 || j.Retired.IsZero() || now.Sub(j.Retired.Time()) <= o.retention {
 		return false
 	}
 	o.opts.Logger.Info("forgetting a retired job", "job", name, "retired", j.Retired)

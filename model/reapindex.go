@@ -90,7 +90,7 @@ func quietUntil(j *job) int64 {
 		if j.SlotsCheckedUntil.IsZero() {
 			return 0
 		}
-		if next := sched.Next(j.SlotsCheckedUntil); !next.IsZero() {
+		if next := sched.Next(j.SlotsCheckedUntil.Time()); !next.IsZero() {
 			until = min(until, next.UnixNano())
 		}
 	}

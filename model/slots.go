@@ -128,11 +128,11 @@ func (j *job) slotFilled(p time.Time) bool {
 func (j *job) reachSlot(sched schedule.Schedule, p time.Time) {
 	if j.SlotsCheckedUntil.IsZero() {
 		// The job's known history begins with this run.
-		j.SlotsCheckedUntil = p
+		j.SlotsCheckedUntil = StampOf(p)
 	}
-	if p.After(j.SlotsCheckedUntil) {
+	if j.SlotsCheckedUntil.Before(p) {
 		j.accountMissed(sched, p.Add(-time.Nanosecond))
-		j.SlotsCheckedUntil = p
+		j.SlotsCheckedUntil = StampOf(p)
 	}
 	j.ConsecutiveMissed = 0
 }
@@ -193,8 +193,8 @@ func (j *job) accountMissed(sched schedule.Schedule, until time.Time) {
 			p.Unjudged[i] += n
 		}
 	}
-	j.SlotsCheckedUntil = tally.checked
-	j.Pauses.prune(j.SlotsCheckedUntil)
+	j.SlotsCheckedUntil = StampOf(tally.checked)
+	j.Pauses.prune(j.SlotsCheckedUntil.Time())
 }
 
 // slotTally is what accountMissed adds and where it moves
@@ -208,7 +208,7 @@ type slotTally struct {
 // missedUntil is what accountMissed would add to Missed and move
 // SlotsCheckedUntil to, without changing the job.
 func (j *job) missedUntil(sched schedule.Schedule, until time.Time) (tally slotTally) {
-	checked := j.SlotsCheckedUntil
+	checked := j.SlotsCheckedUntil.Time()
 	if from, far := missedHorizon(sched, checked, until); far {
 		checked = from
 	}

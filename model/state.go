@@ -15,30 +15,41 @@ import (
 // A job and its latest view share one JobState, which the job copies
 // before it next changes (job.own): a saved view is never written.
 type JobState struct {
+	// The times are Stamps, and together with the flags: a JobState then
+	// fits 480 bytes (a size class) rather than 640, and a job has up to
+	// three of them while a catch-up is saved.
+
 	// FirstWatched is when jobwatch started watching the job, or the time of
 	// its earliest record if that is earlier (history read on first start):
 	// the reference for staleness until a success is seen.
-	FirstWatched     time.Time
-	LastStart        time.Time
-	LastSuccess      time.Time
-	LastSuccessStart time.Time
-	LastFailure      time.Time
+	FirstWatched     Stamp
+	LastStart        Stamp
+	LastSuccess      Stamp
+	LastSuccessStart Stamp
+	LastFailure      Stamp
 	// LastUnknown and LastUnknownStart: the end and start of the latest
 	// run whose result is Unknown (a cron job at -L 1). The job ran:
 	// staleness counts from it as from a success (Watch).
-	LastUnknown      time.Time
-	LastUnknownStart time.Time
-	LastDuration     float64
-	LastExitCode     int
-	// The flags are together: a JobState then fits 640 bytes (a size
-	// class) rather than 768, and a job has up to three of them while it
-	// is saved.
+	LastUnknown      Stamp
+	LastUnknownStart Stamp
+	// SlotsCheckedUntil: every expected run up to here has been counted as
+	// run or missed.
+	SlotsCheckedUntil Stamp
+	// Retired is when the discovered job disappeared from the host: it is
+	// expected no more, its history kept (zero while it is watched).
+	Retired Stamp
+	// Resumed is when a retired job came back: its staleness counts from
+	// then at the earliest, not from a success before it was retired.
+	Resumed         Stamp
 	HasLastDuration bool
 	HasLastExitCode bool
 	// Discovered: the job is one host mode found (JobSpec.Discovered), so
 	// it is retired, not dropped, when it disappears, even while jobwatch
 	// was stopped.
 	Discovered bool
+
+	LastDuration float64
+	LastExitCode int
 
 	ConsecutiveFailures uint64
 	ConsecutiveSkips    uint64
@@ -69,23 +80,14 @@ type JobState struct {
 	Unexpected uint64
 	// DupCounts are the duplicate runs by kind, in the order of
 	// DuplicateKinds.
-	DupCounts [3]uint64
-	// SlotsCheckedUntil: every expected run up to here has been counted as
-	// run or missed.
-	SlotsCheckedUntil time.Time
-	RecentSlots       []SlotRuns
+	DupCounts   [3]uint64
+	RecentSlots []SlotRuns
 	// Sources that reported the job: missed runs are not counted from the
 	// clock while one of them cannot be read.
 	Sources []string
 	// LockTTL is the shared lock's lease named by the latest start record
 	// that named one (jobwatch run --lock-redis); 0 when none has.
 	LockTTL time.Duration
-	// Retired is when the discovered job disappeared from the host: it is
-	// expected no more, its history kept (zero while it is watched).
-	Retired time.Time
-	// Resumed is when a retired job came back: its staleness counts from
-	// then at the earliest, not from a success before it was retired.
-	Resumed time.Time
 	// Pauses: the job's pause in force and what pauses left unjudged
 	// (pause.go); nil while it has none, as most jobs: the Pauses were a
 	// fifth of a JobState's bytes.

@@ -181,7 +181,7 @@ func TestTrackerApply(t *testing.T) {
 			got := want{
 				runs: j.RunCounts, running: len(j.Open), overlaps: int(j.Overlaps), skips: int(j.Skips),
 				consecSkips: j.ConsecutiveSkips, consecFail: j.ConsecutiveFailures,
-				lastSuccess: j.LastSuccess, lastFailure: j.LastFailure, lastDuration: j.LastDuration,
+				lastSuccess: j.LastSuccess.Time(), lastFailure: j.LastFailure.Time(), lastDuration: j.LastDuration,
 				histCount: j.Durations.Count, lastExit: j.LastExitCode,
 			}
 			for _, r := range j.Open {

@@ -46,19 +46,19 @@ type WatchBasis struct {
 // against the job.
 func (j *JobView) WatchBasis() WatchBasis {
 	var b WatchBasis
-	ref := j.LastSuccess
+	ref := j.LastSuccess.Time()
 	if ref.IsZero() {
-		ref = j.FirstWatched
+		ref = j.FirstWatched.Time()
 	}
 	b.since = ref
 	// A run of unknown result (a cron job at -L 1) ran: the job is not
 	// stale for want of a success nobody logs. Seconds since the last
 	// success still count from a known one.
-	if j.LastUnknown.After(ref) {
-		ref = j.LastUnknown
+	if u := j.LastUnknown.Time(); u.After(ref) {
+		ref = u
 	}
-	if j.Resumed.After(ref) {
-		ref = j.Resumed // a retired job back: nothing was due while it was gone
+	if r := j.Resumed.Time(); r.After(ref) {
+		ref = r // a retired job back: nothing was due while it was gone
 	}
 	// Nothing is due while the job is paused: it is judged from the end
 	// of its latest pause or window (pause.go), and while paused is
@@ -74,22 +74,22 @@ func (j *JobView) WatchBasis() WatchBasis {
 	case schedule.Every:
 		b.period = time.Duration(s)
 		b.deadline = ref.Add(time.Duration(multiple)*b.period + j.Spec.Grace)
-		last := j.LastStart
+		last := j.LastStart.Time()
 		if last.IsZero() {
-			last = j.FirstWatched
+			last = j.FirstWatched.Time()
 		}
 		b.next = last.Add(b.period)
 	default:
 		b.calendar = s
-		t := j.LastSuccessStart
+		t := j.LastSuccessStart.Time()
 		if t.IsZero() {
-			t = j.FirstWatched
+			t = j.FirstWatched.Time()
 		}
-		if j.LastUnknownStart.After(t) {
-			t = j.LastUnknownStart
+		if u := j.LastUnknownStart.Time(); u.After(t) {
+			t = u
 		}
-		if j.Resumed.After(t) {
-			t = j.Resumed
+		if r := j.Resumed.Time(); r.After(t) {
+			t = r
 		}
 		if p := pausedRef(j, b.paused); p.After(t) {
 			t = p

@@ -355,16 +355,16 @@ func (r *jobRecord) fill(v, prev *model.JobView) *jobRecord {
 	}
 	j := v.JobState
 	*r = jobRecord{
-		FirstWatched: j.FirstWatched, LastStart: j.LastStart, LastSuccess: j.LastSuccess,
-		LastSuccessStart: j.LastSuccessStart, LastFailure: j.LastFailure,
-		LastUnknown: j.LastUnknown, LastUnknownStart: j.LastUnknownStart,
+		FirstWatched: j.FirstWatched.Time(), LastStart: j.LastStart.Time(), LastSuccess: j.LastSuccess.Time(),
+		LastSuccessStart: j.LastSuccessStart.Time(), LastFailure: j.LastFailure.Time(),
+		LastUnknown: j.LastUnknown.Time(), LastUnknownStart: j.LastUnknownStart.Time(),
 		ConsecutiveFailures: j.ConsecutiveFailures, ConsecutiveSkips: j.ConsecutiveSkips, ConsecutiveMissed: j.ConsecutiveMissed,
 		Skips: j.Skips, Overlaps: j.Overlaps,
 		Durations: histogramOf(&j.Durations),
-		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil,
+		Missed:    j.Missed, Unexpected: j.Unexpected, SlotsCheckedUntil: j.SlotsCheckedUntil.Time(),
 		Sources:      j.Sources,
 		LockTTL:      j.LockTTL.Seconds(),
-		DecidedUntil: v.DecidedUntil, Discovered: j.Discovered, Retired: j.Retired, Resumed: j.Resumed,
+		DecidedUntil: v.DecidedUntil, Discovered: j.Discovered, Retired: j.Retired.Time(), Resumed: j.Resumed.Time(),
 		pausedRecord: pausedToRecord(j.Pauses),
 		Runs:         keep.Runs, SkipsByReason: keep.SkipsByReason, LockLost: keep.LockLost, Duplicates: keep.Duplicates,
 		LostRuns: keep.LostRuns, RecentSlots: keep.RecentSlots, Open: keep.Open, Recent: keep.Recent, RecentAdded: keep.RecentAdded,
@@ -385,7 +385,7 @@ func (r *jobRecord) fill(v, prev *model.JobView) *jobRecord {
 			r.Recent = append(r.Recent, recentToRecord(run))
 		}
 	} else {
-		if r.FirstWatched.Equal(prev.FirstWatched) {
+		if r.FirstWatched.Equal(prev.FirstWatched.Time()) {
 			r.FirstWatched = time.Time{}
 		}
 		added := appended(prev.RecentRuns(), recent)
@@ -572,15 +572,15 @@ func recentsToModel(rs []recentRecord) []model.RecentRun {
 
 func (r *jobRecord) toModel() model.SavedJob {
 	j := model.SavedJob{JobState: model.JobState{
-		FirstWatched: r.FirstWatched, LastStart: r.LastStart, LastSuccess: r.LastSuccess,
-		LastSuccessStart: r.LastSuccessStart, LastFailure: r.LastFailure,
-		LastUnknown: r.LastUnknown, LastUnknownStart: r.LastUnknownStart,
+		FirstWatched: model.StampOf(r.FirstWatched), LastStart: model.StampOf(r.LastStart), LastSuccess: model.StampOf(r.LastSuccess),
+		LastSuccessStart: model.StampOf(r.LastSuccessStart), LastFailure: model.StampOf(r.LastFailure),
+		LastUnknown: model.StampOf(r.LastUnknown), LastUnknownStart: model.StampOf(r.LastUnknownStart),
 		ConsecutiveFailures: r.ConsecutiveFailures, ConsecutiveSkips: r.ConsecutiveSkips, ConsecutiveMissed: r.ConsecutiveMissed,
 		Skips: r.Skips, Overlaps: r.Overlaps,
 		Durations: r.Durations.toModel(),
 		Missed:    r.Missed, Unexpected: r.Unexpected,
-		SlotsCheckedUntil: r.SlotsCheckedUntil, Sources: r.Sources,
-		LockTTL: lockTTL(r.LockTTL), Discovered: r.Discovered, Retired: r.Retired, Resumed: r.Resumed,
+		SlotsCheckedUntil: model.StampOf(r.SlotsCheckedUntil), Sources: r.Sources,
+		LockTTL: lockTTL(r.LockTTL), Discovered: r.Discovered, Retired: model.StampOf(r.Retired), Resumed: model.StampOf(r.Resumed),
 		Pauses: r.pausedRecord.toModel(),
 	}, History: model.History{DurationHistory: r.DurationHistory}, DecidedUntil: r.DecidedUntil}
 	if r.LastDuration != nil {

@@ -254,9 +254,9 @@ func TestRetiredIsOptional(t *testing.T) {
 	}{
 		{"absent", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0}}`, model.JobState{}},
 		{"retired", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0},"discovered":true,"retired":"2026-12-01T09:00:00Z"}`,
-			model.JobState{Discovered: true, Retired: retired}},
+			model.JobState{Discovered: true, Retired: model.StampOf(retired)}},
 		{"resumed", `{"first_watched":"2026-11-30T10:00:00Z","durations":{"sum":0,"count":0},"discovered":true,"resumed":"2026-12-01T09:00:00Z"}`,
-			model.JobState{Discovered: true, Resumed: retired}},
+			model.JobState{Discovered: true, Resumed: model.StampOf(retired)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r jobRecord
@@ -264,7 +264,7 @@ func TestRetiredIsOptional(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := r.toModel()
-			if got.Discovered != tc.want.Discovered || !got.Retired.Equal(tc.want.Retired) || !got.Resumed.Equal(tc.want.Resumed) {
+			if got.Discovered != tc.want.Discovered || !got.Retired.Equal(tc.want.Retired.Time()) || !got.Resumed.Equal(tc.want.Resumed.Time()) {
 				t.Errorf("discovered %v, retired %v, resumed %v; want %v, %v, %v", got.Discovered, got.Retired, got.Resumed, tc.want.Discovered, tc.want.Retired, tc.want.Resumed)
 			}
 			b, err := json.Marshal(jobToRecord(&model.JobView{JobState: &got.JobState}, nil))

@@ -216,12 +216,12 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		Labels:                  nonNilLabels(v.Spec.Labels),
 		AlertAfter:              alertAfterOf(v.Spec.AlertAfter),
 		SecondsSinceLastSuccess: w.SinceSuccess.Seconds(),
-		RetiredSince:            timePtr(v.Retired),
+		RetiredSince:            timePtr(v.Retired.Time()),
 		HeldRecords:             len(v.Pending),
-		LastSuccess:             timePtr(v.LastSuccess),
-		LastFailure:             timePtr(v.LastFailure),
-		LastStart:               timePtr(v.LastStart),
-		LastRunFailed:           v.LastFailure.After(v.LastSuccess),
+		LastSuccess:             timePtr(v.LastSuccess.Time()),
+		LastFailure:             timePtr(v.LastFailure.Time()),
+		LastStart:               timePtr(v.LastStart.Time()),
+		LastRunFailed:           v.LastFailure.After(v.LastSuccess.Time()),
 		HeldEnds:                heldEnds(v.Pending),
 		NextRun:                 timePtr(w.NextRun),
 		Deadline:                timePtr(w.Deadline),
@@ -329,7 +329,7 @@ func stateOf(v *model.JobView, w model.Watch, finished uint64, now time.Time) st
 		return StatePaused // not judged now: it says why
 	case w.Stale:
 		return StateStale
-	case v.LastFailure.After(v.LastSuccess):
+	case v.LastFailure.After(v.LastSuccess.Time()):
 		return StateFailing // a fact: the runs in a row wait for the watermark
 	case overlapping(v):
 		return StateOverlapping
@@ -364,18 +364,18 @@ func late(v *model.JobView, w model.Watch, now time.Time) bool {
 	var due time.Time
 	switch s := v.Spec.Schedule.(type) {
 	case schedule.Every:
-		last := v.LastStart
+		last := v.LastStart.Time()
 		if last.IsZero() {
-			last = v.FirstWatched
+			last = v.FirstWatched.Time()
 		}
 		due = last.Add(time.Duration(s))
 	default:
 		// The latest expected run whose grace is over.
 		due = s.Prev(now.Add(-v.Spec.Grace))
-		if due.IsZero() || (v.LastStart.IsZero() && due.Before(v.FirstWatched)) {
+		if due.IsZero() || (v.LastStart.IsZero() && v.FirstWatched.After(due)) {
 			return false // nothing was due since jobwatch knows the job
 		}
-		return due.After(v.LastStart)
+		return v.LastStart.Before(due)
 	}
 	return now.Sub(due) > v.Spec.Grace
 }
