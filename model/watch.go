@@ -27,12 +27,13 @@ func (j *JobView) Watch(now time.Time) Watch {
 // which would keep alive a state that the job has since replaced.
 type WatchBasis struct {
 	// since: SinceSuccess counts from it; deadline and next are Watch's.
-	since, deadline, next time.Time
+	// Stamps: the cache keeps a basis for every job.
+	since, deadline, next Stamp
+	paused                bool
 	period                time.Duration
 	// calendar: the schedule whose next run and period depend on now
 	// (nil for an every: job, or none).
 	calendar schedule.Schedule
-	paused   bool
 }
 
 // WatchBasis is j's Watch without now.
@@ -50,7 +51,7 @@ func (j *JobView) WatchBasis() WatchBasis {
 	if ref.IsZero() {
 		ref = j.FirstWatched.Time()
 	}
-	b.since = ref
+	b.since = StampOf(ref)
 	// A run of unknown result (a cron job at -L 1) ran: the job is not
 	// stale for want of a success nobody logs. Seconds since the last
 	// success still count from a known one.
@@ -73,12 +74,12 @@ func (j *JobView) WatchBasis() WatchBasis {
 		return b // no schedule: nothing is due
 	case schedule.Every:
 		b.period = time.Duration(s)
-		b.deadline = ref.Add(time.Duration(multiple)*b.period + j.Spec.Grace)
+		b.deadline = StampOf(ref.Add(time.Duration(multiple)*b.period + j.Spec.Grace))
 		last := j.LastStart.Time()
 		if last.IsZero() {
 			last = j.FirstWatched.Time()
 		}
-		b.next = last.Add(b.period)
+		b.next = StampOf(last.Add(b.period))
 	default:
 		b.calendar = s
 		t := j.LastSuccessStart.Time()
@@ -100,18 +101,18 @@ func (j *JobView) WatchBasis() WatchBasis {
 			}
 		}
 		if !t.IsZero() {
-			b.deadline = t.Add(j.Spec.Grace)
+			b.deadline = StampOf(t.Add(j.Spec.Grace))
 		}
 	}
 	if b.paused && j.Pauses.Until().IsZero() {
-		b.deadline = time.Time{} // until resumed: not known
+		b.deadline = Stamp{} // until resumed: not known
 	}
 	return b
 }
 
 // At is the Watch of b at now.
 func (b *WatchBasis) At(now time.Time) Watch {
-	w := Watch{SinceSuccess: max(now.Sub(b.since), 0), Period: b.period, NextRun: b.next, Deadline: b.deadline}
+	w := Watch{SinceSuccess: max(now.Sub(b.since.Time()), 0), Period: b.period, NextRun: b.next.Time(), Deadline: b.deadline.Time()}
 	if s := b.calendar; s != nil {
 		w.NextRun = s.Next(now)
 		if prev := s.Prev(now); !prev.IsZero() && !w.NextRun.IsZero() {
