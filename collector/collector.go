@@ -373,7 +373,7 @@ func (e *jobSeries) running(j *model.JobView) {
 			continue
 		}
 		e.lv[1], e.lv[2] = r.Host, strconv.Itoa(r.PID)
-		e.s.gauge(runStartDesc, pastUnix(r.Start), e.lv[:3]...)
+		e.s.gauge(runStartDesc, pastUnix(r.Start.Time()), e.lv[:3]...)
 	}
 }
 

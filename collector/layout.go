@@ -83,7 +83,7 @@ func newLayout(format int) layout {
 			Pauses: &model.Pauses{Unjudged: [3]uint64{1}, PauseEnded: t},
 		},
 		History: model.History{DurationHistory: []float64{1}},
-		Open:    []model.Run{{Host: "h", PID: 1, Start: t}},
+		Open:    []model.Run{{Host: "h", PID: 1, Start: model.StampOf(t)}},
 	}
 	l := layout{header: make([][]byte, len(families)), prefix: make([]string, len(families)), names: make([]*lineSet, len(families))}
 	var r, retired renderer

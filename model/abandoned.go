@@ -44,11 +44,11 @@ func (m *machine) supersede(j *job, r *Run) {
 	}
 	for i := 0; i < len(j.runs.open); i++ {
 		o := j.runs.open[i]
-		if o == r || !o.Start.Before(r.Start) || !m.unchecked(o) || o.Lease <= 0 {
+		if o == r || !o.Start.Before(r.Start.Time()) || !m.unchecked(o) || o.Lease <= 0 {
 			continue
 		}
 		m.logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "a later run took its shared lock: its lease ran out")
-		m.lose(j, o, r.Start)
+		m.lose(j, o, r.Start.Time())
 		i--
 	}
 }
@@ -59,11 +59,11 @@ func (m *machine) supersede(j *job, r *Run) {
 func (m *machine) hostLockTaken(j *job, r *Run) {
 	for i := 0; i < len(j.runs.open); i++ {
 		o := j.runs.open[i]
-		if o.Host != r.Host || !o.Start.Before(r.Start) || !m.unchecked(o) {
+		if o.Host != r.Host || !o.Start.Before(r.Start.Time()) || !m.unchecked(o) {
 			continue
 		}
 		m.logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "a later run took the host's lock file")
-		m.lose(j, o, r.Start)
+		m.lose(j, o, r.Start.Time())
 		i--
 	}
 }
@@ -94,7 +94,7 @@ func (m *machine) abandon(j *job, at time.Time) {
 			continue
 		}
 		after := j.spec.abandonAfter()
-		if !o.Start.Add(after).Before(at) {
+		if !o.Start.Time().Add(after).Before(at) {
 			continue
 		}
 		if o.EndUnlogged {
@@ -103,7 +103,7 @@ func (m *machine) abandon(j *job, at time.Time) {
 			m.endUnlogged(j, o)
 		} else {
 			m.logger.Info("closing run as lost", "job", j.spec.Name, "host", o.Host, "pid", o.PID, "started", o.Start, "reason", "open for abandon_after, and jobwatch cannot check it")
-			m.lose(j, o, o.Start.Add(after))
+			m.lose(j, o, o.Start.Time().Add(after))
 		}
 		i--
 	}
@@ -126,7 +126,7 @@ func (m *machine) abandonQuiet(j *job) int64 {
 		}
 		// Closed at an at after its start plus after, and not before it
 		// was read.
-		quiet = min(quiet, max(o.Start.Add(after).UnixNano(), o.readLate-1))
+		quiet = min(quiet, max(o.Start.Time().Add(after).UnixNano(), o.readLate-1))
 	}
 	j.runs.abandonQuiet = quiet
 	return quiet
@@ -143,7 +143,7 @@ const TimeoutMargin = 15 * time.Second
 // timeout, its source's late window and TimeoutMargin.
 func (m *machine) timeoutDue(j *job, r *Run, at time.Time) bool {
 	cut := j.spec.Timeout + TimeoutMargin + m.window(r.Source)
-	return r.Start.Add(cut).Before(at)
+	return r.Start.Time().Add(cut).Before(at)
 }
 
 // timedOut reports whether ev, the end of a run that lasted dur (hasDur:

@@ -120,7 +120,7 @@ func (j *job) factStart(ev *Event) {
 	if j.runs.at(runKey(ev.RunID, ev.Host, ev.PID)) >= 0 {
 		return
 	}
-	r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Lease: ev.LockTTL, EndUnlogged: ev.EndUnlogged}
+	r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: StampOf(ev.Time), Lease: ev.LockTTL, EndUnlogged: ev.EndUnlogged}
 	if j.held.declined(r) {
 		return
 	}

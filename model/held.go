@@ -166,7 +166,7 @@ func (q *heldRecords) declined(r *Run) bool {
 		return false // the common case: no such record held, nothing to look through
 	}
 	return slices.ContainsFunc(q.list, func(h Held) bool {
-		if !h.declines() || h.Time().Before(r.Start) {
+		if !h.declines() || h.Time().Before(r.Start.Time()) {
 			return false
 		}
 		if h.kind == End {

@@ -123,10 +123,10 @@ func (j *job) endRun(r *Run, ev *Event) {
 	}
 	if r != nil {
 		j.runs.close(r.Key())
-		start = r.Start
-		rr.Start, rr.Host, rr.PID, rr.Overlapped = r.Start, r.Host, r.PID, r.Overlapped
-		if !hasDur && !ev.Time.Before(r.Start) {
-			dur, hasDur = ev.Time.Sub(r.Start), true
+		start = r.Start.Time()
+		rr.Start, rr.Host, rr.PID, rr.Overlapped = r.Start.Time(), r.Host, r.PID, r.Overlapped
+		if !hasDur && !ev.Time.Before(r.Start.Time()) {
+			dur, hasDur = ev.Time.Sub(r.Start.Time()), true
 		}
 	}
 	rr.Duration, rr.HasDuration = dur, hasDur
@@ -161,7 +161,7 @@ func (j *job) applyDeclined(r *Run, ev *Event) {
 	var began time.Time
 	if r != nil {
 		j.runs.close(r.Key())
-		began = r.Start
+		began = r.Start.Time()
 	}
 	j.countSkip(ev, began)
 }

@@ -66,7 +66,7 @@ func (m *machine) applyStart(j *job, ev *Event, src string, now time.Time) {
 	if j.runs.at(runKey(ev.RunID, ev.Host, ev.PID)) >= 0 {
 		return // the same start read twice: one run
 	}
-	r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: ev.Time, Source: src}
+	r := &Run{RunID: ev.RunID, Host: ev.Host, PID: ev.PID, Start: StampOf(ev.Time), Source: src}
 	if j.held.declined(r) {
 		// The command declined to run (its end says skipped, held with
 		// the records still pending): a skip, as that end counts it, and
@@ -205,7 +205,7 @@ func (m *machine) timeOut(j *job, at time.Time) {
 		}
 		r := j.runs.open[i]
 		m.logger.Info("closing run as lost", "job", j.spec.Name, "host", r.Host, "pid", r.PID, "started", r.Start, "reason", "open longer than the job's timeout")
-		m.lose(j, r, r.Start.Add(j.spec.Timeout))
+		m.lose(j, r, r.Start.Time().Add(j.spec.Timeout))
 	}
 }
 
@@ -221,8 +221,8 @@ func (m *machine) closeOldest(j *job, name string, oldest *Run, now time.Time) {
 func (m *machine) lose(j *job, r *Run, at time.Time) {
 	j.own()
 	j.closeByJobwatch(r)
-	j.finish(Lost, r.Start, at, 0, false, 0, false)
-	j.history.remember(RecentRunFields{Start: r.Start, End: at, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
+	j.finish(Lost, r.Start.Time(), at, 0, false, 0, false)
+	j.history.remember(RecentRunFields{Start: r.Start.Time(), End: at, Result: Lost, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
 }
 
 // endUnlogged closes a run whose end is not logged (Run.EndUnlogged: a
@@ -238,9 +238,9 @@ func (m *machine) endUnlogged(j *job, r *Run) {
 	j.own()
 	j.closeByJobwatch(r)
 	end := r.Start
-	if r.seenAlive && r.goneSince.After(r.Start) {
+	if r.seenAlive && r.goneSince.After(r.Start.Time()) {
 		end = r.goneSince
 	}
-	j.finish(Unknown, r.Start, end, 0, false, 0, false)
-	j.history.remember(RecentRunFields{Start: r.Start, End: end, Result: Unknown, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
+	j.finish(Unknown, r.Start.Time(), end.Time(), 0, false, 0, false)
+	j.history.remember(RecentRunFields{Start: r.Start.Time(), End: end.Time(), Result: Unknown, Host: r.Host, PID: r.PID, Overlapped: r.Overlapped})
 }

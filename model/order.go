@@ -476,16 +476,16 @@ func (o *orderer) reapJob(memo decidableMemo, j *job, now time.Time) {
 			continue
 		}
 		if o.opts.Alive(r.PID) {
-			r.goneSince, r.seenAlive = time.Time{}, true
+			r.goneSince, r.seenAlive = Stamp{}, true
 			continue
 		}
 		if r.goneSince.IsZero() {
-			r.goneSince = now
+			r.goneSince = StampOf(now)
 		}
 		// Its end record, written before the process went, is dated
 		// before it was seen gone: lost only once the job has decided
 		// past that, and the end has not come.
-		if now.Sub(r.goneSince) < o.opts.LostAfter || !j.decided.After(r.goneSince) || j.held.endOf(r) {
+		if now.Sub(r.goneSince.Time()) < o.opts.LostAfter || !j.decided.After(r.goneSince.Time()) || j.held.endOf(r) {
 			continue
 		}
 		if r.EndUnlogged {

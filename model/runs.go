@@ -25,8 +25,8 @@ func runKey(runID, host string, pid int) RunKey {
 // Before orders runs in progress oldest first, ties broken by key: the
 // order of InFlight.Sorted.
 func (r *Run) Before(o *Run) bool {
-	if !r.Start.Equal(o.Start) {
-		return r.Start.Before(o.Start)
+	if !r.Start.Equal(o.Start.Time()) {
+		return r.Start.Before(o.Start.Time())
 	}
 	return r.Key().less(o.Key())
 }

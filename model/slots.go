@@ -59,18 +59,18 @@ func (j *job) attribute(r *Run) {
 	if sched == nil {
 		return
 	}
-	p := sched.Prev(r.Start)
-	if p.IsZero() || r.Start.Sub(p) > j.spec.Grace && !(j.spec.Persistent && !j.slotFilled(p)) {
+	p := sched.Prev(r.Start.Time())
+	if p.IsZero() || r.Start.Time().Sub(p) > j.spec.Grace && !(j.spec.Persistent && !j.slotFilled(p)) {
 		j.Unexpected++
 		// It started all the same: the slots missed before it are
 		// counted before it, and none since.
 		if !j.SlotsCheckedUntil.IsZero() {
-			j.accountMissed(sched, j.missedCutoff(sched, r.Start))
+			j.accountMissed(sched, j.missedCutoff(sched, r.Start.Time()))
 		}
 		j.ConsecutiveMissed = 0
 		return
 	}
-	r.Slot = p
+	r.Slot = StampOf(p)
 	j.reachSlot(sched, p)
 	i := slices.IndexFunc(j.RecentSlots, func(s SlotRuns) bool { return s.Slot.Equal(p) })
 	if i < 0 {

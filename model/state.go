@@ -180,26 +180,27 @@ type Run struct {
 	RunID  string
 	Host   string
 	PID    int
-	Start  time.Time
 	Source string
-	// Slot is the expected run it belongs to (calendar schedules).
-	Slot time.Time
 	// Lease is the shared lock's lease its start record named (jobwatch
 	// run --lock-redis): while the run lives, no other run of the job
 	// starts.
 	Lease time.Duration
-	// The flags are together, so that a Run fits 160 bytes (a size class)
-	// rather than 176. Overlapped: it started while another run was in
-	// progress. EndUnlogged: its start said no end of it will be logged
+	// readLate: when it was read, for a start read after its job had
+	// decided past its time, or restored from the state; not saved.
+	readLate int64 // Unix nanoseconds: a Run a start, kept small
+	// The times are Stamps, together with the flags, so that a Run fits
+	// 112 bytes (a size class) rather than 160: a job and its view each
+	// hold its runs in progress.
+	Start Stamp
+	// Slot is the expected run it belongs to (calendar schedules).
+	Slot      Stamp
+	goneSince Stamp // when its process was first seen gone
+	// Overlapped: it started while another run was in progress.
+	// EndUnlogged: its start said no end of it will be logged
 	// (Event.EndUnlogged): once its process is gone it ends as Unknown.
 	Overlapped  bool
 	EndUnlogged bool
 	seenAlive   bool // its process was seen alive (since jobwatch started)
-
-	goneSince time.Time // when its process was first seen gone
-	// readLate: when it was read, for a start read after its job had
-	// decided past its time, or restored from the state; not saved.
-	readLate int64 // Unix nanoseconds: a Run a start, kept small
 }
 
 // SourceState is what jobwatch knows of one source; it is saved with the

@@ -422,7 +422,7 @@ func (r *jobRecord) fill(v, prev *model.JobView) *jobRecord {
 		r.RecentSlots = append(r.RecentSlots, slotRecord{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range v.Open {
-		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease, EndUnlogged: o.EndUnlogged})
+		r.Open = append(r.Open, runRecord{Key: runKeyRecord(o.Key()), RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start.Time(), Source: o.Source, Slot: o.Slot.Time(), Overlapped: o.Overlapped, Lease: o.Lease, EndUnlogged: o.EndUnlogged})
 	}
 	return r
 }
@@ -601,7 +601,7 @@ func (r *jobRecord) toModel() model.SavedJob {
 		j.RecentSlots = append(j.RecentSlots, model.SlotRuns{Slot: s.Slot, Hosts: s.Hosts})
 	}
 	for _, o := range r.Open {
-		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: o.Start, Source: o.Source, Slot: o.Slot, Overlapped: o.Overlapped, Lease: o.Lease, EndUnlogged: o.EndUnlogged})
+		j.Open = append(j.Open, model.Run{RunID: o.RunID, Host: o.Host, PID: o.PID, Start: model.StampOf(o.Start), Source: o.Source, Slot: model.StampOf(o.Slot), Overlapped: o.Overlapped, Lease: o.Lease, EndUnlogged: o.EndUnlogged})
 	}
 	return j
 }

@@ -251,7 +251,7 @@ func slots(v *model.JobView, from, now time.Time, limit int) []Slot {
 		starts = append(starts, start{at, r.Result == model.Skipped})
 	}
 	for _, r := range v.Open {
-		starts = append(starts, start{at: r.Start})
+		starts = append(starts, start{at: r.Start.Time()})
 	}
 	if first := starts[0].at; from.Before(first) {
 		from = first

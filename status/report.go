@@ -251,8 +251,8 @@ func buildJob(v *model.JobView, now time.Time) Job {
 		total += v.RunCounts[i]
 	}
 	for _, r := range v.Open {
-		j.Running = append(j.Running, RunningRun{Host: r.Host, PID: r.PID, RunID: r.RunID, Started: r.Start.UTC(),
-			AgeSeconds: max(now.Sub(r.Start).Seconds(), 0), Source: r.Source})
+		j.Running = append(j.Running, RunningRun{Host: r.Host, PID: r.PID, RunID: r.RunID, Started: r.Start.Time().UTC(),
+			AgeSeconds: max(now.Sub(r.Start.Time()).Seconds(), 0), Source: r.Source})
 	}
 	j.RecentRuns = recentRuns(v)
 	j.State = stateOf(v, w, total, now)
