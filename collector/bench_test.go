@@ -229,7 +229,7 @@ func BenchmarkRenderAll(b *testing.B) {
 			for _, s := range segs {
 				kept += len(s.labels) + 4*len(s.loff)
 				for i := range s.data {
-					kept += len(s.data[i]) + 4*len(s.off[i])
+					kept += len(s.data[i])
 				}
 			}
 			b.ReportMetric(float64(kept)/benchJobs, "cached-B/job")

@@ -966,3 +966,37 @@ func TestCacheLetsReplacedSegmentsGo(t *testing.T) {
 		t.Fatalf("%d segments, the cache keeps %d, want 4", len(segs), len(c.segs))
 	}
 }
+
+// A job's lines of one family are kept after their length, one byte when
+// short: a job whose lines of a family run to kilobytes (a thousand runs
+// in progress, as many as a job keeps) is written as client_golang writes it, and so are the jobs
+// of its segment after it.
+func TestHandlerLongJobLines(t *testing.T) {
+	now := t0.Add(2 * time.Hour)
+	tr := manyJobs(2*segmentJobs, now)
+	var evs []model.Event
+	for k, n := range map[int]int{1: 1, 3: 3, 70: 200, 100: 1000} {
+		job := fmt.Sprintf("job_%05d", k)
+		for pid := range n {
+			evs = append(evs, model.Event{Kind: model.Start, Job: job, Host: "web9", PID: 1<<20 + pid, Time: now.Add(-time.Duration(pid) * time.Millisecond)})
+		}
+	}
+	tr.Apply(model.Batch{Source: "runs", Events: evs})
+	saved := savedOf(tr)
+	old, cur := servers(func() *model.Saved { return saved }, func() time.Time { return now })
+	for _, accept := range []string{acceptText, acceptOM} {
+		_, want := get(t, old, accept, "")
+		_, got := get(t, cur, accept, "")
+		if w, g := sortedLines(want), sortedLines(got); !slices.Equal(w, g) {
+			t.Fatalf("%s: %d lines, want %d", mediaType(accept), len(g), len(w))
+		}
+		if want := fmt.Sprintf(`jobwatch_job_running{job_name="job_00100"} %d`, model.MaxOpenRuns); !bytes.Contains(got, []byte(want)) {
+			t.Fatalf("%s: no line %s", mediaType(accept), want)
+		}
+	}
+	_, wantPB := get(t, old, acceptProto, "")
+	_, gotPB := get(t, cur, acceptProto, "")
+	if w, g := protoFamilies(t, wantPB), protoFamilies(t, gotPB); !slices.Equal(w, g) {
+		t.Fatal("protobuf differs from client_golang's")
+	}
+}

@@ -131,6 +131,10 @@ type renderer struct {
 	compact []byte  // the entries of the segment being built, in compact form (see compactLines)
 	label   []byte  // protobuf: the job's label field (renderProto)
 	entries []entry // of the segment being built, by job
+	// A segment's build: its jobs' bytes by family and job, an old
+	// segment's split into its jobs', and its jobs' labels
+	// (cache.build).
+	parts, oldParts, labels [][]byte
 }
 
 // collect takes the metrics of v at now, sorted within each family as a

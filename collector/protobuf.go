@@ -169,9 +169,11 @@ func (s *scrapeMem) protoFamily(i int, segs []*segment, write bool) int {
 		if len(seg.data[i]) == 0 && !(dynamic(i, seg.calendar != nil)) {
 			continue
 		}
+		rest := seg.data[i]
 		for k := range seg.ids {
 			v, gauge := s.dynamicValue(i, seg, n, k)
-			compact := seg.data[i][seg.off[i][k]:seg.off[i][k+1]]
+			var compact []byte
+			compact, rest = nextJob(rest)
 			switch {
 			case !write && gauge:
 				size += gaugeMetricSize(seg.label(k))

@@ -157,8 +157,11 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 		if !always && !cal && len(seg.data[i]) == 0 {
 			continue
 		}
+		rest := seg.data[i]
 		for k := range seg.ids {
 			label := seg.label(k)
+			var b []byte
+			b, rest = nextJob(rest)
 			if v, ok := s.dynamicValue(i, seg, n, k); ok {
 				head()
 				s.chunk = append(s.chunk, l.prefix[i]...)
@@ -166,7 +169,7 @@ func (s *scrapeMem) writeFamily(i, format int, segs []*segment) {
 				s.chunk = append(s.chunk, ' ')
 				s.chunk = appendFloat(s.chunk, v, format)
 				s.chunk = append(s.chunk, '\n')
-			} else if b := seg.data[i][seg.off[i][k]:seg.off[i][k+1]]; len(b) > 0 {
+			} else if len(b) > 0 {
 				head()
 				s.chunk = expandLines(s.chunk, b, label[:len(label)-1], names)
 			}
