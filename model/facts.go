@@ -125,10 +125,5 @@ func (j *job) factStart(ev *Event) {
 		return
 	}
 	j.runs.add(r)
-	if ev.LockTTL > 0 && !j.LastStart.After(ev.Time) {
-		j.LockTTL = ev.LockTTL
-	}
-	if j.LastStart.Before(ev.Time) {
-		j.LastStart = StampOf(ev.Time)
-	}
+	j.takeStart(ev)
 }

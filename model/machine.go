@@ -95,12 +95,7 @@ func (m *machine) applyStart(j *job, ev *Event, src string, now time.Time) {
 		m.supersede(j, r)
 	}
 	j.ConsecutiveSkips = 0
-	if ev.LockTTL > 0 && !j.LastStart.After(ev.Time) {
-		j.LockTTL = ev.LockTTL // the latest start's: the lease configured now
-	}
-	if j.LastStart.Before(ev.Time) {
-		j.LastStart = StampOf(ev.Time)
-	}
+	j.takeStart(ev)
 }
 
 // applyEnd finishes the run an end record closes (or, when none is open,

@@ -125,6 +125,17 @@ func (j *JobState) cloneSharingDurations() *JobState {
 	return &c
 }
 
+// takeStart takes the start ev as the latest when none later was seen,
+// and its lease as the lease configured now.
+func (j *JobState) takeStart(ev *Event) {
+	if ev.LockTTL > 0 && !j.LastStart.After(ev.Time) {
+		j.LockTTL = ev.LockTTL
+	}
+	if j.LastStart.Before(ev.Time) {
+		j.LastStart = StampOf(ev.Time)
+	}
+}
+
 // AddSkips counts n skips under label.
 func (j *JobState) AddSkips(label string, n uint64) {
 	if i := slices.Index(SkipReasons, label); i >= 0 {
