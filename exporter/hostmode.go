@@ -184,7 +184,7 @@ func (e *Exporter) prepareHostOf(base *config.Config, configured []string, text 
 	}
 	g.base, g.configured = base, configured
 	if base.Discovery.Watch {
-		g.text = text // for rescans: kept otherwise, 50 bytes a job for nothing
+		g.text = text // for rescans; outside host mode nothing reads it (50 bytes a job)
 	}
 	if s != nil && s.host != nil {
 		g.host, g.hostJobs, g.scanned = s.host, len(s.report.Unwatched), s.report.Host
